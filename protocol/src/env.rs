@@ -1,0 +1,53 @@
+//! The benchmark harness's environment variables (see CONTRACT.md, "The harness protocol").
+//!
+//! These are the harness's names; the tools take them as defaults, never as the only way in.
+
+/// Op name, trimmed; empty or unset means [`DEFAULT_OP`].
+pub const CURRENT_OP: &str = "FLAGGEMS_PERF_CURRENT_OP";
+/// GPUs asked for; unset, not an integer, or < 2 disables the warmup.
+pub const GPUS: &str = "PARALLEL_WARMUP_GPUS";
+/// `1` in every child; when set in the pipeline's own environment the pipeline does nothing.
+pub const WARMUP_WORKER: &str = "FLAGGEMS_PERF_WARMUP_WORKER";
+/// The harness writes the winning configs to `<dir>/<op>.json`.
+pub const RECORD_DIR: &str = "FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR";
+/// The harness reads `<dir>/<op>.json` and pins those configs instead of sweeping.
+pub const REPLAY_DIR: &str = "FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR";
+/// Triton's kernel cache; one per child so that children never share a cache folder.
+pub const TRITON_CACHE_DIR: &str = "TRITON_CACHE_DIR";
+/// The harness's IR dump folder; the IR comes from the measurement run, never from a child.
+pub const TTGIR_DUMP_DIR: &str = "FLAGGEMS_PERF_TTGIR_DUMP_DIR";
+/// The harness's colour switch; `never` in a child, whose output goes to a log file.
+pub const COLOR: &str = "FLAGGEMS_PERF_COLOR";
+/// The vendor FlagGems runs on; `warmup-spawn --backend auto` follows it when set.
+pub const VENDOR: &str = "FLAGGEMS_VENDOR";
+
+/// The op name used when [`CURRENT_OP`] is unset or blank.
+pub const DEFAULT_OP: &str = "default";
+
+/// The op name as the harness derives it: trimmed, and [`DEFAULT_OP`] when blank.
+pub fn op_name(raw: Option<&str>) -> String {
+    match raw.map(str::trim) {
+        Some(op) if !op.is_empty() => op.to_owned(),
+        _ => DEFAULT_OP.to_owned(),
+    }
+}
+
+/// The op name from `--op` if given, else from [`CURRENT_OP`] in this process's environment.
+pub fn op_from(flag: Option<&str>) -> String {
+    match flag {
+        Some(op) => op_name(Some(op)),
+        None => op_name(std::env::var(CURRENT_OP).ok().as_deref()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blank_op_means_default() {
+        assert_eq!(op_name(None), "default");
+        assert_eq!(op_name(Some("  \t")), "default");
+        assert_eq!(op_name(Some(" mm \n")), "mm");
+    }
+}

@@ -1,0 +1,85 @@
+//! Exit statuses, the same in every tool (CONTRACT.md, "Exit statuses"), and the one place that
+//! turns a tool's result into a process exit status and a message on stderr.
+
+use std::process::ExitCode;
+
+/// How a tool's run ended when it did not fail on bad usage or bad input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// 0: done.
+    Done,
+    /// 1: the work ran and part of it failed (a shard exited non-zero or timed out).
+    Partial,
+    /// 3: nothing to do: fewer than 2 shards would result, no configs were recovered.
+    NothingToDo,
+    /// 128+N: stopped by signal N, after every child was stopped and reaped.
+    Signalled(i32),
+}
+
+/// 2: usage or input error; every `Err` a tool returns maps to it.
+pub const USAGE: u8 = 2;
+
+impl Status {
+    /// The process exit status this outcome stands for.
+    pub fn code(self) -> u8 {
+        match self {
+            Status::Done => 0,
+            Status::Partial => 1,
+            Status::NothingToDo => 3,
+            Status::Signalled(n) => u8::try_from(128 + n).unwrap_or(u8::MAX),
+        }
+    }
+}
+
+/// Turns `run`'s result into the exit status, printing an error as `TOOL: message: cause: ...`.
+///
+/// An error that comes from writing to a closed stdout (`tool | head`) is no failure of the tool:
+/// it exits 0 quietly, like coreutils.
+pub fn exit(tool: &str, result: anyhow::Result<Status>) -> ExitCode {
+    match result {
+        Ok(status) => ExitCode::from(status.code()),
+        Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("{tool}: {err:#}");
+            ExitCode::from(USAGE)
+        }
+    }
+}
+
+fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+/// The text for each tool's `--help` EXIT STATUS section.
+pub const EXIT_STATUS_HELP: &str = "EXIT STATUS:
+  0      done
+  1      the work ran and part of it failed (a shard exited non-zero or timed out)
+  2      usage or input error: nothing was written; the message names the file and what is wrong
+  3      nothing to do: fewer than 2 shards would result, or no configs were recovered
+  128+N  stopped by signal N, after every child was stopped and reaped";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_match_the_contract() {
+        assert_eq!(Status::Done.code(), 0);
+        assert_eq!(Status::Partial.code(), 1);
+        assert_eq!(Status::NothingToDo.code(), 3);
+        assert_eq!(Status::Signalled(2).code(), 130);
+        assert_eq!(Status::Signalled(15).code(), 143);
+    }
+
+    #[test]
+    fn broken_pipe_anywhere_in_the_chain_is_quiet() {
+        let io = std::io::Error::from(std::io::ErrorKind::BrokenPipe);
+        let err = anyhow::Error::new(io).context("writing to stdout");
+        assert!(is_broken_pipe(&err));
+        assert!(!is_broken_pipe(&anyhow::anyhow!("other")));
+    }
+}

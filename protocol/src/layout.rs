@@ -1,0 +1,84 @@
+//! The scratch layout (CONTRACT.md, "Scratch layout"): one folder per run, one `w<i>` folder
+//! per shard. Every path a tool reads or writes under SCRATCH is spelled here and nowhere else.
+
+use std::path::{Path, PathBuf};
+
+/// `SCRATCH/plan.json`, relative to the scratch folder.
+pub const PLAN: &str = "plan.json";
+
+/// The scratch folder of one run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Scratch {
+    root: PathBuf,
+}
+
+impl Scratch {
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Scratch { root: root.into() }
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// `SCRATCH/plan.json`.
+    pub fn plan(&self) -> PathBuf {
+        self.root.join(PLAN)
+    }
+
+    /// `SCRATCH/w<i>`.
+    pub fn worker(&self, shard: usize) -> PathBuf {
+        self.root.join(worker_dir(shard))
+    }
+
+    /// `SCRATCH/w<i>/shapes.yaml`: shard i's shape file.
+    pub fn shapes(&self, shard: usize) -> PathBuf {
+        self.worker(shard).join("shapes.yaml")
+    }
+
+    /// `SCRATCH/w<i>/rec`: child i's record folder.
+    pub fn record_dir(&self, shard: usize) -> PathBuf {
+        self.worker(shard).join("rec")
+    }
+
+    /// `SCRATCH/w<i>/rec/<op>.json`: child i's record file.
+    pub fn record_file(&self, shard: usize, op: &str) -> PathBuf {
+        self.record_dir(shard).join(format!("{op}.json"))
+    }
+
+    /// `SCRATCH/w<i>/worker.log`: child i's stdout and stderr.
+    pub fn log(&self, shard: usize) -> PathBuf {
+        self.worker(shard).join("worker.log")
+    }
+
+    /// `SCRATCH/w<i>/status.json`: child i's outcome.
+    pub fn status(&self, shard: usize) -> PathBuf {
+        self.worker(shard).join("status.json")
+    }
+
+    /// `SCRATCH/w<i>/.triton_cache`: child i's Triton cache.
+    pub fn triton_cache(&self, shard: usize) -> PathBuf {
+        self.worker(shard).join(".triton_cache")
+    }
+}
+
+/// `w<i>`, the folder name of shard i.
+pub fn worker_dir(shard: usize) -> String {
+    format!("w{shard}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_follow_the_contract() {
+        let s = Scratch::new("/tmp/run");
+        assert_eq!(s.plan(), Path::new("/tmp/run/plan.json"));
+        assert_eq!(s.shapes(3), Path::new("/tmp/run/w3/shapes.yaml"));
+        assert_eq!(s.record_file(0, "mm"), Path::new("/tmp/run/w0/rec/mm.json"));
+        assert_eq!(s.log(1), Path::new("/tmp/run/w1/worker.log"));
+        assert_eq!(s.status(1), Path::new("/tmp/run/w1/status.json"));
+        assert_eq!(s.triton_cache(2), Path::new("/tmp/run/w2/.triton_cache"));
+    }
+}

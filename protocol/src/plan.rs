@@ -1,0 +1,142 @@
+//! `SCRATCH/plan.json`: what `warmup-shard` decided, for `warmup-spawn` and `warmup-merge` to
+//! read. Versioned: a reader refuses a plan of another version rather than guessing at it.
+//! The README's FORMATS section documents every field.
+
+use crate::layout::Scratch;
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// The plan format this build writes and reads.
+pub const VERSION: u32 = 1;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Plan {
+    /// Always [`VERSION`] for plans this build writes.
+    pub version: u32,
+    /// The op whose shapes were split.
+    pub op: String,
+    /// The shape file the shards were cut from, as an absolute path.
+    pub source: PathBuf,
+    /// How shapes were assigned to shards: `round-robin` (shape j to shard j mod k).
+    pub strategy: String,
+    /// How many shapes the op has in the source.
+    pub shapes: usize,
+    /// One entry per shard, in shard order.
+    pub shards: Vec<Shard>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Shard {
+    /// The shard's index i: its folder is `w<i>`.
+    pub index: usize,
+    /// The shard's shape file, relative to the plan's folder (`w<i>/shapes.yaml`).
+    pub shape_file: PathBuf,
+    /// Which of the source's shapes (0-based positions in the op's `shapes` list) it holds.
+    pub shapes: Vec<usize>,
+}
+
+impl Plan {
+    /// Reads and checks a plan; returns it with the scratch folder it describes.
+    pub fn load(path: &Path) -> Result<(Plan, Scratch)> {
+        let text = std::fs::read_to_string(path).with_context(|| {
+            format!(
+                "reading plan {} (write one with warmup-shard --out DIR)",
+                path.display()
+            )
+        })?;
+        let probe: serde_json::Value = serde_json::from_str(&text).with_context(|| {
+            format!(
+                "{}: not a JSON plan; rewrite it with warmup-shard",
+                path.display()
+            )
+        })?;
+        match probe.get("version").and_then(serde_json::Value::as_u64) {
+            Some(v) if v == u64::from(VERSION) => {}
+            Some(v) => bail!(
+                "{}: plan version {v}, this build reads version {VERSION}; rewrite it with this warmup-shard",
+                path.display()
+            ),
+            None => bail!(
+                "{}: no plan \"version\"; rewrite it with warmup-shard",
+                path.display()
+            ),
+        }
+        let plan: Plan = serde_json::from_value(probe).with_context(|| {
+            format!(
+                "{}: malformed plan; rewrite it with warmup-shard",
+                path.display()
+            )
+        })?;
+        for (i, shard) in plan.shards.iter().enumerate() {
+            if shard.index != i {
+                bail!(
+                    "{}: shard {i} has index {}; rewrite the plan with warmup-shard",
+                    path.display(),
+                    shard.index
+                );
+            }
+        }
+        let root = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        Ok((plan, Scratch::new(root)))
+    }
+
+    /// Writes the plan to `SCRATCH/plan.json` atomically.
+    pub fn save(&self, scratch: &Scratch) -> Result<()> {
+        crate::atomic::write_json(&scratch.plan(), self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Plan {
+        Plan {
+            version: VERSION,
+            op: "mm".into(),
+            source: "/data/shapes.yaml".into(),
+            strategy: "round-robin".into(),
+            shapes: 3,
+            shards: vec![
+                Shard {
+                    index: 0,
+                    shape_file: "w0/shapes.yaml".into(),
+                    shapes: vec![0, 2],
+                },
+                Shard {
+                    index: 1,
+                    shape_file: "w1/shapes.yaml".into(),
+                    shapes: vec![1],
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn a_saved_plan_loads_back_with_its_scratch() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let scratch = Scratch::new(dir.path());
+        sample().save(&scratch).expect("save");
+        let (plan, loaded) = Plan::load(&scratch.plan()).expect("load");
+        assert_eq!(plan, sample());
+        assert_eq!(loaded, scratch);
+    }
+
+    #[test]
+    fn another_version_is_refused_with_both_numbers() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("plan.json");
+        std::fs::write(&path, r#"{"version": 7, "op": "mm"}"#).expect("write");
+        let err = format!("{:#}", Plan::load(&path).expect_err("must refuse"));
+        assert!(
+            err.contains("version 7") && err.contains("version 1"),
+            "{err}"
+        );
+    }
+}
