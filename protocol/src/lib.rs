@@ -4,6 +4,7 @@
 //! Only code that two tools need lives here; everything else stays in its tool's crate.
 
 pub mod atomic;
+pub mod cli;
 pub mod env;
 pub mod exit;
 pub mod layout;
