@@ -1,7 +1,7 @@
 //! Command-line plumbing every tool shares: parsing, and the shell completions and man pages
 //! that `make install` generates from the same clap definitions the tools parse with.
 
-use clap::{CommandFactory, Parser};
+use clap::Parser;
 use std::io::Write;
 
 /// The hidden first argument that prints a generated asset instead of running the tool:
