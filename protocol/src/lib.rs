@@ -9,5 +9,6 @@ pub mod env;
 pub mod exit;
 pub mod layout;
 pub mod plan;
+pub mod pyjson;
 
 pub use exit::{exit, Status};

@@ -1,0 +1,77 @@
+# parallel-warmup: build, demo, test, install.
+#   make demo     the whole flow on the bundled example, no GPU needed
+#   make test     everything CI runs: cargo tests, clippy, rustfmt, the pytest suite, shellcheck
+#   make install PREFIX=/usr/local   binaries, scripts/warmup, completions, man pages
+
+PYTHON  ?= python3
+CARGO   ?= cargo
+PREFIX  ?= /usr/local
+VENV    := .venv
+RELEASE := target/release
+DEBUG   := target/debug
+TOOLS   := warmup-shard warmup-spawn warmup-merge warmup-publish
+
+.PHONY: all build demo test test-rust test-python lint install bench clean
+
+all: build
+
+build:
+	$(CARGO) build --release --workspace --locked
+
+# The project-local virtualenv the tests and the demo run pytest and PyYAML from.
+$(VENV)/ready: tests/requirements.txt
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r tests/requirements.txt
+	touch $@
+
+venv: $(VENV)/ready
+
+# The demo: 12 shapes of op mm swept on four pretend devices by the fixture harness, then the
+# measurement replaying the merged configs. No GPU needed; the sweep cost is simulated.
+demo: build $(VENV)/ready
+	@rm -rf target/demo && mkdir -p target/demo/records
+	FLAGGEMS_PERF_CURRENT_OP=mm \
+	FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=$(CURDIR)/target/demo/records \
+	WARMUP_FIXTURE_SWEEP_SECONDS=0.4 WARMUP_FIXTURE_SWEEP_COST=numel \
+	WARMUP_BIN_DIR=$(CURDIR)/$(RELEASE) \
+	scripts/warmup --gpus 4 --devices 0,1,2,3 -- \
+		$(VENV)/bin/python -m pytest -q tests/harness/test_bench.py --shape_file examples/shapes.yaml
+	@echo "merged configs: target/demo/records/mm.json"
+
+test: test-rust test-python lint
+
+test-rust:
+	$(CARGO) test --workspace --locked
+
+test-python: $(VENV)/ready
+	$(CARGO) build --workspace --locked
+	WARMUP_BIN_DIR=$(CURDIR)/$(DEBUG) $(VENV)/bin/python -m pytest -q
+
+lint: $(VENV)/ready
+	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
+	$(CARGO) fmt --all --check
+	$(VENV)/bin/shellcheck scripts/warmup .ci/run
+
+install: build
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions \
+		$(DESTDIR)$(PREFIX)/share/zsh/site-functions \
+		$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
+	for t in $(TOOLS); do \
+		install -m 755 $(RELEASE)/$$t $(DESTDIR)$(PREFIX)/bin/$$t && \
+		$(RELEASE)/$$t --generate=man > $(DESTDIR)$(PREFIX)/share/man/man1/$$t.1 && \
+		$(RELEASE)/$$t --generate=bash > $(DESTDIR)$(PREFIX)/share/bash-completion/completions/$$t && \
+		$(RELEASE)/$$t --generate=zsh > $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_$$t && \
+		$(RELEASE)/$$t --generate=fish > $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/$$t.fish \
+		|| exit 1; \
+	done
+	install -m 755 scripts/warmup $(DESTDIR)$(PREFIX)/bin/warmup
+
+bench: build $(VENV)/ready
+	$(VENV)/bin/python tests/bench/bench_shard.py
+	$(VENV)/bin/python tests/bench/bench_merge.py
+	bash tests/bench/bench_spawn.sh
+
+clean:
+	$(CARGO) clean
+	rm -rf $(VENV)

@@ -1,0 +1,773 @@
+//! Python's `json` module, in Rust: `json.loads` (strict), `json.dumps(v, indent=2,
+//! ensure_ascii=False)` and Python's `==` on what `json.loads` returns.
+//!
+//! Record files are written by Python's `json` with its defaults, and the harness compares and
+//! rewrites them with Python's semantics. serde_json cannot stand in for that: it rejects `NaN`
+//! and `Infinity` (which Python writes by default), prints floats in another style (`1e16` vs
+//! Python's `1e+16`, `1e-5` vs `1e-05`), loses integers beyond 64 bits, and has no notion of
+//! Python's equality (`1 == 1.0 == True`, big ints against floats compared exactly, a NaN equal
+//! to itself inside a list or dict but not alone). So this module parses and writes the few
+//! things JSON holds exactly as Python does.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::fmt::Write as _;
+
+/// Deeper nesting than this is an error rather than a stack overflow (Python raises
+/// `RecursionError` at about the same depth).
+pub const MAX_DEPTH: usize = 1000;
+
+/// Python's default cap on the digits of an `int` read from text (`sys.get_int_max_str_digits`).
+pub const MAX_INT_DIGITS: usize = 4300;
+
+/// A value as `json.loads` returns it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    Null,
+    Bool(bool),
+    /// An integer of any size, as canonical decimal text (no leading zeros, no `-0`).
+    Int(String),
+    Float(f64),
+    Str(String),
+    Array(Vec<Value>),
+    /// A dict: keys unique, in insertion order; a repeated key's last value sits at the
+    /// position of its first occurrence, as in a Python dict.
+    Object(Vec<(String, Value)>),
+}
+
+impl Value {
+    /// What kind of JSON value this is, for messages (`an array`, `a string`).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Value::Null => "null",
+            Value::Bool(_) => "a boolean",
+            Value::Int(_) => "an integer",
+            Value::Float(_) => "a float",
+            Value::Str(_) => "a string",
+            Value::Array(_) => "an array",
+            Value::Object(_) => "an object",
+        }
+    }
+}
+
+/// A parse error, positioned like Python's `JSONDecodeError` (1-based line and column, in
+/// characters).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Error {
+    pub line: usize,
+    pub column: usize,
+    pub message: String,
+}
+
+impl fmt::Display for Error {
+    /// `LINE:COL: message`, so that a caller can prefix the file name.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}: {}", self.line, self.column, self.message)
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// Parses `text` as `json.loads(text)` would, strictly.
+pub fn loads(text: &str) -> Result<Value, Error> {
+    let mut parser = Parser {
+        text,
+        bytes: text.as_bytes(),
+        pos: 0,
+        depth: 0,
+    };
+    parser.document().map_err(|(pos, message)| {
+        let before = &text[..pos];
+        let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+        Error {
+            line: before.matches('\n').count() + 1,
+            column: before[line_start..].chars().count() + 1,
+            message,
+        }
+    })
+}
+
+/// A failure at a byte offset; turned into line and column once, at the end.
+type Fail = (usize, String);
+
+struct Parser<'a> {
+    text: &'a str,
+    bytes: &'a [u8],
+    pos: usize,
+    depth: usize,
+}
+
+impl Parser<'_> {
+    fn document(&mut self) -> Result<Value, Fail> {
+        if self.text.starts_with('\u{feff}') {
+            return Err((0, "unexpected UTF-8 BOM (decode using utf-8-sig)".into()));
+        }
+        self.skip_ws();
+        let value = self.value()?;
+        self.skip_ws();
+        if self.pos != self.bytes.len() {
+            return Err((self.pos, "extra data after the JSON value".into()));
+        }
+        Ok(value)
+    }
+
+    fn skip_ws(&mut self) {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.bytes.get(self.pos) {
+            self.pos += 1;
+        }
+    }
+
+    fn rest_starts_with(&self, word: &str) -> bool {
+        self.bytes[self.pos..].starts_with(word.as_bytes())
+    }
+
+    fn word(&mut self, word: &str, value: Value) -> Result<Value, Fail> {
+        if self.rest_starts_with(word) {
+            self.pos += word.len();
+            Ok(value)
+        } else {
+            Err(self.expecting_value())
+        }
+    }
+
+    fn expecting_value(&self) -> Fail {
+        (self.pos, "expecting value".into())
+    }
+
+    fn value(&mut self) -> Result<Value, Fail> {
+        match self.bytes.get(self.pos) {
+            Some(b'"') => Ok(Value::Str(self.string()?)),
+            Some(b'{') => self.nested(Self::object),
+            Some(b'[') => self.nested(Self::array),
+            Some(b'n') => self.word("null", Value::Null),
+            Some(b't') => self.word("true", Value::Bool(true)),
+            Some(b'f') => self.word("false", Value::Bool(false)),
+            Some(b'N') => self.word("NaN", Value::Float(f64::NAN)),
+            Some(b'I') => self.word("Infinity", Value::Float(f64::INFINITY)),
+            Some(b'-') if self.rest_starts_with("-Infinity") => {
+                self.word("-Infinity", Value::Float(f64::NEG_INFINITY))
+            }
+            Some(b'-' | b'0'..=b'9') => self.number(),
+            _ => Err(self.expecting_value()),
+        }
+    }
+
+    fn nested(&mut self, parse: fn(&mut Self) -> Result<Value, Fail>) -> Result<Value, Fail> {
+        if self.depth >= MAX_DEPTH {
+            return Err((
+                self.pos,
+                format!("nested deeper than {MAX_DEPTH} levels"),
+            ));
+        }
+        self.depth += 1;
+        let value = parse(self);
+        self.depth -= 1;
+        value
+    }
+
+    /// Numbers as Python's scanner matches them: `-?(0|[1-9]\d*)(\.\d+)?([eE][-+]?\d+)?`, an
+    /// int without fraction or exponent, else a float (overflowing to infinity).
+    fn number(&mut self) -> Result<Value, Fail> {
+        let start = self.pos;
+        let b = self.bytes;
+        let digits = |mut i: usize| {
+            while i < b.len() && b[i].is_ascii_digit() {
+                i += 1;
+            }
+            i
+        };
+        let mut i = start;
+        if b[i] == b'-' {
+            i += 1;
+        }
+        match b.get(i) {
+            Some(b'0') => i += 1,
+            Some(b'1'..=b'9') => i = digits(i),
+            _ => return Err(self.expecting_value()),
+        }
+        let int_end = i;
+        if b.get(i) == Some(&b'.') && b.get(i + 1).is_some_and(u8::is_ascii_digit) {
+            i = digits(i + 1);
+        }
+        if let Some(b'e' | b'E') = b.get(i) {
+            let mut j = i + 1;
+            if let Some(b'+' | b'-') = b.get(j) {
+                j += 1;
+            }
+            if b.get(j).is_some_and(u8::is_ascii_digit) {
+                i = digits(j);
+            }
+        }
+        self.pos = i;
+        let text = &self.text[start..i];
+        if i == int_end {
+            let magnitude = text.trim_start_matches('-');
+            if magnitude.len() > MAX_INT_DIGITS {
+                return Err((
+                    start,
+                    format!(
+                        "integer with {} digits exceeds Python's {MAX_INT_DIGITS}-digit limit",
+                        magnitude.len()
+                    ),
+                ));
+            }
+            let canonical = if magnitude == "0" { "0" } else { text };
+            return Ok(Value::Int(canonical.to_owned()));
+        }
+        text.parse::<f64>()
+            .map(Value::Float)
+            .map_err(|e| (start, format!("bad number {text:?}: {e}")))
+    }
+
+    fn string(&mut self) -> Result<String, Fail> {
+        let quote = self.pos;
+        let unterminated = || (quote, "unterminated string".to_owned());
+        let b = self.bytes;
+        let mut out = String::new();
+        let mut i = quote + 1;
+        loop {
+            let run = i;
+            while i < b.len() && b[i] != b'"' && b[i] != b'\\' && b[i] >= 0x20 {
+                i += 1;
+            }
+            out.push_str(&self.text[run..i]);
+            match b.get(i) {
+                None => return Err(unterminated()),
+                Some(b'"') => {
+                    self.pos = i + 1;
+                    return Ok(out);
+                }
+                Some(b'\\') => {
+                    let esc = *b.get(i + 1).ok_or_else(unterminated)?;
+                    let simple = match esc {
+                        b'"' => Some('"'),
+                        b'\\' => Some('\\'),
+                        b'/' => Some('/'),
+                        b'b' => Some('\u{8}'),
+                        b'f' => Some('\u{c}'),
+                        b'n' => Some('\n'),
+                        b'r' => Some('\r'),
+                        b't' => Some('\t'),
+                        b'u' => None,
+                        _ => return Err((i, "invalid \\escape".into())),
+                    };
+                    if let Some(c) = simple {
+                        out.push(c);
+                        i += 2;
+                        continue;
+                    }
+                    let unit = self.hex4(i + 2).ok_or((i, "invalid \\uXXXX escape".into()))?;
+                    i += 6;
+                    let code = match unit {
+                        0xD800..=0xDBFF => {
+                            let low = (b.get(i) == Some(&b'\\') && b.get(i + 1) == Some(&b'u'))
+                                .then(|| self.hex4(i + 2))
+                                .flatten()
+                                .filter(|u| (0xDC00..=0xDFFF).contains(u));
+                            match low {
+                                Some(low) => {
+                                    i += 6;
+                                    0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00)
+                                }
+                                None => return Err(lone_surrogate(i - 6, unit)),
+                            }
+                        }
+                        0xDC00..=0xDFFF => return Err(lone_surrogate(i - 6, unit)),
+                        _ => unit,
+                    };
+                    out.push(char::from_u32(code).ok_or((i, "invalid \\uXXXX escape".into()))?);
+                }
+                Some(_) => return Err((i, "invalid control character in string".into())),
+            }
+        }
+    }
+
+    fn hex4(&self, at: usize) -> Option<u32> {
+        let digits = self.bytes.get(at..at + 4)?;
+        if !digits.iter().all(u8::is_ascii_hexdigit) {
+            return None;
+        }
+        u32::from_str_radix(std::str::from_utf8(digits).ok()?, 16).ok()
+    }
+
+    fn object(&mut self) -> Result<Value, Fail> {
+        self.pos += 1;
+        self.skip_ws();
+        let mut entries = Vec::new();
+        if self.bytes.get(self.pos) == Some(&b'}') {
+            self.pos += 1;
+            return Ok(Value::Object(entries));
+        }
+        loop {
+            if self.bytes.get(self.pos) != Some(&b'"') {
+                return Err((
+                    self.pos,
+                    "expecting property name enclosed in double quotes".into(),
+                ));
+            }
+            let key = self.string()?;
+            self.skip_ws();
+            if self.bytes.get(self.pos) != Some(&b':') {
+                return Err((self.pos, "expecting ':' delimiter".into()));
+            }
+            self.pos += 1;
+            self.skip_ws();
+            let value = self.value()?;
+            entries.push((key, value));
+            self.skip_ws();
+            match self.bytes.get(self.pos) {
+                Some(b'}') => {
+                    self.pos += 1;
+                    return Ok(Value::Object(dedup(entries)));
+                }
+                Some(b',') => {
+                    self.pos += 1;
+                    self.skip_ws();
+                }
+                _ => return Err((self.pos, "expecting ',' delimiter".into())),
+            }
+        }
+    }
+
+    fn array(&mut self) -> Result<Value, Fail> {
+        self.pos += 1;
+        self.skip_ws();
+        let mut items = Vec::new();
+        if self.bytes.get(self.pos) == Some(&b']') {
+            self.pos += 1;
+            return Ok(Value::Array(items));
+        }
+        loop {
+            items.push(self.value()?);
+            self.skip_ws();
+            match self.bytes.get(self.pos) {
+                Some(b']') => {
+                    self.pos += 1;
+                    return Ok(Value::Array(items));
+                }
+                Some(b',') => {
+                    self.pos += 1;
+                    self.skip_ws();
+                }
+                _ => return Err((self.pos, "expecting ',' delimiter".into())),
+            }
+        }
+    }
+}
+
+fn lone_surrogate(at: usize, unit: u32) -> Fail {
+    (
+        at,
+        format!("lone surrogate \\u{unit:04x} cannot be written as UTF-8"),
+    )
+}
+
+/// A repeated key keeps its first position and takes its last value, as a Python dict does.
+fn dedup(mut entries: Vec<(String, Value)>) -> Vec<(String, Value)> {
+    // (first index, later index) for every repeat, in input order.
+    let mut repeats = Vec::new();
+    if entries.len() <= 8 {
+        for i in 1..entries.len() {
+            if let Some(j) = entries[..i].iter().position(|(k, _)| *k == entries[i].0) {
+                repeats.push((j, i));
+            }
+        }
+    } else {
+        let mut first: HashMap<&str, usize> = HashMap::with_capacity(entries.len());
+        for (i, (k, _)) in entries.iter().enumerate() {
+            if let Some(&j) = first.get(k.as_str()) {
+                repeats.push((j, i));
+            } else {
+                first.insert(k, i);
+            }
+        }
+    }
+    if repeats.is_empty() {
+        return entries;
+    }
+    let mut dropped = vec![false; entries.len()];
+    for (j, i) in repeats {
+        let value = std::mem::replace(&mut entries[i].1, Value::Null);
+        entries[j].1 = value;
+        dropped[i] = true;
+    }
+    let mut index = 0;
+    entries.retain(|_| {
+        index += 1;
+        !dropped[index - 1]
+    });
+    entries
+}
+
+/// `json.dumps(value, indent=2, ensure_ascii=False) + "\n"`.
+pub fn dumps(value: &Value) -> String {
+    let mut out = String::new();
+    write_value(&mut out, value, 0);
+    out.push('\n');
+    out
+}
+
+fn newline_indent(out: &mut String, level: usize) {
+    out.push('\n');
+    out.extend(std::iter::repeat_n(' ', 2 * level));
+}
+
+fn write_value(out: &mut String, value: &Value, level: usize) {
+    match value {
+        Value::Null => out.push_str("null"),
+        Value::Bool(true) => out.push_str("true"),
+        Value::Bool(false) => out.push_str("false"),
+        Value::Int(text) => out.push_str(text),
+        Value::Float(f) => out.push_str(&float_repr(*f)),
+        Value::Str(s) => write_str(out, s),
+        Value::Array(items) if items.is_empty() => out.push_str("[]"),
+        Value::Array(items) => {
+            out.push('[');
+            for (n, item) in items.iter().enumerate() {
+                if n > 0 {
+                    out.push(',');
+                }
+                newline_indent(out, level + 1);
+                write_value(out, item, level + 1);
+            }
+            newline_indent(out, level);
+            out.push(']');
+        }
+        Value::Object(entries) if entries.is_empty() => out.push_str("{}"),
+        Value::Object(entries) => {
+            out.push('{');
+            for (n, (key, item)) in entries.iter().enumerate() {
+                if n > 0 {
+                    out.push(',');
+                }
+                newline_indent(out, level + 1);
+                write_str(out, key);
+                out.push_str(": ");
+                write_value(out, item, level + 1);
+            }
+            newline_indent(out, level);
+            out.push('}');
+        }
+    }
+}
+
+/// A string as `json.dumps(..., ensure_ascii=False)` writes it: only `"`, `\`, and the
+/// characters below U+0020 are escaped.
+fn write_str(out: &mut String, s: &str) {
+    out.push('"');
+    let mut run = 0;
+    for (i, b) in s.bytes().enumerate() {
+        let esc = match b {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            0x08 => "\\b",
+            0x0c => "\\f",
+            0..=0x1f => "",
+            _ => continue,
+        };
+        out.push_str(&s[run..i]);
+        if esc.is_empty() {
+            let _ = write!(out, "\\u{b:04x}");
+        } else {
+            out.push_str(esc);
+        }
+        run = i + 1;
+    }
+    out.push_str(&s[run..]);
+    out.push('"');
+}
+
+/// A float as Python's `json` writes it: `repr(f)` (shortest digits that read back the same,
+/// exponent form iff the decimal exponent is below -4 or at least 16), or `NaN`, `Infinity`,
+/// `-Infinity`.
+pub fn float_repr(f: f64) -> String {
+    if f.is_nan() {
+        return "NaN".into();
+    }
+    if f.is_infinite() {
+        return if f > 0.0 { "Infinity" } else { "-Infinity" }.into();
+    }
+    let sign = if f.is_sign_negative() { "-" } else { "" };
+    // Rust's `{:e}` gives the shortest round-trip digits, as Python's repr does.
+    let sci = format!("{:e}", f.abs());
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    if !(-4..16).contains(&exp) {
+        let exp_sign = if exp < 0 { '-' } else { '+' };
+        return format!("{sign}{mantissa}e{exp_sign}{:02}", exp.unsigned_abs());
+    }
+    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
+    if exp < 0 {
+        let zeros = "0".repeat(exp.unsigned_abs() as usize - 1);
+        return format!("{sign}0.{zeros}{digits}");
+    }
+    let point = exp as usize + 1;
+    if digits.len() <= point {
+        let zeros = "0".repeat(point - digits.len());
+        format!("{sign}{digits}{zeros}.0")
+    } else {
+        format!("{sign}{}.{}", &digits[..point], &digits[point..])
+    }
+}
+
+/// Python's `a == b` on two values `json.loads` returned.
+///
+/// `json.loads` hands out one shared NaN object, and Python compares list items and dict
+/// values by identity first: so `NaN == NaN` is false, but `[NaN] == [NaN]` and
+/// `{"a": NaN} == {"a": NaN}` are true.
+pub fn py_eq(a: &Value, b: &Value) -> bool {
+    eq(a, b, false)
+}
+
+fn eq(a: &Value, b: &Value, nested: bool) -> bool {
+    use Value::*;
+    match (a, b) {
+        (Null, Null) => true,
+        (Str(x), Str(y)) => x == y,
+        (Array(x), Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(p, q)| eq(p, q, true)),
+        (Object(x), Object(y)) => x.len() == y.len() && object_eq(x, y),
+        (Float(x), Float(y)) => x == y || (nested && x.is_nan() && y.is_nan()),
+        _ => match (number(a), number(b)) {
+            (Some(Num::Int(x)), Some(Num::Int(y))) => x == y,
+            (Some(Num::Int(i)), Some(Num::Float(f))) | (Some(Num::Float(f)), Some(Num::Int(i))) => {
+                int_eq_float(i, f)
+            }
+            _ => false,
+        },
+    }
+}
+
+fn object_eq(x: &[(String, Value)], y: &[(String, Value)]) -> bool {
+    if x.len() <= 8 {
+        return x.iter().all(|(k, v)| {
+            y.iter()
+                .find(|(k2, _)| k2 == k)
+                .is_some_and(|(_, w)| eq(v, w, true))
+        });
+    }
+    let index: HashMap<&str, &Value> = y.iter().map(|(k, v)| (k.as_str(), v)).collect();
+    x.iter()
+        .all(|(k, v)| index.get(k.as_str()).is_some_and(|w| eq(v, w, true)))
+}
+
+enum Num<'a> {
+    Int(&'a str),
+    Float(f64),
+}
+
+fn number(v: &Value) -> Option<Num<'_>> {
+    match v {
+        Value::Bool(b) => Some(Num::Int(if *b { "1" } else { "0" })),
+        Value::Int(s) => Some(Num::Int(s)),
+        Value::Float(f) => Some(Num::Float(*f)),
+        _ => None,
+    }
+}
+
+/// Exact comparison, as Python does it: 2**53 + 1 is not 9007199254740992.0.
+fn int_eq_float(int: &str, f: f64) -> bool {
+    if !f.is_finite() || f.fract() != 0.0 {
+        return false;
+    }
+    if f == 0.0 {
+        return int == "0";
+    }
+    // `{:.0}` prints an integral f64's exact decimal value.
+    format!("{f:.0}") == int
+}
+
+/// The number of distinct keys across every bucket of a record file, for summaries.
+pub fn count_configs(record: &Value) -> usize {
+    match record {
+        Value::Object(buckets) => buckets
+            .iter()
+            .map(|(_, b)| match b {
+                Value::Object(keys) => keys.len(),
+                _ => 0,
+            })
+            .sum(),
+        _ => 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(text: &str) -> Value {
+        loads(text).expect("valid JSON")
+    }
+
+    fn err(text: &str) -> Error {
+        loads(text).expect_err("invalid JSON")
+    }
+
+    #[test]
+    fn float_repr_matches_python() {
+        let cases = [
+            (1e-5, "1e-05"),
+            (1e16, "1e+16"),
+            (1.5e300, "1.5e+300"),
+            (0.0001, "0.0001"),
+            (100.0, "100.0"),
+            (-0.0, "-0.0"),
+            (0.0, "0.0"),
+            (0.1, "0.1"),
+            (1e15, "1000000000000000.0"),
+            (123456789012345678.0, "1.2345678901234568e+17"),
+            (9999999999999998.0, "9999999999999998.0"),
+            (5e-324, "5e-324"),
+            (f64::MAX, "1.7976931348623157e+308"),
+            (-2.5e-7, "-2.5e-07"),
+            (0.00012345, "0.00012345"),
+            (1.0 / 3.0, "0.3333333333333333"),
+            (f64::NAN, "NaN"),
+            (f64::INFINITY, "Infinity"),
+            (f64::NEG_INFINITY, "-Infinity"),
+        ];
+        for (f, want) in cases {
+            assert_eq!(float_repr(f), want, "repr of {f:e}");
+        }
+    }
+
+    #[test]
+    fn dumps_matches_python_indent_2() {
+        let v = load(r#"{"a": [1, 2.0, {}], "b": {"c": [], "d": null, "e": true}, "f": "x"}"#);
+        let want = "{\n  \"a\": [\n    1,\n    2.0,\n    {}\n  ],\n  \"b\": {\n    \"c\": [],\n    \"d\": null,\n    \"e\": true\n  },\n  \"f\": \"x\"\n}\n";
+        assert_eq!(dumps(&v), want);
+        assert_eq!(dumps(&load("{}")), "{}\n");
+        assert_eq!(dumps(&load("[]")), "[]\n");
+    }
+
+    #[test]
+    fn strings_escape_only_what_python_escapes() {
+        let v = Value::Str("q\"b\\n\n\r\t\u{8}\u{c}\u{1}\u{1f}\u{7f}\u{2028}é😀/".into());
+        assert_eq!(
+            dumps(&v),
+            "\"q\\\"b\\\\n\\n\\r\\t\\b\\f\\u0001\\u001f\u{7f}\u{2028}é😀/\"\n"
+        );
+    }
+
+    #[test]
+    fn escapes_and_surrogate_pairs_decode() {
+        assert_eq!(
+            load(r#""\ud83d\ude00 \u00e9 \/ \b""#),
+            Value::Str("😀 é / \u{8}".into())
+        );
+        assert_eq!(load(r#""\u00E9""#), Value::Str("é".into()));
+    }
+
+    #[test]
+    fn lone_surrogates_are_errors() {
+        assert!(err(r#""\ud800""#).message.contains("lone surrogate"));
+        assert!(err(r#""\udc00x""#).message.contains("lone surrogate"));
+        assert!(err(r#""\ud800\u0041""#).message.contains("lone surrogate"));
+    }
+
+    #[test]
+    fn numbers_follow_python_types() {
+        assert_eq!(load("-0"), Value::Int("0".into()));
+        assert_eq!(load("12"), Value::Int("12".into()));
+        let big = "123456789012345678901234567890";
+        assert_eq!(load(big), Value::Int(big.into()));
+        assert_eq!(load("1.0"), Value::Float(1.0));
+        assert_eq!(load("1E2"), Value::Float(100.0));
+        assert_eq!(load("1e400"), Value::Float(f64::INFINITY));
+        assert_eq!(load("-1e400"), Value::Float(f64::NEG_INFINITY));
+        assert_eq!(load("-Infinity"), Value::Float(f64::NEG_INFINITY));
+        assert!(matches!(load("NaN"), Value::Float(f) if f.is_nan()));
+        assert!(matches!(load("-0.0"), Value::Float(f) if f == 0.0 && f.is_sign_negative()));
+    }
+
+    #[test]
+    fn malformed_numbers_are_rejected() {
+        for bad in ["01", "1.", "1e", "1e+", "-", "+1", ".5", "-NaN", "infinity", "0x1"] {
+            assert!(loads(bad).is_err(), "{bad} must be rejected");
+        }
+        let huge = "9".repeat(MAX_INT_DIGITS + 1);
+        assert!(err(&huge).message.contains("4300"));
+        assert!(loads(&"9".repeat(MAX_INT_DIGITS)).is_ok());
+    }
+
+    #[test]
+    fn errors_carry_python_line_and_column() {
+        let e = err("{\n  \"a\": 1,\n  \"b\" 2}");
+        assert_eq!((e.line, e.column), (3, 7));
+        assert!(e.message.contains("':'"), "{e}");
+        let e = err("{\"é\": x}");
+        assert_eq!((e.line, e.column), (1, 7));
+        assert_eq!(err("").to_string(), "1:1: expecting value");
+        assert!(err("{} x").message.contains("extra data"));
+        assert!(err("\u{feff}{}").message.contains("BOM"));
+        assert!(err("\"a\nb\"").message.contains("control character"));
+        assert!(err("\"abc").message.contains("unterminated"));
+        assert!(err(r#""\x""#).message.contains("\\escape"));
+        assert!(err(r#""\u12g4""#).message.contains("\\uXXXX"));
+        assert!(err("[1,]").message.contains("expecting value"));
+        assert!(err("{\"a\":1,}").message.contains("property name"));
+        assert!(err("\u{b}1").message.contains("expecting value"));
+    }
+
+    #[test]
+    fn deep_nesting_is_an_error_not_a_crash() {
+        let deep = "[".repeat(100_000);
+        assert!(err(&deep).message.contains("nested deeper"));
+        let ok = format!("{}{}", "[".repeat(MAX_DEPTH), "]".repeat(MAX_DEPTH));
+        assert!(loads(&ok).is_ok());
+    }
+
+    #[test]
+    fn repeated_keys_keep_first_position_and_last_value() {
+        let v = load(r#"{"a": 1, "b": 2, "a": 3}"#);
+        let want = Value::Object(vec![
+            ("a".into(), Value::Int("3".into())),
+            ("b".into(), Value::Int("2".into())),
+        ]);
+        assert_eq!(v, want);
+        let many: Vec<String> = (0..20).map(|i| format!("\"k{}\": {i}", i % 7)).collect();
+        let Value::Object(entries) = load(&format!("{{{}}}", many.join(","))) else {
+            panic!("not an object");
+        };
+        let keys: Vec<&str> = entries.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(keys, ["k0", "k1", "k2", "k3", "k4", "k5", "k6"]);
+        assert_eq!(entries[0].1, Value::Int("14".into()));
+    }
+
+    #[test]
+    fn equality_is_pythons() {
+        let eq = |a: &str, b: &str| py_eq(&load(a), &load(b));
+        assert!(eq("1", "1.0"));
+        assert!(eq("true", "1"));
+        assert!(eq("true", "1.0"));
+        assert!(eq("false", "0"));
+        assert!(eq("0", "-0.0"));
+        assert!(!eq("true", "2"));
+        assert!(!eq("null", "0"));
+        assert!(!eq("\"1\"", "1"));
+        assert!(!eq("9007199254740993", "9007199254740992.0"));
+        assert!(eq("9007199254740992", "9007199254740992.0"));
+        assert!(eq(
+            "1000000000000000052504760255204420248704468581108159154915854115111802457988908195786371375080447864043704443832883878176942523235360430575644792184786706982848387200926575803737830233794788090059368953234970799945081119038967640880074652742780142494579258788820056842838115467196834763571283200",
+            "1e300"
+        ));
+        assert!(!eq("NaN", "NaN"));
+        assert!(eq("[NaN]", "[NaN]"));
+        assert!(eq("{\"a\": NaN}", "{\"a\": NaN}"));
+        assert!(eq("[[NaN]]", "[[NaN]]"));
+        assert!(eq("{\"a\": 1, \"b\": [2]}", "{\"b\": [2.0], \"a\": true}"));
+        assert!(!eq("{\"a\": 1}", "{\"a\": 1, \"b\": 2}"));
+        assert!(!eq("[1, 2]", "[2, 1]"));
+        assert!(!eq("Infinity", "1e308"));
+        assert!(eq("Infinity", "1e400"));
+        assert!(!eq("[1]", "{}"));
+    }
+
+    #[test]
+    fn round_trips_through_dumps() {
+        let text = "{\n  \"k\": [\n    1e-05,\n    NaN,\n    -Infinity,\n    \"\\u0000\\u2028\"\n  ]\n}\n";
+        assert_eq!(dumps(&load(text)), text);
+    }
+}

@@ -1,0 +1,122 @@
+//! `SCRATCH/w<i>/status.json`: how one shard's child ended, for people reading a run afterwards
+//! and for scripts deciding what to keep. Written atomically once the child's whole process group
+//! is gone. A shard that never started (the run was interrupted first) has no status file: the
+//! spawner removes stale ones before it starts, so a missing file always means "not run".
+
+use serde::Serialize;
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// The environment changes a child gets on top of the spawner's own environment.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct EnvChanges {
+    /// Variables set, in the order they are applied.
+    #[serde(serialize_with = "ordered_map")]
+    pub set: Vec<(String, String)>,
+    /// Variables removed.
+    pub unset: Vec<String>,
+}
+
+fn ordered_map<S: serde::Serializer>(pairs: &[(String, String)], s: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeMap;
+    let mut map = s.serialize_map(Some(pairs.len()))?;
+    for (k, v) in pairs {
+        map.serialize_entry(k, v)?;
+    }
+    map.end()
+}
+
+/// One shard's outcome. `exit_code` and `signal` are both null only when the child could not be
+/// started at all (`error` says why).
+#[derive(Debug, Clone, Serialize)]
+pub struct ShardStatus {
+    pub shard: usize,
+    pub device: String,
+    pub pid: Option<u32>,
+    pub exit_code: Option<i32>,
+    /// The signal number that ended the child, e.g. 15.
+    pub signal: Option<i32>,
+    /// The signal's name, e.g. `SIGTERM`.
+    pub signal_name: Option<String>,
+    /// Stopped because it ran past `--timeout`.
+    pub timed_out: bool,
+    /// Stopped because warmup-spawn itself was told to stop.
+    pub interrupted: bool,
+    /// RFC 3339, UTC, milliseconds.
+    pub started_at: String,
+    /// Wall time from start until the child exited.
+    pub seconds: f64,
+    pub argv: Vec<String>,
+    pub env: EnvChanges,
+    pub log: PathBuf,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl ShardStatus {
+    /// Exited 0, within its time.
+    pub fn ok(&self) -> bool {
+        self.exit_code == Some(0) && !self.timed_out && self.error.is_none()
+    }
+}
+
+/// `time` as RFC 3339 in UTC with milliseconds, e.g. `2024-02-29T23:59:59.123Z`.
+pub fn rfc3339(time: SystemTime) -> String {
+    let since = time.duration_since(UNIX_EPOCH).unwrap_or(Duration::ZERO);
+    let secs = since.as_secs();
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60,
+        since.subsec_millis()
+    )
+}
+
+/// Days since 1970-01-01 to (year, month, day) in the proleptic Gregorian calendar
+/// (Howard Hinnant's `civil_from_days`, for non-negative day counts).
+fn civil_from_days(days: u64) -> (u64, u64, u64) {
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let doe = z % 146_097; // day of the 400-year era
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100); // day of the year starting March 1st
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + u64::from(m <= 2);
+    (y, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(secs: u64, millis: u64) -> SystemTime {
+        UNIX_EPOCH + Duration::from_secs(secs) + Duration::from_millis(millis)
+    }
+
+    #[test]
+    fn timestamps_are_rfc3339_utc() {
+        assert_eq!(rfc3339(at(0, 0)), "1970-01-01T00:00:00.000Z");
+        // 2000-02-29 (a leap day in a century leap year) 12:34:56.789
+        assert_eq!(rfc3339(at(951_827_696, 789)), "2000-02-29T12:34:56.789Z");
+        // 2100-03-01: 2100 is not a leap year
+        assert_eq!(rfc3339(at(4_107_542_400, 0)), "2100-03-01T00:00:00.000Z");
+        assert_eq!(rfc3339(at(1_735_689_599, 999)), "2024-12-31T23:59:59.999Z");
+    }
+
+    #[test]
+    fn env_changes_serialise_set_as_an_ordered_object() {
+        let env = EnvChanges {
+            set: vec![("B".into(), "1".into()), ("A".into(), "2".into())],
+            unset: vec!["C".into()],
+        };
+        assert_eq!(
+            serde_json::to_string(&env).expect("json"),
+            r#"{"set":{"B":"1","A":"2"},"unset":["C"]}"#
+        );
+    }
+}

@@ -1,0 +1,289 @@
+"""scripts/warmup end to end: the whole flow, every skip rule, and the failure paths.
+
+Each test drives the real script, which drives the real tools, which drive real pytest running the
+fixture harness in tests/harness. The harness appends one JSON line per pytest session to a trace
+file: the sweep children (mode "record") and the measurement run after them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import BIN_DIR, ROOT, clean_env
+
+SCRIPT = ROOT / "scripts" / "warmup"
+HARNESS = ROOT / "tests" / "harness" / "test_bench.py"
+EXAMPLE = ROOT / "examples" / "shapes.yaml"
+
+SHAPES_12 = [[64, 64, 64], [128, 256, 64], [256, 256, 256], [512, 512, 128],
+             [1024, 1024, 1024], [2048, 512, 1024], [4096, 4096, 64], [4096, 4096, 4096],
+             [8192, 1024, 256], [16384, 128, 128], [16384, 8192, 512], [32768, 4096, 128]]
+
+
+def bench_command(shape_file) -> list[str]:
+    return [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(HARNESS),
+            "--shape_file", str(shape_file)]
+
+
+class Run:
+    def __init__(self, proc: subprocess.CompletedProcess, trace: Path):
+        self.returncode = proc.returncode
+        self.stdout = proc.stdout
+        self.stderr = proc.stderr
+        self.sessions = ([json.loads(line) for line in trace.read_text().splitlines()]
+                         if trace.exists() else [])
+
+    @property
+    def children(self) -> list[dict]:
+        return [s for s in self.sessions if s["env"]["FLAGGEMS_PERF_WARMUP_WORKER"] == "1"]
+
+    @property
+    def measurement(self) -> dict:
+        runs = [s for s in self.sessions if s["env"]["FLAGGEMS_PERF_WARMUP_WORKER"] is None]
+        assert len(runs) == 1, f"expected one measurement run, got {runs}\n{self.stderr}"
+        return runs[0]
+
+    def lines(self) -> list[str]:
+        return [ln for ln in self.stderr.splitlines() if ln.startswith("[parallel-warmup]")]
+
+
+@pytest.fixture
+def work(tmp_path):
+    return tmp_path
+
+
+def warmup(work: Path, *opts: str, shape_file=EXAMPLE, command=None, timeout=120, **env) -> Run:
+    trace = work / "trace.jsonl"
+    env.setdefault("FLAGGEMS_PERF_CURRENT_OP", "mm")
+    full_env = clean_env(WARMUP_BIN_DIR=str(BIN_DIR), WARMUP_FIXTURE_TRACE=str(trace),
+                         WARMUP_FIXTURE_SWEEP_SECONDS="0.01", TMPDIR=str(work), **env)
+    cmd = command if command is not None else bench_command(shape_file)
+    proc = subprocess.run([str(SCRIPT), *opts, "--", *cmd], env=full_env, cwd=work,
+                          capture_output=True, text=True, timeout=timeout)
+    return Run(proc, trace)
+
+
+def scratch_folders(work: Path) -> list[Path]:
+    return sorted(work.glob("warmup_*"))
+
+
+def test_whole_flow_sweeps_in_parallel_then_measures_once_replaying_merged_configs(work):
+    records = work / "records"
+    run = warmup(work, "--gpus", "4", "--devices", "0,1,2,3",
+                 FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(records))
+    assert run.returncode == 0, run.stderr
+
+    children = sorted(run.children, key=lambda s: s["env"]["CUDA_VISIBLE_DEVICES"])
+    assert [c["env"]["CUDA_VISIBLE_DEVICES"] for c in children] == ["0", "1", "2", "3"]
+    for i, child in enumerate(children):
+        assert child["mode"] == "record"
+        assert child["shapes"] == SHAPES_12[i::4]
+        assert child["env"]["FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR"] is None
+        assert child["env"]["FLAGGEMS_PERF_COLOR"] == "never"
+
+    measured = run.measurement
+    assert measured["mode"] == "replay" and measured["swept"] == 0
+    assert measured["shapes"] == SHAPES_12
+    assert measured["env"]["FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR"] is None
+    assert measured["env"]["FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR"] == str(records)
+    assert "--shape_file" in measured["argv"] and str(EXAMPLE) in measured["argv"]
+
+    merged = json.loads((records / "mm.json").read_text())
+    assert sorted(merged) == ["mm_main", "mm_tail"]
+    assert len(merged["mm_main"]) == 12
+    assert any("sweep done in" in ln and str(records / "mm.json") in ln for ln in run.lines())
+    assert scratch_folders(work) == [], "the scratch is removed after a clean run"
+
+
+def test_without_a_record_dir_configs_are_published_into_the_kept_scratch(work):
+    run = warmup(work, "--gpus", "2", "--devices", "a,b")
+    assert run.returncode == 0, run.stderr
+    [scratch] = scratch_folders(work)
+    published = scratch / "merged" / "mm.json"
+    assert published.is_file()
+    assert run.measurement["env"]["FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR"] == str(scratch / "merged")
+    assert any(f"scratch kept in {scratch}" in ln for ln in run.lines())
+
+
+def test_keep_leaves_the_scratch_with_plan_logs_and_statuses(work):
+    run = warmup(work, "--gpus", "2", "--devices", "0,1", "--keep",
+                 FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(work / "rec"))
+    assert run.returncode == 0, run.stderr
+    [scratch] = scratch_folders(work)
+    for name in ("plan.json", "merged.json", "conflicts.json", "w0/worker.log", "w1/status.json"):
+        assert (scratch / name).exists(), name
+
+
+@pytest.mark.parametrize(
+    "opts, env, reason",
+    [
+        ((), {}, "no GPU count"),
+        (("--gpus", "many"), {}, "not a whole number"),
+        ((), {"PARALLEL_WARMUP_GPUS": "x2"}, "not a whole number"),
+        (("--gpus", "1"), {}, "below 2"),
+        ((), {"PARALLEL_WARMUP_GPUS": "0"}, "below 2"),
+        (("--gpus", "4"), {"FLAGGEMS_PERF_WARMUP_WORKER": "1"}, "warmup child"),
+        (("--gpus", "4", "--devices", "0,1"), {"FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR": "/nonexistent"},
+         "already pinned"),
+        (("--gpus", "4", "--devices", "0"), {}, "only 1 visible GPU"),
+    ],
+)
+def test_each_skip_rule_says_why_and_runs_the_command_unchanged(work, opts, env, reason):
+    run = warmup(work, *opts, **env)
+    lines = run.lines()
+    assert len(lines) == 1 and reason in lines[0] and "skipping" in lines[0], run.stderr
+    [session] = run.sessions
+    assert session["env"]["FLAGGEMS_PERF_WARMUP_WORKER"] == env.get("FLAGGEMS_PERF_WARMUP_WORKER")
+    assert session["argv"][-2:] == ["--shape_file", str(EXAMPLE)]
+    assert scratch_folders(work) == []
+
+
+def test_no_shape_file_and_a_missing_one_skip(work):
+    run = warmup(work, "--gpus", "2", "--devices", "0,1", command=[sys.executable, "-c", "print('ran')"])
+    assert run.returncode == 0 and run.stdout == "ran\n"
+    assert "no --shape_file" in run.lines()[0]
+    run = warmup(work, "--gpus", "2", "--devices", "0,1", shape_file=work / "missing.yaml")
+    assert "no --shape_file" in run.lines()[0]
+
+
+def test_the_equals_spelling_of_shape_file_is_honoured(work):
+    cmd = bench_command(EXAMPLE)[:-2] + [f"--shape_file={EXAMPLE}"]
+    run = warmup(work, "--gpus", "2", "--devices", "0,1", command=cmd,
+                 FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(work / "rec"))
+    assert run.returncode == 0, run.stderr
+    assert len(run.children) == 2
+    for child in run.children:
+        assert not any(a.startswith("--shape_file=") for a in child["argv"])
+
+
+def test_an_unreadable_shape_file_skips(work):
+    bad = work / "bad.yaml"
+    bad.write_text("mm:\n  shapes: [[1, 2]\n")
+    run = warmup(work, "--gpus", "2", "--devices", "0,1", shape_file=bad)
+    assert any("cannot read shapes" in ln for ln in run.lines()), run.stderr
+    assert "bad.yaml" in run.stderr
+    assert len(run.sessions) == 1
+
+
+def test_a_single_shape_skips(work):
+    one = work / "one.yaml"
+    one.write_text("mm:\n  shapes:\n    - [8, 8]\n")
+    run = warmup(work, "--gpus", "2", "--devices", "0,1", shape_file=one)
+    assert any("fewer than 2 shapes" in ln for ln in run.lines()), run.stderr
+    assert run.returncode == 0 and len(run.sessions) == 1
+
+
+def test_shards_are_capped_by_devices_and_shapes(work):
+    run = warmup(work, "--gpus", "8", "--devices", "0,1,2", FLAGGEMS_PERF_CURRENT_OP="addmm",
+                 FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(work / "rec"))
+    assert run.returncode == 0, run.stderr
+    # addmm overrides the merged list with its own three shapes: three shards of one.
+    assert sorted(len(c["shapes"]) for c in run.children) == [1, 1, 1]
+    assert run.measurement["shapes"] == [[64, 64, 64], [1024, 1024, 1024], [4096, 4096, 4096]]
+
+
+def test_a_failed_shard_is_named_with_its_log_and_its_keys_are_swept_live(work):
+    run = warmup(work, "--gpus", "4", "--devices", "0,1,2,3",
+                 FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(work / "rec"),
+                 WARMUP_FIXTURE_FAIL_SHAPES="128x256x64", WARMUP_FIXTURE_REPLAY_MISS="sweep")
+    assert run.returncode == 0, run.stderr
+    warning = [ln for ln in run.lines() if "WARNING shard(s)" in ln]
+    assert warning and "w1" in warning[0] and "worker.log" in warning[0], run.stderr
+    measured = run.measurement
+    assert measured["mode"] == "replay" and measured["swept"] >= 1
+
+
+def test_nothing_recovered_falls_back_to_the_plain_run_and_keeps_the_logs(work):
+    run = warmup(work, "--gpus", "2", "--devices", "0,1", WARMUP_FIXTURE_CRASH="1",
+                 FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(work / "rec"))
+    assert run.returncode == 0, run.stderr
+    fallback = [ln for ln in run.lines() if "no configs recovered" in ln]
+    assert fallback, run.stderr
+    [scratch] = scratch_folders(work)
+    assert str(scratch) in fallback[0]
+    assert (scratch / "w0" / "worker.log").exists()
+    measured = run.measurement
+    assert measured["mode"] == "record"
+    assert measured["env"]["FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR"] == str(work / "rec")
+
+
+def test_conflicting_winners_warn_and_point_at_the_conflict_list(work):
+    run = warmup(work, "--gpus", "4", "--devices", "0,1,2,3", WARMUP_FIXTURE_INTERFERENCE="1",
+                 FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(work / "rec"))
+    assert run.returncode == 0, run.stderr
+    warning = [ln for ln in run.lines() if "different winners" in ln]
+    assert warning, run.stderr
+    [scratch] = scratch_folders(work)
+    listed = json.loads((scratch / "conflicts.json").read_text())
+    assert listed and all(c["kernel"] == "mm_tail" for c in listed)
+    assert str(scratch / "conflicts.json") in warning[0]
+
+
+def test_paths_with_spaces_work_end_to_end(work):
+    spaced = work / "a dir with spaces"
+    spaced.mkdir()
+    shapes = spaced / "my shapes.yaml"
+    shapes.write_text(EXAMPLE.read_text())
+    records = spaced / "rec ords"
+    run = warmup(work, "--gpus", "2", "--devices", "0,1", "--scratch", str(spaced / "scr atch"),
+                 shape_file=shapes, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(records))
+    assert run.returncode == 0, run.stderr
+    assert (records / "mm.json").is_file()
+    assert run.measurement["env"]["FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR"] == str(records)
+
+
+def test_the_measurement_exit_status_is_the_commands(work):
+    run = warmup(work, "--gpus", "2", "--devices", "0,1", FLAGGEMS_PERF_CURRENT_OP="nosuchop",
+                 command=[sys.executable, "-c", "import sys; sys.exit(7)", "--shape_file", str(EXAMPLE)])
+    assert run.returncode == 7
+    assert any("cannot read shapes" in ln for ln in run.lines()), run.stderr
+
+
+def _processes_mentioning(marker: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if marker.encode() in cmdline and state != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_mid_sweep_stops_everything_and_the_measurement_never_runs(work, sig, code):
+    scratch = work / "scratch-signal"
+    trace = work / "trace.jsonl"
+    env = clean_env(WARMUP_BIN_DIR=str(BIN_DIR), WARMUP_FIXTURE_TRACE=str(trace),
+                    FLAGGEMS_PERF_CURRENT_OP="mm", WARMUP_FIXTURE_HANG="ignore-term")
+    proc = subprocess.Popen(
+        [str(SCRIPT), "--gpus", "2", "--devices", "0,1", "--grace", "1", "--scratch", str(scratch), "--",
+         *bench_command(EXAMPLE)],
+        env=env, cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while len(_processes_mentioning(str(scratch / "w"))) < 2:
+        assert time.monotonic() < deadline, "the sweep children never started"
+        time.sleep(0.1)
+    time.sleep(1.0)  # let pytest install the SIGTERM-ignoring handler
+    proc.send_signal(sig)
+    try:
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == code, stderr
+    assert _processes_mentioning(str(scratch / "w")) == []
+    assert not trace.exists() or all(
+        json.loads(ln)["env"]["FLAGGEMS_PERF_WARMUP_WORKER"] == "1" for ln in trace.read_text().splitlines())
+    assert "measurement does not run" in stderr
