@@ -52,7 +52,8 @@ lint: $(VENV)/ready
 	$(CARGO) fmt --all --check
 	$(VENV)/bin/shellcheck scripts/warmup .ci/run
 
-install: build
+# RELEASE=target/debug installs a debug build without building a release one (the tests do).
+install: $(if $(filter target/release,$(RELEASE)),build)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
 		$(DESTDIR)$(PREFIX)/share/bash-completion/completions \
 		$(DESTDIR)$(PREFIX)/share/zsh/site-functions \

@@ -1,0 +1,59 @@
+//! `--dry-run` output: one copy-pastable `env -u VAR ... VAR=value ... command args` line per
+//! shard, shell-quoted, so that a person can run one shard by hand exactly as the spawner would.
+
+use crate::status::EnvChanges;
+
+/// `word` quoted for a POSIX shell: as is when it holds only safe characters, else in single
+/// quotes with each `'` written as `'\''`.
+pub fn quote(word: &str) -> String {
+    let safe = |c: char| c.is_ascii_alphanumeric() || "_@%+=:,./-".contains(c);
+    if !word.is_empty() && word.chars().all(safe) {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+/// The `env` line that runs `argv` with `env`'s changes.
+pub fn env_line(env: &EnvChanges, argv: &[String]) -> String {
+    let mut words = vec!["env".to_owned()];
+    for var in &env.unset {
+        words.push("-u".to_owned());
+        words.push(quote(var));
+    }
+    for (k, v) in &env.set {
+        words.push(format!("{k}={}", quote(v)));
+    }
+    // A program word with `=` would be taken by env as one more assignment.
+    if argv.first().is_some_and(|p| p.contains('=')) {
+        words.push("--".to_owned());
+    }
+    words.extend(argv.iter().map(|a| quote(a)));
+    words.join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quoting_survives_the_shell() {
+        assert_eq!(quote("GPU-8f2a/1"), "GPU-8f2a/1");
+        assert_eq!(quote(""), "''");
+        assert_eq!(quote("a b"), "'a b'");
+        assert_eq!(quote("it's"), r"'it'\''s'");
+        assert_eq!(quote("$HOME"), "'$HOME'");
+    }
+
+    #[test]
+    fn env_line_unsets_then_sets_then_runs() {
+        let env = EnvChanges {
+            set: vec![("CUDA_VISIBLE_DEVICES".into(), "MIG-1 2".into())],
+            unset: vec!["PARALLEL_WARMUP_GPUS".into()],
+        };
+        assert_eq!(
+            env_line(&env, &["pytest".into(), "-k".into(), "a and b".into()]),
+            "env -u PARALLEL_WARMUP_GPUS CUDA_VISIBLE_DEVICES='MIG-1 2' pytest -k 'a and b'"
+        );
+    }
+}

@@ -1,0 +1,144 @@
+//! Signals, the nextest way: the spawner blocks SIGINT, SIGTERM, SIGHUP and SIGCHLD and reads
+//! them from a signalfd in its poll loop, so no handler runs at an arbitrary point and a signal
+//! can never be lost between a check and a wait. A child gets the caller's signal mask and
+//! SIGCHLD disposition back before it execs, and dies with the spawner (PR_SET_PDEATHSIG).
+//!
+//! What PR_SET_PDEATHSIG cannot reach when warmup-spawn itself is SIGKILLed: it is per process,
+//! so only the direct child gets SIGKILL. Grandchildren (pytest's own subprocesses, a compiler
+//! the child forked) lose their parent, are re-parented to init or the nearest other subreaper,
+//! and live on until they exit by themselves, unless they set PDEATHSIG themselves. It is also
+//! cleared when a child execs a set-user-ID or set-group-ID program. On every other way out
+//! (a signal, a timeout, a child leader exiting) the spawner kills whole process groups and
+//! sweeps orphans that came back to it as subreaper, so nothing is left behind.
+
+use anyhow::{Context, Result};
+use nix::sys::signal::{SigHandler, SigSet, SigmaskHow, Signal};
+use nix::sys::signalfd::{SfdFlags, SignalFd};
+use nix::unistd::Pid;
+use std::os::fd::{AsFd, BorrowedFd};
+use std::os::unix::process::CommandExt;
+use std::process::Command;
+
+/// The signals that stop a run; a second one skips the grace period.
+pub const STOP: [Signal; 3] = [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP];
+
+/// The spawner's signalfd and what a child must get back before exec.
+#[derive(Debug)]
+pub struct Signals {
+    fd: SignalFd,
+    child: ChildSetup,
+}
+
+/// What a child restores in `pre_exec`: the caller's signal mask and SIGCHLD disposition.
+#[derive(Debug, Clone, Copy)]
+pub struct ChildSetup {
+    mask: SigSet,
+    chld_ignored: bool,
+    parent: Pid,
+}
+
+impl Signals {
+    /// Blocks the stop signals and SIGCHLD in this (the main) thread and opens a signalfd on them.
+    ///
+    /// Call it before any other thread starts: threads inherit the mask of their creator. Also
+    /// makes this process a child subreaper, so orphaned grandchildren come back to it to be
+    /// reaped and killed.
+    pub fn install() -> Result<Signals> {
+        let mut set = SigSet::empty();
+        for s in STOP {
+            set.add(s);
+        }
+        set.add(Signal::SIGCHLD);
+        let mask = set
+            .thread_swap_mask(SigmaskHow::SIG_BLOCK)
+            .context("blocking signals")?;
+        // A caller that ignores SIGCHLD would make the kernel reap our children behind our back,
+        // and waitpid would never report them: take the default back for ourselves.
+        // SAFETY: installing SIG_DFL runs no handler code; no other thread exists yet.
+        #[allow(unsafe_code)]
+        let old = unsafe {
+            nix::sys::signal::sigaction(
+                Signal::SIGCHLD,
+                &nix::sys::signal::SigAction::new(
+                    SigHandler::SigDfl,
+                    nix::sys::signal::SaFlags::empty(),
+                    SigSet::empty(),
+                ),
+            )
+        }
+        .context("resetting SIGCHLD")?;
+        let fd = SignalFd::with_flags(&set, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC)
+            .context("opening a signalfd")?;
+        #[cfg(target_os = "linux")]
+        nix::sys::prctl::set_child_subreaper(true).context("becoming a child subreaper")?;
+        Ok(Signals {
+            fd,
+            child: ChildSetup {
+                mask,
+                chld_ignored: old.handler() == SigHandler::SigIgn,
+                parent: nix::unistd::getpid(),
+            },
+        })
+    }
+
+    pub fn fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+
+    /// The stop signals that arrived since the last call, in order; SIGCHLD only wakes the loop.
+    pub fn read(&self) -> Result<Vec<Signal>> {
+        let mut stops = Vec::new();
+        while let Some(info) = self.fd.read_signal().context("reading the signalfd")? {
+            let signo = i32::try_from(info.ssi_signo).unwrap_or(0);
+            if let Ok(sig) = Signal::try_from(signo) {
+                if STOP.contains(&sig) {
+                    stops.push(sig);
+                }
+            }
+        }
+        Ok(stops)
+    }
+
+    pub fn child_setup(&self) -> ChildSetup {
+        self.child
+    }
+}
+
+impl ChildSetup {
+    /// Puts the child in its own process group and arranges, between fork and exec, for it to
+    /// die with the spawner and to get the caller's signal mask and SIGCHLD disposition back.
+    pub fn apply(self, cmd: &mut Command) {
+        cmd.process_group(0);
+        let setup = self;
+        // SAFETY: the closure runs in the forked child before exec and calls only
+        // async-signal-safe system calls (prctl, getppid, sigprocmask, sigaction); it allocates
+        // nothing, and its errors are built from raw errno values.
+        #[allow(unsafe_code)]
+        unsafe {
+            cmd.pre_exec(move || setup.in_child());
+        }
+    }
+
+    fn in_child(&self) -> std::io::Result<()> {
+        let errno = |e: nix::errno::Errno| std::io::Error::from_raw_os_error(e as i32);
+        #[cfg(target_os = "linux")]
+        {
+            nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(errno)?;
+            // The spawner may have died between fork and prctl: then nobody would kill us.
+            if nix::unistd::getppid() != self.parent {
+                return Err(std::io::Error::from_raw_os_error(nix::libc::ESRCH));
+            }
+        }
+        nix::sys::signal::sigprocmask(SigmaskHow::SIG_SETMASK, Some(&self.mask), None)
+            .map_err(errno)?;
+        if self.chld_ignored {
+            // SAFETY: SIG_IGN runs no handler code; this is the single-threaded forked child.
+            #[allow(unsafe_code)]
+            unsafe {
+                nix::sys::signal::signal(Signal::SIGCHLD, SigHandler::SigIgn)
+            }
+            .map_err(errno)?;
+        }
+        Ok(())
+    }
+}
