@@ -29,7 +29,7 @@ def test_install_puts_tools_script_man_pages_and_completions_under_prefix(tmp_pa
 
     # The installed script finds the installed tools beside it, with nothing else on hand.
     trace = tmp_path / "trace.jsonl"
-    env = clean_env(WARMUP_FIXTURE_TRACE=str(trace), FLAGGEMS_PERF_CURRENT_OP="mm",
+    env = clean_env(WARMUP_FIXTURE_TRACE=str(trace), FLAGGEMS_PERF_CURRENT_OP="mm", FLAGGEMS_VENDOR="nvidia",
                     WARMUP_FIXTURE_SWEEP_SECONDS="0", TMPDIR=str(tmp_path),
                     FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "rec"))
     env.pop("WARMUP_BIN_DIR", None)

@@ -63,6 +63,7 @@ def work(tmp_path):
 def warmup(work: Path, *opts: str, shape_file=EXAMPLE, command=None, timeout=120, **env) -> Run:
     trace = work / "trace.jsonl"
     env.setdefault("FLAGGEMS_PERF_CURRENT_OP", "mm")
+    env.setdefault("FLAGGEMS_VENDOR", "nvidia")  # this machine has no GPU for auto to find
     full_env = clean_env(WARMUP_BIN_DIR=str(BIN_DIR), WARMUP_FIXTURE_TRACE=str(trace),
                          WARMUP_FIXTURE_SWEEP_SECONDS="0.01", TMPDIR=str(work), **env)
     cmd = command if command is not None else bench_command(shape_file)
@@ -267,7 +268,8 @@ def test_a_signal_mid_sweep_stops_everything_and_the_measurement_never_runs(work
     scratch = work / "scratch-signal"
     trace = work / "trace.jsonl"
     env = clean_env(WARMUP_BIN_DIR=str(BIN_DIR), WARMUP_FIXTURE_TRACE=str(trace),
-                    FLAGGEMS_PERF_CURRENT_OP="mm", WARMUP_FIXTURE_HANG="ignore-term")
+                    FLAGGEMS_PERF_CURRENT_OP="mm", FLAGGEMS_VENDOR="nvidia",
+                    WARMUP_FIXTURE_HANG="ignore-term")
     proc = subprocess.Popen(
         [str(SCRIPT), "--gpus", "2", "--devices", "0,1", "--grace", "1", "--scratch", str(scratch), "--",
          *bench_command(EXAMPLE)],

@@ -1,1 +1,235 @@
-//! placeholder until its issue lands
+//! `warmup-merge`: unions the shards' autotune records into one record file, byte for byte what
+//! Python's `json.dumps(merged, indent=2, ensure_ascii=False) + "\n"` writes, and lists every key
+//! whose winner differed between shards.
+
+pub mod input;
+pub mod union;
+
+use anyhow::{bail, Context, Result};
+use protocol::pyjson::{self, Value};
+use protocol::Status;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+pub const TOOL: &str = "warmup-merge";
+
+fn long_help() -> String {
+    format!(
+        "EXAMPLES:
+  warmup-merge /tmp/run -o merged.json --conflicts conflicts.json
+  warmup-merge --op mm w0/rec/mm.json w1/rec/mm.json > merged.json
+  warmup-merge --strict /tmp/run | warmup-publish --op mm -
+
+An input that is missing, unreadable, torn or not {{kernel: {{key: config}}}} is named on stderr
+and skipped, as the pytest plugin did; --strict makes that an error.
+
+{}",
+        protocol::exit::EXIT_STATUS_HELP
+    )
+}
+
+/// Merge the shards' autotune records; the first value of a key wins, in input order.
+#[derive(Debug, clap::Parser)]
+#[command(name = TOOL, version, after_long_help = long_help())]
+pub struct Args {
+    /// Op whose records to take from a SCRATCH folder [default: the plan's op]
+    #[arg(long, env = protocol::env::CURRENT_OP)]
+    pub op: Option<String>,
+
+    /// Write the merged records to FILE, atomically; `-` is stdout
+    #[arg(short = 'o', long = "output", value_name = "FILE", default_value = "-")]
+    pub output: PathBuf,
+
+    /// Write every conflicting key (kernel, key, kept value, differing values) as JSON to FILE
+    #[arg(long, value_name = "FILE")]
+    pub conflicts: Option<PathBuf>,
+
+    /// Exit 2, writing nothing, when any input or bucket would be skipped
+    #[arg(long)]
+    pub strict: bool,
+
+    /// Record files (<op>.json) and SCRATCH folders (their shards' w<i>/rec/<op>.json, in order)
+    #[arg(value_name = "INPUT", required = true)]
+    pub inputs: Vec<PathBuf>,
+}
+
+fn is_stdout(path: &Path) -> bool {
+    path.as_os_str() == "-"
+}
+
+pub fn run(args: &Args) -> Result<Status> {
+    let conflicts_out = args.conflicts.as_deref();
+    if conflicts_out.is_some_and(is_stdout) && is_stdout(&args.output) {
+        bail!("--conflicts - and the merged records cannot both go to stdout: give -o FILE");
+    }
+    for target in [Some(args.output.as_path()), conflicts_out]
+        .into_iter()
+        .flatten()
+    {
+        check_writable_folder(target)?;
+    }
+    let op = args
+        .op
+        .as_deref()
+        .map(str::trim)
+        .filter(|op| !op.is_empty());
+    let sources = input::sources(&args.inputs, op)?;
+
+    let mut merged = union::Union::default();
+    let (mut read, mut skipped, mut problems) = (0, 0, 0);
+    for (origin, source) in sources.iter().enumerate() {
+        let record = match input::read(&source.path) {
+            Ok(record) => record,
+            Err(reason) => {
+                eprintln!(
+                    "{TOOL}: {}; skipped{}",
+                    located(&source.path, &reason),
+                    clues(source)
+                );
+                skipped += 1;
+                problems += 1;
+                continue;
+            }
+        };
+        read += 1;
+        for (kernel, kind) in &record.bad_buckets {
+            eprintln!(
+                "{TOOL}: {}: kernel {kernel:?} holds {kind}, not an object {{key: config}}; \
+                 that kernel's entry skipped",
+                source.path.display()
+            );
+            problems += 1;
+        }
+        for (kernel, keys) in record.buckets {
+            merged.add(origin, kernel, keys);
+        }
+    }
+    if args.strict && problems > 0 {
+        bail!("{problems} problem(s) in the inputs and --strict is set; nothing written");
+    }
+    let summary = format!(
+        "{read} input(s) read, {skipped} skipped; {} kernel(s), {} config(s)",
+        merged.kernels(),
+        merged.configs()
+    );
+    if merged.configs() == 0 {
+        eprintln!("{TOOL}: {summary}; no configs recovered, nothing written");
+        return Ok(Status::NothingToDo);
+    }
+
+    let conflict_note = match (merged.conflicts().len(), conflicts_out) {
+        (0, _) => "no conflicting keys".to_owned(),
+        (n, Some(path)) => format!("{n} conflicting key(s), listed in {}", name(path)),
+        (n, None) => format!("{n} conflicting key(s); list them with --conflicts FILE"),
+    };
+    let conflicts_json = conflicts_out.map(|_| pyjson::dumps(&conflict_list(&merged, &sources)));
+    let merged_json = pyjson::dumps(&merged.into_value());
+    emit(&args.output, merged_json.as_bytes())?;
+    if let (Some(path), Some(json)) = (conflicts_out, conflicts_json) {
+        emit(path, json.as_bytes())?;
+    }
+    eprintln!(
+        "{TOOL}: {summary}; {conflict_note}; merged records in {}",
+        name(&args.output)
+    );
+    Ok(Status::Done)
+}
+
+/// `path:line:col: reason` for a JSON error (whose reason starts with `line:col: `), else
+/// `path: reason`.
+fn located(path: &Path, reason: &str) -> String {
+    let positioned = reason
+        .split_once(": ")
+        .is_some_and(|(pos, _)| pos.split(':').all(|n| n.parse::<usize>().is_ok()));
+    let sep = if positioned { ":" } else { ": " };
+    format!("{}{sep}{reason}", path.display())
+}
+
+fn clues(source: &input::Source) -> String {
+    match (&source.shard, &source.clues) {
+        (Some(shard), Some((log, status))) => format!(
+            " (shard {shard}: see {} and {})",
+            log.display(),
+            status.display()
+        ),
+        _ => String::new(),
+    }
+}
+
+fn name(path: &Path) -> String {
+    if is_stdout(path) {
+        "stdout".into()
+    } else {
+        path.display().to_string()
+    }
+}
+
+/// Fails before anything is written when a target's folder does not exist.
+fn check_writable_folder(target: &Path) -> Result<()> {
+    if is_stdout(target) {
+        return Ok(());
+    }
+    let dir = match target.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if !dir.is_dir() {
+        bail!(
+            "{}: folder {} does not exist; create it first",
+            target.display(),
+            dir.display()
+        );
+    }
+    if target.is_dir() {
+        bail!("{}: is a folder; give a file name", target.display());
+    }
+    Ok(())
+}
+
+fn emit(target: &Path, bytes: &[u8]) -> Result<()> {
+    if is_stdout(target) {
+        let mut out = std::io::stdout().lock();
+        out.write_all(bytes)
+            .and_then(|()| out.flush())
+            .context("writing to stdout")
+    } else {
+        protocol::atomic::write(target, bytes)
+    }
+}
+
+/// The `--conflicts` document: one object per conflicting key.
+fn conflict_list(merged: &union::Union, sources: &[input::Source]) -> Value {
+    let at = |origin: usize, value: &Value| {
+        let source = &sources[origin];
+        Value::Object(vec![
+            (
+                "input".into(),
+                Value::Str(source.path.to_string_lossy().into_owned()),
+            ),
+            (
+                "shard".into(),
+                source
+                    .shard
+                    .map_or(Value::Null, |s| Value::Int(s.to_string())),
+            ),
+            ("value".into(), value.clone()),
+        ])
+    };
+    Value::Array(
+        merged
+            .conflicts()
+            .iter()
+            .map(|c| {
+                Value::Object(vec![
+                    ("kernel".into(), Value::Str(c.kernel.clone())),
+                    ("key".into(), Value::Str(c.key.clone())),
+                    ("kept".into(), at(c.kept.0, &c.kept.1)),
+                    (
+                        "differing".into(),
+                        Value::Array(c.differing.iter().map(|(o, v)| at(*o, v)).collect()),
+                    ),
+                ])
+            })
+            .collect(),
+    )
+}

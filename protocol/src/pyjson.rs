@@ -154,10 +154,7 @@ impl Parser<'_> {
 
     fn nested(&mut self, parse: fn(&mut Self) -> Result<Value, Fail>) -> Result<Value, Fail> {
         if self.depth >= MAX_DEPTH {
-            return Err((
-                self.pos,
-                format!("nested deeper than {MAX_DEPTH} levels"),
-            ));
+            return Err((self.pos, format!("nested deeper than {MAX_DEPTH} levels")));
         }
         self.depth += 1;
         let value = parse(self);
@@ -256,7 +253,9 @@ impl Parser<'_> {
                         i += 2;
                         continue;
                     }
-                    let unit = self.hex4(i + 2).ok_or((i, "invalid \\uXXXX escape".into()))?;
+                    let unit = self
+                        .hex4(i + 2)
+                        .ok_or((i, "invalid \\uXXXX escape".into()))?;
                     i += 6;
                     let code = match unit {
                         0xD800..=0xDBFF => {
@@ -491,15 +490,16 @@ pub fn float_repr(f: f64) -> String {
         return if f > 0.0 { "Infinity" } else { "-Infinity" }.into();
     }
     let sign = if f.is_sign_negative() { "-" } else { "" };
-    // Rust's `{:e}` gives the shortest round-trip digits, as Python's repr does.
-    let sci = format!("{:e}", f.abs());
-    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
+    let (digits, exp) = shortest_digits(f.abs());
     if !(-4..16).contains(&exp) {
         let exp_sign = if exp < 0 { '-' } else { '+' };
-        return format!("{sign}{mantissa}e{exp_sign}{:02}", exp.unsigned_abs());
+        let (first, rest) = digits.split_at(1);
+        let point = if rest.is_empty() { "" } else { "." };
+        return format!(
+            "{sign}{first}{point}{rest}e{exp_sign}{:02}",
+            exp.unsigned_abs()
+        );
     }
-    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
     if exp < 0 {
         let zeros = "0".repeat(exp.unsigned_abs() as usize - 1);
         return format!("{sign}0.{zeros}{digits}");
@@ -511,6 +511,61 @@ pub fn float_repr(f: f64) -> String {
     } else {
         format!("{sign}{}.{}", &digits[..point], &digits[point..])
     }
+}
+
+/// The shortest digits that read back as `a` (finite, not negative) and the decimal exponent
+/// of the first one. Rust's `{:e}` finds them; where two candidates of that length lie exactly
+/// as far from `a`, Python's repr takes the one ending in an even digit, and so do we.
+fn shortest_digits(a: f64) -> (String, i32) {
+    let split = |sci: &str| -> (String, i32) {
+        let (mantissa, exp) = sci.split_once('e').unwrap_or((sci, "0"));
+        (mantissa.replace('.', ""), exp.parse().unwrap_or(0))
+    };
+    let (digits, exp) = split(&format!("{a:e}"));
+    if !may_tie(a) {
+        return (digits, exp);
+    }
+    let n = digits.len();
+    // A tie means the exact value's digits after the first n are exactly 5000...; check cheaply
+    // with a few more digits, and only then against the full exact expansion.
+    let (probe, probe_exp) = split(&format!("{a:.*e}", n + 3));
+    if probe_exp != exp || &probe[n..] != "5000" {
+        return (digits, exp);
+    }
+    let (exact, _) = split(&format!("{a:.800e}"));
+    if !(exact[n..].starts_with('5') && exact[n + 1..].bytes().all(|b| b == b'0')) {
+        return (digits, exp);
+    }
+    let mut even = exact.as_bytes()[..n].to_vec();
+    match even[n - 1] {
+        // Rounding down already ends in an even digit.
+        b'0' | b'2' | b'4' | b'6' | b'8' => {}
+        // Rounding up from a 9 carries into a shorter number, which is not a tie candidate.
+        b'9' => return (digits, exp),
+        _ => even[n - 1] += 1,
+    }
+    let even = String::from_utf8(even).unwrap_or_default();
+    let (first, rest) = even.split_at(1);
+    if format!("{first}.{rest}e{exp}").parse::<f64>() == Ok(a) {
+        (even, exp)
+    } else {
+        (digits, exp)
+    }
+}
+
+/// Whether `a`'s exact decimal value is short enough (at most 18 significant digits) to sit
+/// exactly between two shortest candidates. With `a = m * 2^e`, `m` odd and `e < -26`, the
+/// exact value's digits are those of the odd number `m * 5^-e`, at least 19 of them.
+fn may_tie(a: f64) -> bool {
+    let bits = a.to_bits();
+    let biased = ((bits >> 52) & 0x7ff) as i64;
+    let fraction = bits & ((1 << 52) - 1);
+    let (m, e) = if biased == 0 {
+        (fraction, -1074)
+    } else {
+        (fraction | (1 << 52), biased - 1075)
+    };
+    m != 0 && e + i64::from(m.trailing_zeros()) >= -26
 }
 
 /// Python's `a == b` on two values `json.loads` returned.
@@ -622,6 +677,10 @@ mod tests {
             (5e-324, "5e-324"),
             (f64::MAX, "1.7976931348623157e+308"),
             (-2.5e-7, "-2.5e-07"),
+            (87_438_742_517_864.0 + 0.125, "87438742517864.12"),
+            (-1_425_502_010_969_177.0 - 0.25, "-1425502010969177.2"),
+            (149_577_321_000_034.0 + 0.625, "149577321000034.62"),
+            (0.375, "0.375"),
             (0.00012345, "0.00012345"),
             (1.0 / 3.0, "0.3333333333333333"),
             (f64::NAN, "NaN"),
@@ -684,7 +743,9 @@ mod tests {
 
     #[test]
     fn malformed_numbers_are_rejected() {
-        for bad in ["01", "1.", "1e", "1e+", "-", "+1", ".5", "-NaN", "infinity", "0x1"] {
+        for bad in [
+            "01", "1.", "1e", "1e+", "-", "+1", ".5", "-NaN", "infinity", "0x1",
+        ] {
             assert!(loads(bad).is_err(), "{bad} must be rejected");
         }
         let huge = "9".repeat(MAX_INT_DIGITS + 1);

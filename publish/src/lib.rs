@@ -1,1 +1,119 @@
-//! placeholder until its issue lands
+//! `warmup-publish`: puts the merged configs where record mode would have written them
+//! (`DIR/<op>.json`, atomically) and prints the environment change that makes the next run
+//! replay them instead of sweeping again.
+
+pub mod record;
+pub mod replay;
+
+use anyhow::{bail, Context, Result};
+use protocol::env::RECORD_DIR;
+use protocol::Status;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+pub use replay::Format;
+
+pub const TOOL: &str = "warmup-publish";
+
+fn long_help() -> String {
+    format!(
+        "EXAMPLES:
+  eval \"$(warmup-publish --op mm merged.json)\"
+  warmup-merge /tmp/run | warmup-publish --fallback-dir /tmp/run/merged -
+  warmup-publish --format make merged.json > replay.mk    # then: include replay.mk
+  warmup-publish --format json --record-dir out merged.json
+
+DIR is --record-dir, else ${RECORD_DIR} when set and not blank, else --fallback-dir.
+
+{}",
+        protocol::exit::EXIT_STATUS_HELP
+    )
+}
+
+/// Publish merged configs to DIR/<op>.json and print the replay environment.
+#[derive(Debug, clap::Parser)]
+#[command(name = TOOL, version, after_long_help = long_help())]
+pub struct Args {
+    /// Op name: the file written is DIR/<op>.json [default: `default`]
+    #[arg(long, env = protocol::env::CURRENT_OP)]
+    pub op: Option<String>,
+
+    /// Folder to publish into [default: $FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR when not blank]
+    #[arg(long, value_name = "DIR")]
+    pub record_dir: Option<PathBuf>,
+
+    /// Folder to publish into when neither --record-dir nor the record variable gives one
+    #[arg(long, value_name = "DIR")]
+    pub fallback_dir: Option<PathBuf>,
+
+    /// How to print the environment change
+    #[arg(long, value_enum, default_value_t = Format::Sh)]
+    pub format: Format,
+
+    /// The merged record file warmup-merge wrote; `-` is stdin
+    #[arg(value_name = "MERGED")]
+    pub merged: PathBuf,
+}
+
+pub fn run(args: &Args) -> Result<Status> {
+    let op = protocol::env::op_from(args.op.as_deref());
+    if op.contains(['/', '\0']) || op == "." || op == ".." {
+        bail!("op {op:?} cannot be a file name; give --op a plain name such as mm");
+    }
+    let merged = record::read(&args.merged)?;
+    if merged.configs == 0 {
+        eprintln!(
+            "{TOOL}: {}: no configs ({} kernel(s)); nothing written",
+            if args.merged.as_os_str() == "-" {
+                "<stdin>".into()
+            } else {
+                args.merged.display().to_string()
+            },
+            merged.kernels
+        );
+        return Ok(Status::NothingToDo);
+    }
+    let dir = record_dir(args)?;
+    let dir = std::path::absolute(&dir)
+        .with_context(|| format!("{}: cannot make the path absolute", dir.display()))?;
+    let file = dir.join(format!("{op}.json"));
+    // Rendered first: a path the format cannot carry must fail before anything is written.
+    let env = replay::render(args.format, &dir, &file)?;
+
+    std::fs::create_dir_all(&dir)
+        .with_context(|| format!("creating record folder {}", dir.display()))?;
+    protocol::atomic::write(&file, &merged.bytes)?;
+    let mut out = std::io::stdout().lock();
+    out.write_all(&env)
+        .and_then(|()| out.flush())
+        .context("writing to stdout")?;
+    eprintln!(
+        "{TOOL}: wrote {} kernel(s), {} config(s) to {}",
+        merged.kernels,
+        merged.configs,
+        file.display()
+    );
+    Ok(Status::Done)
+}
+
+/// `--record-dir`, else the harness's record variable (trimmed, as the plugin read it), else
+/// `--fallback-dir`.
+fn record_dir(args: &Args) -> Result<PathBuf> {
+    if let Some(dir) = &args.record_dir {
+        return Ok(dir.clone());
+    }
+    if let Some(dir) = std::env::var_os(RECORD_DIR) {
+        let trimmed = dir.to_str().map_or(Some(Path::new(&dir)), |s| {
+            Some(Path::new(s.trim())).filter(|p| !p.as_os_str().is_empty())
+        });
+        if let Some(dir) = trimmed {
+            return Ok(dir.to_path_buf());
+        }
+    }
+    match &args.fallback_dir {
+        Some(dir) => Ok(dir.clone()),
+        None => bail!(
+            "no record folder: give --record-dir DIR, set {RECORD_DIR}, or give --fallback-dir DIR"
+        ),
+    }
+}

@@ -1,1 +1,4 @@
-fn main() {}
+fn main() -> std::process::ExitCode {
+    let args: publish::Args = protocol::cli::parse();
+    protocol::exit(publish::TOOL, publish::run(&args))
+}

@@ -378,7 +378,10 @@ mod tests {
         let b = by_name("cuda").expect("cuda");
         let env = Environment::fake(&[("CUDA_VISIBLE_DEVICES", " ")], &none());
         let err = format!("{:#}", devices(b, None, &env).expect_err("blank"));
-        assert!(err.contains("CUDA_VISIBLE_DEVICES is set but empty"), "{err}");
+        assert!(
+            err.contains("CUDA_VISIBLE_DEVICES is set but empty"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -389,14 +392,24 @@ mod tests {
             std::fs::create_dir_all(r.join("proc/driver/nvidia/gpus").join(gpu)).expect("mkdir");
         }
         std::fs::create_dir_all(r.join("dev")).expect("mkdir");
-        for node in ["davinci0", "davinci1", "davinci7", "davinci_manager", "xpu0", "xpuctrl"] {
+        for node in [
+            "davinci0",
+            "davinci1",
+            "davinci7",
+            "davinci_manager",
+            "xpu0",
+            "xpuctrl",
+        ] {
             std::fs::write(r.join("dev").join(node), "").expect("node");
         }
         for (node, simd) in [("0", 0), ("1", 104), ("2", 104), ("3", 104)] {
             let dir = r.join("sys/class/kfd/kfd/topology/nodes").join(node);
             std::fs::create_dir_all(&dir).expect("mkdir");
-            std::fs::write(dir.join("properties"), format!("cpu_cores_count 0\nsimd_count {simd}\n"))
-                .expect("props");
+            std::fs::write(
+                dir.join("properties"),
+                format!("cpu_cores_count 0\nsimd_count {simd}\n"),
+            )
+            .expect("props");
         }
         let env = Environment::fake(&[], r);
         let count = |name| probe(by_name(name).expect("backend"), &env).expect("probe");
@@ -405,7 +418,10 @@ mod tests {
         assert_eq!(count("kunlunxin"), 1);
         assert_eq!(count("rocm"), 3);
         assert_eq!(count("cambricon"), 0);
-        assert_eq!(devices(by_name("ascend").expect("ascend"), None, &env).expect("devs"), ["0", "1", "2"]);
+        assert_eq!(
+            devices(by_name("ascend").expect("ascend"), None, &env).expect("devs"),
+            ["0", "1", "2"]
+        );
     }
 
     #[test]
@@ -415,6 +431,9 @@ mod tests {
             "{:#}",
             devices(by_name("metax").expect("metax"), None, &env).expect_err("unknown")
         );
-        assert!(err.contains("--devices") && err.contains("MACA_VISIBLE_DEVICES"), "{err}");
+        assert!(
+            err.contains("--devices") && err.contains("MACA_VISIBLE_DEVICES"),
+            "{err}"
+        );
     }
 }

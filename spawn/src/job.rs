@@ -110,7 +110,14 @@ mod tests {
         ]));
         assert_eq!(
             argv,
-            os(&["pytest", "-k", "mm", "--shape_filex", "--shape_file", "/s/w1/shapes.yaml"])
+            os(&[
+                "pytest",
+                "-k",
+                "mm",
+                "--shape_filex",
+                "--shape_file",
+                "/s/w1/shapes.yaml"
+            ])
         );
     }
 
@@ -123,8 +130,9 @@ mod tests {
         let env = job().env(b, "GPU-1");
         assert_eq!(env.set[0], ("HIP_VISIBLE_DEVICES".into(), "GPU-1".into()));
         assert!(env.unset.contains(&"ROCR_VISIBLE_DEVICES".to_owned()));
-        assert!(env
-            .set
-            .contains(&("FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR".into(), "/s/w1/rec".into())));
+        assert!(env.set.contains(&(
+            "FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR".into(),
+            "/s/w1/rec".into()
+        )));
     }
 }

@@ -13,8 +13,15 @@ const TAIL_LINES: usize = 10;
 #[derive(Debug)]
 enum State {
     Idle,
-    Running { shard: usize, since: Instant },
-    Stopping { shard: usize, since: Instant, why: &'static str },
+    Running {
+        shard: usize,
+        since: Instant,
+    },
+    Stopping {
+        shard: usize,
+        since: Instant,
+        why: &'static str,
+    },
 }
 
 #[derive(Debug)]
@@ -54,7 +61,9 @@ impl Progress {
             self.draw();
         } else {
             let device = &self.devices[slot];
-            self.line(&format!("shard {shard} started on device {device} (pid {pid})"));
+            self.line(&format!(
+                "shard {shard} started on device {device} (pid {pid})"
+            ));
         }
     }
 
@@ -64,7 +73,9 @@ impl Progress {
             self.states[slot] = State::Stopping { shard, since, why };
             if !self.live {
                 let device = &self.devices[slot];
-                self.line(&format!("shard {shard} on device {device} {why}: stopping its process group"));
+                self.line(&format!(
+                    "shard {shard} on device {device} {why}: stopping its process group"
+                ));
             }
         }
     }
@@ -96,6 +107,8 @@ impl Progress {
     /// The end of the run: counts, wall time, slowest shard, load imbalance, failed shards' logs.
     pub fn summary(&mut self, statuses: &[ShardStatus], total: usize, wall: Duration) {
         self.clear();
+        // Every device is idle now: the live lines are done, the summary stays below them.
+        self.live = false;
         let ok = statuses.iter().filter(|s| s.ok()).count();
         let timed_out = statuses.iter().filter(|s| s.timed_out).count();
         let failed = statuses.len() - ok - timed_out;
@@ -111,7 +124,11 @@ impl Progress {
             .max_by(|a, b| a.seconds.total_cmp(&b.seconds))
         {
             let mean = statuses.iter().map(|s| s.seconds).sum::<f64>() / statuses.len() as f64;
-            let imbalance = if mean > 0.0 { slowest.seconds / mean } else { 1.0 };
+            let imbalance = if mean > 0.0 {
+                slowest.seconds / mean
+            } else {
+                1.0
+            };
             self.line(&format!(
                 "slowest shard {} ({:.2}s on device {}); load imbalance {imbalance:.2} (slowest / mean {mean:.2}s)",
                 slowest.shard, slowest.seconds, slowest.device
@@ -164,7 +181,10 @@ impl Progress {
             let text = match state {
                 State::Idle => "idle".to_owned(),
                 State::Running { shard, since } => {
-                    format!("shard {shard:<4} {:>8.1}s  running", since.elapsed().as_secs_f64())
+                    format!(
+                        "shard {shard:<4} {:>8.1}s  running",
+                        since.elapsed().as_secs_f64()
+                    )
                 }
                 State::Stopping { shard, since, why } => format!(
                     "shard {shard:<4} {:>8.1}s  {why}, stopping",

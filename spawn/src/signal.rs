@@ -75,7 +75,7 @@ impl Signals {
             fd,
             child: ChildSetup {
                 mask,
-                chld_ignored: old.handler() == SigHandler::SigIgn,
+                chld_ignored: matches!(old.handler(), SigHandler::SigIgn),
                 parent: nix::unistd::getpid(),
             },
         })
@@ -134,10 +134,8 @@ impl ChildSetup {
         if self.chld_ignored {
             // SAFETY: SIG_IGN runs no handler code; this is the single-threaded forked child.
             #[allow(unsafe_code)]
-            unsafe {
-                nix::sys::signal::signal(Signal::SIGCHLD, SigHandler::SigIgn)
-            }
-            .map_err(errno)?;
+            unsafe { nix::sys::signal::signal(Signal::SIGCHLD, SigHandler::SigIgn) }
+                .map_err(errno)?;
         }
         Ok(())
     }

@@ -1,0 +1,288 @@
+//! What SafeConstructor does with the node graph, without building Python objects: merge keys
+//! flattened as `flatten_mapping` does, dict keys compared as Python compares them, and every
+//! construction `safe_load` would refuse found up front, so bad input never yields shards.
+
+use crate::resolve::{self, implicit};
+use crate::tree::{at, Doc, Kind, NodeId};
+use anyhow::Result;
+use std::collections::{HashMap, HashSet};
+
+#[derive(Debug, PartialEq, Eq, Hash)]
+enum Ident {
+    Text(String),
+    Node(NodeId),
+}
+
+/// A merge may not flatten to more pairs than this (PyYAML would exhaust memory instead).
+const MAX_MERGED: usize = 1_000_000;
+
+/// A dict key as Python's `==` and `hash` see it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Key {
+    Str(String),
+    /// int, bool, and floats with an integral value compare equal to each other.
+    Int(i128),
+    /// A non-integral float, by its bits; NaN keys never compare equal (see `Unique`).
+    Float(u64),
+    Null,
+    /// Keys compared by their tag and text (big ints, bytes, timestamps): close, not exact.
+    Other(String, String),
+    Unique(NodeId),
+}
+
+#[derive(Debug)]
+pub struct Schema<'d> {
+    pub doc: &'d Doc,
+    pub name: &'d str,
+    flat: HashMap<NodeId, Vec<(NodeId, NodeId)>>,
+}
+
+impl<'d> Schema<'d> {
+    pub fn new(doc: &'d Doc, name: &'d str) -> Self {
+        Schema {
+            doc,
+            name,
+            flat: HashMap::new(),
+        }
+    }
+
+    fn err(&self, id: NodeId, what: impl std::fmt::Display) -> anyhow::Error {
+        let n = &self.doc.nodes[id];
+        at(self.name, n.line, n.col, what)
+    }
+
+    fn is_merge_key(&self, id: NodeId) -> bool {
+        self.doc.nodes[id].tag == resolve::MERGE
+    }
+
+    /// The mapping's pairs after PyYAML 6's `flatten_mapping`: merged pairs first, in the
+    /// order the merges list them, a merged key object seen before skipped, then its own pairs.
+    pub fn flatten(&mut self, map: NodeId) -> Result<Vec<(NodeId, NodeId)>> {
+        if let Some(done) = self.flat.get(&map) {
+            return Ok(done.clone());
+        }
+        let Kind::Map(pairs) = &self.doc.nodes[map].kind else {
+            return Err(self.err(map, "expected a mapping"));
+        };
+        let mut merged = Vec::new();
+        let mut seen: HashSet<Ident> = HashSet::new();
+        let mut own = Vec::new();
+        for &(k, v) in pairs {
+            if !self.is_merge_key(k) {
+                own.push((k, v));
+                continue;
+            }
+            let sources: Vec<NodeId> = match &self.doc.nodes[v].kind {
+                Kind::Map(_) => vec![v],
+                Kind::Seq(items) => {
+                    for &item in items {
+                        if !matches!(self.doc.nodes[item].kind, Kind::Map(_)) {
+                            return Err(self.err(item, "a merge key (<<) list may hold only mappings: fix the item or quote the \"<<\" key"));
+                        }
+                    }
+                    items.clone()
+                }
+                Kind::Scalar(_) => {
+                    return Err(self.err(v, "a merge key (<<) needs a mapping or a list of mappings: fix the value or quote the \"<<\" key"))
+                }
+            };
+            for source in sources {
+                for (mk, mv) in self.flatten(source)? {
+                    if seen.insert(self.ident(mk)) {
+                        merged.push((mk, mv));
+                    }
+                }
+            }
+            if merged.len() > MAX_MERGED {
+                return Err(self.err(map, "merge keys expand to too many entries"));
+            }
+        }
+        merged.extend(own);
+        self.flat.insert(map, merged.clone());
+        Ok(merged)
+    }
+
+    /// What PyYAML 6 compares merged keys by: `id()` of the key's text object. CPython shares
+    /// one object for the empty string and each one-character Latin-1 string; any other text is
+    /// its own object, shared only through an alias (the same node).
+    fn ident(&self, key: NodeId) -> Ident {
+        match &self.doc.nodes[key].kind {
+            Kind::Scalar(v) if v.chars().count() <= 1 && v.chars().all(|c| (c as u32) < 256) => {
+                Ident::Text(v.clone())
+            }
+            _ => Ident::Node(key),
+        }
+    }
+
+    /// The mapping as the dict `safe_load` builds: one entry per distinct key, at the position
+    /// the key first appeared, with the value it last had.
+    pub fn dict(&mut self, map: NodeId) -> Result<Vec<(Key, NodeId, NodeId)>> {
+        let mut out: Vec<(Key, NodeId, NodeId)> = Vec::new();
+        let mut index: HashMap<Key, usize> = HashMap::new();
+        for (k, v) in self.flatten(map)? {
+            let key = self.key(k)?;
+            match index.get(&key) {
+                Some(&i) => out[i].2 = v,
+                None => {
+                    index.insert(key.clone(), out.len());
+                    out.push((key, k, v));
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The key node's identity in a dict; collections are unhashable, as in `safe_load`.
+    pub fn key(&self, id: NodeId) -> Result<Key> {
+        let node = &self.doc.nodes[id];
+        let Kind::Scalar(value) = &node.kind else {
+            return Err(self.err(id, "a list or mapping used as a mapping key: safe_load cannot hash it; use a scalar key"));
+        };
+        Ok(match node.tag.as_str() {
+            resolve::STR | resolve::VALUE => Key::Str(value.clone()),
+            resolve::NULL => Key::Null,
+            resolve::BOOL => Key::Int(i128::from(matches!(
+                value.to_lowercase().as_str(),
+                "yes" | "true" | "on"
+            ))),
+            resolve::INT => int_value(value)
+                .map(Key::Int)
+                .unwrap_or_else(|| Key::Other(node.tag.clone(), value.clone())),
+            resolve::FLOAT => match float_value(value) {
+                Some(f) if f.is_nan() => Key::Unique(id),
+                Some(f) if f.fract() == 0.0 && f.abs() < 1e36 => Key::Int(f as i128),
+                Some(f) => Key::Float((f + 0.0).to_bits()),
+                None => Key::Other(node.tag.clone(), value.clone()),
+            },
+            _ => Key::Other(node.tag.clone(), value.clone()),
+        })
+    }
+
+    /// Finds every construction `safe_load` would refuse anywhere in the document.
+    pub fn validate(&mut self) -> Result<()> {
+        let mut seen = vec![false; self.doc.nodes.len()];
+        let mut todo = vec![self.doc.root];
+        while let Some(id) = todo.pop() {
+            if std::mem::replace(&mut seen[id], true) {
+                continue;
+            }
+            let node = &self.doc.nodes[id];
+            let tag = node.tag.as_str();
+            match &node.kind {
+                Kind::Scalar(value) => {
+                    if !resolve::is_scalar_tag(tag) {
+                        return Err(self.err(id, unknown_tag(tag, "scalar")));
+                    }
+                    if let Some(why) = resolve::construct_error(tag, value) {
+                        return Err(self.err(id, format!("{why}: safe_load rejects it; fix the value or quote it without the tag")));
+                    }
+                }
+                Kind::Seq(items) => {
+                    if !matches!(tag, resolve::SEQ | resolve::OMAP | resolve::PAIRS) {
+                        return Err(self.err(id, unknown_tag(tag, "list")));
+                    }
+                    if tag != resolve::SEQ {
+                        for &item in items {
+                            match &self.doc.nodes[item].kind {
+                                Kind::Map(pairs) if pairs.len() == 1 => {
+                                    todo.push(pairs[0].0);
+                                    todo.push(pairs[0].1);
+                                }
+                                _ => return Err(self.err(item, "each item of an !!omap or !!pairs list must be a one-entry mapping")),
+                            }
+                        }
+                    } else {
+                        todo.extend(items.iter().copied());
+                    }
+                }
+                Kind::Map(_) => {
+                    if !matches!(tag, resolve::MAP | resolve::SET) {
+                        return Err(self.err(id, unknown_tag(tag, "mapping")));
+                    }
+                    for (_, k, v) in self.dict(id)? {
+                        // `=` as a key is the string "=" (flatten_mapping retags it).
+                        if self.doc.nodes[k].tag != resolve::VALUE {
+                            todo.push(k);
+                        }
+                        todo.push(v);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn unknown_tag(tag: &str, what: &str) -> String {
+    let shown = match tag.strip_prefix(resolve::YAML) {
+        Some(short) => format!("!!{short}"),
+        None => tag.to_owned(),
+    };
+    if tag == resolve::MERGE || tag == resolve::VALUE {
+        format!("a plain {shown:?} {what} has no value in safe_load (it is {shown}): quote it")
+    } else {
+        format!("tag {shown} on a {what}: safe_load has no constructor for it; remove the tag or use a standard one (!!str, !!int, !!float, !!bool, !!null, !!binary, !!timestamp, !!seq, !!map, !!set, !!omap, !!pairs)")
+    }
+}
+
+/// The integer `construct_yaml_int` builds, when it fits in an i128.
+pub fn int_value(value: &str) -> Option<i128> {
+    let v: String = value.chars().filter(|&c| c != '_').collect();
+    let v = v.trim();
+    let (neg, v) = match v.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, v.strip_prefix('+').unwrap_or(v)),
+    };
+    let n = if v == "0" {
+        0
+    } else if let Some(rest) = v.strip_prefix("0b") {
+        i128::from_str_radix(rest, 2).ok()?
+    } else if let Some(rest) = v.strip_prefix("0x") {
+        i128::from_str_radix(rest, 16).ok()?
+    } else if v.starts_with('0') {
+        i128::from_str_radix(v.trim_start_matches("0o"), 8).ok()?
+    } else if v.contains(':') {
+        let mut n: i128 = 0;
+        for part in v.split(':') {
+            n = n
+                .checked_mul(60)?
+                .checked_add(part.trim().parse::<i128>().ok()?)?;
+        }
+        n
+    } else {
+        v.parse().ok()?
+    };
+    Some(if neg { -n } else { n })
+}
+
+/// The float `construct_yaml_float` builds.
+pub fn float_value(value: &str) -> Option<f64> {
+    let v: String = value
+        .chars()
+        .filter(|&c| c != '_')
+        .collect::<String>()
+        .to_lowercase();
+    let v = v.trim();
+    let (sign, v) = match v.strip_prefix('-') {
+        Some(rest) => (-1.0, rest),
+        None => (1.0, v.strip_prefix('+').unwrap_or(v)),
+    };
+    let f = match v {
+        ".inf" => f64::INFINITY,
+        ".nan" => f64::NAN,
+        _ if v.contains(':') => {
+            let mut f = 0.0;
+            for part in v.split(':') {
+                f = f * 60.0 + part.trim().parse::<f64>().ok()?;
+            }
+            f
+        }
+        _ => v.parse().ok()?,
+    };
+    Some(sign * f)
+}
+
+/// Whether a plain scalar with this text resolves to `tag` (used by the emitter).
+pub fn plain_keeps(value: &str, tag: &str) -> bool {
+    implicit(value) == tag
+}

@@ -1,0 +1,232 @@
+"""warmup-spawn end to end: real pytest children get exactly the argv, environment and shard the
+contract promises; signals, timeouts and the spawner's own death leave no process behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import ROOT, clean_env, tool
+
+FIXTURE = Path(__file__).resolve().parent / "spawn_fixture"
+
+SHARDS = [
+    {"mm": {"dtype": ["float16", "bfloat16"], "shapes": [[1, 2, 3], [64, 1.5, "x"]]}},
+    {"mm": {"dtype": ["float16", "bfloat16"], "shapes": [[7, None, True], {"m": 8, "n": [9]}]}},
+    {"mm": {"dtype": ["float16", "bfloat16"], "shapes": [["0x10", 1e-3]]}},
+]
+
+
+def write_plan(scratch: Path, shards: list) -> Path:
+    """A v1 plan with one w<i>/shapes.yaml per shard, as warmup-shard would write them."""
+    entries = []
+    for i, body in enumerate(shards):
+        w = scratch / f"w{i}"
+        w.mkdir(parents=True)
+        (w / "shapes.yaml").write_text(yaml.safe_dump(body, sort_keys=False))
+        entries.append({"index": i, "shape_file": f"w{i}/shapes.yaml", "shapes": [i]})
+    plan = {"version": 1, "op": "mm", "source": "/data/mm.yaml", "strategy": "round-robin",
+            "shapes": len(shards), "shards": entries}
+    path = scratch / "plan.json"
+    path.write_text(json.dumps(plan))
+    return path
+
+
+def test_real_pytest_children_get_the_contract_argv_env_and_shard(tmp_path):
+    plan = write_plan(tmp_path / "scratch", SHARDS)
+    caller_env = clean_env(
+        CUDA_VISIBLE_DEVICES="GPU-8f2a, MIG-1c3d/1/0,5",
+        FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR="/replay",
+        FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR="/caller/rec",
+        PARALLEL_WARMUP_GPUS="3",
+        FLAGGEMS_PERF_TTGIR_DUMP_DIR="/ir",
+        FLAGGEMS_PERF_COLOR="always",
+        FLAGGEMS_PERF_CURRENT_OP="mm",
+    )
+    command = [sys.executable, "-m", "pytest", "-q", "--shape_file", "caller.yaml",
+               str(FIXTURE / "probe_child.py"), "--shape_file=other.yaml"]
+    done = subprocess.run([tool("spawn"), "--plan", str(plan), "--", *command],
+                          env=caller_env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    scratch = (tmp_path / "scratch").resolve()
+    devices = ["GPU-8f2a", "MIG-1c3d/1/0", "5"]
+    for i, shard in enumerate(SHARDS):
+        w = scratch / f"w{i}"
+        got = json.loads((w / "rec" / "probe.json").read_text())
+        assert got["argv"] == [sys.executable, "-m", "pytest", "-q",
+                               str(FIXTURE / "probe_child.py"), "--shape_file", str(w / "shapes.yaml")]
+        # pytest sets PYTEST_* in the outer run and again in the child: compare the rest.
+        expected = {k: v for k, v in caller_env.items()
+                    if k not in ("FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR", "PARALLEL_WARMUP_GPUS",
+                                 "FLAGGEMS_PERF_TTGIR_DUMP_DIR")
+                    and not k.startswith(("PYTEST_", "_PYTEST"))}
+        expected.update({
+            "CUDA_VISIBLE_DEVICES": devices[i],
+            "FLAGGEMS_PERF_WARMUP_WORKER": "1",
+            "FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR": str(w / "rec"),
+            "TRITON_CACHE_DIR": str(w / ".triton_cache"),
+            "FLAGGEMS_PERF_COLOR": "never",
+            "PYTHONUNBUFFERED": "1",
+        })
+        child_env = {k: v for k, v in got["env"].items() if not k.startswith(("PYTEST_", "_PYTEST"))}
+        assert child_env == expected
+        assert got["shard"] == shard
+        assert got["cwd"] == str(ROOT)
+        status = json.loads((w / "status.json").read_text())
+        assert status["device"] == devices[i] and status["exit_code"] == 0
+        assert "1 passed" in (w / "worker.log").read_text()
+
+
+# A child that ignores SIGTERM and leaves two grandchildren: one in its process group that also
+# ignores SIGTERM, one that escaped into its own session (only the subreaper sweep finds it).
+STUBBORN = r"""
+trap '' TERM
+sleep 1000 &
+echo $! >> "$0"
+setsid sleep 1000 &
+echo $! >> "$0"
+echo $$ >> "$0"
+while :; do sleep 1; done
+"""
+
+
+def alive(pid: int) -> bool:
+    """Whether pid exists as anything but a zombie."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat[stat.rfind(")") + 2] != "Z"
+
+
+def start_stubborn(tmp_path: Path, *flags: str, shards: int = 2,
+                   devices: str = "0,1") -> tuple[subprocess.Popen, Path]:
+    plan = write_plan(tmp_path / "scratch", SHARDS[:shards])
+    pids = tmp_path / "pids"
+    proc = subprocess.Popen(
+        [tool("spawn"), "--plan", str(plan), "--backend", "cuda", "--devices", devices, *flags,
+         "--", "sh", "-c", STUBBORN, str(pids)],
+        env=clean_env(), stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while len(read_pids(pids)) < 3 * min(shards, len(devices.split(","))):
+        assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+        assert time.monotonic() < deadline, "children did not start"
+        time.sleep(0.05)
+    return proc, pids
+
+
+def read_pids(path: Path) -> list[int]:
+    try:
+        return [int(line) for line in path.read_text().split()]
+    except FileNotFoundError:
+        return []
+
+
+def assert_all_gone(pids: list[int]) -> None:
+    left = [p for p in pids if alive(p)]
+    for p in left:  # never leave a process behind, even when the test fails
+        os.kill(p, signal.SIGKILL)
+    assert not left, f"processes left behind: {left}"
+
+
+def test_sigint_stops_every_child_and_grandchild_after_the_grace(tmp_path):
+    proc, pids = start_stubborn(tmp_path, "--grace", "1")
+    t0 = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    elapsed = time.monotonic() - t0
+    assert proc.returncode == 130, err
+    assert elapsed < 1 + 5, elapsed
+    assert_all_gone(read_pids(pids))
+    assert "got SIGINT" in err
+    for i in range(2):
+        status = json.loads((tmp_path / "scratch" / f"w{i}" / "status.json").read_text())
+        assert status["interrupted"] is True and status["signal_name"] == "SIGKILL"
+
+
+def test_second_sigint_skips_the_grace(tmp_path):
+    proc, pids = start_stubborn(tmp_path, "--grace", "120")
+    t0 = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert time.monotonic() - t0 < 30
+    assert_all_gone(read_pids(pids))
+
+
+def test_sigterm_and_sighup_exit_128_plus_n(tmp_path):
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        sub = tmp_path / sig.name
+        sub.mkdir()
+        proc, pids = start_stubborn(sub, "--grace", "0.5", shards=1)
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 128 + sig, err
+        assert_all_gone(read_pids(pids))
+
+
+def test_timeout_stops_the_whole_group_and_exits_1(tmp_path):
+    proc, pids = start_stubborn(tmp_path, "--timeout", "1", "--grace", "0.5")
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1, err
+    assert "2 timed out" in err
+    assert_all_gone(read_pids(pids))
+    for i in range(2):
+        status = json.loads((tmp_path / "scratch" / f"w{i}" / "status.json").read_text())
+        assert status["timed_out"] is True
+
+
+def test_shards_not_started_after_a_signal_get_no_status(tmp_path):
+    proc, pids = start_stubborn(tmp_path, "--grace", "0.5", shards=2, devices="0")
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    assert (tmp_path / "scratch" / "w0" / "status.json").exists()
+    assert not (tmp_path / "scratch" / "w1" / "status.json").exists()
+    assert not (tmp_path / "scratch" / "w1" / "rec").exists()
+    assert_all_gone(read_pids(pids))
+
+
+def test_children_die_with_a_sigkilled_spawner(tmp_path):
+    # PDEATHSIG reaches the direct child only (see spawn/src/signal.rs), so the child execs
+    # into its TERM-ignoring payload instead of leaving a grandchild.
+    plan = write_plan(tmp_path / "scratch", SHARDS[:2])
+    pids = tmp_path / "pids"
+    proc = subprocess.Popen(
+        [tool("spawn"), "--plan", str(plan), "--backend", "cuda", "--devices", "0,1", "--",
+         "sh", "-c", 'echo $$ >> "$0"; trap "" TERM; exec sleep 1000', str(pids)],
+        env=clean_env(), stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while len(read_pids(pids)) < 2:
+        assert time.monotonic() < deadline, "children did not start"
+        time.sleep(0.05)
+    proc.kill()
+    proc.wait(timeout=30)
+    deadline = time.monotonic() + 10
+    while any(alive(p) for p in read_pids(pids)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert_all_gone(read_pids(pids))
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--devices", "0,,1", "--", "true"], "device 2 is empty"),
+    (["--devices", "0", "--timeout", "-3", "--", "true"], "positive number"),
+    (["--devices", "0", "--", "definitely-not-a-command"], "not found in PATH"),
+])
+def test_bad_input_exits_2_and_starts_nothing(tmp_path, args, needle):
+    plan = write_plan(tmp_path / "scratch", SHARDS[:2])
+    done = subprocess.run([tool("spawn"), "--plan", str(plan), "--backend", "cuda", *args],
+                          env=clean_env(), capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert needle in done.stderr
+    assert not (tmp_path / "scratch" / "w0" / "rec").exists()
