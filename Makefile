@@ -54,19 +54,18 @@ lint: $(VENV)/ready
 
 # RELEASE=target/debug installs a debug build without building a release one (the tests do).
 install: $(if $(filter target/release,$(RELEASE)),build)
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
-		$(DESTDIR)$(PREFIX)/share/bash-completion/completions \
-		$(DESTDIR)$(PREFIX)/share/zsh/site-functions \
-		$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
+	@set -e; dest="$(DESTDIR)$(PREFIX)"; \
+	install -d "$$dest/bin" "$$dest/share/man/man1" "$$dest/share/bash-completion/completions" \
+		"$$dest/share/zsh/site-functions" "$$dest/share/fish/vendor_completions.d"; \
 	for t in $(TOOLS); do \
-		install -m 755 $(RELEASE)/$$t $(DESTDIR)$(PREFIX)/bin/$$t && \
-		$(RELEASE)/$$t --generate=man > $(DESTDIR)$(PREFIX)/share/man/man1/$$t.1 && \
-		$(RELEASE)/$$t --generate=bash > $(DESTDIR)$(PREFIX)/share/bash-completion/completions/$$t && \
-		$(RELEASE)/$$t --generate=zsh > $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_$$t && \
-		$(RELEASE)/$$t --generate=fish > $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/$$t.fish \
-		|| exit 1; \
-	done
-	install -m 755 scripts/warmup $(DESTDIR)$(PREFIX)/bin/warmup
+		install -m 755 "$(RELEASE)/$$t" "$$dest/bin/$$t"; \
+		"$(RELEASE)/$$t" --generate=man > "$$dest/share/man/man1/$$t.1"; \
+		"$(RELEASE)/$$t" --generate=bash > "$$dest/share/bash-completion/completions/$$t"; \
+		"$(RELEASE)/$$t" --generate=zsh > "$$dest/share/zsh/site-functions/_$$t"; \
+		"$(RELEASE)/$$t" --generate=fish > "$$dest/share/fish/vendor_completions.d/$$t.fish"; \
+	done; \
+	install -m 755 scripts/warmup "$$dest/bin/warmup"; \
+	echo "installed into $$dest"
 
 bench: build $(VENV)/ready
 	$(VENV)/bin/python tests/bench/bench_shard.py

@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from conftest import BIN_DIR, ROOT, clean_env
+from support import BIN_DIR, ROOT, clean_env
 
 TOOLS = ["warmup-shard", "warmup-spawn", "warmup-merge", "warmup-publish"]
 

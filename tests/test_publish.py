@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-from conftest import clean_env, run_tool
+from support import clean_env, run_tool
 
 MERGED = json.dumps({"k": {"(1, 2)": {"BLOCK": 64, "w": 1e-05}}}, indent=2) + "\n"
 RECORD = "FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR"

@@ -13,7 +13,7 @@ import yaml
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from conftest import FLAGGEMS_DATA, run_tool
+from support import FLAGGEMS_DATA, run_tool
 
 CORPUS = Path(__file__).resolve().parent / "yaml_corpus"
 SHARD_COUNTS = (2, 3, 7, 64)

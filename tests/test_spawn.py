@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import ROOT, clean_env, tool
+from support import ROOT, clean_env, tool
 
 FIXTURE = Path(__file__).resolve().parent / "spawn_fixture"
 

@@ -1,4 +1,4 @@
-"""Shared helpers for the end-to-end tests: where the built tools are, and a clean environment.
+"""Shared helpers for the end-to-end tests (imported as `support`): where the built tools are, and a
 
 Every tool is driven as a real process. The environment is scrubbed of the harness's variables
 and of device visibility lists, so a developer's shell cannot change a result.
