@@ -224,6 +224,12 @@ fn a_rerun_replaces_the_plan_and_removes_only_stale_shard_folders() {
     run("5").success();
     std::fs::create_dir_all(out.join("keep")).expect("mkdir");
     std::fs::create_dir_all(out.join("w9x")).expect("mkdir");
+    // What the earlier run's child 1 left: none of it may pass for the next run's.
+    std::fs::create_dir_all(out.join("w1/rec")).expect("mkdir");
+    std::fs::create_dir_all(out.join("w1/.triton_cache")).expect("mkdir");
+    for stale in ["w1/rec/mm.json", "w1/worker.log", "w1/status.json"] {
+        std::fs::write(out.join(stale), "{}").expect("seed");
+    }
     run("2")
         .success()
         .stderr(predicate::str::contains("replaced the plan").and(predicate::str::contains("w4")));
@@ -235,6 +241,10 @@ fn a_rerun_replaces_the_plan_and_removes_only_stale_shard_folders() {
             && out.join("keep").exists()
             && out.join("w9x").exists()
     );
+    for stale in ["w1/rec", "w1/worker.log", "w1/status.json"] {
+        assert!(!out.join(stale).exists(), "{stale} survived the rerun");
+    }
+    assert!(out.join("w1/.triton_cache").is_dir(), "the compile cache is kept");
     let (plan, _) = protocol::plan::Plan::load(&out.join("plan.json")).expect("plan");
     assert_eq!(plan.shards.len(), 2);
 }
