@@ -77,62 +77,79 @@ pub fn run(args: &Args) -> Result<Status> {
 
     let mut merged = union::Union::default();
     let (mut read, mut skipped, mut problems) = (0, 0, 0);
-    for (origin, source) in sources.iter().enumerate() {
-        let record = match input::read(&source.path) {
-            Ok(record) => record,
-            Err(reason) => {
-                eprintln!(
-                    "{TOOL}: {}; skipped{}",
-                    located(&source.path, &reason),
-                    clues(source)
-                );
-                skipped += 1;
-                problems += 1;
-                continue;
+    // Reading and parsing (most of the work) runs one file ahead of the union, on a second thread.
+    std::thread::scope(|scope| -> Result<Status> {
+        let (tx, rx) = std::sync::mpsc::sync_channel(2);
+        let reader_sources = &sources;
+        scope.spawn(move || {
+            for source in reader_sources {
+                if tx.send(input::read(&source.path)).is_err() {
+                    break;
+                }
             }
-        };
-        read += 1;
-        for (kernel, kind) in &record.bad_buckets {
-            eprintln!(
-                "{TOOL}: {}: kernel {kernel:?} holds {kind}, not an object {{key: config}}; \
+        });
+        for ((origin, source), outcome) in sources.iter().enumerate().zip(rx) {
+            let record = match outcome {
+                Ok(record) => record,
+                Err(reason) => {
+                    eprintln!(
+                        "{TOOL}: {}; skipped{}",
+                        located(&source.path, &reason),
+                        clues(source)
+                    );
+                    skipped += 1;
+                    problems += 1;
+                    continue;
+                }
+            };
+            read += 1;
+            for (kernel, kind) in &record.bad_buckets {
+                eprintln!(
+                    "{TOOL}: {}: kernel {kernel:?} holds {kind}, not an object {{key: config}}; \
                  that kernel's entry skipped",
-                source.path.display()
-            );
-            problems += 1;
+                    source.path.display()
+                );
+                problems += 1;
+            }
+            for (kernel, keys) in record.buckets {
+                merged.add(origin, kernel, keys);
+            }
         }
-        for (kernel, keys) in record.buckets {
-            merged.add(origin, kernel, keys);
+        if args.strict && problems > 0 {
+            bail!("{problems} problem(s) in the inputs and --strict is set; nothing written");
         }
-    }
-    if args.strict && problems > 0 {
-        bail!("{problems} problem(s) in the inputs and --strict is set; nothing written");
-    }
-    let summary = format!(
-        "{read} input(s) read, {skipped} skipped; {} kernel(s), {} config(s)",
-        merged.kernels(),
-        merged.configs()
-    );
-    if merged.configs() == 0 {
-        eprintln!("{TOOL}: {summary}; no configs recovered, nothing written");
-        return Ok(Status::NothingToDo);
-    }
+        let summary = format!(
+            "{read} input(s) read, {skipped} skipped; {} kernel(s), {} config(s)",
+            merged.kernels(),
+            merged.configs()
+        );
+        if merged.configs() == 0 {
+            eprintln!("{TOOL}: {summary}; no configs recovered, nothing written");
+            return Ok(Status::NothingToDo);
+        }
 
-    let conflict_note = match (merged.conflicts().len(), conflicts_out) {
-        (0, _) => "no conflicting keys".to_owned(),
-        (n, Some(path)) => format!("{n} conflicting key(s), listed in {}", name(path)),
-        (n, None) => format!("{n} conflicting key(s); list them with --conflicts FILE"),
-    };
-    let conflicts_json = conflicts_out.map(|_| pyjson::dumps(&conflict_list(&merged, &sources)));
-    let merged_json = pyjson::dumps(&merged.into_value());
-    emit(&args.output, merged_json.as_bytes())?;
-    if let (Some(path), Some(json)) = (conflicts_out, conflicts_json) {
-        emit(path, json.as_bytes())?;
-    }
-    eprintln!(
-        "{TOOL}: {summary}; {conflict_note}; merged records in {}",
-        name(&args.output)
-    );
-    Ok(Status::Done)
+        let conflict_note = match (merged.conflicts().len(), conflicts_out) {
+            (0, _) => "no conflicting keys".to_owned(),
+            (n, Some(path)) => format!("{n} conflicting key(s), listed in {}", name(path)),
+            (n, None) => format!("{n} conflicting key(s); list them with --conflicts FILE"),
+        };
+        let conflicts_json =
+            conflicts_out.map(|_| pyjson::dumps(&conflict_list(&merged, &sources)));
+        let merged = merged.into_value();
+        let merged_json = pyjson::dumps(&merged);
+        // Freeing half a million small values one by one takes longer than writing them; the process
+        // ends right after, and the OS takes the memory back at once.
+        std::mem::forget(merged);
+        emit(&args.output, merged_json.as_bytes())?;
+        if let (Some(path), Some(json)) = (conflicts_out, conflicts_json) {
+            emit(path, json.as_bytes())?;
+        }
+        eprintln!(
+            "{TOOL}: {summary}; {conflict_note}; merged records in {}",
+            name(&args.output)
+        );
+        Ok(Status::Done)
+    })
 }
 
 /// `path:line:col: reason` for a JSON error (whose reason starts with `line:col: `), else

@@ -3,8 +3,8 @@
 //! key whose later values differ (by Python's `==`) is kept as a conflict with all its values,
 //! so one can see how far parallel interference moved the sweep.
 
+use protocol::fxhash::FxHashMap;
 use protocol::pyjson::{self, Value};
-use std::collections::HashMap;
 
 /// Where a value came from: the input's index in merge order.
 pub type Origin = usize;
@@ -21,17 +21,17 @@ pub struct Conflict {
 #[derive(Debug, Default)]
 struct Bucket {
     keys: Vec<(String, Value)>,
-    index: HashMap<String, (usize, Origin)>,
+    index: FxHashMap<String, (usize, Origin)>,
 }
 
 /// The merge in progress.
 #[derive(Debug, Default)]
 pub struct Union {
     kernels: Vec<(String, Bucket)>,
-    index: HashMap<String, usize>,
+    index: FxHashMap<String, usize>,
     conflicts: Vec<Conflict>,
     /// (kernel position, key position) -> position in `conflicts`.
-    conflict_index: HashMap<(usize, usize), usize>,
+    conflict_index: FxHashMap<(usize, usize), usize>,
     configs: usize,
 }
 

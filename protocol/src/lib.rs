@@ -7,6 +7,7 @@ pub mod atomic;
 pub mod cli;
 pub mod env;
 pub mod exit;
+pub mod fxhash;
 pub mod layout;
 pub mod plan;
 pub mod pyjson;

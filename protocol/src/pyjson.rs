@@ -9,7 +9,7 @@
 //! to itself inside a list or dict but not alone). So this module parses and writes the few
 //! things JSON holds exactly as Python does.
 
-use std::collections::HashMap;
+use crate::fxhash::FxHashMap;
 use std::fmt;
 use std::fmt::Write as _;
 
@@ -372,7 +372,8 @@ fn dedup(mut entries: Vec<(String, Value)>) -> Vec<(String, Value)> {
             }
         }
     } else {
-        let mut first: HashMap<&str, usize> = HashMap::with_capacity(entries.len());
+        let mut first: FxHashMap<&str, usize> =
+            FxHashMap::with_capacity_and_hasher(entries.len(), Default::default());
         for (i, (k, _)) in entries.iter().enumerate() {
             if let Some(&j) = first.get(k.as_str()) {
                 repeats.push((j, i));
@@ -603,7 +604,7 @@ fn object_eq(x: &[(String, Value)], y: &[(String, Value)]) -> bool {
                 .is_some_and(|(_, w)| eq(v, w, true))
         });
     }
-    let index: HashMap<&str, &Value> = y.iter().map(|(k, v)| (k.as_str(), v)).collect();
+    let index: FxHashMap<&str, &Value> = y.iter().map(|(k, v)| (k.as_str(), v)).collect();
     x.iter()
         .all(|(k, v)| index.get(k.as_str()).is_some_and(|w| eq(v, w, true)))
 }

@@ -102,7 +102,11 @@ fn write(args: &Args, op: &str, source: PathBuf, cut: &Split) -> Result<Status> 
         );
         remove_stale(&scratch, cut.pieces.len())?;
     }
-    let sizes: Vec<String> = cut.pieces.iter().map(|p| p.shapes.len().to_string()).collect();
+    let sizes: Vec<String> = cut
+        .pieces
+        .iter()
+        .map(|p| p.shapes.len().to_string())
+        .collect();
     eprintln!(
         "{TOOL}: op {op}: {} shapes into {} shards of {} in {}",
         cut.total,
@@ -123,7 +127,8 @@ fn write(args: &Args, op: &str, source: PathBuf, cut: &Split) -> Result<Status> 
 fn clear_outputs(scratch: &Scratch, i: usize) -> Result<()> {
     let rec = scratch.record_dir(i);
     if rec.exists() {
-        std::fs::remove_dir_all(&rec).with_context(|| format!("removing stale {}", rec.display()))?;
+        std::fs::remove_dir_all(&rec)
+            .with_context(|| format!("removing stale {}", rec.display()))?;
     }
     for file in [scratch.log(i), scratch.status(i)] {
         match std::fs::remove_file(&file) {

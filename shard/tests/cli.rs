@@ -244,7 +244,10 @@ fn a_rerun_replaces_the_plan_and_removes_only_stale_shard_folders() {
     for stale in ["w1/rec", "w1/worker.log", "w1/status.json"] {
         assert!(!out.join(stale).exists(), "{stale} survived the rerun");
     }
-    assert!(out.join("w1/.triton_cache").is_dir(), "the compile cache is kept");
+    assert!(
+        out.join("w1/.triton_cache").is_dir(),
+        "the compile cache is kept"
+    );
     let (plan, _) = protocol::plan::Plan::load(&out.join("plan.json")).expect("plan");
     assert_eq!(plan.shards.len(), 2);
 }
