@@ -295,3 +295,24 @@ def test_a_signal_mid_sweep_stops_everything_and_the_measurement_never_runs(work
     assert not trace.exists() or all(
         json.loads(ln)["env"]["FLAGGEMS_PERF_WARMUP_WORKER"] == "1" for ln in trace.read_text().splitlines())
     assert "measurement does not run" in stderr
+
+
+@pytest.mark.parametrize("target", ["bench", "measure"])
+def test_the_readme_makefile_warms_up_then_measures_replaying(work, target):
+    trace = work / "trace.jsonl"
+    env = clean_env(PATH=f"{BIN_DIR}:{ROOT / 'scripts'}:{os.environ['PATH']}",
+                    WARMUP_FIXTURE_TRACE=str(trace), WARMUP_FIXTURE_SWEEP_SECONDS="0",
+                    FLAGGEMS_VENDOR="nvidia", TMPDIR=str(work))
+    records, scratch = work / "records", work / "scratch"
+    make = subprocess.run(
+        ["make", "-s", "-f", str(ROOT / "examples" / "bench.mk"), target, "GPUS=2", "DEVICES=0,1",
+         f"BENCH={sys.executable} -m pytest -q -p no:cacheprovider {HARNESS}",
+         f"SHAPES={EXAMPLE}", f"RECORDS={records}", f"SCRATCH={scratch}"],
+        cwd=work, env=env, capture_output=True, text=True, timeout=180)
+    assert make.returncode == 0, make.stdout + make.stderr
+    run = Run(make, trace)
+    assert len(run.children) == 2
+    measured = run.measurement
+    assert measured["mode"] == "replay" and measured["swept"] == 0
+    assert measured["env"]["FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR"] == str(records)
+    assert (records / "mm.json").is_file()

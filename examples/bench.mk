@@ -1,0 +1,48 @@
+# A Makefile that warms up, then runs the benchmark against the configs the warmup published.
+# The tools and `warmup` (scripts/warmup) are on PATH, as `make install` puts them.
+#
+#   make -f examples/bench.mk bench      the one-step way: warmup decides, sweeps, then measures
+#   make -f examples/bench.mk measure    step by step: each tool is a target of its own, and the
+#                                        replay environment is a fragment that make includes
+OP          ?= mm
+SHAPES      ?= examples/shapes.yaml
+GPUS        ?= 4
+DEVICES     ?=
+BENCH       ?= .venv/bin/python -m pytest -q tests/harness/test_bench.py
+RECORDS     ?= $(CURDIR)/autotune_records
+SCRATCH     ?= $(CURDIR)/warmup_scratch
+THIS        := $(lastword $(MAKEFILE_LIST))
+
+export FLAGGEMS_PERF_CURRENT_OP := $(OP)
+devices := $(if $(DEVICES),--devices $(DEVICES))
+
+.PHONY: bench measure measure-only clean
+
+bench:
+	mkdir -p $(RECORDS)
+	FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=$(RECORDS) warmup --gpus $(GPUS) $(devices) -- \
+		$(BENCH) --shape_file $(SHAPES)
+
+$(SCRATCH)/plan.json: $(SHAPES)
+	warmup-shard --shards $(GPUS) --out $(SCRATCH) $(SHAPES)
+
+# A failed shard (exit 1) still leaves the others' records: merge what there is.
+$(SCRATCH)/merged.json: $(SCRATCH)/plan.json
+	warmup-spawn --plan $< $(devices) -- $(BENCH) --shape_file $(SHAPES) || test $$? -eq 1
+	warmup-merge -o $@ --conflicts $(SCRATCH)/conflicts.json $(SCRATCH)
+
+$(SCRATCH)/replay.mk: $(SCRATCH)/merged.json
+	warmup-publish --record-dir $(RECORDS) --format make $< > $@.tmp && mv $@.tmp $@
+
+measure: $(SCRATCH)/replay.mk
+	$(MAKE) -f $(THIS) REPLAY=$< measure-only
+
+ifdef REPLAY
+include $(REPLAY)
+endif
+
+measure-only:
+	$(BENCH) --shape_file $(SHAPES)
+
+clean:
+	rm -rf $(SCRATCH) $(RECORDS)
