@@ -5,7 +5,7 @@
 use anyhow::{bail, Result};
 use protocol::layout::{Scratch, PLAN};
 use protocol::plan::Plan;
-use protocol::pyjson::{self, Value};
+use protocol::pyjson::{self, Outline, Span, Value};
 use std::path::{Path, PathBuf};
 
 /// One record file to read, in merge order.
@@ -63,9 +63,16 @@ fn shard_source(scratch: &Scratch, shard: usize, op: &str) -> Source {
 
 /// A record file's buckets, in file order, with the kernels whose bucket was not an object
 /// (kernel name and what it held instead).
+///
+/// Kernel names, keys and configs are kept as the text `json.dumps(merged, indent=2,
+/// ensure_ascii=False)` writes for them, in `text`: the merge compares and copies that text,
+/// and parses a config again only to list it as a conflict, or when texts that differ might
+/// still be equal values (keys in another order).
 #[derive(Debug)]
 pub struct Record {
-    pub buckets: Vec<(String, Vec<(String, Value)>)>,
+    pub text: String,
+    /// (kernel, [(key, config)]) as spans of `text`.
+    pub buckets: Vec<(Span, Vec<(Span, Span)>)>,
     pub bad_buckets: Vec<(String, &'static str)>,
 }
 
@@ -87,7 +94,9 @@ pub fn read(path: &Path) -> std::result::Result<Record, String> {
             e.utf8_error().valid_up_to()
         )
     })?;
-    let value = pyjson::loads(&text).map_err(|e| {
+    // The indented output is a little longer than compact input; reserve for it once.
+    let mut out = String::with_capacity(text.len() + text.len() / 4);
+    let outline = pyjson::loads_outline(&text, 2, &mut out).map_err(|e| {
         format!(
             "{e} (torn or not JSON){}",
             if text.ends_with(['}', '\n']) {
@@ -97,23 +106,48 @@ pub fn read(path: &Path) -> std::result::Result<Record, String> {
             }
         )
     })?;
-    let Value::Object(entries) = value else {
+    let Outline::Object(entries) = outline else {
+        let kind = match outline {
+            Outline::Other(kind) => kind,
+            // Depth 2 keeps the top level as an object or its kind, never as text.
+            Outline::Object(_) | Outline::Text(_) => "a value",
+        };
         return Err(format!(
-            "top level is {}, not an object {{kernel: {{key: config}}}}",
-            value.kind()
+            "top level is {kind}, not an object {{kernel: {{key: config}}}}"
         ));
     };
     let mut record = Record {
+        text: String::new(),
         buckets: Vec::with_capacity(entries.len()),
         bad_buckets: Vec::new(),
     };
     for (kernel, bucket) in entries {
         match bucket {
-            Value::Object(keys) => record.buckets.push((kernel, keys)),
-            other => record.bad_buckets.push((kernel, other.kind())),
+            Outline::Object(keys) => {
+                // At depth 2 every config is text.
+                let keys = keys
+                    .into_iter()
+                    .filter_map(|(key, config)| match config {
+                        Outline::Text(config) => Some((key, config)),
+                        Outline::Object(_) | Outline::Other(_) => None,
+                    })
+                    .collect();
+                record.buckets.push((kernel, keys));
+            }
+            Outline::Other(kind) => record.bad_buckets.push((name(&out[kernel]), kind)),
+            Outline::Text(_) => {}
         }
     }
+    record.text = out;
     Ok(record)
+}
+
+/// A kernel name or key back from its JSON text.
+pub fn name(text: &str) -> String {
+    match pyjson::loads(text) {
+        Ok(Value::Str(name)) => name,
+        _ => text.to_owned(),
+    }
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@ pub mod union;
 use anyhow::{bail, Context, Result};
 use protocol::pyjson::{self, Value};
 use protocol::Status;
-use std::io::Write;
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 pub const TOOL: &str = "warmup-merge";
@@ -75,7 +75,7 @@ pub fn run(args: &Args) -> Result<Status> {
         .filter(|op| !op.is_empty());
     let sources = input::sources(&args.inputs, op)?;
 
-    let mut merged = union::Union::default();
+    let mut merged = union::Union::new(sources.len());
     let (mut read, mut skipped, mut problems) = (0, 0, 0);
     // Reading and parsing (most of the work) runs one file ahead of the union, on a second thread.
     std::thread::scope(|scope| -> Result<Status> {
@@ -111,8 +111,16 @@ pub fn run(args: &Args) -> Result<Status> {
                 );
                 problems += 1;
             }
+            // The union borrows the texts until the output is written, right before the
+            // process exits: leaking them spares both the bookkeeping and the frees.
+            let text: &'static str = record.text.leak();
             for (kernel, keys) in record.buckets {
-                merged.add(origin, kernel, keys);
+                merged.add(
+                    origin,
+                    &text[kernel],
+                    keys.into_iter()
+                        .map(|(key, config)| (&text[key], &text[config])),
+                );
             }
         }
         if args.strict && problems > 0 {
@@ -135,14 +143,12 @@ pub fn run(args: &Args) -> Result<Status> {
         };
         let conflicts_json =
             conflicts_out.map(|_| pyjson::dumps(&conflict_list(&merged, &sources)));
-        let merged = merged.into_value();
-        let merged_json = pyjson::dumps(&merged);
-        // Freeing half a million small values one by one takes longer than writing them; the process
-        // ends right after, and the OS takes the memory back at once.
+        emit(&args.output, |out| merged.write(out))?;
+        // As with the texts: the process ends right after, and freeing the maps one entry at a
+        // time would take longer than the OS takes to drop them whole.
         std::mem::forget(merged);
-        emit(&args.output, merged_json.as_bytes())?;
         if let (Some(path), Some(json)) = (conflicts_out, conflicts_json) {
-            emit(path, json.as_bytes())?;
+            emit(path, |out| out.write_all(json.as_bytes()))?;
         }
         eprintln!(
             "{TOOL}: {summary}; {conflict_note}; merged records in {}",
@@ -203,20 +209,21 @@ fn check_writable_folder(target: &Path) -> Result<()> {
     Ok(())
 }
 
-fn emit(target: &Path, bytes: &[u8]) -> Result<()> {
+/// Writes to `target` (stdout, or a file atomically) what `fill` writes.
+fn emit(target: &Path, fill: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<()> {
     if is_stdout(target) {
-        let mut out = std::io::stdout().lock();
-        out.write_all(bytes)
+        let mut out = io::stdout().lock();
+        fill(&mut out)
             .and_then(|()| out.flush())
             .context("writing to stdout")
     } else {
-        protocol::atomic::write(target, bytes)
+        protocol::atomic::write_with(target, |out| fill(out))
     }
 }
 
 /// The `--conflicts` document: one object per conflicting key.
 fn conflict_list(merged: &union::Union, sources: &[input::Source]) -> Value {
-    let at = |origin: usize, value: &Value| {
+    let at = |origin: usize, config: &str| {
         let source = &sources[origin];
         Value::Object(vec![
             (
@@ -229,7 +236,8 @@ fn conflict_list(merged: &union::Union, sources: &[input::Source]) -> Value {
                     .shard
                     .map_or(Value::Null, |s| Value::Int(s.to_string())),
             ),
-            ("value".into(), value.clone()),
+            // The union's texts are `dumps` output, so they parse.
+            ("value".into(), pyjson::loads(config).unwrap_or(Value::Null)),
         ])
     };
     Value::Array(
@@ -238,9 +246,9 @@ fn conflict_list(merged: &union::Union, sources: &[input::Source]) -> Value {
             .iter()
             .map(|c| {
                 Value::Object(vec![
-                    ("kernel".into(), Value::Str(c.kernel.clone())),
-                    ("key".into(), Value::Str(c.key.clone())),
-                    ("kept".into(), at(c.kept.0, &c.kept.1)),
+                    ("kernel".into(), Value::Str(input::name(c.kernel))),
+                    ("key".into(), Value::Str(input::name(c.key))),
+                    ("kept".into(), at(c.kept.0, c.kept.1)),
                     (
                         "differing".into(),
                         Value::Array(c.differing.iter().map(|(o, v)| at(*o, v)).collect()),

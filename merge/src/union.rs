@@ -3,78 +3,136 @@
 //! key whose later values differ (by Python's `==`) is kept as a conflict with all its values,
 //! so one can see how far parallel interference moved the sweep.
 
-use protocol::fxhash::FxHashMap;
-use protocol::pyjson::{self, Value};
+use protocol::fxhash::{self, FxHashMap};
+use protocol::pyjson;
+use std::collections::hash_map::Entry;
+use std::hash::{Hash, Hasher};
+use std::io::{self, Write};
 
 /// Where a value came from: the input's index in merge order.
 pub type Origin = usize;
 
-/// A key that got different winners: the kept value and every later value unequal to it.
+/// A key that got different winners: the kept config and every later config unequal to it,
+/// as their `json.dumps` text.
 #[derive(Debug, Clone)]
-pub struct Conflict {
-    pub kernel: String,
-    pub key: String,
-    pub kept: (Origin, Value),
-    pub differing: Vec<(Origin, Value)>,
+pub struct Conflict<'a> {
+    pub kernel: &'a str,
+    pub key: &'a str,
+    pub kept: (Origin, &'a str),
+    pub differing: Vec<(Origin, &'a str)>,
 }
 
+/// A key's text with its hash, computed once: a growing map rehashes its keys, and that
+/// should not mean reading every key's text again.
+#[derive(Debug, Clone, Copy)]
+struct Key<'a> {
+    hash: u64,
+    text: &'a str,
+}
+
+impl<'a> Key<'a> {
+    fn new(text: &'a str) -> Self {
+        Key {
+            hash: fxhash::hash_bytes(text.as_bytes()),
+            text,
+        }
+    }
+}
+
+impl PartialEq for Key<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.hash == other.hash && self.text == other.text
+    }
+}
+
+impl Eq for Key<'_> {}
+
+impl Hash for Key<'_> {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u64(self.hash);
+    }
+}
+
+/// One kernel's keys.
 #[derive(Debug, Default)]
-struct Bucket {
-    keys: Vec<(String, Value)>,
-    index: FxHashMap<String, (usize, Origin)>,
+struct Bucket<'a> {
+    /// (key, config, origin) in first-seen order.
+    keys: Vec<(&'a str, &'a str, Origin)>,
+    index: FxHashMap<Key<'a>, usize>,
 }
 
 /// The merge in progress.
 #[derive(Debug, Default)]
-pub struct Union {
-    kernels: Vec<(String, Bucket)>,
-    index: FxHashMap<String, usize>,
-    conflicts: Vec<Conflict>,
+pub struct Union<'a> {
+    /// How many inputs the merge has, to size the maps.
+    inputs: usize,
+    kernels: Vec<(&'a str, Bucket<'a>)>,
+    index: FxHashMap<&'a str, usize>,
+    conflicts: Vec<Conflict<'a>>,
     /// (kernel position, key position) -> position in `conflicts`.
     conflict_index: FxHashMap<(usize, usize), usize>,
     configs: usize,
 }
 
-impl Union {
+impl<'a> Union<'a> {
+    /// A merge of `inputs` inputs (a hint for sizing, not a limit).
+    pub fn new(inputs: usize) -> Self {
+        Union {
+            inputs,
+            ..Union::default()
+        }
+    }
+
     /// Adds one input's bucket for `kernel`; an empty bucket still creates the kernel.
-    pub fn add(&mut self, origin: Origin, kernel: String, keys: Vec<(String, Value)>) {
-        let k = match self.index.get(&kernel) {
-            Some(&k) => k,
-            None => {
-                self.index.insert(kernel.clone(), self.kernels.len());
-                self.kernels.push((kernel, Bucket::default()));
-                self.kernels.len() - 1
-            }
-        };
-        let (name, bucket) = &mut self.kernels[k];
-        for (key, value) in keys {
-            match bucket.index.get(&key) {
-                None => {
-                    bucket
-                        .index
-                        .insert(key.clone(), (bucket.keys.len(), origin));
-                    bucket.keys.push((key, value));
+    ///
+    /// Kernel, keys and configs are the text `json.dumps(merged, indent=2, ensure_ascii=False)`
+    /// writes for them (configs as nested under kernel and key), as
+    /// [`pyjson::loads_outline`] gives them: a string has one such text, so keys compare as
+    /// text, and equal configs mostly have equal texts.
+    pub fn add(
+        &mut self,
+        origin: Origin,
+        kernel: &'a str,
+        keys: impl ExactSizeIterator<Item = (&'a str, &'a str)>,
+    ) {
+        let k = *self.index.entry(kernel).or_insert_with(|| {
+            self.kernels.push((kernel, Bucket::default()));
+            self.kernels.len() - 1
+        });
+        let (_, bucket) = &mut self.kernels[k];
+        // Growing a map of 100,000 keys step by step rehashes it over and over. When short,
+        // reserve for this many keys again from every input still to come: an estimate that
+        // is exact for shards of one sweep, and never more than the inputs' keys.
+        let n = keys.len();
+        if bucket.index.capacity() < bucket.keys.len() + n {
+            let more = n * self.inputs.saturating_sub(origin).max(1);
+            bucket.index.reserve(more);
+            bucket.keys.reserve(more);
+        }
+        for (key, config) in keys {
+            let i = match bucket.index.entry(Key::new(key)) {
+                Entry::Vacant(slot) => {
+                    slot.insert(bucket.keys.len());
+                    bucket.keys.push((key, config, origin));
                     self.configs += 1;
+                    continue;
                 }
-                Some(&(i, kept_origin)) => {
-                    let kept = &bucket.keys[i].1;
-                    if pyjson::py_eq(kept, &value) {
-                        continue;
-                    }
-                    let c = match self.conflict_index.get(&(k, i)) {
-                        Some(&c) => c,
-                        None => {
-                            self.conflicts.push(Conflict {
-                                kernel: name.clone(),
-                                key,
-                                kept: (kept_origin, kept.clone()),
-                                differing: Vec::new(),
-                            });
-                            self.conflict_index.insert((k, i), self.conflicts.len() - 1);
-                            self.conflicts.len() - 1
-                        }
-                    };
-                    self.conflicts[c].differing.push((origin, value));
+                Entry::Occupied(slot) => *slot.get(),
+            };
+            let (_, kept, kept_origin) = bucket.keys[i];
+            if pyjson::text_eq(kept, config) {
+                continue;
+            }
+            match self.conflict_index.entry((k, i)) {
+                Entry::Occupied(c) => self.conflicts[*c.get()].differing.push((origin, config)),
+                Entry::Vacant(slot) => {
+                    slot.insert(self.conflicts.len());
+                    self.conflicts.push(Conflict {
+                        kernel,
+                        key,
+                        kept: (kept_origin, kept),
+                        differing: vec![(origin, config)],
+                    });
                 }
             }
         }
@@ -88,54 +146,121 @@ impl Union {
         self.configs
     }
 
-    pub fn conflicts(&self) -> &[Conflict] {
+    pub fn conflicts(&self) -> &[Conflict<'a>] {
         &self.conflicts
     }
 
-    /// The merged records as one value, ready for [`pyjson::dumps`].
-    pub fn into_value(self) -> Value {
-        Value::Object(
-            self.kernels
-                .into_iter()
-                .map(|(kernel, bucket)| (kernel, Value::Object(bucket.keys)))
-                .collect(),
-        )
+    /// The merged records' `json.dumps(merged, indent=2, ensure_ascii=False) + "\n"`, written
+    /// straight from the kept texts, a megabyte at a time.
+    pub fn write(&self, out: &mut dyn Write) -> io::Result<()> {
+        const CHUNK: usize = 1 << 20;
+        let mut buf = Vec::with_capacity(CHUNK + 4096);
+        let mut flush = |buf: &mut Vec<u8>, min: usize| -> io::Result<()> {
+            if buf.len() >= min {
+                out.write_all(buf)?;
+                buf.clear();
+            }
+            Ok(())
+        };
+        let mut sep: &[u8] = b"{\n  ";
+        for (kernel, bucket) in &self.kernels {
+            buf.extend_from_slice(sep);
+            sep = b",\n  ";
+            buf.extend_from_slice(kernel.as_bytes());
+            if bucket.keys.is_empty() {
+                buf.extend_from_slice(b": {}");
+                continue;
+            }
+            let mut key_sep: &[u8] = b": {\n    ";
+            for (key, config, _) in &bucket.keys {
+                buf.extend_from_slice(key_sep);
+                key_sep = b",\n    ";
+                buf.extend_from_slice(key.as_bytes());
+                buf.extend_from_slice(b": ");
+                buf.extend_from_slice(config.as_bytes());
+                flush(&mut buf, CHUNK)?;
+            }
+            buf.extend_from_slice(b"\n  }");
+        }
+        buf.extend_from_slice(if self.kernels.is_empty() {
+            b"{}\n"
+        } else {
+            b"\n}\n"
+        });
+        flush(&mut buf, 0)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use protocol::pyjson::Outline;
 
-    fn keys(text: &str) -> Vec<(String, Value)> {
-        match pyjson::loads(text).expect("json") {
-            Value::Object(entries) => entries,
-            other => panic!("not an object: {other:?}"),
-        }
+    /// The (key, config) texts of a bucket written as JSON, as a record file would give them.
+    fn keys(bucket: &str) -> Vec<(&'static str, &'static str)> {
+        let mut out = String::new();
+        let outline = pyjson::loads_outline(&format!("{{\"k\": {bucket}}}"), 2, &mut out)
+            .expect("valid JSON");
+        let out: &'static str = out.leak();
+        let Outline::Object(kernels) = outline else {
+            panic!("not an object")
+        };
+        let Outline::Object(entries) = &kernels[0].1 else {
+            panic!("bucket not an object")
+        };
+        entries
+            .iter()
+            .map(|(key, config)| match config {
+                Outline::Text(text) => (&out[key.clone()], &out[text.clone()]),
+                other => panic!("not text: {other:?}"),
+            })
+            .collect()
+    }
+
+    fn add(u: &mut Union<'static>, origin: Origin, bucket: &str) {
+        u.add(origin, "\"k\"", keys(bucket).into_iter());
+    }
+
+    fn written(u: &Union) -> String {
+        let mut out = Vec::new();
+        u.write(&mut out).expect("write to memory");
+        String::from_utf8(out).expect("UTF-8")
+    }
+
+    fn conflicting(u: &Union) -> Vec<&'static str> {
+        u.conflicts()
+            .iter()
+            .map(|c| match c.key {
+                "\"a\"" => "a",
+                "\"b\"" => "b",
+                "\"c\"" => "c",
+                other => panic!("unexpected key {other}"),
+            })
+            .collect()
     }
 
     #[test]
     fn conflicting_keys_keep_first_shard_value() {
-        let mut u = Union::default();
-        u.add(0, "k".into(), keys(r#"{"a": 1, "b": 2}"#));
-        u.add(1, "k".into(), keys(r#"{"a": 1.0, "b": 3, "c": 4}"#));
-        u.add(2, "k".into(), keys(r#"{"b": 2, "c": 5}"#));
-        u.add(3, "k".into(), keys(r#"{"b": 7}"#));
+        let mut u = Union::new(4);
+        add(&mut u, 0, r#"{"a": 1, "b": 2}"#);
+        add(&mut u, 1, r#"{"a": 1.0, "b": 3, "c": 4}"#);
+        add(&mut u, 2, r#"{"b": 2, "c": 5}"#);
+        add(&mut u, 3, r#"{"b": 7}"#);
         assert_eq!((u.kernels(), u.configs()), (1, 3));
         let c: Vec<_> = u
             .conflicts()
             .iter()
             .map(|c| {
                 (
-                    c.key.as_str(),
+                    c.key,
                     c.kept.0,
                     c.differing.iter().map(|d| d.0).collect::<Vec<_>>(),
                 )
             })
             .collect();
-        assert_eq!(c, vec![("b", 0, vec![1, 3]), ("c", 1, vec![2])]);
+        assert_eq!(c, vec![("\"b\"", 0, vec![1, 3]), ("\"c\"", 1, vec![2])]);
         assert_eq!(
-            pyjson::dumps(&u.into_value()),
+            written(&u),
             "{\n  \"k\": {\n    \"a\": 1,\n    \"b\": 2,\n    \"c\": 4\n  }\n}\n"
         );
     }
@@ -143,17 +268,48 @@ mod tests {
     #[test]
     fn a_top_level_nan_conflicts_but_a_nested_one_does_not() {
         let mut u = Union::default();
-        u.add(0, "k".into(), keys(r#"{"a": NaN, "b": [NaN]}"#));
-        u.add(1, "k".into(), keys(r#"{"a": NaN, "b": [NaN]}"#));
-        let c: Vec<_> = u.conflicts().iter().map(|c| c.key.as_str()).collect();
-        assert_eq!(c, vec!["a"]);
+        add(&mut u, 0, r#"{"a": NaN, "b": [NaN], "c": {"x": NaN}}"#);
+        add(&mut u, 1, r#"{"a": NaN, "b": [NaN], "c": {"x": NaN}}"#);
+        assert_eq!(conflicting(&u), ["a"]);
+    }
+
+    #[test]
+    fn equal_values_written_differently_do_not_conflict() {
+        let mut u = Union::default();
+        add(
+            &mut u,
+            0,
+            r#"{"a": 0, "b": {"x": 1, "y": [true]}, "c": 1e2}"#,
+        );
+        add(
+            &mut u,
+            1,
+            r#"{"a": -0.0, "b": {"y": [1.0], "x": 1}, "c": 100}"#,
+        );
+        assert_eq!(conflicting(&u), Vec::<&str>::new());
+        add(
+            &mut u,
+            2,
+            r#"{"a": 0.5, "b": {"y": [2], "x": 1}, "c": "100"}"#,
+        );
+        assert_eq!(conflicting(&u), ["a", "b", "c"]);
     }
 
     #[test]
     fn empty_buckets_still_create_their_kernel() {
         let mut u = Union::default();
-        u.add(0, "e".into(), Vec::new());
+        u.add(0, "\"e\"", std::iter::empty());
         assert_eq!((u.kernels(), u.configs()), (1, 0));
-        assert_eq!(pyjson::dumps(&u.into_value()), "{\n  \"e\": {}\n}\n");
+        assert_eq!(written(&u), "{\n  \"e\": {}\n}\n");
+    }
+
+    #[test]
+    fn output_is_what_python_dumps_writes() {
+        let mut u = Union::default();
+        add(&mut u, 0, r#"{"é\n": {"b": [1, {"c": []}], "a": 1e-05}}"#);
+        u.add(1, "\"z\"", std::iter::empty());
+        let tree = pyjson::loads(r#"{"k": {"é\n": {"b": [1, {"c": []}], "a": 1e-05}}, "z": {}}"#)
+            .expect("valid JSON");
+        assert_eq!(written(&u), pyjson::dumps(&tree));
     }
 }

@@ -4,11 +4,20 @@
 
 use anyhow::{Context, Result};
 use std::fs;
-use std::io::Write;
+use std::io::{self, Write};
 use std::path::Path;
 
 /// Writes `bytes` to `path` atomically. The parent folder must exist.
 pub fn write(path: &Path, bytes: &[u8]) -> Result<()> {
+    write_with(path, |file| file.write_all(bytes))
+}
+
+/// Writes what `fill` writes to `path` atomically, through a buffer: for output too big to
+/// build in memory first. The parent folder must exist.
+pub fn write_with(
+    path: &Path,
+    fill: impl FnOnce(&mut io::BufWriter<fs::File>) -> io::Result<()>,
+) -> Result<()> {
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
@@ -22,10 +31,11 @@ pub fn write(path: &Path, bytes: &[u8]) -> Result<()> {
         std::process::id()
     ));
     let result = (|| -> Result<()> {
-        let mut file =
-            fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
-        file.write_all(bytes)
-            .and_then(|()| file.sync_all())
+        let file = fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
+        let mut out = io::BufWriter::with_capacity(1 << 20, file);
+        fill(&mut out)
+            .and_then(|()| out.into_inner().map_err(io::IntoInnerError::into_error))
+            .and_then(|file| file.sync_all())
             .with_context(|| format!("writing {}", tmp.display()))?;
         fs::rename(&tmp, path)
             .with_context(|| format!("renaming {} to {}", tmp.display(), path.display()))?;

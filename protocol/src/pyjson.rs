@@ -70,13 +70,40 @@ impl std::error::Error for Error {}
 
 /// Parses `text` as `json.loads(text)` would, strictly.
 pub fn loads(text: &str) -> Result<Value, Error> {
-    let mut parser = Parser {
-        text,
-        bytes: text.as_bytes(),
-        pos: 0,
-        depth: 0,
-    };
-    parser.document().map_err(|(pos, message)| {
+    parse_document(text, Parser::value)
+}
+
+/// Where a piece of `dumps` text lies in the buffer that [`loads_outline`] appends to.
+pub type Span = std::ops::Range<usize>;
+
+/// A document as [`loads_outline`] returns it: its objects down to a chosen depth, and every
+/// value at that depth only as its `dumps` text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outline {
+    /// An object above the depth: each key's `dumps` text (quotes included) and its value, a
+    /// repeated key's last value at its first position, as in a Python dict.
+    Object(Vec<(Span, Outline)>),
+    /// A value at the depth: what `json.dumps(indent=2, ensure_ascii=False)` writes for it
+    /// there, indented for that depth.
+    Text(Span),
+    /// A value above the depth that is not an object: only its kind, as [`Value::kind`] says.
+    Other(&'static str),
+}
+
+/// `json.loads(text)` (accepting and rejecting exactly what [`loads`] does, with the same
+/// errors) kept as an [`Outline`] whose texts are appended to `out`.
+///
+/// A merge needs a record file's configs only to compare and rewrite them; as text they cost
+/// one copy each, where a [`Value`] tree costs a dozen allocations to build and to free.
+pub fn loads_outline(text: &str, depth: usize, out: &mut String) -> Result<Outline, Error> {
+    parse_document(text, |p| p.outline(0, depth, out))
+}
+
+fn parse_document<'a, T>(
+    text: &'a str,
+    parse: impl FnOnce(&mut Parser<'a>) -> Result<T, Fail>,
+) -> Result<T, Error> {
+    Parser::new(text).document(parse).map_err(|(pos, message)| {
         let before = &text[..pos];
         let line_start = before.rfind('\n').map_or(0, |i| i + 1);
         Error {
@@ -97,18 +124,266 @@ struct Parser<'a> {
     depth: usize,
 }
 
-impl Parser<'_> {
-    fn document(&mut self) -> Result<Value, Fail> {
+impl<'a> Parser<'a> {
+    fn new(text: &'a str) -> Self {
+        Parser {
+            text,
+            bytes: text.as_bytes(),
+            pos: 0,
+            depth: 0,
+        }
+    }
+
+    /// The string (quotes and escapes as written) or scalar at `pos`, for [`text_eq`].
+    fn token(&mut self) -> Option<&'a str> {
+        let b = self.bytes;
+        let start = self.pos;
+        let mut i = start;
+        if b.get(i) == Some(&b'"') {
+            i += 1;
+            loop {
+                match *b.get(i)? {
+                    b'"' => break,
+                    b'\\' => i += 2,
+                    _ => i += 1,
+                }
+            }
+            i += 1;
+        } else {
+            while i < b.len() && !b" \t\r\n,:]}".contains(&b[i]) {
+                i += 1;
+            }
+        }
+        self.pos = i;
+        Some(&self.text[start..i])
+    }
+
+    fn document<T>(&mut self, parse: impl FnOnce(&mut Self) -> Result<T, Fail>) -> Result<T, Fail> {
         if self.text.starts_with('\u{feff}') {
             return Err((0, "unexpected UTF-8 BOM (decode using utf-8-sig)".into()));
         }
         self.skip_ws();
-        let value = self.value()?;
+        let value = parse(self)?;
         self.skip_ws();
         if self.pos != self.bytes.len() {
             return Err((self.pos, "extra data after the JSON value".into()));
         }
         Ok(value)
+    }
+
+    /// The value at `pos`, at nesting `level`, as an [`Outline`] down to `depth`.
+    fn outline(&mut self, level: usize, depth: usize, out: &mut String) -> Result<Outline, Fail> {
+        if level == depth {
+            let start = out.len();
+            self.value_text(out, level)?;
+            return Ok(Outline::Text(start..out.len()));
+        }
+        if self.bytes.get(self.pos) != Some(&b'{') {
+            return Ok(Outline::Other(self.value()?.kind()));
+        }
+        if self.depth >= MAX_DEPTH {
+            return Err((self.pos, format!("nested deeper than {MAX_DEPTH} levels")));
+        }
+        self.depth += 1;
+        self.pos += 1;
+        self.skip_ws();
+        let mut entries = Vec::new();
+        if self.bytes.get(self.pos) == Some(&b'}') {
+            self.pos += 1;
+        } else {
+            loop {
+                if self.bytes.get(self.pos) != Some(&b'"') {
+                    return Err((
+                        self.pos,
+                        "expecting property name enclosed in double quotes".into(),
+                    ));
+                }
+                let start = out.len();
+                match self.plain_string() {
+                    Some(key) => out.push_str(key),
+                    None => write_str(out, &self.string()?),
+                }
+                let key = start..out.len();
+                self.skip_ws();
+                if self.bytes.get(self.pos) != Some(&b':') {
+                    return Err((self.pos, "expecting ':' delimiter".into()));
+                }
+                self.pos += 1;
+                self.skip_ws();
+                entries.push((key, self.outline(level + 1, depth, out)?));
+                self.skip_ws();
+                match self.bytes.get(self.pos) {
+                    Some(b'}') => {
+                        self.pos += 1;
+                        break;
+                    }
+                    Some(b',') => {
+                        self.pos += 1;
+                        self.skip_ws();
+                    }
+                    _ => return Err((self.pos, "expecting ',' delimiter".into())),
+                }
+            }
+        }
+        self.depth -= 1;
+        // `dumps` writes a string one way only, so equal keys have equal texts.
+        let found = repeats(entries.len(), entries.iter().map(|(k, _)| &out[k.clone()]));
+        drop_repeats(&mut entries, found);
+        Ok(Outline::Object(entries))
+    }
+
+    /// Appends the `dumps` text, at indent `level`, of the value at `pos`.
+    fn value_text(&mut self, out: &mut String, level: usize) -> Result<(), Fail> {
+        let (pos, depth, len) = (self.pos, self.depth, out.len());
+        if self.copy_text(out, level).is_some() {
+            return Ok(());
+        }
+        // What the fast path leaves (escapes, repeated keys, big objects, errors) goes through
+        // the tree, which also reports an error where Python would.
+        (self.pos, self.depth) = (pos, depth);
+        out.truncate(len);
+        let value = self.value()?;
+        write_value(out, &value, level);
+        Ok(())
+    }
+
+    /// [`Self::value_text`] without a tree: text that is already what `dumps` writes (strings
+    /// without escapes, ints, words) is copied, floats are rewritten in repr's form. `None`
+    /// where that does not suffice.
+    fn copy_text(&mut self, out: &mut String, level: usize) -> Option<()> {
+        match *self.bytes.get(self.pos)? {
+            b'"' => out.push_str(self.plain_string()?),
+            b'{' => self.object_text(out, level)?,
+            b'[' => self.array_text(out, level)?,
+            b'n' => self.copy_word("null", out)?,
+            b't' => self.copy_word("true", out)?,
+            b'f' => self.copy_word("false", out)?,
+            b'N' => self.copy_word("NaN", out)?,
+            b'I' => self.copy_word("Infinity", out)?,
+            b'-' if self.rest_starts_with("-Infinity") => self.copy_word("-Infinity", out)?,
+            b'-' | b'0'..=b'9' => {
+                let start = self.pos;
+                let (text, is_int) = self.scan_number().ok()?;
+                if is_int {
+                    out.push_str(canonical_int(text, start).ok()?);
+                } else {
+                    write_float(out, text.parse().ok()?);
+                }
+            }
+            _ => return None,
+        }
+        Some(())
+    }
+
+    fn copy_word(&mut self, word: &str, out: &mut String) -> Option<()> {
+        self.rest_starts_with(word).then(|| {
+            self.pos += word.len();
+            out.push_str(word);
+        })
+    }
+
+    /// The string at `pos`, quotes included, when it holds no escape (so `dumps` writes it
+    /// back unchanged); `None`, not moving, otherwise.
+    fn plain_string(&mut self) -> Option<&'a str> {
+        let b = self.bytes;
+        if b.get(self.pos) != Some(&b'"') {
+            return None;
+        }
+        let mut i = self.pos + 1;
+        while i < b.len() && b[i] != b'"' && b[i] != b'\\' && b[i] >= 0x20 {
+            i += 1;
+        }
+        if b.get(i) != Some(&b'"') {
+            return None;
+        }
+        let text = &self.text[self.pos..=i];
+        self.pos = i + 1;
+        Some(text)
+    }
+
+    fn enter(&mut self) -> Option<()> {
+        (self.depth < MAX_DEPTH).then(|| self.depth += 1)
+    }
+
+    fn object_text(&mut self, out: &mut String, level: usize) -> Option<()> {
+        self.enter()?;
+        self.pos += 1;
+        self.skip_ws();
+        if self.bytes.get(self.pos) == Some(&b'}') {
+            self.pos += 1;
+            out.push_str("{}");
+            self.depth -= 1;
+            return Some(());
+        }
+        // Configs hold a few keys; a bigger object is left to the tree and its hashed dedup.
+        let mut keys = [""; 16];
+        let mut n = 0;
+        out.push('{');
+        loop {
+            newline_indent(out, level + 1);
+            let key = self.plain_string()?;
+            if n == keys.len() || keys[..n].contains(&key) {
+                return None;
+            }
+            keys[n] = key;
+            n += 1;
+            out.push_str(key);
+            self.skip_ws();
+            if self.bytes.get(self.pos) != Some(&b':') {
+                return None;
+            }
+            self.pos += 1;
+            self.skip_ws();
+            out.push_str(": ");
+            self.copy_text(out, level + 1)?;
+            self.skip_ws();
+            match self.bytes.get(self.pos)? {
+                b'}' => break,
+                b',' => {
+                    self.pos += 1;
+                    self.skip_ws();
+                    out.push(',');
+                }
+                _ => return None,
+            }
+        }
+        self.pos += 1;
+        newline_indent(out, level);
+        out.push('}');
+        self.depth -= 1;
+        Some(())
+    }
+
+    fn array_text(&mut self, out: &mut String, level: usize) -> Option<()> {
+        self.enter()?;
+        self.pos += 1;
+        self.skip_ws();
+        if self.bytes.get(self.pos) == Some(&b']') {
+            self.pos += 1;
+            out.push_str("[]");
+            self.depth -= 1;
+            return Some(());
+        }
+        out.push('[');
+        loop {
+            newline_indent(out, level + 1);
+            self.copy_text(out, level + 1)?;
+            self.skip_ws();
+            match self.bytes.get(self.pos)? {
+                b']' => break,
+                b',' => {
+                    self.pos += 1;
+                    self.skip_ws();
+                    out.push(',');
+                }
+                _ => return None,
+            }
+        }
+        self.pos += 1;
+        newline_indent(out, level);
+        out.push(']');
+        self.depth -= 1;
+        Some(())
     }
 
     fn skip_ws(&mut self) {
@@ -166,6 +441,18 @@ impl Parser<'_> {
     /// int without fraction or exponent, else a float (overflowing to infinity).
     fn number(&mut self) -> Result<Value, Fail> {
         let start = self.pos;
+        let (text, is_int) = self.scan_number()?;
+        if is_int {
+            return Ok(Value::Int(canonical_int(text, start)?.to_owned()));
+        }
+        text.parse::<f64>()
+            .map(Value::Float)
+            .map_err(|e| (start, format!("bad number {text:?}: {e}")))
+    }
+
+    /// Moves past the number at `pos`: its text, and whether it is an int.
+    fn scan_number(&mut self) -> Result<(&str, bool), Fail> {
+        let start = self.pos;
         let b = self.bytes;
         let digits = |mut i: usize| {
             while i < b.len() && b[i].is_ascii_digit() {
@@ -196,24 +483,7 @@ impl Parser<'_> {
             }
         }
         self.pos = i;
-        let text = &self.text[start..i];
-        if i == int_end {
-            let magnitude = text.trim_start_matches('-');
-            if magnitude.len() > MAX_INT_DIGITS {
-                return Err((
-                    start,
-                    format!(
-                        "integer with {} digits exceeds Python's {MAX_INT_DIGITS}-digit limit",
-                        magnitude.len()
-                    ),
-                ));
-            }
-            let canonical = if magnitude == "0" { "0" } else { text };
-            return Ok(Value::Int(canonical.to_owned()));
-        }
-        text.parse::<f64>()
-            .map(Value::Float)
-            .map_err(|e| (start, format!("bad number {text:?}: {e}")))
+        Ok((&self.text[start..i], i == int_end))
     }
 
     fn string(&mut self) -> Result<String, Fail> {
@@ -361,34 +631,61 @@ fn lone_surrogate(at: usize, unit: u32) -> Fail {
     )
 }
 
+/// An int's text as Python prints the int: `-0` is `0`; too many digits is Python's error.
+fn canonical_int(text: &str, start: usize) -> Result<&str, Fail> {
+    let magnitude = text.trim_start_matches('-');
+    if magnitude.len() > MAX_INT_DIGITS {
+        return Err((
+            start,
+            format!(
+                "integer with {} digits exceeds Python's {MAX_INT_DIGITS}-digit limit",
+                magnitude.len()
+            ),
+        ));
+    }
+    Ok(if magnitude == "0" { "0" } else { text })
+}
+
 /// A repeated key keeps its first position and takes its last value, as a Python dict does.
 fn dedup(mut entries: Vec<(String, Value)>) -> Vec<(String, Value)> {
-    // (first index, later index) for every repeat, in input order.
-    let mut repeats = Vec::new();
-    if entries.len() <= 8 {
-        for i in 1..entries.len() {
-            if let Some(j) = entries[..i].iter().position(|(k, _)| *k == entries[i].0) {
-                repeats.push((j, i));
+    let found = repeats(entries.len(), entries.iter().map(|(k, _)| k.as_str()));
+    drop_repeats(&mut entries, found);
+    entries
+}
+
+/// (first index, later index) for every repeated name, in input order.
+fn repeats<'a>(len: usize, names: impl Iterator<Item = &'a str> + Clone) -> Vec<(usize, usize)> {
+    let mut found = Vec::new();
+    if len <= 8 {
+        for (i, name) in names.clone().enumerate().skip(1) {
+            if let Some(j) = names.clone().take(i).position(|k| k == name) {
+                found.push((j, i));
             }
         }
     } else {
         let mut first: FxHashMap<&str, usize> =
-            FxHashMap::with_capacity_and_hasher(entries.len(), Default::default());
-        for (i, (k, _)) in entries.iter().enumerate() {
-            if let Some(&j) = first.get(k.as_str()) {
-                repeats.push((j, i));
+            FxHashMap::with_capacity_and_hasher(len, Default::default());
+        for (i, name) in names.enumerate() {
+            if let Some(&j) = first.get(name) {
+                found.push((j, i));
             } else {
-                first.insert(k, i);
+                first.insert(name, i);
             }
         }
     }
+    found
+}
+
+/// Moves each repeat's value to its first position and removes the repeat.
+fn drop_repeats<K, V>(entries: &mut Vec<(K, V)>, repeats: Vec<(usize, usize)>) {
     if repeats.is_empty() {
-        return entries;
+        return;
     }
     let mut dropped = vec![false; entries.len()];
     for (j, i) in repeats {
-        let value = std::mem::replace(&mut entries[i].1, Value::Null);
-        entries[j].1 = value;
+        // Repeats come in input order, so the last value is the one left at `j`.
+        let (head, tail) = entries.split_at_mut(i);
+        std::mem::swap(&mut head[j].1, &mut tail[0].1);
         dropped[i] = true;
     }
     let mut index = 0;
@@ -396,7 +693,6 @@ fn dedup(mut entries: Vec<(String, Value)>) -> Vec<(String, Value)> {
         index += 1;
         !dropped[index - 1]
     });
-    entries
 }
 
 /// `json.dumps(value, indent=2, ensure_ascii=False) + "\n"`.
@@ -408,8 +704,15 @@ pub fn dumps(value: &Value) -> String {
 }
 
 fn newline_indent(out: &mut String, level: usize) {
+    // Pushing slices of this, not spaces one by one: every line of the output starts so.
+    const SPACES: &str = "                                ";
     out.push('\n');
-    out.extend(std::iter::repeat_n(' ', 2 * level));
+    let mut width = 2 * level;
+    while width > 0 {
+        let n = width.min(SPACES.len());
+        out.push_str(&SPACES[..n]);
+        width -= n;
+    }
 }
 
 fn write_value(out: &mut String, value: &Value, level: usize) {
@@ -418,7 +721,7 @@ fn write_value(out: &mut String, value: &Value, level: usize) {
         Value::Bool(true) => out.push_str("true"),
         Value::Bool(false) => out.push_str("false"),
         Value::Int(text) => out.push_str(text),
-        Value::Float(f) => out.push_str(&float_repr(*f)),
+        Value::Float(f) => write_float(out, *f),
         Value::Str(s) => write_str(out, s),
         Value::Array(items) if items.is_empty() => out.push_str("[]"),
         Value::Array(items) => {
@@ -484,33 +787,101 @@ fn write_str(out: &mut String, s: &str) {
 /// exponent form iff the decimal exponent is below -4 or at least 16), or `NaN`, `Infinity`,
 /// `-Infinity`.
 pub fn float_repr(f: f64) -> String {
+    let mut out = String::new();
+    write_float(&mut out, f);
+    out
+}
+
+/// [`float_repr`] appended to `out`. Record files hold a float per config, so the common case
+/// formats on the stack rather than through a few heap strings.
+fn write_float(out: &mut String, f: f64) {
     if f.is_nan() {
-        return "NaN".into();
+        return out.push_str("NaN");
     }
     if f.is_infinite() {
-        return if f > 0.0 { "Infinity" } else { "-Infinity" }.into();
+        return out.push_str(if f > 0.0 { "Infinity" } else { "-Infinity" });
     }
-    let sign = if f.is_sign_negative() { "-" } else { "" };
-    let (digits, exp) = shortest_digits(f.abs());
-    if !(-4..16).contains(&exp) {
-        let exp_sign = if exp < 0 { '-' } else { '+' };
+    if f.is_sign_negative() {
+        out.push('-');
+    }
+    let a = f.abs();
+    if may_tie(a) {
+        let (digits, exp) = shortest_digits(a);
         let (first, rest) = digits.split_at(1);
-        let point = if rest.is_empty() { "" } else { "." };
-        return format!(
-            "{sign}{first}{point}{rest}e{exp_sign}{:02}",
+        return write_digits(out, first, rest, exp);
+    }
+    let mut sci = StackText::default();
+    // `{:e}` of a finite f64 is at most 24 bytes (`1.2345678901234567e-308`).
+    let _ = write!(sci, "{a:e}");
+    let sci = sci.as_str();
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((sci, "0"));
+    let (first, rest) = mantissa.split_at(1);
+    write_digits(
+        out,
+        first,
+        rest.trim_start_matches('.'),
+        exp.parse().unwrap_or(0),
+    );
+}
+
+/// Writes the digits `first` `rest` (first one at decimal exponent `exp`) in repr's layout.
+fn write_digits(out: &mut String, first: &str, rest: &str, exp: i32) {
+    let zeros = |out: &mut String, n: usize| out.extend(std::iter::repeat_n('0', n));
+    if !(-4..16).contains(&exp) {
+        out.push_str(first);
+        if !rest.is_empty() {
+            out.push('.');
+            out.push_str(rest);
+        }
+        let _ = write!(
+            out,
+            "e{}{:02}",
+            if exp < 0 { '-' } else { '+' },
             exp.unsigned_abs()
         );
-    }
-    if exp < 0 {
-        let zeros = "0".repeat(exp.unsigned_abs() as usize - 1);
-        return format!("{sign}0.{zeros}{digits}");
-    }
-    let point = exp as usize + 1;
-    if digits.len() <= point {
-        let zeros = "0".repeat(point - digits.len());
-        format!("{sign}{digits}{zeros}.0")
+    } else if exp < 0 {
+        out.push_str("0.");
+        zeros(out, exp.unsigned_abs() as usize - 1);
+        out.push_str(first);
+        out.push_str(rest);
     } else {
-        format!("{sign}{}.{}", &digits[..point], &digits[point..])
+        let point = exp as usize;
+        if rest.len() <= point {
+            out.push_str(first);
+            out.push_str(rest);
+            zeros(out, point - rest.len());
+            out.push_str(".0");
+        } else {
+            out.push_str(first);
+            out.push_str(&rest[..point]);
+            out.push('.');
+            out.push_str(&rest[point..]);
+        }
+    }
+}
+
+/// A little formatted text in a stack buffer.
+#[derive(Default)]
+struct StackText {
+    buf: [u8; 32],
+    len: usize,
+}
+
+impl StackText {
+    fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.buf[..self.len]).unwrap_or_default()
+    }
+}
+
+impl fmt::Write for StackText {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        let end = self.len + s.len();
+        self.buf
+            .get_mut(self.len..end)
+            .ok_or(fmt::Error)?
+            .copy_from_slice(s.as_bytes());
+        self.len = end;
+        Ok(())
     }
 }
 
@@ -576,6 +947,62 @@ fn may_tie(a: f64) -> bool {
 /// `{"a": NaN} == {"a": NaN}` are true.
 pub fn py_eq(a: &Value, b: &Value) -> bool {
     eq(a, b, false)
+}
+
+/// [`py_eq`] on two values given as their [`dumps`] text at the same indent (as
+/// [`loads_outline`] writes them), parsing them only when the text cannot tell.
+///
+/// `dumps` writes a value one way, so equal texts are equal values, but for a bare `NaN`
+/// (`NaN != NaN`). Unequal texts may still be equal values: `1` and `1.0`, `0` and `-0.0`,
+/// `true` and `1`, the same keys in another order. The texts are walked side by side: the
+/// first pair of scalars at the same place that Python finds unequal settles it; a key where
+/// the other text has another key (maybe just reordered) leaves it to the trees.
+pub fn text_eq(a: &str, b: &str) -> bool {
+    if a == b {
+        return a != "NaN";
+    }
+    side_by_side(a, b).unwrap_or_else(|| match (loads(a), loads(b)) {
+        (Ok(x), Ok(y)) => py_eq(&x, &y),
+        _ => false,
+    })
+}
+
+fn side_by_side(a: &str, b: &str) -> Option<bool> {
+    let mut p = Parser::new(a);
+    let mut q = Parser::new(b);
+    let is_punct = |c: u8| matches!(c, b'{' | b'}' | b'[' | b']' | b':' | b',');
+    loop {
+        p.skip_ws();
+        q.skip_ws();
+        let (c, d) = match (p.bytes.get(p.pos), q.bytes.get(q.pos)) {
+            (None, None) => return Some(true),
+            (Some(&c), Some(&d)) => (c, d),
+            _ => return None,
+        };
+        if is_punct(c) || is_punct(d) {
+            // A dict against a list or a scalar, or containers of different lengths.
+            if c != d {
+                return Some(false);
+            }
+            p.pos += 1;
+            q.pos += 1;
+            continue;
+        }
+        let s = p.token().filter(|s| !s.is_empty())?;
+        let t = q.token().filter(|t| !t.is_empty())?;
+        if s == t {
+            continue;
+        }
+        if c == b'"' || d == b'"' {
+            p.skip_ws();
+            q.skip_ws();
+            let key = p.bytes.get(p.pos) == Some(&b':') || q.bytes.get(q.pos) == Some(&b':');
+            return if key { None } else { Some(false) };
+        }
+        if !eq(&loads(s).ok()?, &loads(t).ok()?, true) {
+            return Some(false);
+        }
+    }
 }
 
 fn eq(a: &Value, b: &Value, nested: bool) -> bool {
@@ -831,5 +1258,109 @@ mod tests {
     fn round_trips_through_dumps() {
         let text = "{\n  \"k\": [\n    1e-05,\n    NaN,\n    -Infinity,\n    \"\\u0000\u{2028}\"\n  ]\n}\n";
         assert_eq!(dumps(&load(text)), text);
+    }
+
+    /// Checks an outline against the tree: same keys in the same order, texts as `dumps`.
+    fn same_as_tree(out: &str, outline: &Outline, tree: &Value, level: usize) {
+        match (outline, tree) {
+            (Outline::Object(entries), Value::Object(tree)) => {
+                assert_eq!(entries.len(), tree.len());
+                for ((key, o), (name, t)) in entries.iter().zip(tree) {
+                    assert_eq!(
+                        &out[key.clone()],
+                        dumps(&Value::Str(name.clone())).trim_end()
+                    );
+                    same_as_tree(out, o, t, level + 1);
+                }
+            }
+            (Outline::Text(span), tree) => {
+                let mut want = String::new();
+                write_value(&mut want, tree, level);
+                assert_eq!(&out[span.clone()], want);
+            }
+            (Outline::Other(kind), tree) => assert_eq!(*kind, tree.kind()),
+            (o, t) => panic!("outline {o:?} against {t:?}"),
+        }
+    }
+
+    #[test]
+    fn outline_texts_are_what_dumps_writes() {
+        let many: Vec<String> = (0..20).map(|i| format!("\"k{}\": {i}", i % 17)).collect();
+        let docs = [
+            r#"{"k": {"(1, 'f16')": {"BLOCK": 64, "ms": 0.1, "w": -0, "f": -0.0}}}"#.to_owned(),
+            r#"{"k": {"a": [1e16, 1E-5, 2.50, 1e400, -Infinity, NaN, true, null, "é\u00e9\n"]}}"#
+                .to_owned(),
+            r#"{"k": {"a": {"x": 1, "y": 2, "x": [3]}, "b": {}, "c": [], "d": [[{}]]}}"#.to_owned(),
+            r#"{"k\"": {"a\\": 1, "b": 2, "a\\": 3}, "j": [1], "k\"": {"c": 4}}"#.to_owned(),
+            format!(
+                r#"{{"k": {{"big": {{{}}}, "n": 123456789012345678901234567890}}}}"#,
+                many.join(",")
+            ),
+            format!(
+                r#"{{"k": {{"deep": {}1{}}}}}"#,
+                "[".repeat(900),
+                "]".repeat(900)
+            ),
+            "[1, 2]".to_owned(),
+            r#"{"k": 3, "j": {"a": "x"}}"#.to_owned(),
+        ];
+        for doc in &docs {
+            let mut out = String::new();
+            let outline = loads_outline(doc, 2, &mut out).expect("valid JSON");
+            same_as_tree(&out, &outline, &load(doc), 0);
+        }
+    }
+
+    #[test]
+    fn outline_rejects_what_loads_rejects_with_the_same_error() {
+        let deep = format!(r#"{{"k": {{"a": {}}}}}"#, "[".repeat(MAX_DEPTH));
+        for bad in [
+            r#"{"k": {"a": [1, 2"#,
+            r#"{"k": {"a": 01}}"#,
+            r#"{"k": {"a": {"b" 1}}}"#,
+            r#"{"k": {"a": "\ud800"}}"#,
+            r#"{"k": {"a": 1}} x"#,
+            "\u{feff}{}",
+            r#"{"k": {"a": [1,]}}"#,
+            r#"{"k": {1: 2}}"#,
+            &deep,
+        ] {
+            let mut out = String::new();
+            assert_eq!(loads_outline(bad, 2, &mut out), Err(err(bad)), "{bad}");
+        }
+    }
+
+    #[test]
+    fn text_eq_is_python_eq_on_dumps_texts() {
+        let eq = |a: &str, b: &str| {
+            let text = |s: &str| {
+                let mut out = String::new();
+                write_value(&mut out, &load(s), 2);
+                out
+            };
+            let got = text_eq(&text(a), &text(b));
+            assert_eq!(got, py_eq(&load(a), &load(b)), "{a} == {b}");
+            got
+        };
+        // A bare NaN is not equal to itself; inside a list or dict, json.loads's one shared
+        // NaN object is, by identity.
+        assert!(!eq("NaN", "NaN"));
+        assert!(eq("[NaN]", "[NaN]"));
+        assert!(eq(r#"{"a": {"b": NaN}}"#, r#"{"a": {"b": NaN}}"#));
+        assert!(!eq("[NaN]", "[1]"));
+        assert!(eq("0", "-0.0"));
+        assert!(eq("[-0.0]", "[0]"));
+        assert!(eq("1", "1.0"));
+        assert!(eq(r#"{"a": 1, "b": true}"#, r#"{"a": 1.0, "b": 1}"#));
+        assert!(eq(r#"{"a": 1, "b": [2]}"#, r#"{"b": [2], "a": 1}"#));
+        assert!(!eq(r#"{"a": 1, "b": [2]}"#, r#"{"b": [3], "a": 1}"#));
+        assert!(!eq(r#"{"a": 1}"#, r#"{"a": 1, "b": 2}"#));
+        assert!(!eq(r#"{"a": 1}"#, r#"{"b": 1}"#));
+        assert!(!eq("[1, 2]", "[1, 2, 3]"));
+        assert!(!eq("[1]", r#"{"a": 1}"#));
+        assert!(!eq(r#"["1"]"#, "[1]"));
+        assert!(!eq(r#"["a\"b"]"#, r#"["a\"c"]"#));
+        assert!(!eq("9007199254740993", "9007199254740992.0"));
+        assert!(eq("[1e400]", "[Infinity]"));
     }
 }
