@@ -32,7 +32,7 @@ demo: build $(VENV)/ready
 	@rm -rf target/demo && mkdir -p target/demo/records
 	FLAGGEMS_PERF_CURRENT_OP=mm \
 	FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=$(CURDIR)/target/demo/records \
-	WARMUP_FIXTURE_SWEEP_SECONDS=0.4 WARMUP_FIXTURE_SWEEP_COST=numel \
+	WARMUP_FIXTURE_SWEEP_SECONDS=0.2 WARMUP_FIXTURE_SWEEP_COST=numel \
 	WARMUP_BIN_DIR=$(CURDIR)/$(RELEASE) \
 	scripts/warmup --gpus 4 --devices 0,1,2,3 --backend cuda -- \
 		$(VENV)/bin/python -m pytest -q tests/harness/test_bench.py --shape_file examples/shapes.yaml
