@@ -204,6 +204,8 @@ def test_a_failed_shard_is_named_with_its_log_and_its_keys_are_swept_live(work):
     assert run.returncode == 0, run.stderr
     warning = [ln for ln in run.lines() if "WARNING shard(s)" in ln]
     assert warning and "w1" in warning[0] and "worker.log" in warning[0], run.stderr
+    [scratch] = scratch_folders(work)
+    assert "injected failure" in (scratch / "w1" / "worker.log").read_text(), "the named log is kept"
     measured = run.measurement
     assert measured["mode"] == "replay" and measured["swept"] >= 1
 
