@@ -108,8 +108,8 @@ fn seconds(text: &str) -> std::result::Result<Duration, String> {
 
 pub fn run(args: &Args) -> Result<Status> {
     let env = backend::Environment::current();
-    let backend = backend::select(&args.backend, &env)?;
     if args.list_devices {
+        let backend = backend::select(&args.backend, &env)?;
         let devices = backend::devices(backend, args.devices.as_deref(), &env)?;
         let mut out = std::io::stdout().lock();
         for d in devices {
@@ -134,6 +134,7 @@ pub fn run(args: &Args) -> Result<Status> {
         );
     }
     check_command(&args.command[0])?;
+    let backend = backend::select(&args.backend, &env)?;
     let devices = backend::devices(backend, args.devices.as_deref(), &env)?;
     if jobs.is_empty() {
         eprintln!(

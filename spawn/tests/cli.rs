@@ -303,6 +303,32 @@ fn a_failed_shard_shows_its_last_log_lines_and_exits_1() {
     assert_eq!(status(dir.path(), 1)["exit_code"], 3);
 }
 
+#[test]
+fn a_record_left_by_an_earlier_run_never_passes_for_a_dead_childs() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let plan = plan(dir.path(), 1);
+    let stale = dir.path().join("w0/rec/mm.json");
+    std::fs::create_dir_all(stale.parent().expect("parent")).expect("mkdir");
+    std::fs::write(&stale, r#"{"k": {"old": 1}}"#).expect("stale record");
+    spawn_cmd()
+        .args([
+            "--plan",
+            plan.to_str().expect("utf-8"),
+            "--devices",
+            "0",
+            "--backend",
+            "cuda",
+        ])
+        .args(["--", "sh", "-c", "exit 9"])
+        .assert()
+        .code(1);
+    assert!(!stale.exists(), "the earlier run's record survived");
+    assert!(
+        dir.path().join("w0/rec").is_dir(),
+        "the child still gets its record folder"
+    );
+}
+
 fn bad_input(args: &[&str], dir: &Path, needle: &str) {
     spawn_cmd()
         .current_dir(dir)
