@@ -141,15 +141,13 @@ pub fn run(args: &Args) -> Result<Status> {
             (n, Some(path)) => format!("{n} conflicting key(s), listed in {}", name(path)),
             (n, None) => format!("{n} conflicting key(s); list them with --conflicts FILE"),
         };
-        let conflicts_json =
-            conflicts_out.map(|_| pyjson::dumps(&conflict_list(&merged, &sources)));
         emit(&args.output, |out| merged.write(out))?;
+        if let Some(path) = conflicts_out {
+            emit(path, |out| write_conflicts(out, &merged, &sources))?;
+        }
         // As with the texts: the process ends right after, and freeing the maps one entry at a
         // time would take longer than the OS takes to drop them whole.
         std::mem::forget(merged);
-        if let (Some(path), Some(json)) = (conflicts_out, conflicts_json) {
-            emit(path, |out| out.write_all(json.as_bytes()))?;
-        }
         eprintln!(
             "{TOOL}: {summary}; {conflict_note}; merged records in {}",
             name(&args.output)
@@ -221,40 +219,55 @@ fn emit(target: &Path, fill: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> R
     }
 }
 
-/// The `--conflicts` document: one object per conflicting key.
-fn conflict_list(merged: &union::Union, sources: &[input::Source]) -> Value {
-    let at = |origin: usize, config: &str| {
-        let source = &sources[origin];
-        Value::Object(vec![
-            (
-                "input".into(),
-                Value::Str(source.path.to_string_lossy().into_owned()),
-            ),
-            (
-                "shard".into(),
-                source
-                    .shard
-                    .map_or(Value::Null, |s| Value::Int(s.to_string())),
-            ),
-            // The union's texts are `dumps` output, so they parse.
-            ("value".into(), pyjson::loads(config).unwrap_or(Value::Null)),
-        ])
+/// The `--conflicts` list, one object per conflicting key, as
+/// `json.dumps(conflicts, indent=2, ensure_ascii=False) + "\n"` writes it, straight from the
+/// union's texts. A config's text is its `dumps` under kernel and key; here it sits one level
+/// deeper (`kept.value`) or two (`differing[i].value`), and as `dumps` never leaves a raw newline
+/// inside a string, going deeper only means indenting its lines further.
+fn write_conflicts(
+    out: &mut dyn Write,
+    merged: &union::Union,
+    sources: &[input::Source],
+) -> std::io::Result<()> {
+    let conflicts = merged.conflicts();
+    if conflicts.is_empty() {
+        return out.write_all(b"[]\n");
+    }
+    let string = |text: &str| {
+        let mut json = pyjson::dumps(&Value::Str(text.to_owned()));
+        json.pop(); // dumps ends with a newline
+        json
     };
-    Value::Array(
-        merged
-            .conflicts()
-            .iter()
-            .map(|c| {
-                Value::Object(vec![
-                    ("kernel".into(), Value::Str(input::name(c.kernel))),
-                    ("key".into(), Value::Str(input::name(c.key))),
-                    ("kept".into(), at(c.kept.0, c.kept.1)),
-                    (
-                        "differing".into(),
-                        Value::Array(c.differing.iter().map(|(o, v)| at(*o, v)).collect()),
-                    ),
-                ])
-            })
-            .collect(),
-    )
+    // `{input, shard, value}` closing at indent 2 * depth.
+    let origin = |out: &mut dyn Write, depth: usize, from: usize, config: &str| {
+        let source = &sources[from];
+        let pad = "  ".repeat(depth + 1);
+        let shard = source
+            .shard
+            .map_or_else(|| "null".to_owned(), |s| s.to_string());
+        let value = config.replace('\n', &format!("\n{}", "  ".repeat(depth - 1)));
+        write!(
+            out,
+            "{{\n{pad}\"input\": {},\n{pad}\"shard\": {shard},\n{pad}\"value\": {value}\n{}}}",
+            string(&source.path.to_string_lossy()),
+            "  ".repeat(depth)
+        )
+    };
+    for (n, c) in conflicts.iter().enumerate() {
+        out.write_all(if n == 0 { b"[\n  {\n" } else { b",\n  {\n" })?;
+        write!(
+            out,
+            "    \"kernel\": {},\n    \"key\": {},\n    \"kept\": ",
+            string(&input::name(c.kernel)),
+            string(&input::name(c.key))
+        )?;
+        origin(out, 2, c.kept.0, c.kept.1)?;
+        out.write_all(b",\n    \"differing\": [")?;
+        for (m, (from, config)) in c.differing.iter().enumerate() {
+            out.write_all(if m == 0 { b"\n      " } else { b",\n      " })?;
+            origin(out, 3, *from, config)?;
+        }
+        out.write_all(b"\n    ]\n  }")?;
+    }
+    out.write_all(b"\n]\n")
 }
