@@ -13,24 +13,17 @@ use std::path::{Path, PathBuf};
 
 pub const TOOL: &str = "warmup-merge";
 
-fn long_help() -> String {
-    format!(
-        "EXAMPLES:
+const EXAMPLES: &str = "EXAMPLES:
   warmup-merge /tmp/run -o merged.json --conflicts conflicts.json
   warmup-merge --op mm w0/rec/mm.json w1/rec/mm.json > merged.json
   warmup-merge --strict /tmp/run | warmup-publish --op mm -
 
-An input that is missing, unreadable, torn or not {{kernel: {{key: config}}}} is named on stderr
-and skipped, as the pytest plugin did; --strict makes that an error.
-
-{}",
-        protocol::exit::EXIT_STATUS_HELP
-    )
-}
+An input that is missing, unreadable, torn or not {kernel: {key: config}} is named on stderr
+and skipped, as the pytest plugin did; --strict makes that an error.";
 
 /// Merge the shards' autotune records; the first value of a key wins, in input order.
 #[derive(Debug, clap::Parser)]
-#[command(name = TOOL, version, after_long_help = long_help())]
+#[command(name = TOOL, version, after_long_help = protocol::cli::after_help(EXAMPLES))]
 pub struct Args {
     /// Op whose records to take from a SCRATCH folder [default: the plan's op]
     #[arg(long, env = protocol::env::CURRENT_OP)]

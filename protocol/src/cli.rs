@@ -8,6 +8,11 @@ use std::io::Write;
 /// `--generate=bash|zsh|fish|man`. `make install` calls it; it is not part of the contract.
 const GENERATE: &str = "--generate=";
 
+/// A tool's `after_long_help`: its examples, then the EXIT STATUS section every tool shares.
+pub fn after_help(examples: &str) -> String {
+    format!("{examples}\n\n{}", crate::exit::EXIT_STATUS_HELP)
+}
+
 /// Parses the tool's arguments, or prints a completion script or man page and exits 0.
 pub fn parse<A: Parser>() -> A {
     if let Some(kind) = std::env::args()

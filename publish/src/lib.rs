@@ -15,24 +15,18 @@ pub use replay::Format;
 
 pub const TOOL: &str = "warmup-publish";
 
-fn long_help() -> String {
-    format!(
-        "EXAMPLES:
+const EXAMPLES: &str = "EXAMPLES:
   eval \"$(warmup-publish --op mm merged.json)\"
   warmup-merge /tmp/run | warmup-publish --fallback-dir /tmp/run/merged -
   warmup-publish --format make merged.json > replay.mk    # then: include replay.mk
   warmup-publish --format json --record-dir out merged.json
 
-DIR is --record-dir, else ${RECORD_DIR} when set and not blank, else --fallback-dir.
-
-{}",
-        protocol::exit::EXIT_STATUS_HELP
-    )
-}
+DIR is --record-dir, else $FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR when set and not blank, else
+--fallback-dir.";
 
 /// Publish merged configs to DIR/<op>.json and print the replay environment.
 #[derive(Debug, clap::Parser)]
-#[command(name = TOOL, version, after_long_help = long_help())]
+#[command(name = TOOL, version, after_long_help = protocol::cli::after_help(EXAMPLES))]
 pub struct Args {
     /// Op name: the file written is DIR/<op>.json [default: `default`]
     #[arg(long, env = protocol::env::CURRENT_OP)]

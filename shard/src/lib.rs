@@ -26,7 +26,7 @@ const EXAMPLES: &str = "EXAMPLES:
 /// Split an op's shapes in a shape file round-robin into shard files a child reads with
 /// `yaml.safe_load` into exactly the objects the source gives.
 #[derive(Debug, clap::Parser)]
-#[command(name = TOOL, version, after_long_help = format!("{EXAMPLES}\n\n{}", protocol::exit::EXIT_STATUS_HELP))]
+#[command(name = TOOL, version, after_long_help = protocol::cli::after_help(EXAMPLES))]
 pub struct Args {
     /// The op whose shapes to split [default: $FLAGGEMS_PERF_CURRENT_OP trimmed, else "default"]
     #[arg(long)]

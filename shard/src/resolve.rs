@@ -155,16 +155,23 @@ fn py_int_ok(s: &str, base: u32) -> bool {
     !s.is_empty() && s.chars().all(|c| c.is_digit(base))
 }
 
-fn int_ok(value: &str) -> bool {
+/// The scalar's text as PyYAML's int and float constructors read it: underscores dropped, then
+/// one leading sign; `None` for an empty text.
+fn unsigned_digits(value: &str) -> Option<String> {
     let v: String = value.chars().filter(|&c| c != '_').collect();
-    let Some(first) = v.chars().next() else {
+    let first = v.chars().next()?;
+    Some(if first == '+' || first == '-' {
+        v[1..].to_owned()
+    } else {
+        v
+    })
+}
+
+fn int_ok(value: &str) -> bool {
+    let Some(v) = unsigned_digits(value) else {
         return false;
     };
-    let v = if first == '+' || first == '-' {
-        &v[1..]
-    } else {
-        &v[..]
-    };
+    let v = v.as_str();
     if v == "0" {
         true
     } else if let Some(rest) = v.strip_prefix("0b") {
@@ -181,19 +188,10 @@ fn int_ok(value: &str) -> bool {
 }
 
 fn float_ok(value: &str) -> bool {
-    let v: String = value
-        .chars()
-        .filter(|&c| c != '_')
-        .collect::<String>()
-        .to_lowercase();
-    let Some(first) = v.chars().next() else {
+    let Some(v) = unsigned_digits(&value.to_lowercase()) else {
         return false;
     };
-    let v = if first == '+' || first == '-' {
-        &v[1..]
-    } else {
-        &v[..]
-    };
+    let v = v.as_str();
     let re = &resolvers().python_float;
     if v == ".inf" || v == ".nan" {
         true

@@ -53,7 +53,7 @@ FILES:
     name = TOOL,
     version,
     about,
-    after_long_help = format!("{EXAMPLES}\n\n{}", protocol::exit::EXIT_STATUS_HELP)
+    after_long_help = protocol::cli::after_help(EXAMPLES)
 )]
 pub struct Args {
     /// The plan warmup-shard wrote (SCRATCH/plan.json)
