@@ -100,7 +100,10 @@ def test_whole_flow_sweeps_in_parallel_then_measures_once_replaying_merged_confi
     merged = json.loads((records / "mm.json").read_text())
     assert sorted(merged) == ["mm_main", "mm_tail"]
     assert len(merged["mm_main"]) == 12
-    assert any("sweep done in" in ln and str(records / "mm.json") in ln for ln in run.lines())
+    done = [ln for ln in run.lines() if "sweep done in" in ln]
+    assert done and str(records / "mm.json") in done[0], run.stderr
+    configs = sum(len(bucket) for bucket in merged.values())
+    assert f"2 kernels / {configs} configs" in done[0]
     assert scratch_folders(work) == [], "the scratch is removed after a clean run"
 
 
