@@ -109,6 +109,16 @@ def variants(path: Path, tmp_path: Path):
     yield "bom", bom
 
 
+def test_an_indentless_list_led_by_a_flow_shape_stays_one_shape_per_line(tmp_path):
+    src = tmp_path / "indentless.yaml"
+    src.write_text("mm:\n  shapes:\n  - [1, 2]\n  - [3, 4]\n  - ?8\n  - [5, 6]\n")
+    res = run_tool("shard", "--op", "mm", "--shards", "2", "--out", tmp_path / "out", src)
+    assert res.returncode == 0, res.stderr
+    text = (tmp_path / "out" / "w0" / "shapes.yaml").read_text()
+    assert "\n    - [1, 2]\n    - \"?8\"\n" in text, text
+    assert yaml.safe_load(text) == {"mm": {"shapes": [[1, 2], "?8"]}}
+
+
 def test_corpus_has_at_least_150_items():
     total = 0
     for p in CORPUS_FILES:

@@ -105,7 +105,8 @@ pub fn compose(text: &str, name: &str) -> Result<Doc> {
     let mut root: Option<NodeId> = None;
     let mut documents = 0usize;
     let mut parser = Parser::new_from_str(text);
-    while let Some(item) = parser.next_event() {
+    let mut events = std::iter::from_fn(|| parser.next_event()).peekable();
+    while let Some(item) = events.next() {
         let (event, span) = item.map_err(|e| {
             let m = e.marker();
             at(name, m.line(), m.col() + 1, e.info())
@@ -198,7 +199,19 @@ pub fn compose(text: &str, name: &str) -> Result<Doc> {
                         tag.unwrap_or_else(|| resolve::MAP.to_owned()),
                     )
                 };
-                let flow = is_flow(&chars, span.start.index());
+                // An indentless block sequence (`key:` then `- item` at the key's own indent)
+                // starts where its first item does; when that item is a flow collection, both
+                // starts share one position, and the first of the two is the block sequence.
+                let shares_start_with_child = matches!(
+                    events.peek(),
+                    Some(Ok((Event::SequenceStart(..) | Event::MappingStart(..), next)))
+                        if next.start.index() == span.start.index()
+                );
+                let in_flow = open.last().is_some_and(|f| match f {
+                    Frame::Seq(i) | Frame::Map(i, _) => nodes[*i].flow,
+                });
+                let flow =
+                    in_flow || (!shares_start_with_child && is_flow(&chars, span.start.index()));
                 let id = push(&mut nodes, kind, tag, flow, line, col);
                 if anchor != 0 {
                     anchors.insert(anchor, id);
