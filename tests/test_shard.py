@@ -219,6 +219,42 @@ def test_generated_documents_shard_faithfully(tmp_path, text, n):
     check_file(tmp_path, src, "op", n, "gen")
 
 
+# Documents as PyYAML's own emitter writes them, in every style it has: block and flow,
+# indentless lists, canonical form, folded long lines, anchors for shared objects. U+0085,
+# U+2028 and U+2029 are left out: PyYAML reads them as line breaks, warmup-shard refuses them.
+DUMPED_TEXT = st.text(st.characters(blacklist_characters="\x85\u2028\u2029",
+                                    blacklist_categories=("Cs",)), max_size=12)
+DUMPED_SCALARS = st.one_of(
+    st.sampled_from(POOL), DUMPED_TEXT, st.integers(-(2**70), 2**70),
+    st.floats(allow_nan=True), st.booleans(), st.none(), st.binary(max_size=8),
+    st.dates(), st.datetimes(),
+)
+DUMPED_NODES = st.recursive(
+    DUMPED_SCALARS,
+    lambda inner: st.lists(inner, max_size=3)
+    | st.dictionaries(st.one_of(st.sampled_from(["a", "yes", "1", ""]), DUMPED_TEXT,
+                                st.integers(0, 9), st.booleans()), inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(shared=DUMPED_NODES, extra=DUMPED_NODES, shapes=st.lists(DUMPED_NODES, min_size=2, max_size=7),
+       style=st.fixed_dictionaries({
+           "default_flow_style": st.sampled_from([None, False, True]),
+           "width": st.sampled_from([10, 80, 1000]),
+           "allow_unicode": st.booleans(), "canonical": st.booleans(),
+           "explicit_start": st.booleans(), "indent": st.sampled_from([2, 4])}),
+       n=st.integers(2, 4))
+def test_pyyaml_dumped_documents_shard_faithfully(tmp_path, shared, extra, shapes, style, n):
+    shapes = [*shapes, shared]  # a shape that is also used outside the op: an anchor and alias
+    text = yaml.safe_dump({"defs": shared, "op": {"extra": extra, "shapes": shapes}},
+                          sort_keys=False, **style)
+    src = tmp_path / "dumped.yaml"
+    src.write_text(text, encoding="utf-8")
+    check_file(tmp_path, src, "op", n, "dumped")
+
+
 @pytest.mark.parametrize("flow", ["[x, ?]", "[x, ?y]", "{?}", "[x, -]"])
 def test_plain_question_mark_pyyaml_reads_as_key_is_refused(tmp_path, flow):
     """Known gap: PyYAML accepts these, the parser differs; refusing beats a silent change."""
