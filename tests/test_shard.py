@@ -306,3 +306,37 @@ def test_input_safe_load_rejects_is_an_error_and_writes_nothing(tmp_path, name):
     assert r.stderr.startswith("warmup-shard: ") and "bad.yaml" in r.stderr, r.stderr
     assert r.stdout == ""
     assert not out.exists()
+
+
+# --- what PyYAML versions read differently -----------------------------------------------------
+
+MULTI_MERGE = """\
+fast: &fast {block: 64, warps: 4}
+slow: &slow {block: BLOCK, stages: 3}
+op:
+  <<: [*fast, *slow]
+  shapes:
+    - {<<: [*fast, *slow], x: 1}
+    - [2]
+"""
+
+
+def test_a_multi_merge_whose_winner_depends_on_the_pyyaml_version_is_refused(tmp_path):
+    # PyYAML 6.0.4 takes block 128 here, 6.0.3 and the merge-key spec take 64: a shard can
+    # only be right for one of them, so none is written.
+    src = tmp_path / "multi.yaml"
+    src.write_text(MULTI_MERGE.replace("BLOCK", "128"), encoding="utf-8")
+    r = run_tool("shard", "--op", "op", "--shards", 2, "--out", tmp_path / "out", src)
+    assert r.returncode == 2, r.stderr
+    assert "multi.yaml:4:3: key block" in r.stderr and "PyYAML 6.0.4" in r.stderr, r.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_multi_merge_that_every_pyyaml_reads_alike_is_sharded(tmp_path):
+    # The shared key agrees, and the shape's own merge is written as a merge: each child's
+    # PyYAML resolves it exactly as it resolves the source.
+    src = tmp_path / "multi.yaml"
+    src.write_text(MULTI_MERGE.replace("BLOCK", "64"), encoding="utf-8")
+    check_file(tmp_path, src, "op", 2, "multi")
+    shard = (tmp_path / "out-multi-2" / "w0" / "shapes.yaml").read_text()
+    assert "<<: [" in shard, shard

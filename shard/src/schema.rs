@@ -114,12 +114,84 @@ impl<'d> Schema<'d> {
         }
     }
 
+    /// The mapping's pairs as PyYAML up to 6.0.3 flattens them, which is what the merge-key
+    /// spec says: in `<<: [A, B]` A's keys override B's. Its mappings are listed in reverse and
+    /// every pair kept, so that the dict's last-value-wins lets the first mapping win.
+    fn flatten_spec(&self, map: NodeId) -> Result<Vec<(NodeId, NodeId)>> {
+        let Kind::Map(pairs) = &self.doc.nodes[map].kind else {
+            return Err(self.err(map, "expected a mapping"));
+        };
+        let mut merged = Vec::new();
+        let mut own = Vec::new();
+        for &(k, v) in pairs {
+            if !self.is_merge_key(k) {
+                own.push((k, v));
+                continue;
+            }
+            // `flatten` has checked the shape of every merge already.
+            let sources = match &self.doc.nodes[v].kind {
+                Kind::Seq(items) => items.iter().rev().copied().collect(),
+                _ => vec![v],
+            };
+            for source in sources {
+                merged.extend(self.flatten_spec(source)?);
+                if merged.len() > MAX_MERGED {
+                    return Err(self.err(map, "merge keys expand to too many entries"));
+                }
+            }
+        }
+        merged.extend(own);
+        Ok(merged)
+    }
+
+    /// The dict `safe_load` builds for the mapping, under any PyYAML 6.
+    ///
+    /// PyYAML 6.0.4 merges `<<: [A, B]` differently from earlier versions (the last mapping's
+    /// value of a key shared by A and B wins, where the spec and 6.0.3 let the first win). Where
+    /// that changes the dict, no shard can give every child the source's values, so the mapping
+    /// is refused, saying how to write it so that every version agrees.
+    pub fn dict_any_pyyaml(&mut self, map: NodeId) -> Result<Vec<(Key, NodeId, NodeId)>> {
+        let now = self.dict(map)?;
+        let spec = self.dict_from(self.flatten_spec(map)?)?;
+        let spec: HashMap<&Key, NodeId> = spec.iter().map(|(key, _, v)| (key, *v)).collect();
+        for (key, k, v) in &now {
+            let agrees = spec
+                .get(key)
+                .is_some_and(|&w| w == *v || self.text(w) == self.text(*v));
+            if !agrees {
+                return Err(self.err(
+                    map,
+                    format!(
+                        "key {} reaches this mapping from several merged mappings (<<: [...]) with \
+                         different values; PyYAML 6.0.4 takes the last of them, earlier versions the \
+                         first, so no shard can match every PyYAML: set the key on this mapping \
+                         itself, or keep it in one of the merged mappings",
+                        self.text(*k)
+                    ),
+                ));
+            }
+        }
+        Ok(now)
+    }
+
+    /// A node as warmup-shard writes it in flow style: equal texts are equal values.
+    fn text(&self, id: NodeId) -> String {
+        let mut e = crate::emit::Emitter::new(self.doc);
+        e.flow(id);
+        e.out
+    }
+
     /// The mapping as the dict `safe_load` builds: one entry per distinct key, at the position
     /// the key first appeared, with the value it last had.
     pub fn dict(&mut self, map: NodeId) -> Result<Vec<(Key, NodeId, NodeId)>> {
+        let pairs = self.flatten(map)?;
+        self.dict_from(pairs)
+    }
+
+    fn dict_from(&self, pairs: Vec<(NodeId, NodeId)>) -> Result<Vec<(Key, NodeId, NodeId)>> {
         let mut out: Vec<(Key, NodeId, NodeId)> = Vec::new();
         let mut index: HashMap<Key, usize> = HashMap::new();
-        for (k, v) in self.flatten(map)? {
+        for (k, v) in pairs {
             let key = self.key(k)?;
             match index.get(&key) {
                 Some(&i) => out[i].2 = v,

@@ -40,7 +40,7 @@ pub fn split(bytes: &[u8], name: &str, source: &str, op: &str, shards: usize) ->
             "the top level is not a mapping of ops: a shape file maps each op name to its entry",
         ));
     }
-    let top = schema.dict(root)?;
+    let top = schema.dict_any_pyyaml(root)?;
     let Some(&(_, op_key, entry)) = top.iter().find(|(k, _, _)| *k == Key::Str(op.to_owned()))
     else {
         let ops: Vec<String> = top
@@ -64,7 +64,7 @@ pub fn split(bytes: &[u8], name: &str, source: &str, op: &str, shards: usize) ->
             format!("op {op:?} is not a mapping: give it a \"shapes\" list"),
         ));
     }
-    let pairs = schema.dict(entry)?;
+    let pairs = schema.dict_any_pyyaml(entry)?;
     let Some(&(_, _, shapes)) = pairs.iter().find(|(k, _, _)| is_shapes(k)) else {
         return Err(tree::at(
             name,
