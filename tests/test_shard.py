@@ -220,7 +220,8 @@ def test_generated_documents_shard_faithfully(tmp_path, text, n):
 
 
 # Documents as PyYAML's own emitter writes them, in every style it has: block and flow,
-# indentless lists, canonical form, folded long lines, anchors for shared objects. U+0085,
+# indentless lists, canonical form, folded long lines, literal and folded block scalars, quoted
+# keys, anchors for shared objects. U+0085,
 # U+2028 and U+2029 are left out: PyYAML reads them as line breaks, warmup-shard refuses them.
 DUMPED_TEXT = st.text(st.characters(blacklist_characters="\x85\u2028\u2029",
                                     blacklist_categories=("Cs",)), max_size=12)
@@ -244,7 +245,8 @@ DUMPED_NODES = st.recursive(
            "default_flow_style": st.sampled_from([None, False, True]),
            "width": st.sampled_from([10, 80, 1000]),
            "allow_unicode": st.booleans(), "canonical": st.booleans(),
-           "explicit_start": st.booleans(), "indent": st.sampled_from([2, 4])}),
+           "explicit_start": st.booleans(), "indent": st.sampled_from([2, 4]),
+           "default_style": st.sampled_from([None, "|", ">", '"', "'"])}),
        n=st.integers(2, 4))
 def test_pyyaml_dumped_documents_shard_faithfully(tmp_path, shared, extra, shapes, style, n):
     shapes = [*shapes, shared]  # a shape that is also used outside the op: an anchor and alias
