@@ -1,5 +1,11 @@
 //! The document as PyYAML's composer sees it: a node graph (aliases are the same node) built from
 //! saphyr's events, every scalar carrying the tag `safe_load` would construct it with.
+//!
+//! Why an event parser and not serde_yaml (named in the design card): serde_yaml resolves
+//! scalars by YAML 1.2 rules (`yes` is a string to it, `017` decimal, `1:30` a string), so values
+//! it hands back are not the ones PyYAML's YAML 1.1 `safe_load` builds; it cannot say where a node
+//! is in the file for error messages; and it is archived upstream. saphyr-parser gives the raw
+//! events with positions, and `resolve` applies PyYAML's own rules to them.
 
 use crate::resolve;
 use anyhow::{bail, Result};
