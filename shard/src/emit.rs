@@ -57,20 +57,23 @@ impl<'d> Emitter<'d> {
         if !inline {
             self.indent(indent);
         }
+        self.key(key, indent);
+        self.block_value(value, indent);
+    }
+
+    /// A block-style key and its `:`, the line's indentation (`indent`) already written; an
+    /// explicit `? key` when it cannot be an implicit one.
+    pub fn key(&mut self, key: NodeId, indent: usize) {
         match self.implicit_key(key) {
-            Some(text) => {
-                self.out.push_str(&text);
-                self.out.push(':');
-            }
+            Some(text) => self.out.push_str(&text),
             None => {
                 self.out.push_str("? ");
                 self.flow(key);
                 self.out.push('\n');
                 self.indent(indent);
-                self.out.push(':');
             }
         }
-        self.block_value(value, indent);
+        self.out.push(':');
     }
 
     /// The value after `key:` (no space written yet), ending with a newline.

@@ -150,17 +150,8 @@ fn render(
     e.out
         .push_str(&comment.replace(['\n', '\r', '\u{85}', '\u{2028}', '\u{2029}'], " "));
     e.out.push('\n');
-    match e.implicit_key(op_key) {
-        Some(text) => {
-            e.out.push_str(&text);
-            e.out.push_str(":\n");
-        }
-        None => {
-            e.out.push_str("? ");
-            e.flow(op_key);
-            e.out.push_str("\n:\n");
-        }
-    }
+    e.key(op_key, 0);
+    e.out.push('\n');
     let shapes_tag = doc.nodes[shapes].tag.clone();
     for (id, key, value) in pairs {
         let (key, value) = (*key, *value);
@@ -169,15 +160,7 @@ fn render(
             continue;
         }
         e.out.push_str("  ");
-        match e.implicit_key(key) {
-            Some(text) => e.out.push_str(&text),
-            None => {
-                e.out.push_str("? ");
-                e.flow(key);
-                e.out.push_str("\n  ");
-            }
-        }
-        e.out.push(':');
+        e.key(key, 2);
         if shapes_tag == resolve::SEQ {
             e.out.push('\n');
             for &j in picked {
