@@ -111,9 +111,13 @@ impl Progress {
         self.live = false;
         let ok = statuses.iter().filter(|s| s.ok()).count();
         let timed_out = statuses.iter().filter(|s| s.timed_out).count();
-        let failed = statuses.len() - ok - timed_out;
+        let stopped = statuses.iter().filter(|s| was_stopped(s)).count();
+        let failed = statuses.len() - ok - timed_out - stopped;
         let not_started = total - statuses.len();
         let mut head = format!("{total} shards: {ok} ok, {failed} failed, {timed_out} timed out");
+        if stopped > 0 {
+            head.push_str(&format!(", {stopped} stopped"));
+        }
         if not_started > 0 {
             head.push_str(&format!(", {not_started} not started"));
         }
@@ -136,6 +140,15 @@ impl Progress {
         }
         for status in statuses.iter().filter(|s| !s.ok()) {
             let outcome = self.paint_outcome(status);
+            if was_stopped(status) {
+                // Its log ends where the stop cut it: nothing there explains anything.
+                self.line(&format!(
+                    "shard {} {outcome}; log: {}",
+                    status.shard,
+                    status.log.display()
+                ));
+                continue;
+            }
             let mut text = format!(
                 "shard {} {outcome}; last lines of {}:",
                 status.shard,
@@ -197,6 +210,11 @@ impl Progress {
     }
 }
 
+/// A shard that did not succeed because warmup-spawn was told to stop, not by its own failing.
+fn was_stopped(s: &ShardStatus) -> bool {
+    s.interrupted && !s.ok() && !s.timed_out && s.error.is_none()
+}
+
 /// The outcome in words and its ANSI colour.
 fn outcome(s: &ShardStatus) -> (String, &'static str) {
     if let Some(err) = &s.error {
@@ -204,6 +222,14 @@ fn outcome(s: &ShardStatus) -> (String, &'static str) {
     }
     if s.timed_out {
         return ("timed out".to_owned(), "33");
+    }
+    if was_stopped(s) {
+        let how = match (s.exit_code, &s.signal_name) {
+            (Some(code), _) => format!("exit {code}"),
+            (None, Some(name)) => format!("killed by {name}"),
+            (None, None) => "no status".to_owned(),
+        };
+        return (format!("stopped ({how})"), "33");
     }
     match (s.exit_code, &s.signal_name) {
         (Some(0), _) => ("ok".to_owned(), "32"),
