@@ -11,6 +11,13 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# Property tests draw fresh examples on a developer's machine, and one fixed, repeatable set under
+# CI (CI=true), so that a submission's CI runs the examples its author saw pass; a new failing
+# example is found locally, where it can be fixed, not in the run that decides whether work lands.
+settings.register_profile("ci", derandomize=True)
+settings.load_profile("ci" if os.environ.get("CI") else "default")
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"
