@@ -233,3 +233,23 @@ def test_bad_input_exits_2_and_starts_nothing(tmp_path, args, needle):
     assert done.returncode == 2
     assert needle in done.stderr
     assert not (tmp_path / "scratch" / "w0" / "rec").exists()
+
+
+@pytest.mark.parametrize("no_color", ["", "1"])
+def test_on_a_terminal_progress_is_a_live_line_per_device(tmp_path, no_color):
+    """Under a pseudo-terminal (script(1)) stderr is a tty: live per-device lines, redrawn in
+    place, coloured unless NO_COLOR is set; the plain start/end lines are for logs only."""
+    plan = write_plan(tmp_path / "scratch", SHARDS)
+    typescript = tmp_path / "typescript"
+    spawn = " ".join([tool("spawn"), "--plan", str(plan), "--backend", "cuda", "--devices", "0,1",
+                      "--", "sh", "-c", "'sleep 0.6'"])
+    env = clean_env(NO_COLOR=no_color) if no_color else clean_env()
+    done = subprocess.run(["script", "-qec", spawn, str(typescript)], env=env,
+                          stdin=subprocess.DEVNULL, capture_output=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    screen = typescript.read_text(errors="replace")
+    assert "device 0" in screen and "device 1" in screen and "running" in screen, screen
+    assert "\x1b[2F\x1b[J" in screen, "live lines are redrawn in place"
+    assert "started on device" not in screen, "no plain per-event lines on a terminal"
+    assert "3 shards: 3 ok" in screen
+    assert ("\x1b[32mok\x1b[0m" in screen) is (no_color == ""), screen
