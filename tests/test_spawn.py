@@ -107,9 +107,15 @@ def alive(pid: int) -> bool:
     return stat[stat.rfind(")") + 2] != "Z"
 
 
-def start_stubborn(tmp_path: Path, *flags: str, shards: int = 2,
-                   devices: str = "0,1") -> tuple[subprocess.Popen, Path]:
+def start_stubborn(tmp_path: Path, *flags: str, shards: int = 2, devices: str = "0,1",
+                   stale: tuple[str, ...] = ()) -> tuple[subprocess.Popen, Path]:
+    """Children that ignore SIGTERM and leave grandchildren; `stale` files under the scratch
+    stand for what an earlier run left there."""
     plan = write_plan(tmp_path / "scratch", SHARDS[:shards])
+    for name in stale:
+        path = tmp_path / "scratch" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("{}")
     pids = tmp_path / "pids"
     proc = subprocess.Popen(
         [tool("spawn"), "--plan", str(plan), "--backend", "cuda", "--devices", devices, *flags,
@@ -190,13 +196,16 @@ def test_timeout_stops_the_whole_group_and_exits_1(tmp_path):
 
 
 def test_shards_not_started_after_a_signal_get_no_status(tmp_path):
-    proc, pids = start_stubborn(tmp_path, "--grace", "0.5", shards=2, devices="0")
+    stale = ("w1/status.json", "w1/rec/mm.json", "w1/worker.log")
+    proc, pids = start_stubborn(tmp_path, "--grace", "0.5", shards=2, devices="0", stale=stale)
     proc.send_signal(signal.SIGINT)
     proc.communicate(timeout=60)
     assert proc.returncode == 130
     assert (tmp_path / "scratch" / "w0" / "status.json").exists()
+    # Shard 1 never started: nothing of the earlier run may pass for its outcome or records.
     assert not (tmp_path / "scratch" / "w1" / "status.json").exists()
     assert not (tmp_path / "scratch" / "w1" / "rec").exists()
+    assert not (tmp_path / "scratch" / "w1" / "worker.log").exists()
     assert_all_gone(read_pids(pids))
 
 

@@ -60,6 +60,25 @@ impl Scratch {
     pub fn triton_cache(&self, shard: usize) -> PathBuf {
         self.worker(shard).join(".triton_cache")
     }
+
+    /// Removes what child i left in an earlier run (its records, log and status), so that none
+    /// of it can pass for a new run's: a shard that dies, or never starts, must leave no record
+    /// and no status. The Triton cache stays: it only makes the next sweep faster.
+    pub fn clear_outputs(&self, shard: usize) -> anyhow::Result<()> {
+        use anyhow::Context;
+        let gone = |result: std::io::Result<()>, path: &Path| match result {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                Err(e).with_context(|| format!("removing the stale {}", path.display()))
+            }
+            _ => Ok(()),
+        };
+        let rec = self.record_dir(shard);
+        gone(std::fs::remove_dir_all(&rec), &rec)?;
+        for file in [self.log(shard), self.status(shard)] {
+            gone(std::fs::remove_file(&file), &file)?;
+        }
+        Ok(())
+    }
 }
 
 /// `w<i>`, the folder name of shard i.
@@ -80,5 +99,20 @@ mod tests {
         assert_eq!(s.log(1), Path::new("/tmp/run/w1/worker.log"));
         assert_eq!(s.status(1), Path::new("/tmp/run/w1/status.json"));
         assert_eq!(s.triton_cache(2), Path::new("/tmp/run/w2/.triton_cache"));
+    }
+
+    #[test]
+    fn clearing_outputs_keeps_only_the_compile_cache() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let s = Scratch::new(dir.path());
+        std::fs::create_dir_all(s.record_dir(0)).expect("rec");
+        std::fs::create_dir_all(s.triton_cache(0)).expect("cache");
+        for file in [s.record_file(0, "mm"), s.log(0), s.status(0)] {
+            std::fs::write(file, "old").expect("seed");
+        }
+        s.clear_outputs(0).expect("clear");
+        assert!(!s.record_dir(0).exists() && !s.log(0).exists() && !s.status(0).exists());
+        assert!(s.triton_cache(0).is_dir());
+        s.clear_outputs(1).expect("nothing to clear is fine");
     }
 }

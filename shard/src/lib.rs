@@ -74,7 +74,7 @@ fn write(args: &Args, op: &str, source: PathBuf, cut: &Split) -> Result<Status> 
     for (i, piece) in cut.pieces.iter().enumerate() {
         let dir = scratch.worker(i);
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-        clear_outputs(&scratch, i)?;
+        scratch.clear_outputs(i)?;
         protocol::atomic::write(&scratch.shapes(i), piece.text.as_bytes())?;
     }
     let plan = Plan {
@@ -120,25 +120,6 @@ fn write(args: &Args, op: &str, source: PathBuf, cut: &Split) -> Result<Status> 
     }
     out.flush().context("writing to stdout")?;
     Ok(Status::Done)
-}
-
-/// Removes what an earlier run's child i left in `w<i>` (records, log, status), so that none of
-/// it can pass for this run's. The Triton cache stays: it only makes the next sweep faster.
-fn clear_outputs(scratch: &Scratch, i: usize) -> Result<()> {
-    let rec = scratch.record_dir(i);
-    if rec.exists() {
-        std::fs::remove_dir_all(&rec)
-            .with_context(|| format!("removing stale {}", rec.display()))?;
-    }
-    for file in [scratch.log(i), scratch.status(i)] {
-        match std::fs::remove_file(&file) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                return Err(e).with_context(|| format!("removing stale {}", file.display()));
-            }
-            _ => {}
-        }
-    }
-    Ok(())
 }
 
 /// Removes `w<i>` folders with i >= k left by an earlier, wider run.

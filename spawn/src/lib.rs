@@ -158,16 +158,10 @@ pub fn run(args: &Args) -> Result<Status> {
         return Ok(Status::Done);
     }
 
-    // A status file left by an earlier run would pass for this run's: a missing one must mean
-    // "not started".
+    // Before any child starts, so that a shard a signal keeps from starting leaves nothing
+    // of an earlier run behind either: a missing status.json means "not started".
     for job in &jobs {
-        match std::fs::remove_file(&job.status) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => {
-                return Err(e).with_context(|| format!("removing stale {}", job.status.display()))
-            }
-        }
+        scratch.clear_outputs(job.shard)?;
     }
 
     let signals = signal::Signals::install()?;

@@ -245,9 +245,9 @@ fn start(
             error: Some(err),
         })
     };
-    // The child starts with an empty record folder: a record an earlier run left there would
-    // pass for this child's, even when this child dies before recording anything.
-    let log = clear_dir(&job.record_dir)
+    // Its folder is empty: `run` cleared what an earlier run left in it.
+    let log = std::fs::create_dir_all(&job.record_dir)
+        .with_context(|| format!("creating {}", job.record_dir.display()))
         .and_then(|()| {
             File::create(&job.log).with_context(|| format!("creating {}", job.log.display()))
         })
@@ -446,15 +446,4 @@ fn children() -> Vec<Pid> {
             (ppid == me).then(|| Pid::from_raw(pid))
         })
         .collect()
-}
-
-/// Makes `dir` an empty folder, removing whatever it held.
-fn clear_dir(dir: &std::path::Path) -> Result<()> {
-    match std::fs::remove_dir_all(dir) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-            return Err(e).with_context(|| format!("removing the stale {}", dir.display()));
-        }
-        _ => {}
-    }
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))
 }
