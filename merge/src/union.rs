@@ -71,7 +71,6 @@ pub struct Union<'a> {
     conflicts: Vec<Conflict<'a>>,
     /// (kernel position, key position) -> position in `conflicts`.
     conflict_index: FxHashMap<(usize, usize), usize>,
-    configs: usize,
 }
 
 impl<'a> Union<'a> {
@@ -114,7 +113,6 @@ impl<'a> Union<'a> {
                 Entry::Vacant(slot) => {
                     slot.insert(bucket.keys.len());
                     bucket.keys.push((key, config, origin));
-                    self.configs += 1;
                     continue;
                 }
                 Entry::Occupied(slot) => *slot.get(),
@@ -143,7 +141,10 @@ impl<'a> Union<'a> {
     }
 
     pub fn configs(&self) -> usize {
-        self.configs
+        self.kernels
+            .iter()
+            .map(|(_, bucket)| bucket.keys.len())
+            .sum()
     }
 
     pub fn conflicts(&self) -> &[Conflict<'a>] {
