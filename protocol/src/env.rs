@@ -1,4 +1,4 @@
-//! The benchmark harness's environment variables (see CONTRACT.md, "The harness protocol").
+//! The benchmark harness's environment variables (docs/CONTRACT.md, "The harness protocol").
 //!
 //! These are the harness's names; the tools take them as defaults, never as the only way in.
 

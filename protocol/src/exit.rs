@@ -1,4 +1,4 @@
-//! Exit statuses, the same in every tool (CONTRACT.md, "Exit statuses"), and the one place that
+//! Exit statuses, the same in every tool (docs/CONTRACT.md, "Exit statuses"), and the one place that
 //! turns a tool's result into a process exit status and a message on stderr.
 
 use std::process::ExitCode;

@@ -1,4 +1,4 @@
-//! The scratch layout (CONTRACT.md, "Scratch layout"): one folder per run, one `w<i>` folder
+//! The scratch layout (docs/CONTRACT.md, "Scratch layout"): one folder per run, one `w<i>` folder
 //! per shard. Every path a tool reads or writes under SCRATCH is spelled here and nowhere else.
 
 use std::path::{Path, PathBuf};

@@ -1,6 +1,6 @@
 //! `SCRATCH/plan.json`: what `warmup-shard` decided, for `warmup-spawn` and `warmup-merge` to
 //! read. Versioned: a reader refuses a plan of another version rather than guessing at it.
-//! The README's FORMATS section documents every field.
+//! docs/CONTRACT.md ("File formats", `SCRATCH/plan.json`) documents every field.
 
 use crate::layout::Scratch;
 use anyhow::{bail, Context, Result};
