@@ -1,0 +1,98 @@
+"""The harness protocol's environment: which mode this process runs in, for which op, and the
+process-wide settings that make each process's sweep a real sweep.
+
+Names and meanings are docs/CONTRACT.md's ("The harness protocol", "The record/replay harness").
+Standard library only: this module is imported whenever pytest loads the plugin.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping, MutableMapping
+
+CURRENT_OP = "FLAGGEMS_PERF_CURRENT_OP"
+RECORD_DIR = "FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR"
+REPLAY_DIR = "FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR"
+DEFAULT_OP = "default"
+
+# What a replay does with a key its record lacks: sweep it live (and report it), or fail.
+REPLAY_MISS = "WARMUP_HARNESS_REPLAY_MISS"
+MISS_POLICIES = ("sweep", "fail")
+
+# FlagGems keeps tuned configs in this database and reuses its rows instead of sweeping.
+FLAGGEMS_DB_URL = "FLAGGEMS_DB_URL"
+PRIVATE_DB_URL = "sqlite:///:memory:"
+
+
+class ProtocolError(Exception):
+    """The protocol's variables contradict each other or hold a value the harness cannot use."""
+
+
+@dataclass(frozen=True)
+class Mode:
+    """Record or replay, the folder that holds `<op>.json`, and the op."""
+
+    kind: str  # "record" or "replay"
+    directory: Path
+    op: str
+
+
+def _value(environ: Mapping[str, str], name: str) -> str:
+    return environ.get(name, "").strip()
+
+
+def op_name(environ: Mapping[str, str]) -> str:
+    """The op as every tool derives it: trimmed, and "default" when unset or blank."""
+    return _value(environ, CURRENT_OP) or DEFAULT_OP
+
+
+def protocol_requested(environ: Mapping[str, str]) -> bool:
+    """Whether either protocol variable holds a folder; when not, the harness does nothing at all."""
+    return bool(_value(environ, RECORD_DIR) or _value(environ, REPLAY_DIR))
+
+
+def mode_from_env(environ: Mapping[str, str]) -> Mode | None:
+    """The mode the variables ask for; None when neither is set."""
+    record, replay = _value(environ, RECORD_DIR), _value(environ, REPLAY_DIR)
+    if record and replay:
+        raise ProtocolError(
+            f"{RECORD_DIR} ({record}) and {REPLAY_DIR} ({replay}) are both set; record and replay "
+            f"exclude each other: unset one of them"
+        )
+    if not (record or replay):
+        return None
+    kind, folder = ("record", record) if record else ("replay", replay)
+    return Mode(kind, Path(os.path.abspath(folder)), op_name(environ))
+
+
+def miss_policy(environ: Mapping[str, str], option: str | None) -> str:
+    """`--warmup-replay-miss`, else WARMUP_HARNESS_REPLAY_MISS, else "sweep"."""
+    value = option or _value(environ, REPLAY_MISS) or "sweep"
+    if value not in MISS_POLICIES:
+        raise ProtocolError(
+            f"{REPLAY_MISS}={value!r} is not one of {', '.join(MISS_POLICIES)}"
+        )
+    return value
+
+
+def isolate_stores(environ: MutableMapping[str, str]) -> str:
+    """Gives this process a private, empty FlagGems config store unless the user chose one.
+
+    FlagGems reads FLAGGEMS_DB_URL once, when it is first imported, and silently reuses the rows it
+    finds: a warm database turns a sweep into a lookup, and several processes writing one SQLite
+    file at once is unsafe. This must run before FlagGems is imported, so the plugin calls it when
+    pytest loads it, before any conftest. Returns the line that says what was done.
+    """
+    chosen = _value(environ, FLAGGEMS_DB_URL)
+    if chosen:
+        return (
+            f"FlagGems' config store: {FLAGGEMS_DB_URL}={chosen} as you set it; configs it holds "
+            f"are reused, not swept"
+        )
+    environ[FLAGGEMS_DB_URL] = PRIVATE_DB_URL
+    return (
+        f"FlagGems' config store: {FLAGGEMS_DB_URL}={PRIVATE_DB_URL}, private and empty "
+        f"(nothing tuned before is reused)"
+    )

@@ -1,0 +1,117 @@
+"""One pytest session under the protocol: loads or opens the record, puts the hooks in, counts, and
+says what happened. The plugin (`__init__`) only forwards pytest's hooks here."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from . import env, records
+
+
+class Session:
+    def __init__(self, mode: env.Mode, policy, notes: list[str], writer=None, replayer=None):
+        self.mode = mode
+        self.policy = policy
+        self.notes = notes  # said at the end: warnings found on the way
+        self.writer = writer
+        self.replayer = replayer
+        self.closed = False  # the closing lines were said
+
+    @classmethod
+    def start(cls, mode: env.Mode, miss_policy: str) -> "Session":
+        """Checks the files before anything runs, then puts the hooks in; raises RecordError."""
+        if mode.kind == "record":
+            return cls._start_record(mode)
+        return cls._start_replay(mode, miss_policy)
+
+    @classmethod
+    def _start_record(cls, mode: env.Mode) -> "Session":
+        path = records.record_path(mode.directory, mode.op)
+        if path.exists():  # refuse now, not after the first sweep, a file this run cannot add to
+            records.load_records(path)
+        writer = records.RecordWriter(mode.directory, mode.op)
+        from . import tuners
+
+        device: list[str | None] = []
+
+        def add(kernel: str, key: str, config: dict, seconds: float | None) -> None:
+            if not device:
+                device.append(tuners.device_name())
+            writer.add(kernel, key, config, seconds, device[0])
+
+        policy = tuners.Recorder(add)
+        tuners.install(policy)
+        return cls(mode, policy, [], writer=writer)
+
+    @classmethod
+    def _start_replay(cls, mode: env.Mode, miss_policy: str) -> "Session":
+        path = records.record_path(mode.directory, mode.op)
+        if not path.exists():
+            raise records.RecordError(
+                f"{env.REPLAY_DIR}={mode.directory} holds no record for op {mode.op!r} ({path} is "
+                f"missing; {_present(mode.directory)}): record one first, or check {env.CURRENT_OP}"
+            )
+        recorded = records.load_records(path)
+        meta, problem = records.load_meta(records.meta_path(mode.directory, mode.op))
+        notes = [problem] if problem else []
+        from . import tuners
+
+        import triton
+
+        if meta is not None and meta.get("triton") not in (None, triton.__version__):
+            notes.append(
+                f"WARNING {path} was recorded with Triton {meta['triton']}, this is Triton "
+                f"{triton.__version__}: configs that no longer exist are swept live"
+            )
+
+        def check_device() -> None:
+            here = tuners.device_name()
+            there = meta.get("device") if meta else None
+            if here and there and here != there:
+                notes.append(
+                    f"WARNING {path} was recorded on {there}, this process runs on {here}: "
+                    f"its configs were tuned for another device"
+                )
+
+        policy = tuners.Replayer(recorded, str(path), miss_policy == "fail", check_device)
+        tuners.install(policy)
+        return cls(mode, policy, notes, replayer=policy)
+
+    def opening_lines(self) -> list[str]:
+        path = records.record_path(self.mode.directory, self.mode.op)
+        if self.writer is not None:
+            what = f"record mode, op {self.mode.op}: every autotuner decision goes to {path}"
+        else:
+            what = f"replay mode, op {self.mode.op}: configs pinned from {path}"
+        return [what, "Triton's on-disk autotune cache is off (nothing tuned before is reused)"]
+
+    def closing_lines(self) -> list[str]:
+        op = self.mode.op
+        if self.writer is not None:
+            w = self.writer
+            kernels = len({kernel for kernel, _ in w.decided})
+            line = (f"op {op}: recorded {len(w.decided)} key(s) of {kernels} kernel(s) in {w.path} "
+                    f"({w.seconds:.1f}s of tuning)")
+        else:
+            r = self.replayer
+            line = f"op {op}: replayed {len(r.replayed)}, swept {len(r.missed)} live"
+            if r.missed:
+                shown = [f"{kernel} {key} ({why})" for (kernel, key), why in list(r.missed.items())[:5]]
+                more = len(r.missed) - len(shown)
+                line += ": " + "; ".join(shown) + (f"; and {more} more" if more else "")
+        return [line, *self.notes]
+
+    def stop(self) -> None:
+        from . import tuners
+
+        tuners.uninstall()
+
+
+def _present(directory: Path) -> str:
+    try:
+        names = sorted(n[:-5] for n in os.listdir(directory)
+                       if n.endswith(".json") and not n.endswith(".meta.json"))
+    except OSError:
+        return "the folder cannot be read"
+    return "ops recorded there: " + ", ".join(names) if names else "no op is recorded there"

@@ -1,0 +1,139 @@
+"""A Triton benchmark without a GPU: real `@triton.autotune` kernels, stubbed device.
+
+The harness under test (warmup_harness) hooks Triton's autotuners; this benchmark gives it real
+ones to hook: Triton's own `Autotuner` (kernels_plain.py) and a subclass that replaces `run` the way
+FlagGems' LibTuner does (kernels_store.py), plus a heuristics-only kernel. One test per shape of
+the op's entry in `--shape_file` (op from FLAGGEMS_PERF_CURRENT_OP, default "default").
+
+Why a stubbed device, and only that: Triton from PyPI installs in seconds and its autotuners run
+as they do on a GPU, but without one there is no driver, so the two calls that reach the device
+fail: the kernel launch (`JITFunction.run`, compiling and launching) and the timer (the active
+driver's benchmarker, which Autotuner._bench calls). Triton's interpreter (TRITON_INTERPRET=1)
+could run the kernels on the CPU, but it wants torch tensors, and torch from PyPI is gigabytes of
+CUDA libraries for CI to fetch. So this conftest replaces exactly those two calls:
+
+* launch: records the kernel, its integer arguments and its config, and checks that a config's
+  pre-hook ran before a launch (as FlagGems' TMA descriptors need), instead of compiling;
+* timer: runs the autotuner's kernel_call (hooks and all) and returns a time that is a pure
+  function of kernel, config, integer arguments and FLAGGEMS_PERF_WARMUP_WORKER, so sweeps of one
+  key agree across processes, while a measurement run that swept instead of replaying would pick
+  other winners than the warmup children did.
+
+Everything else (keys, pruning, the autotuner's cache, `self._bench`, picking the minimum) is
+Triton's. `FIXTURE_TRACE=FILE` appends one JSON line per session: the launches, how many configs
+each kernel timed, the protocol's environment.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections import Counter
+
+import pytest
+import triton
+import yaml
+from triton.runtime.autotuner import Autotuner
+from triton.runtime.driver import driver
+from triton.runtime.jit import JITFunction
+
+LAUNCHES: list[dict] = []
+TIMED: Counter = Counter()
+_timing: list[bool] = [False]
+
+
+def kernel_name(jit_fn) -> str:
+    return f"{jit_fn.fn.__module__}:{jit_fn.fn.__qualname__}"
+
+
+def fake_launch(self, *args, grid, warmup, **kwargs):
+    bound = dict(zip(self.arg_names, args))
+    ints = [v for v in args if isinstance(v, int)]
+    config = {k: v for k, v in kwargs.items() if v is not None}
+    desc = bound.get("desc")
+    if desc is not None and desc.block != (kwargs.get("BLOCK_M"), kwargs.get("BLOCK_N")):
+        raise RuntimeError(f"{kernel_name(self)}: launched with {config} but the config's pre-hook "
+                           f"did not set the descriptor (it holds {desc.block})")
+    if _timing[0]:
+        TIMED[kernel_name(self)] += 1
+        _timing.append((kernel_name(self), ints, config))
+    else:
+        LAUNCHES.append({"kernel": kernel_name(self), "args": ints, "config": config})
+
+
+class FakeDevice:
+    """The active driver, as far as the autotuner asks anything of it: its benchmarker."""
+
+    def get_benchmarker(self):
+        return fake_do_bench
+
+
+def fake_do_bench(kernel_call, quantiles=None, **_):
+    _timing[0] = True
+    try:
+        kernel_call()
+    finally:
+        _timing[0] = False
+    name, ints, config = _timing.pop()
+    salt = os.environ.get("FLAGGEMS_PERF_WARMUP_WORKER", "")
+    text = json.dumps([name, ints, sorted(config.items()), salt])
+    ms = 1 + int.from_bytes(hashlib.sha256(text.encode()).digest()[:6], "big") / 2**48
+    return [ms] * len(quantiles) if quantiles else ms
+
+
+JITFunction.run = fake_launch
+driver.set_active(FakeDevice())
+
+
+class FakeTensor:
+    def __init__(self, *shape, dtype="float16"):
+        self.shape = shape
+        self.dtype = dtype
+
+
+class FakeDescriptor:
+    """Stands in for a TMA descriptor: a config's pre-hook sets its block shape before a launch."""
+
+    def __init__(self):
+        self.block = None
+
+
+def set_block_hook(nargs):
+    nargs["desc"].block = (nargs["BLOCK_M"], nargs["BLOCK_N"])
+
+
+def op_name() -> str:
+    return os.environ.get("FLAGGEMS_PERF_CURRENT_OP", "").strip() or "default"
+
+
+def pytest_addoption(parser):
+    parser.addoption("--shape_file", default="", help="YAML shape file (FlagGems format)")
+
+
+def pytest_generate_tests(metafunc):
+    if "shape" in metafunc.fixturenames:
+        path = metafunc.config.getoption("shape_file")
+        with open(path) as f:
+            shapes = (yaml.safe_load(f) or {}).get(op_name(), {}).get("shapes", [])
+        metafunc.parametrize("shape", shapes, ids=["x".join(map(str, s)) for s in shapes])
+
+
+def pytest_sessionfinish(session):
+    trace = os.environ.get("FIXTURE_TRACE")
+    if not trace:
+        return
+    line = {
+        "worker": os.environ.get("FLAGGEMS_PERF_WARMUP_WORKER"),
+        "env": {k: v for k, v in os.environ.items()
+                if k.startswith(("FLAGGEMS_", "TRITON_", "WARMUP_HARNESS_"))},
+        "launches": LAUNCHES,
+        "timed": dict(TIMED),
+        "hooked": isinstance(Autotuner.__dict__.get("cache"), property),
+        "exitstatus": int(session.exitstatus),
+    }
+    with open(trace, "a") as f:
+        f.write(json.dumps(line) + "\n")
+
+
+__all__ = ["FakeTensor", "FakeDescriptor", "set_block_hook", "triton"]
