@@ -1,7 +1,8 @@
 # parallel-warmup: build, demo, test, install.
 #   make demo     the whole flow on the bundled example, no GPU needed
 #   make test     everything CI runs: cargo tests, clippy, rustfmt, the pytest suite, shellcheck
-#   make install PREFIX=/usr/local   binaries, scripts/warmup, completions, man pages
+#   make install PREFIX=/usr/local   binaries, scripts/warmup, completions, man pages, and the
+#                                    harness plugin into HARNESS_PYTHON's environment
 
 PYTHON  ?= python3
 CARGO   ?= cargo
@@ -10,8 +11,12 @@ VENV    := .venv
 RELEASE := target/release
 DEBUG   := target/debug
 TOOLS   := warmup-shard warmup-spawn warmup-merge warmup-publish
+# The Python that runs your benchmarks: `make install` puts the harness plugin (harness/) into its
+# environment with pip. HARNESS_PYTHON= (empty) skips that; HARNESS_PIP_FLAGS adds pip options.
+HARNESS_PYTHON    ?= $(PYTHON)
+HARNESS_PIP_FLAGS ?=
 
-.PHONY: all build demo test test-rust test-python lint install bench clean
+.PHONY: all build demo test test-rust test-python lint install install-harness bench clean
 
 all: build
 
@@ -53,7 +58,7 @@ lint: $(VENV)/ready
 	$(VENV)/bin/shellcheck scripts/warmup .ci/run
 
 # RELEASE=target/debug installs a debug build without building a release one (the tests do).
-install: $(if $(filter target/release,$(RELEASE)),build)
+install: $(if $(filter target/release,$(RELEASE)),build) $(if $(HARNESS_PYTHON),install-harness)
 	@set -e; dest="$(DESTDIR)$(PREFIX)"; \
 	install -d "$$dest/bin" "$$dest/share/man/man1" "$$dest/share/bash-completion/completions" \
 		"$$dest/share/zsh/site-functions" "$$dest/share/fish/vendor_completions.d"; \
@@ -66,6 +71,9 @@ install: $(if $(filter target/release,$(RELEASE)),build)
 	done; \
 	install -m 755 scripts/warmup "$$dest/bin/warmup"; \
 	echo "installed into $$dest"
+
+install-harness:
+	$(HARNESS_PYTHON) -m pip install --quiet --disable-pip-version-check $(HARNESS_PIP_FLAGS) ./harness
 
 bench: build $(VENV)/ready
 	$(VENV)/bin/python tests/bench/bench_shard.py

@@ -1,4 +1,9 @@
-"""The fixture benchmark: per shape (M, N, K), every kernel of the fixture runs once."""
+"""The fixture benchmark: per shape (M, N, K), every kernel of the fixture runs once.
+
+`FIXTURE_CRASH_AT=MxNxK`: the process dies (exit 3, no cleanup) when it reaches that shape.
+"""
+
+import os
 
 import kernels_plain
 import kernels_store
@@ -7,6 +12,8 @@ from conftest import FakeDescriptor, FakeTensor
 
 def test_op(shape):
     m, n, k = shape
+    if os.environ.get("FIXTURE_CRASH_AT") == f"{m}x{n}x{k}":
+        os._exit(3)
     a, b, c = FakeTensor(m, k), FakeTensor(k, n), FakeTensor(m, n)
     kernels_plain.mm_kernel_general[(1,)](a, b, c, FakeDescriptor(), m, n, k)
     kernels_store.mm_kernel_general[(1,)](a, b, c, FakeDescriptor(), m, n, k)

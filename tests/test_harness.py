@@ -1,0 +1,297 @@
+"""warmup_harness end to end: real pytest, real Triton autotuners, the project's real tools.
+
+The benchmark is tests/triton_fixture: Triton's own Autotuner, a subclass that replaces `run` the
+way FlagGems' LibTuner does (own key strategy, own SQLite store, configs with pre-hooks), and a
+heuristics-only kernel; only the device's launch and timer are stubbed (its conftest says why). The
+harness is loaded from the source tree with `-p warmup_harness`; tests/test_harness_install.py
+covers loading it from an installed package. Each pytest session appends a trace line: the
+launches with their configs, how many configs each kernel timed, the protocol's environment.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from support import BIN_DIR, ROOT, clean_env
+
+SCRIPT = ROOT / "scripts" / "warmup"
+BENCH = ROOT / "tests" / "triton_fixture" / "bench_ops.py"
+SOURCE = ROOT / "harness"
+
+SHAPES = [[64, 64, 64], [100, 60, 64], [256, 512, 128], [1024, 1024, 256]]
+PLAIN_MM = "kernels_plain:mm_kernel_general"
+STORE_MM = "kernels_store:mm_kernel_general"
+ADD = "kernels_plain:add_kernel"
+
+
+class Run:
+    def __init__(self, proc: subprocess.CompletedProcess, trace: Path):
+        self.returncode = proc.returncode
+        self.stdout = proc.stdout
+        self.stderr = proc.stderr
+        self.sessions = [json.loads(ln) for ln in trace.read_text().splitlines()] if trace.exists() else []
+        trace.unlink(missing_ok=True)
+
+    @property
+    def session(self) -> dict:
+        assert len(self.sessions) == 1, f"expected one pytest session, got {len(self.sessions)}\n{self.output}"
+        return self.sessions[0]
+
+    @property
+    def output(self) -> str:
+        return self.stdout + self.stderr
+
+    def harness_lines(self) -> list[str]:
+        return [ln for ln in self.stderr.splitlines() if ln.startswith("[warmup-harness]")]
+
+
+def shape_file(work: Path, shapes, name="shapes.yaml") -> Path:
+    path = work / name
+    path.write_text(yaml.safe_dump({"mm": {"shapes": shapes, "shape_desc": "M, N, K"}}))
+    return path
+
+
+def bench_env(work: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in clean_env().items() if not k.startswith("WARMUP_HARNESS_")}
+    env.update(PYTHONPATH=str(SOURCE), HOME=str(work / "home"), FIXTURE_TRACE=str(work / "trace.jsonl"),
+               FLAGGEMS_PERF_CURRENT_OP="mm")
+    env.update(extra)
+    return env
+
+
+def bench_command(shapes: Path, *opts: str, plugin: bool = True) -> list[str]:
+    load = ["-p", "warmup_harness"] if plugin else []
+    return [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *load, str(BENCH),
+            "--shape_file", str(shapes), *opts]
+
+
+def bench(work: Path, shapes: Path, *opts: str, plugin: bool = True, **env: str) -> Run:
+    proc = subprocess.run(bench_command(shapes, *opts, plugin=plugin), env=bench_env(work, **env), cwd=work,
+                          capture_output=True, text=True, timeout=120)
+    return Run(proc, work / "trace.jsonl")
+
+
+def launched(session: dict) -> dict[tuple, dict]:
+    """(kernel, integer arguments) -> the config it was launched with."""
+    return {(ln["kernel"], tuple(ln["args"])): ln["config"] for ln in session["launches"]}
+
+
+def config_launched_as(record: dict) -> dict:
+    """What a recorded config looks like at the launch: kwargs and the attributes that are set."""
+    return {**record["kwargs"], **{k: v for k, v in record.items() if k != "kwargs" and v is not None}}
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory):
+    """One record-mode session over SHAPES: its folder (copy before changing it) and its run."""
+    work = tmp_path_factory.mktemp("recorded")
+    run = bench(work, shape_file(work, SHAPES), FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(work / "rec"))
+    assert run.returncode == 0, run.output
+    return work / "rec", run
+
+
+def copy_records(recorded_dir: Path, to: Path) -> Path:
+    to.mkdir()
+    for name in ("mm.json", "mm.meta.json"):
+        (to / name).write_bytes((recorded_dir / name).read_bytes())
+    return to
+
+
+def test_record_writes_each_kernels_decisions_under_its_module_and_the_tuners_own_keys(recorded):
+    folder, run = recorded
+    records = json.loads((folder / "mm.json").read_text())
+    f16 = ["float16"] * 3
+    assert set(records) == {PLAIN_MM, STORE_MM, ADD}, "the heuristics-only kernel has nothing to record"
+    assert set(records[PLAIN_MM]) == {json.dumps([*s, *f16]) for s in SHAPES}
+    # The LibTuner-like tuner rounds its key to powers of two: its own key, not the shape, is recorded.
+    assert set(records[STORE_MM]) == {json.dumps([*s, *f16]) for s in
+                                      ([64, 64, 64], [128, 64, 64], [256, 512, 128], [1024, 1024, 256])}
+    assert set(records[ADD]) == {json.dumps([s[0] * s[1], *f16]) for s in SHAPES}
+    for kernel, keys in records.items():
+        for key, config in keys.items():
+            assert set(config) >= {"kwargs", "num_warps", "num_stages", "num_ctas", "maxnreg"}, config
+    # Each recorded config is the one the kernel was launched with for that shape.
+    launches = launched(run.session)
+    for m, n, k in SHAPES:
+        assert launches[PLAIN_MM, (m, n, k)] == config_launched_as(records[PLAIN_MM][json.dumps([m, n, k, *f16])])
+    assert run.session["env"]["FLAGGEMS_DB_URL"] == "sqlite:///:memory:"
+    assert any("record mode, op mm" in ln for ln in run.harness_lines()), run.stderr
+    assert any("recorded 12 key(s) of 3 kernel(s)" in ln for ln in run.harness_lines()), run.stderr
+
+
+def test_record_sidecar_holds_versions_and_each_keys_tuning_seconds(recorded):
+    folder, _ = recorded
+    records = json.loads((folder / "mm.json").read_text())
+    meta = json.loads((folder / "mm.meta.json").read_text())
+    assert meta["format"] == "warmup-harness-meta" and meta["version"] == 1 and meta["op"] == "mm"
+    assert meta["triton"] == "3.6.0" and meta["torch"] is None and meta["flag_gems"] is None
+    assert meta["python"] == sys.version.split()[0]
+    assert "device" in meta
+    assert {k: set(v) for k, v in meta["tune_seconds"].items()} == {k: set(v) for k, v in records.items()}
+    assert all(isinstance(s, float) and s >= 0 for v in meta["tune_seconds"].values() for s in v.values())
+
+
+def test_record_keeps_every_key_decided_before_a_crash(tmp_path):
+    shapes = shape_file(tmp_path, SHAPES)
+    run = bench(tmp_path, shapes, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "rec"),
+                FIXTURE_CRASH_AT="256x512x128")
+    assert run.returncode == 3, run.output
+    records = json.loads((tmp_path / "rec" / "mm.json").read_text())
+    assert set(records[PLAIN_MM]) == {json.dumps([*s, *["float16"] * 3]) for s in SHAPES[:2]}
+    assert not list((tmp_path / "rec").glob(".*.tmp"))
+
+
+def test_warmup_records_in_children_merges_and_the_measurement_replays_without_sweeping(tmp_path):
+    shapes = shape_file(tmp_path, SHAPES)
+    env = bench_env(tmp_path, WARMUP_BIN_DIR=str(BIN_DIR), FLAGGEMS_VENDOR="nvidia", TMPDIR=str(tmp_path),
+                    FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "records"))
+    proc = subprocess.run([str(SCRIPT), "--gpus", "2", "--devices", "0,1", "--", *bench_command(shapes)],
+                          env=env, cwd=tmp_path, capture_output=True, text=True, timeout=180)
+    run = Run(proc, tmp_path / "trace.jsonl")
+    assert run.returncode == 0, run.output
+    children = [s for s in run.sessions if s["worker"] == "1"]
+    measurement = [s for s in run.sessions if s["worker"] is None]
+    assert len(children) == 2 and len(measurement) == 1, run.output
+    assert all(sum(c["timed"].values()) > 0 for c in children)
+    assert measurement[0]["timed"] == {}, "the measurement swept"
+    assert measurement[0]["env"]["FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR"] == str(tmp_path / "records")
+    assert "op mm: replayed 12, swept 0 live" in run.stderr
+    # The measurement launches exactly what the children picked: the merged record's configs.
+    picked = {**launched(children[0]), **launched(children[1])}
+    assert launched(measurement[0]) == picked
+    merged = json.loads((tmp_path / "records" / "mm.json").read_text())
+    assert set(merged) == {PLAIN_MM, STORE_MM, ADD} and sum(map(len, merged.values())) == 12
+    # ... and not what a sweep in the measurement's process would pick (the fixture's timer differs
+    # between warmup children and other processes), so those configs came from the record.
+    serial = bench(tmp_path, shapes, plugin=False)
+    assert serial.returncode == 0 and launched(serial.session) != picked
+
+
+def test_replay_sweeps_a_key_missing_from_the_record_live_and_reports_it(recorded, tmp_path):
+    folder = copy_records(recorded[0], tmp_path / "rec")
+    run = bench(tmp_path, shape_file(tmp_path, [*SHAPES, [96, 32, 16]]),
+                FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR=str(folder))
+    assert run.returncode == 0, run.output
+    assert run.session["timed"].keys() == {PLAIN_MM, STORE_MM, ADD}
+    assert run.session["timed"][PLAIN_MM] == 24  # one key's 24 configs, the recorded ones pinned
+    summary = [ln for ln in run.harness_lines() if "replayed" in ln]
+    assert len(summary) == 1, run.stderr
+    assert "op mm: replayed 12, swept 3 live: " in summary[0]
+    assert f'{PLAIN_MM} [96, 32, 16, "float16", "float16", "float16"] (not in the record)' in summary[0]
+
+
+@pytest.mark.parametrize("how", ["option", "env"])
+def test_replay_miss_fails_the_test_instead_when_asked(recorded, tmp_path, how):
+    folder = copy_records(recorded[0], tmp_path / "rec")
+    opts = ["--warmup-replay-miss=fail"] if how == "option" else []
+    env = {"WARMUP_HARNESS_REPLAY_MISS": "fail"} if how == "env" else {}
+    run = bench(tmp_path, shape_file(tmp_path, [SHAPES[0], [96, 32, 16]]), *opts,
+                FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR=str(folder), **env)
+    assert run.returncode == 1, run.output
+    assert "1 failed, 1 passed" in run.stdout
+    assert f"replay miss: kernel {PLAIN_MM} key [96, 32, 16" in run.stdout
+    assert run.session["timed"] == {}
+
+
+def test_replay_sweeps_a_key_whose_recorded_config_is_no_longer_the_kernels(recorded, tmp_path):
+    folder = copy_records(recorded[0], tmp_path / "rec")
+    records = json.loads((folder / "mm.json").read_text())
+    key = json.dumps([*SHAPES[0], *["float16"] * 3])
+    records[PLAIN_MM][key]["kwargs"]["BLOCK_M"] = 48  # a config the kernel does not have
+    (folder / "mm.json").write_text(json.dumps(records))
+    run = bench(tmp_path, shape_file(tmp_path, SHAPES), FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR=str(folder))
+    assert run.returncode == 0, run.output
+    assert run.session["timed"] == {PLAIN_MM: 24}
+    assert "replayed 11, swept 1 live" in run.stderr
+    assert "(its recorded config is not among the kernel's configs)" in run.stderr
+    assert launched(run.session)[PLAIN_MM, tuple(SHAPES[0])]["BLOCK_M"] != 48
+
+
+def test_replay_warns_when_the_record_came_from_another_triton(recorded, tmp_path):
+    folder = copy_records(recorded[0], tmp_path / "rec")
+    meta = json.loads((folder / "mm.meta.json").read_text())
+    (folder / "mm.meta.json").write_text(json.dumps({**meta, "triton": "3.1.0"}))
+    run = bench(tmp_path, shape_file(tmp_path, SHAPES), FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR=str(folder))
+    assert run.returncode == 0, run.output
+    assert "was recorded with Triton 3.1.0, this is Triton 3.6.0" in run.stderr
+    assert "replayed 12, swept 0 live" in run.stderr
+
+
+@pytest.mark.parametrize("text, says", [
+    ('{"kernels_plain:mm_kernel_general": {"[64]": ', "mm.json:1:"),
+    ("[]", "holds a list"),
+    ('{"kernels_plain:mm_kernel_general": [64, 64]}', "maps to [64, 64]"),
+    # The tests' other fixture harness writes configs without "kwargs": foreign here.
+    ('{"mm_main": {"64x64": {"BLOCK_M": 64, "num_warps": 4}}}', "is not a harness config"),
+])
+def test_replay_of_a_corrupt_or_foreign_record_is_refused_before_any_test_runs(tmp_path, text, says):
+    (tmp_path / "rec").mkdir()
+    (tmp_path / "rec" / "mm.json").write_text(text)
+    run = bench(tmp_path, shape_file(tmp_path, SHAPES), FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR=str(tmp_path / "rec"))
+    assert run.returncode == 4, run.output  # pytest's usage error
+    assert f"warmup-harness: {tmp_path / 'rec' / 'mm.json'}" in run.stderr
+    assert says in run.stderr
+    assert run.sessions == [], "a test ran"
+
+
+def test_replay_without_a_record_for_the_op_names_the_ops_recorded_there(tmp_path):
+    (tmp_path / "rec").mkdir()
+    (tmp_path / "rec" / "bmm.json").write_text("{}")
+    run = bench(tmp_path, shape_file(tmp_path, SHAPES), FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR=str(tmp_path / "rec"))
+    assert run.returncode == 4, run.output
+    assert "no record for op 'mm'" in run.stderr and "ops recorded there: bmm" in run.stderr
+
+
+def test_record_refuses_to_add_to_a_file_that_is_not_a_record(tmp_path):
+    (tmp_path / "rec").mkdir()
+    (tmp_path / "rec" / "mm.json").write_text("not json")
+    run = bench(tmp_path, shape_file(tmp_path, SHAPES), FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "rec"))
+    assert run.returncode == 4 and "is not valid JSON" in run.stderr, run.output
+    assert (tmp_path / "rec" / "mm.json").read_text() == "not json"
+
+
+def test_record_and_replay_together_are_refused(tmp_path):
+    run = bench(tmp_path, shape_file(tmp_path, SHAPES), FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "a"),
+                FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR=str(tmp_path / "b"))
+    assert run.returncode == 4, run.output
+    assert "record and replay exclude each other" in run.stderr
+    assert run.sessions == [] and not (tmp_path / "a").exists()
+
+
+def test_without_protocol_variables_the_plugin_changes_nothing(tmp_path):
+    shapes = shape_file(tmp_path, SHAPES)
+    # Separate homes: the LibTuner-like tuner's default store under $HOME stays warm between runs.
+    with_plugin = bench(tmp_path, shapes, HOME=str(tmp_path / "home1"))
+    without = bench(tmp_path, shapes, plugin=False, HOME=str(tmp_path / "home2"))
+    assert with_plugin.returncode == without.returncode == 0
+    assert with_plugin.session["hooked"] is False
+    assert "FLAGGEMS_DB_URL" not in with_plugin.session["env"]
+    assert with_plugin.harness_lines() == []
+    for key in ("launches", "timed", "env"):
+        assert with_plugin.session[key] == without.session[key], key
+
+
+def test_each_process_sweeps_from_scratch_unless_the_user_chose_a_store(tmp_path):
+    shapes = shape_file(tmp_path, SHAPES)
+    warm = bench(tmp_path, shapes, plugin=False)  # fills the LibTuner-like tuner's default store
+    assert warm.session["timed"][STORE_MM] > 0
+    assert list((tmp_path / "home").rglob("tuned.db"))
+
+    fresh = bench(tmp_path, shapes, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "fresh"))
+    assert fresh.session["timed"] == warm.session["timed"], "a warm store short-cut the sweep"
+    assert "sqlite:///:memory:, private and empty" in fresh.stderr
+
+    db = next((tmp_path / "home").rglob("tuned.db"))
+    chosen = bench(tmp_path, shapes, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "chosen"),
+                   FLAGGEMS_DB_URL=f"sqlite:///{db}")
+    assert STORE_MM not in chosen.session["timed"]
+    assert f"FLAGGEMS_DB_URL=sqlite:///{db} as you set it" in chosen.stderr
+    # What the chosen store answered is recorded all the same.
+    records = json.loads((tmp_path / "chosen" / "mm.json").read_text())
+    assert len(records[STORE_MM]) == 4
