@@ -295,3 +295,18 @@ def test_each_process_sweeps_from_scratch_unless_the_user_chose_a_store(tmp_path
     # What the chosen store answered is recorded all the same.
     records = json.loads((tmp_path / "chosen" / "mm.json").read_text())
     assert len(records[STORE_MM]) == 4
+
+
+def test_installed_harness_loads_through_its_entry_point_alone(tmp_path):
+    site = tmp_path / "site"
+    make = subprocess.run(
+        ["make", "-s", "install-harness", f"HARNESS_PYTHON={sys.executable}",
+         f"HARNESS_PIP_FLAGS=--target {site} --no-deps --no-build-isolation"],
+        cwd=ROOT, env=clean_env(), capture_output=True, text=True, timeout=300)
+    assert make.returncode == 0, make.stdout + make.stderr
+    shapes = shape_file(tmp_path, SHAPES[:1])
+    for name, opts in (("auto", []), ("both", ["-p", "warmup_harness"]), ("off", ["-p", "no:warmup_harness"])):
+        run = bench(tmp_path, shapes, *opts, plugin=False, PYTHONPATH=str(site),
+                    FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / name))
+        assert run.returncode == 0, run.output
+        assert (tmp_path / name / "mm.json").exists() == (name != "off"), name

@@ -1,0 +1,120 @@
+"""warmup_harness's hooks on Triton's Autotuner, in this process: what they do to a tuner's store,
+its disk cache flag and its pruning, and that taking them off leaves Triton as it was.
+
+The tuners here launch a stand-in for a compiled kernel and time with a `do_bench` that returns a
+constant (Autotuner's own parameter for a custom timer): there is no GPU to launch or time on.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+import triton
+from triton.runtime.autotuner import Autotuner
+
+from support import ROOT
+
+sys.path.insert(0, str(ROOT / "harness"))
+from warmup_harness import records, tuners  # noqa: E402
+
+
+class Launcher:
+    """What Autotuner calls `fn`: something with `run` and `arg_names` over a Python function."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.arg_names = ["x", "n"]
+        self.launches = []
+
+    def run(self, *args, grid=None, warmup=False, **kwargs):
+        self.launches.append(kwargs)
+
+
+def body(x, n):
+    pass
+
+
+def make_tuner(**kw) -> Autotuner:
+    configs = [triton.Config({"BLOCK": b}, num_warps=4) for b in (64, 128, 256)]
+    return Autotuner(Launcher(body), ["x", "n"], configs, ["n"], None, None,
+                     do_bench=lambda kernel_call, quantiles: (kernel_call(), [1.0] * len(quantiles))[1], **kw)
+
+
+@pytest.fixture
+def hooks():
+    """Installs a policy for one test, and takes the hooks off after it whatever happens."""
+
+    def install(policy):
+        tuners.install(policy)
+        return policy
+
+    yield install
+    tuners.uninstall()
+
+
+def test_hooks_turn_off_the_disk_cache_a_tuner_asked_for_and_give_it_back_when_removed(hooks):
+    tuner = make_tuner(cache_results=True)
+    assert tuner.cache_results is True
+    hooks(tuners.Policy())
+    assert tuner.cache_results is False and make_tuner(cache_results=True).cache_results is False
+    tuners.uninstall()
+    assert tuner.cache_results is True
+    assert "cache" not in Autotuner.__dict__ and "cache_results" not in Autotuner.__dict__
+    assert Autotuner.prune_configs.__qualname__ == "Autotuner.prune_configs"
+
+
+def test_a_tuner_that_saves_and_restores_its_store_keeps_the_store_not_the_view(hooks):
+    tuner = make_tuner()
+    hooks(tuners.Policy())
+    store = tuner.__dict__["cache"]
+    saved = tuner.cache
+    assert isinstance(saved, tuners.TunerCache) and saved.raw is store
+    tuner.cache = {}
+    tuner.cache = saved
+    assert tuner.__dict__["cache"] is store
+
+
+def test_record_policy_sees_each_new_key_once_with_the_tuners_winner(hooks):
+    decided = []
+    hooks(tuners.Recorder(lambda kernel, key, config, seconds: decided.append((kernel, key, config, seconds))))
+    tuner = make_tuner()
+    for n in (10, 10, 20):
+        tuner.run(object(), n)
+    assert [(k, key) for k, key, _, _ in decided] == [(f"{__name__}:body", "[10]"), (f"{__name__}:body", "[20]")]
+    assert decided[0][2]["kwargs"] == {"BLOCK": 64} and decided[0][3] >= 0
+
+
+def test_the_seam_before_timing_runs_once_per_new_key_with_the_pruned_configs(hooks, monkeypatch):
+    seen = []
+    monkeypatch.setattr(tuners, "before_timing", lambda tuner, configs, kwargs: seen.append(len(configs)))
+    hooks(tuners.Recorder(lambda *a: None))
+    tuner = make_tuner(prune_configs_by={"early_config_prune": lambda configs, nargs, **kw: configs[:2]})
+    for n in (10, 10, 20):
+        tuner.run(object(), n)
+    assert seen == [2, 2]
+
+
+def test_replay_pins_the_tuners_own_config_object(hooks):
+    tuner = make_tuner()
+    recorded = {f"{__name__}:body": {"[10]": tuners.config_record(tuner.configs[2])}}
+    replayer = hooks(tuners.Replayer(recorded, "rec/mm.json", fail=False, first_lookup=lambda: None))
+    tuner.run(object(), 10)
+    assert tuner.best_config is tuner.configs[2]
+    assert tuner.fn.launches[-1]["BLOCK"] == 256
+    assert replayer.replayed == {(f"{__name__}:body", "[10]")} and replayer.missed == {}
+
+
+def test_config_record_holds_every_attribute_of_this_tritons_config_but_the_hook():
+    config = triton.Config({"BLOCK_M": 64}, num_warps=8, num_stages=4, pre_hook=print)
+    record = tuners.config_record(config)
+    assert set(record) == set(vars(config)) - {"pre_hook"}
+    assert record["kwargs"] == {"BLOCK_M": 64} and record["num_warps"] == 8 and record["num_stages"] == 4
+    records.check_records({"k": {"[1]": record}}, "x.json")
+
+
+def test_kernel_ids_and_keys_are_stable_text():
+    heuristics = triton.heuristics({"B": lambda args: 1})(triton.jit(body))
+    tuner = Autotuner(heuristics, ["x", "n"], [triton.Config({})], ["n"], None, None)
+    assert tuners.kernel_id(tuner) == f"{__name__}:body"
+    assert tuners.key_text((1024, 512, "torch.float16")) == '[1024, 512, "torch.float16"]'
