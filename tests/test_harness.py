@@ -310,3 +310,14 @@ def test_installed_harness_loads_through_its_entry_point_alone(tmp_path):
                     FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / name))
         assert run.returncode == 0, run.output
         assert (tmp_path / name / "mm.json").exists() == (name != "off"), name
+
+
+def test_the_example_benchmark_compiles_and_its_shapes_shard(tmp_path):
+    examples = SOURCE / "examples"
+    for name in ("conftest.py", "test_rowsum_bench.py"):
+        compile((examples / name).read_text(), name, "exec")
+    run = subprocess.run([str(BIN_DIR / "warmup-shard"), "--op", "rowsum", "--shards", "2", "--out",
+                          str(tmp_path / "s"), str(examples / "shapes.yaml")],
+                         env=clean_env(), capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert len(yaml.safe_load((tmp_path / "s" / "w0" / "shapes.yaml").read_text())["rowsum"]["shapes"]) == 3

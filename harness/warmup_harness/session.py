@@ -54,7 +54,7 @@ class Session:
             )
         recorded = records.load_records(path)
         meta, problem = records.load_meta(records.meta_path(mode.directory, mode.op))
-        notes = [problem] if problem else []
+        notes = [f"WARNING {problem}"] if problem else []
         from . import tuners
 
         import triton

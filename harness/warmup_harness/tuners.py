@@ -55,9 +55,10 @@ def key_text(key: Any) -> str:
 def config_record(config: Any) -> dict:
     """Everything that rebuilds a `triton.Config` of this Triton version: its kwargs and every other
     attribute it has (num_warps, num_stages, num_ctas, maxnreg, ir_override, ... as the version
-    defines them), except the pre-hook, a function, which replay takes from the tuner's own config."""
-    return json.loads(json.dumps(
-        {name: value for name, value in vars(config).items() if name != "pre_hook"}, default=repr))
+    defines them), except functions such as the pre-hook, which replay takes from the tuner's own
+    config: their text would differ between processes."""
+    plain = {name: value for name, value in vars(config).items() if not callable(value)}
+    return json.loads(json.dumps(plain, default=repr))
 
 
 def _config_text(record: dict) -> str:
