@@ -118,3 +118,15 @@ def test_kernel_ids_and_keys_are_stable_text():
     tuner = Autotuner(heuristics, ["x", "n"], [triton.Config({})], ["n"], None, None)
     assert tuners.kernel_id(tuner) == f"{__name__}:body"
     assert tuners.key_text((1024, 512, "torch.float16")) == '[1024, 512, "torch.float16"]'
+
+
+def test_a_replayed_key_after_its_first_launch_is_answered_without_the_policy(hooks, monkeypatch):
+    # A replay's launches are what the benchmark times: after the first, a key costs a dict lookup.
+    tuner = make_tuner()
+    recorded = {f"{__name__}:body": {"[10]": tuners.config_record(tuner.configs[1])}}
+    replayer = hooks(tuners.Replayer(recorded, "rec/mm.json", fail=False, first_lookup=lambda: None))
+    tuner.run(object(), 10)
+    monkeypatch.setattr(replayer, "_pin", lambda *a: pytest.fail("the policy was asked again"))
+    for _ in range(3):
+        tuner.run(object(), 10)
+    assert [launch["BLOCK"] for launch in tuner.fn.launches] == [128] * 4
