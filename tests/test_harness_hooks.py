@@ -130,3 +130,12 @@ def test_a_replayed_key_after_its_first_launch_is_answered_without_the_policy(ho
     for _ in range(3):
         tuner.run(object(), 10)
     assert [launch["BLOCK"] for launch in tuner.fn.launches] == [128] * 4
+
+
+def test_two_live_tuners_over_one_function_are_named_as_sharing_a_record_entry(hooks):
+    recorder = hooks(tuners.Recorder(lambda *a: None))
+    first, second = make_tuner(), make_tuner()
+    first.run(object(), 10)
+    assert recorder.shared_ids == set()
+    second.run(object(), 10)
+    assert recorder.shared_ids == {f"{__name__}:body"}

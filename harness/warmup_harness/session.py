@@ -100,6 +100,12 @@ class Session:
                 shown = [f"{kernel} {key} ({why})" for (kernel, key), why in list(r.missed.items())[:5]]
                 more = len(r.missed) - len(shown)
                 line += ": " + "; ".join(shown) + (f"; and {more} more" if more else "")
+        shared = sorted(self.policy.shared_ids)
+        if shared:
+            self.notes.append(
+                f"WARNING several autotuners run one function ({', '.join(shared)}): their keys share "
+                f"one entry of the record, so one's decision can answer the other's key"
+            )
         return [line, *self.notes]
 
     def stop(self) -> None:

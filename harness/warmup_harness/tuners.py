@@ -29,6 +29,7 @@ import inspect
 import json
 import sys
 import time
+import weakref
 from typing import Any, Callable
 
 from triton.runtime.autotuner import Autotuner
@@ -102,6 +103,7 @@ class TunerState:
         self.pending: str | None = None  # a key whose sweep is about to prune and time
         self.pinned: dict[Any, Any] = {}  # replay: tuner key -> the tuner's config it is pinned to
         self.recorded: set[Any] = set()  # record: tuner keys whose decision is in the record
+        self.unpinned: set[Any] = set()  # replay: tuner keys the record cannot answer
         self._index_of: tuple[int, int] | None = None
         self._index: dict[str, Any] = {}
 
@@ -118,7 +120,21 @@ class TunerState:
 
 
 class Policy:
-    """What the store view does at a lookup, a miss and a decision; record and replay subclass it."""
+    """What the store view does at a lookup, a miss and a decision; record and replay subclass it.
+
+    It also notices two live tuners under one kernel id (a factory that wraps one function twice):
+    their records would share one entry, so the session names them."""
+
+    def __init__(self):
+        self._tuners: dict[str, weakref.ref] = {}
+        self.shared_ids: set[str] = set()
+
+    def seen(self, kernel: str, tuner: Any) -> None:
+        other = self._tuners.get(kernel)
+        if other is not None and other() is not None and other() is not tuner:
+            self.shared_ids.add(kernel)
+        else:
+            self._tuners[kernel] = weakref.ref(tuner)
 
     def contains(self, tuner: Any, state: TunerState, key: Any, raw: Any) -> bool:
         return key in raw
@@ -190,10 +206,11 @@ class TunerCache:
         return getattr(self.raw, name)
 
 
-def _state(tuner: Any) -> TunerState:
+def _state(tuner: Any, policy: Policy) -> TunerState:
     state = tuner.__dict__.get("_warmup_harness_state")
     if state is None:
         state = tuner.__dict__["_warmup_harness_state"] = TunerState(tuner)
+        policy.seen(state.kernel, tuner)
     return state
 
 
@@ -214,7 +231,7 @@ def install(policy: Policy) -> None:
             raise AttributeError("cache") from None
         view = d.get("_warmup_harness_view")
         if view is None or view.raw is not raw:
-            view = d["_warmup_harness_view"] = TunerCache(self, raw, _state(self), policy)
+            view = d["_warmup_harness_view"] = TunerCache(self, raw, _state(self, policy), policy)
         return view
 
     def set_cache(self, value):
@@ -235,7 +252,7 @@ def install(policy: Policy) -> None:
 
     def prune_configs(self, *args, **kwargs):
         configs = original_prune(self, *args, **kwargs)
-        state = _state(self)
+        state = _state(self, policy)
         if state.pending is not None:
             state.pending = None
             before_timing(self, configs, args[0] if args else kwargs.get("kwargs", {}))
@@ -265,6 +282,7 @@ class Recorder(Policy):
     """Record mode: every decision goes to the writer, with the seconds its sweep took."""
 
     def __init__(self, add: Callable[[str, str, dict, float | None], None]):
+        super().__init__()
         self._add = add
         self._recorded: dict[tuple[str, str], str] = {}
 
@@ -308,6 +326,7 @@ class Replayer(Policy):
 
     def __init__(self, records: dict[str, dict[str, dict]], source: str, fail: bool,
                  first_lookup: Callable[[], None]):
+        super().__init__()
         self._records = records
         self._source = source
         self._fail = fail
@@ -316,22 +335,28 @@ class Replayer(Policy):
         self.missed: dict[tuple[str, str], str] = {}
 
     def _pin(self, tuner: Any, state: TunerState, key: Any) -> Any:
+        try:
+            if key in state.unpinned and not self._fail:
+                return None
+        except TypeError:
+            pass
         if self._first_lookup is not None:
             check, self._first_lookup = self._first_lookup, None
             check()
         text = key_text(key)
         recorded = self._records.get(state.kernel, {}).get(text)
         if recorded is None:
-            return self._miss(state, text, "not in the record")
+            return self._miss(state, key, text, "not in the record")
         config = state.config_index(tuner.configs).get(_config_text(recorded))
         if config is None:
-            return self._miss(state, text, "its recorded config is not among the kernel's configs")
+            return self._miss(state, key, text, "its recorded config is not among the kernel's configs")
         self.replayed.add((state.kernel, text))
         _remember(state.pinned, key, config)
         return config
 
-    def _miss(self, state: TunerState, text: str, why: str) -> None:
+    def _miss(self, state: TunerState, key: Any, text: str, why: str) -> None:
         self.missed.setdefault((state.kernel, text), why)
+        _remember(state.unpinned, key)
         if self._fail:
             raise ReplayMiss(
                 f"warmup-harness: replay miss: kernel {state.kernel} key {text} {why} "
