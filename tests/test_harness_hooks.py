@@ -139,3 +139,16 @@ def test_two_live_tuners_over_one_function_are_named_as_sharing_a_record_entry(h
     assert recorder.shared_ids == set()
     second.run(object(), 10)
     assert recorder.shared_ids == {f"{__name__}:body"}
+
+
+def test_flaggems_imported_before_the_plugin_with_another_store_is_a_warning():
+    from types import SimpleNamespace
+
+    from warmup_harness import env
+
+    mine = {"FLAGGEMS_DB_URL": "sqlite:///:memory:"}
+    assert env.late_store({}, mine) is None
+    assert env.late_store({"flag_gems.utils.libentry": SimpleNamespace(FLAGGEMS_DB_URL="sqlite:///:memory:")},
+                          mine) is None
+    late = env.late_store({"flag_gems.utils.libentry": SimpleNamespace(FLAGGEMS_DB_URL=None)}, mine)
+    assert late and "FlagGems was imported before this plugin" in late

@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import sys
 
-from . import env
+from . import env, records
 
 __version__ = "0.1.0"
 
@@ -43,7 +43,7 @@ def pytest_addoption(parser):
 
 
 def pytest_configure(config):
-    if _STORE_NOTE is None:
+    if _STORE_NOTE is None:  # neither protocol variable was set when pytest loaded the plugin
         return
     import pytest
 
@@ -53,16 +53,12 @@ def pytest_configure(config):
         mode = env.mode_from_env(os.environ)
         policy = env.miss_policy(os.environ, config.getoption("warmup_replay_miss"))
         session = Session.start(mode, policy) if mode else None
-    except Exception as exc:  # a bad record or a contradiction: refuse to measure anything
-        from .records import RecordError
-
-        if isinstance(exc, (env.ProtocolError, RecordError)):
-            raise pytest.UsageError(f"warmup-harness: {exc}") from None
-        raise
+    except (env.ProtocolError, records.RecordError) as exc:  # refuse to measure anything
+        raise pytest.UsageError(f"warmup-harness: {exc}") from None
     if session is None:
         return
     config._warmup_harness = session
-    _say(config, [*session.opening_lines(), _STORE_NOTE])
+    _say(config, [*session.opening_lines(), _STORE_NOTE, env.late_store(sys.modules, os.environ)])
 
 
 def pytest_terminal_summary(config):

@@ -93,6 +93,19 @@ def isolate_stores(environ: MutableMapping[str, str]) -> str:
         )
     environ[FLAGGEMS_DB_URL] = PRIVATE_DB_URL
     return (
-        f"FlagGems' config store: {FLAGGEMS_DB_URL}={PRIVATE_DB_URL}, private and empty "
-        f"(nothing tuned before is reused)"
+        f"FlagGems' config store: {FLAGGEMS_DB_URL}={PRIVATE_DB_URL}, private and empty: no "
+        f"config from an earlier run answers a key"
+    )
+
+
+def late_store(modules: Mapping[str, object], environ: Mapping[str, str]) -> str | None:
+    """A warning when FlagGems was imported before the plugin, so its store is not the one named
+    in FLAGGEMS_DB_URL now (another plugin imported it first)."""
+    libentry = modules.get("flag_gems.utils.libentry")
+    opened = getattr(libentry, FLAGGEMS_DB_URL, None) if libentry is not None else None
+    if libentry is None or opened == environ.get(FLAGGEMS_DB_URL):
+        return None
+    return (
+        f"WARNING FlagGems was imported before this plugin, with {FLAGGEMS_DB_URL}={opened}: its "
+        f"store may answer keys from earlier runs; set {FLAGGEMS_DB_URL}={PRIVATE_DB_URL} yourself"
     )

@@ -17,7 +17,7 @@ import secrets
 import sys
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 META_FORMAT = "warmup-harness-meta"
 META_VERSION = 1
@@ -152,15 +152,20 @@ class RecordWriter:
     overwriting each other. A key decided again replaces its earlier config.
     """
 
-    def __init__(self, directory: Path, op: str):
+    def __init__(self, directory: Path, op: str, device_name: Callable[[], str | None]):
         self.directory = directory
         self.op = op
         self.path = record_path(directory, op)
         self.meta = meta_path(directory, op)
         self.decided: set[tuple[str, str]] = set()
         self.seconds = 0.0
+        self._device_name = device_name
+        self._device: list[str | None] = []  # asked at the first decision, when the device is up
 
-    def add(self, kernel: str, key: str, config: dict, seconds: float | None, device: str | None) -> None:
+    def add(self, kernel: str, key: str, config: dict, seconds: float | None) -> None:
+        if not self._device:
+            self._device.append(self._device_name())
+        device = self._device[0]
         with _locked(self.directory, self.op):
             records = load_records(self.path) if self.path.exists() else {}
             records.setdefault(kernel, {})[key] = config

@@ -10,12 +10,11 @@ from . import env, records
 
 
 class Session:
-    def __init__(self, mode: env.Mode, policy, notes: list[str], writer=None, replayer=None):
+    def __init__(self, mode: env.Mode, policy, notes: list[str], writer=None):
         self.mode = mode
-        self.policy = policy
+        self.policy = policy  # tuners.Recorder or tuners.Replayer
         self.notes = notes  # said at the end: warnings found on the way
-        self.writer = writer
-        self.replayer = replayer
+        self.writer = writer  # record mode's RecordWriter
         self.closed = False  # the closing lines were said
 
     @classmethod
@@ -27,20 +26,13 @@ class Session:
 
     @classmethod
     def _start_record(cls, mode: env.Mode) -> "Session":
+        from . import tuners
+
         path = records.record_path(mode.directory, mode.op)
         if path.exists():  # refuse now, not after the first sweep, a file this run cannot add to
             records.load_records(path)
-        writer = records.RecordWriter(mode.directory, mode.op)
-        from . import tuners
-
-        device: list[str | None] = []
-
-        def add(kernel: str, key: str, config: dict, seconds: float | None) -> None:
-            if not device:
-                device.append(tuners.device_name())
-            writer.add(kernel, key, config, seconds, device[0])
-
-        policy = tuners.Recorder(add)
+        writer = records.RecordWriter(mode.directory, mode.op, tuners.device_name)
+        policy = tuners.Recorder(writer.add)
         tuners.install(policy)
         return cls(mode, policy, [], writer=writer)
 
@@ -76,7 +68,7 @@ class Session:
 
         policy = tuners.Replayer(recorded, str(path), miss_policy == "fail", check_device)
         tuners.install(policy)
-        return cls(mode, policy, notes, replayer=policy)
+        return cls(mode, policy, notes)
 
     def opening_lines(self) -> list[str]:
         path = records.record_path(self.mode.directory, self.mode.op)
@@ -84,7 +76,7 @@ class Session:
             what = f"record mode, op {self.mode.op}: every autotuner decision goes to {path}"
         else:
             what = f"replay mode, op {self.mode.op}: configs pinned from {path}"
-        return [what, "Triton's on-disk autotune cache is off (nothing tuned before is reused)"]
+        return [what, "Triton's on-disk autotune cache is off: no config from an earlier run answers a key"]
 
     def closing_lines(self) -> list[str]:
         op = self.mode.op
@@ -94,8 +86,9 @@ class Session:
             line = (f"op {op}: recorded {len(w.decided)} key(s) of {kernels} kernel(s) in {w.path} "
                     f"({w.seconds:.1f}s of tuning)")
         else:
-            r = self.replayer
-            line = f"op {op}: replayed {len(r.replayed)}, swept {len(r.missed)} live"
+            r = self.policy
+            missed = f"{len(r.missed)} missing (their tests failed)" if r.fail else f"swept {len(r.missed)} live"
+            line = f"op {op}: replayed {len(r.replayed)}, {missed}"
             if r.missed:
                 shown = [f"{kernel} {key} ({why})" for (kernel, key), why in list(r.missed.items())[:5]]
                 more = len(r.missed) - len(shown)

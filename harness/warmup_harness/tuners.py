@@ -329,14 +329,14 @@ class Replayer(Policy):
         super().__init__()
         self._records = records
         self._source = source
-        self._fail = fail
+        self.fail = fail  # a key the record cannot answer raises instead of being swept
         self._first_lookup: Callable[[], None] | None = first_lookup
         self.replayed: set[tuple[str, str]] = set()
         self.missed: dict[tuple[str, str], str] = {}
 
     def _pin(self, tuner: Any, state: TunerState, key: Any) -> Any:
         try:
-            if key in state.unpinned and not self._fail:
+            if key in state.unpinned and not self.fail:
                 return None
         except TypeError:
             pass
@@ -357,7 +357,7 @@ class Replayer(Policy):
     def _miss(self, state: TunerState, key: Any, text: str, why: str) -> None:
         self.missed.setdefault((state.kernel, text), why)
         _remember(state.unpinned, key)
-        if self._fail:
+        if self.fail:
             raise ReplayMiss(
                 f"warmup-harness: replay miss: kernel {state.kernel} key {text} {why} "
                 f"({self._source}); --warmup-replay-miss=fail forbids sweeping it live"
