@@ -31,59 +31,60 @@ import json
 import os
 from collections import Counter
 
-import pytest
-import triton
 import yaml
 from triton.runtime.autotuner import Autotuner
 from triton.runtime.driver import driver
 from triton.runtime.jit import JITFunction
 
-LAUNCHES: list[dict] = []
-TIMED: Counter = Counter()
-_timing: list[bool] = [False]
+LAUNCHES: list[dict] = []  # the benchmark's launches, in order
+TIMED: Counter = Counter()  # kernel -> configs timed
 
 
 def kernel_name(jit_fn) -> str:
     return f"{jit_fn.fn.__module__}:{jit_fn.fn.__qualname__}"
 
 
-def fake_launch(self, *args, grid, warmup, **kwargs):
-    bound = dict(zip(self.arg_names, args))
-    ints = [v for v in args if isinstance(v, int)]
-    config = {k: v for k, v in kwargs.items() if v is not None}
-    desc = bound.get("desc")
-    if desc is not None and desc.block != (kwargs.get("BLOCK_M"), kwargs.get("BLOCK_N")):
-        raise RuntimeError(f"{kernel_name(self)}: launched with {config} but the config's pre-hook "
-                           f"did not set the descriptor (it holds {desc.block})")
-    if _timing[0]:
-        TIMED[kernel_name(self)] += 1
-        _timing.append((kernel_name(self), ints, config))
-    else:
-        LAUNCHES.append({"kernel": kernel_name(self), "args": ints, "config": config})
-
-
 class FakeDevice:
-    """The active driver, as far as the autotuner asks anything of it: its benchmarker."""
+    """The active driver, as far as the autotuner asks anything of it (its benchmarker), and the
+    launch: a launch inside a timing is one config being timed, any other one the benchmark's."""
+
+    def __init__(self):
+        self.timed_launch: tuple | None = None
+        self.timing = False
 
     def get_benchmarker(self):
-        return fake_do_bench
+        return self.do_bench
+
+    def launch(self, jit_fn, args, kwargs):
+        bound = dict(zip(jit_fn.arg_names, args))
+        ints = [v for v in args if isinstance(v, int)]
+        config = {k: v for k, v in kwargs.items() if v is not None}
+        desc = bound.get("desc")
+        if desc is not None and desc.block != (kwargs.get("BLOCK_M"), kwargs.get("BLOCK_N")):
+            raise RuntimeError(f"{kernel_name(jit_fn)}: launched with {config} but the config's pre-hook "
+                               f"did not set the descriptor (it holds {desc.block})")
+        if self.timing:
+            TIMED[kernel_name(jit_fn)] += 1
+            self.timed_launch = (kernel_name(jit_fn), ints, config)
+        else:
+            LAUNCHES.append({"kernel": kernel_name(jit_fn), "args": ints, "config": config})
+
+    def do_bench(self, kernel_call, quantiles=None, **_):
+        self.timing = True
+        try:
+            kernel_call()
+        finally:
+            self.timing = False
+        salt = os.environ.get("FLAGGEMS_PERF_WARMUP_WORKER", "")
+        name, ints, config = self.timed_launch
+        text = json.dumps([name, ints, sorted(config.items()), salt])
+        ms = 1 + int.from_bytes(hashlib.sha256(text.encode()).digest()[:6], "big") / 2**48
+        return [ms] * len(quantiles) if quantiles else ms
 
 
-def fake_do_bench(kernel_call, quantiles=None, **_):
-    _timing[0] = True
-    try:
-        kernel_call()
-    finally:
-        _timing[0] = False
-    name, ints, config = _timing.pop()
-    salt = os.environ.get("FLAGGEMS_PERF_WARMUP_WORKER", "")
-    text = json.dumps([name, ints, sorted(config.items()), salt])
-    ms = 1 + int.from_bytes(hashlib.sha256(text.encode()).digest()[:6], "big") / 2**48
-    return [ms] * len(quantiles) if quantiles else ms
-
-
-JITFunction.run = fake_launch
-driver.set_active(FakeDevice())
+DEVICE = FakeDevice()
+driver.set_active(DEVICE)
+JITFunction.run = lambda self, *args, grid, warmup, **kwargs: DEVICE.launch(self, args, kwargs)
 
 
 class FakeTensor:
@@ -135,5 +136,3 @@ def pytest_sessionfinish(session):
     with open(trace, "a") as f:
         f.write(json.dumps(line) + "\n")
 
-
-__all__ = ["FakeTensor", "FakeDescriptor", "set_block_hook", "triton"]
