@@ -132,7 +132,7 @@ def test_record_sidecar_holds_versions_and_each_keys_tuning_seconds(recorded):
     assert meta["format"] == "warmup-harness-meta" and meta["version"] == 1 and meta["op"] == "mm"
     assert meta["triton"] == "3.6.0" and meta["torch"] is None and meta["flag_gems"] is None
     assert meta["python"] == sys.version.split()[0]
-    assert "device" in meta
+    assert meta["device"] == "fake 0"  # no torch here: Triton's target names the device
     assert {k: set(v) for k, v in meta["tune_seconds"].items()} == {k: set(v) for k, v in records.items()}
     assert all(isinstance(s, float) and s >= 0 for v in meta["tune_seconds"].values() for s in v.values())
 
@@ -213,14 +213,19 @@ def test_replay_sweeps_a_key_whose_recorded_config_is_no_longer_the_kernels(reco
     assert launched(run.session)[PLAIN_MM, tuple(SHAPES[0])]["BLOCK_M"] != 48
 
 
-def test_replay_warns_when_the_record_came_from_another_triton(recorded, tmp_path):
+def test_replay_warns_when_the_record_came_from_another_triton_or_device(recorded, tmp_path):
     folder = copy_records(recorded[0], tmp_path / "rec")
     meta = json.loads((folder / "mm.meta.json").read_text())
-    (folder / "mm.meta.json").write_text(json.dumps({**meta, "triton": "3.1.0"}))
+    (folder / "mm.meta.json").write_text(json.dumps({**meta, "triton": "3.1.0", "device": "NVIDIA H100"}))
     run = bench(tmp_path, shape_file(tmp_path, SHAPES), FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR=str(folder))
     assert run.returncode == 0, run.output
     assert "was recorded with Triton 3.1.0, this is Triton 3.6.0" in run.stderr
+    assert "was recorded on NVIDIA H100, this process runs on fake 0" in run.stderr
     assert "replayed 12, swept 0 live" in run.stderr
+
+    same = copy_records(recorded[0], tmp_path / "same")
+    run = bench(tmp_path, shape_file(tmp_path, SHAPES), FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR=str(same))
+    assert run.returncode == 0 and "WARNING" not in run.stderr, run.output
 
 
 @pytest.mark.parametrize("text, says", [

@@ -6,18 +6,19 @@ FlagGems' LibTuner does (kernels_store.py), plus a heuristics-only kernel. One t
 the op's entry in `--shape_file` (op from FLAGGEMS_PERF_CURRENT_OP, default "default").
 
 Why a stubbed device, and only that: Triton from PyPI installs in seconds and its autotuners run
-as they do on a GPU, but without one there is no driver, so the two calls that reach the device
+as they do on a GPU, but without one there is no driver, so the calls that reach the device
 fail: the kernel launch (`JITFunction.run`, compiling and launching) and the timer (the active
 driver's benchmarker, which Autotuner._bench calls). Triton's interpreter (TRITON_INTERPRET=1)
 could run the kernels on the CPU, but it wants torch tensors, and torch from PyPI is gigabytes of
-CUDA libraries for CI to fetch. So this conftest replaces exactly those two calls:
+CUDA libraries for CI to fetch. So this conftest replaces exactly those calls:
 
 * launch: records the kernel, its integer arguments and its config, and checks that a config's
   pre-hook ran before a launch (as FlagGems' TMA descriptors need), instead of compiling;
 * timer: runs the autotuner's kernel_call (hooks and all) and returns a time that is a pure
   function of kernel, config, integer arguments and FLAGGEMS_PERF_WARMUP_WORKER, so sweeps of one
   key agree across processes, while a measurement run that swept instead of replaying would pick
-  other winners than the warmup children did.
+  other winners than the warmup children did;
+* target: the device's name as Triton knows it, "fake 0", which the harness's sidecar records.
 
 Everything else (keys, pruning, the autotuner's cache, `self._bench`, picking the minimum) is
 Triton's. `FIXTURE_TRACE=FILE` appends one JSON line per session: the launches, how many configs
@@ -30,6 +31,7 @@ import hashlib
 import json
 import os
 from collections import Counter
+from types import SimpleNamespace
 
 import yaml
 from triton.runtime.autotuner import Autotuner
@@ -54,6 +56,9 @@ class FakeDevice:
 
     def get_benchmarker(self):
         return self.do_bench
+
+    def get_current_target(self):
+        return SimpleNamespace(backend="fake", arch=0, warp_size=32)
 
     def launch(self, jit_fn, args, kwargs):
         bound = dict(zip(jit_fn.arg_names, args))
