@@ -261,6 +261,14 @@ def test_record_refuses_to_add_to_a_file_that_is_not_a_record(tmp_path):
     assert (tmp_path / "rec" / "mm.json").read_text() == "not json"
 
 
+def test_record_into_a_folder_that_cannot_be_made_is_refused_before_any_test(tmp_path):
+    (tmp_path / "file").write_text("")
+    run = bench(tmp_path, shape_file(tmp_path, SHAPES), FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "file" / "rec"))
+    assert run.returncode == 4, run.output
+    assert f"FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR={tmp_path / 'file' / 'rec'}: cannot make the folder" in run.stderr
+    assert run.sessions == []
+
+
 def test_record_and_replay_together_are_refused(tmp_path):
     run = bench(tmp_path, shape_file(tmp_path, SHAPES), FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "a"),
                 FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR=str(tmp_path / "b"))

@@ -160,30 +160,34 @@ class RecordWriter:
         self.decided: set[tuple[str, str]] = set()
         self.seconds = 0.0
         self._device_name = device_name
-        self._device: list[str | None] = []  # asked at the first decision, when the device is up
+        self._device: Any = _UNASKED  # asked at the first decision, when the device is in use
 
     def add(self, kernel: str, key: str, config: dict, seconds: float | None) -> None:
-        if not self._device:
-            self._device.append(self._device_name())
-        device = self._device[0]
-        with _locked(self.directory, self.op):
-            records = load_records(self.path) if self.path.exists() else {}
-            records.setdefault(kernel, {})[key] = config
-            meta, _ = load_meta(self.meta)
-            if meta is None:
-                meta = {"format": META_FORMAT, "version": META_VERSION, "op": self.op, "tune_seconds": {}}
-            meta.update(versions())
-            meta["harness"] = _harness_version()
-            if device is not None:
-                meta["device"] = device
-            meta.setdefault("device", None)
-            meta.setdefault("tune_seconds", {}).setdefault(kernel, {})[key] = (
-                round(seconds, 6) if seconds is not None else None
-            )
-            _write_atomically(self.path, records)
-            _write_atomically(self.meta, meta)
+        if self._device is _UNASKED:
+            self._device = self._device_name()
+        try:
+            with _locked(self.directory, self.op):
+                records = load_records(self.path) if self.path.exists() else {}
+                records.setdefault(kernel, {})[key] = config
+                meta = load_meta(self.meta)[0] or {
+                    "format": META_FORMAT, "version": META_VERSION, "op": self.op, "tune_seconds": {}}
+                meta.update(versions(), harness=_harness_version())
+                if self._device is not None or "device" not in meta:
+                    meta["device"] = self._device
+                seconds_of = meta.setdefault("tune_seconds", {}).setdefault(kernel, {})
+                seconds_of[key] = round(seconds, 6) if seconds is not None else None
+                _write_atomically(self.path, records)
+                _write_atomically(self.meta, meta)
+        except OSError as exc:
+            raise RecordError(
+                f"{self.path}: cannot write the record ({exc.strerror or exc}): the record folder must "
+                f"be a writable folder"
+            ) from None
         self.decided.add((kernel, key))
         self.seconds += seconds or 0.0
+
+
+_UNASKED = object()
 
 
 def _harness_version() -> str:

@@ -29,6 +29,11 @@ class Session:
         from . import tuners
 
         path = records.record_path(mode.directory, mode.op)
+        try:
+            mode.directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise records.RecordError(f"{env.RECORD_DIR}={mode.directory}: cannot make the folder "
+                                      f"({exc.strerror or exc})") from None
         if path.exists():  # refuse now, not after the first sweep, a file this run cannot add to
             records.load_records(path)
         writer = records.RecordWriter(mode.directory, mode.op, tuners.device_name)
