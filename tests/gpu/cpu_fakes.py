@@ -10,6 +10,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 from triton.backends.compiler import GPUTarget
+from triton.tools.tensor_descriptor import TensorDescriptor
 
 HOPPER = GPUTarget("cuda", 90, 32)
 
@@ -30,8 +31,12 @@ class CpuDriver:
 class DType:
     """Prints as torch's dtype does, which is all Triton's specializer reads."""
 
+    SIZES = {"float16": 2, "bfloat16": 2, "float32": 4}
+
     def __init__(self, name: str):
         self.name = name
+        self.itemsize = self.SIZES[name]
+        self.is_floating_point = True
 
     def __str__(self):
         return f"torch.{self.name}"
@@ -74,3 +79,24 @@ def scale_even_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr, EVEN: tl.constexpr):
     else:
         mask = offs < n
         tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=mask) * 2, mask=mask)
+
+
+def tma_block_hook(nargs):
+    """Sets the descriptors' block shape from the config, as FlagGems' Hopper mm does."""
+    for name in ("x_desc", "y_desc"):
+        nargs[name].block_shape = [nargs["BLOCK"], nargs["BLOCK"]]
+
+
+TMA_CONFIGS = [triton.Config({"BLOCK": b}, num_warps=4, pre_hook=tma_block_hook) for b in (32, 64)]
+
+
+@triton.autotune(configs=TMA_CONFIGS, key=["n"], do_bench=fake_bench)
+@triton.jit
+def tma_copy_kernel(x_desc, y_desc, n, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    y_desc.store([pid * BLOCK, 0], x_desc.load([pid * BLOCK, 0]))
+
+
+def tma_args(n=256):
+    """Host-side descriptors with a placeholder block shape, set per config by the pre-hook."""
+    return tuple(TensorDescriptor(Tensor(), [n, n], [n, 1], [1, 1]) for _ in range(2)) + (n,)

@@ -44,7 +44,6 @@ import dataclasses
 import fcntl
 import hashlib
 import importlib
-import importlib.util
 import json
 import multiprocessing
 import os
@@ -259,21 +258,17 @@ def compile_job(jit_fn, job: CompileJob, wait: bool) -> str:
 
 
 def _resolve(job: CompileJob):
-    """In a worker: the job's JITFunction, imported by module name, else loaded from its file."""
+    """In a worker: the job's JITFunction, from its module imported by name, else by the dotted
+    name its file has under an entry of sys.path (FlagGems imports its Hopper ops as
+    ``hopper.ops.mm`` through a sys.path entry it removes again; the file is also
+    ``flag_gems.runtime.backend._nvidia.hopper.ops.mm``). Triton's cache key does not depend on the
+    module's name: source, line and dependencies make it, and it is checked below."""
     module = sys.modules.get(job.module)
     if module is None:
         try:
             module = importlib.import_module(job.module)
         except ImportError:
-            if not job.source_file or not os.path.isfile(job.source_file):
-                raise
-            spec = importlib.util.spec_from_file_location(job.module, job.source_file)
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[job.module] = module
-            spec.loader.exec_module(module)
-            # Loading the file may have imported the real module as a side effect (FlagGems
-            # imports its arch ops that way); prefer that one.
-            module = sys.modules.get(job.module, module)
+            module = _import_by_path(job)
     obj: Any = module
     for part in job.qualname.split("."):
         obj = getattr(obj, part)
@@ -281,6 +276,23 @@ def _resolve(job: CompileJob):
     if fn.cache_key != job.fn_cache_key:
         raise RuntimeError(f"{job.module}.{job.qualname} in the worker differs from the caller's (cache key)")
     return fn
+
+
+def _import_by_path(job: CompileJob):
+    path = Path(job.source_file or "").resolve()
+    names = []
+    for entry in sys.path:
+        try:
+            relative = path.relative_to(Path(entry or ".").resolve())
+        except ValueError:
+            continue
+        names.append(".".join(relative.with_suffix("").parts))
+    for name in sorted(set(names), key=lambda n: -n.count(".")):
+        try:
+            return importlib.import_module(name)
+        except ImportError:
+            continue
+    raise ImportError(f"cannot import {job.module} (from {job.source_file}) in a precompile worker")
 
 
 def _worker_compile(job: CompileJob, wait: bool) -> str:
@@ -294,7 +306,21 @@ _pools: dict[tuple[str, int], cf.Executor] = {}
 _pools_lock = threading.Lock()
 
 
+class _Inline(cf.Executor):
+    """Runs each job when it is submitted, in the caller's thread (serial mode, one worker)."""
+
+    def submit(self, fn, /, *args, **kwargs):
+        future: cf.Future = cf.Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except BaseException as exc:
+            future.set_exception(exc)
+        return future
+
+
 def _pool(mode: str, workers: int) -> cf.Executor:
+    if mode == "serial" or (mode == "threads" and workers == 1):
+        return _Inline()
     with _pools_lock:
         pool = _pools.get((mode, workers))
         if pool is None:
@@ -397,8 +423,6 @@ def _kernel_name(autotuner) -> str:
 def _run_jobs(jobs, mode: str, workers: int, report: Report) -> list[str]:
     if not jobs:
         return []
-    if mode == "serial" or workers == 1 and mode == "threads":
-        return [_safe(compile_job, fn, job, True) for fn, job in jobs]
     pool = _pool(mode, workers)
     if mode == "processes":
         submit = lambda fn, job, wait: pool.submit(_worker_compile, job, wait)  # noqa: E731
@@ -525,7 +549,7 @@ def install(log=None) -> bool:
     locking = bool(os.environ.get(ENV_LOCK_DIR, "").strip())
     if getattr(Autotuner, "_warmup_precompile", None) or (mode == "off" and not locking):
         return False
-    log = log or (lambda line: print(line, file=sys.stderr, flush=True))
+    log = log or _stderr_logger()
     original_prune = Autotuner.prune_configs
     original_bench = Autotuner._bench
 
@@ -550,6 +574,18 @@ def install(log=None) -> bool:
     Autotuner._bench = _bench
     Autotuner._warmup_precompile = (original_prune, original_bench)
     return True
+
+
+def _stderr_logger():
+    """Writes to the stderr this process has now. Under pytest that is the real one when install()
+    runs from a configure hook, while a test's own output is captured: the report lines then reach
+    the log even of a test that passes."""
+    fd = os.dup(2)
+
+    def log(line: str) -> None:
+        os.write(fd, (line + "\n").encode("utf-8", "replace"))
+
+    return log
 
 
 def uninstall() -> None:

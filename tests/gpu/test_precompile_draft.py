@@ -24,7 +24,9 @@ from triton.runtime.driver import driver  # noqa: E402
 
 import cpu_fakes  # noqa: E402
 import precompile_draft as pc  # noqa: E402
-from cpu_fakes import SCALE_CONFIGS, CpuDriver, Tensor, scale_even_kernel, scale_kernel  # noqa: E402
+from cpu_fakes import (  # noqa: E402
+    SCALE_CONFIGS, TMA_CONFIGS, CpuDriver, Tensor, scale_even_kernel, scale_kernel, tma_args, tma_copy_kernel,
+)
 
 HERE = Path(__file__).resolve().parent
 
@@ -121,6 +123,18 @@ def test_heuristics_under_the_tuner_are_applied_per_config(cpu, listener):
     assert listener.misses == before
 
 
+def test_a_tma_pre_hook_sets_each_configs_block_shape_before_its_specialization_is_taken(cpu, listener):
+    forget_compiled(tma_copy_kernel)
+    args = tma_args()
+    report = pc.precompile(tma_copy_kernel, TMA_CONFIGS, args, {"grid": (1,)}, mode="threads", workers=2)
+    assert (report.compiled, report.failed) == (len(TMA_CONFIGS), 0), report.errors
+    before = listener.misses
+    for config in TMA_CONFIGS:  # as the tuner times a config: its pre-hook, then the launch
+        config.pre_hook({"x_desc": args[0], "y_desc": args[1], **config.all_kwargs()})
+        tma_copy_kernel.fn.run(*args, grid=(1,), warmup=True, **config.all_kwargs())
+    assert listener.misses == before, "a descriptor's block shape was not part of what was precompiled"
+
+
 def test_a_config_that_cannot_be_prepared_is_reported_and_the_rest_compile(cpu):
     forget_compiled(scale_kernel)
     bad = triton.Config({"BLOCK": 64, "NOT_A_PARAMETER": 1}, num_warps=1)
@@ -157,6 +171,31 @@ def test_a_kernel_whose_lock_another_process_holds_is_deferred_then_found_in_the
         holder.wait(timeout=60)
     assert pc.compile_job(fn, job, wait=True) == "compiled"
     assert pc.compile_job(fn, job, wait=True) == "hit"
+
+
+def test_a_worker_finds_a_kernel_whose_module_was_imported_through_a_path_since_removed(cpu, monkeypatch):
+    """FlagGems' case: its Hopper mm is imported as ``hopper.ops.mm`` through a sys.path entry it
+    removes again; a worker process finds the same file as a package module instead."""
+    root = cpu / "site"
+    pkg = root / "vendorpkg" / "arch"
+    pkg.mkdir(parents=True)
+    (root / "vendorpkg" / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "kern.py").write_text((HERE / "cpu_fakes.py").read_text())
+    monkeypatch.syspath_prepend(str(root))
+    sys.path.insert(0, str(root / "vendorpkg"))
+    try:
+        import importlib
+
+        module = importlib.import_module("arch.kern")
+    finally:
+        sys.path.remove(str(root / "vendorpkg"))
+    pc.shutdown_pools()  # the pool's workers start with today's sys.path
+    report = pc.precompile(module.scale_kernel, module.SCALE_CONFIGS, scale_args(), {"grid": (1,)},
+                           mode="processes", workers=2)
+    assert (report.compiled, report.fallback, report.failed) == (len(SCALE_CONFIGS), 0, 0), report.errors
+    sys.modules.pop("arch.kern", None)
+    sys.modules.pop("arch", None)
 
 
 SIBLING = textwrap.dedent("""
