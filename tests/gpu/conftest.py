@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -191,6 +192,14 @@ def pytest_sessionfinish(session, exitstatus):
 
 class Bench:
     """What a test uses: check a result, time the op, record the shape's figures."""
+
+    def gpu_lock(self):
+        """The device timing lock (issue 10) when one is in use, else nothing: a warmup child holds
+        it around its own GPU work (inputs, the reference) so that a sibling sharing the GPU never
+        times a config meanwhile."""
+        draft = sys.modules.get("warmup_harness.precompile") or sys.modules.get("precompile_draft")
+        lock = getattr(draft, "device_timing_lock", None)
+        return lock() if lock else contextlib.nullcontext()
 
     def check(self, out, ref, tol: float) -> float:
         """Relative error ||out - ref|| / ||ref|| (ref in float32 or wider); fails above tol."""

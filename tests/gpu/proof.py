@@ -310,7 +310,7 @@ class Proof:
         record = read_json(records / f"{self.op}.json")
         text = (d / "run.log").read_text(errors="replace")
         return {**r, "design": v.design, "devices": self.args.first_gpu, "children": 1,
-                "sweep_s": round(r["wall_s"] - timing, 2) if r["exit_code"] == 0 else None,
+                "sweep_s": round(r["wall_s"] - timing, 2) if r["exit_code"] in (0, 1) and not r["timed_out"] else None,
                 "measure_timing_s": round(timing, 2), "keys": count_keys(record),
                 "precompile": summarize_reports(list(precompile_draft.iter_reports(text))),
                 "record": str(records / f"{self.op}.json")}
@@ -381,10 +381,21 @@ class Proof:
             self.say(f"{v.name}: exit {result['exit_code']}, wall {result['wall_s']}s, sweep {result['sweep_s']}s")
             if v.name == "serial":
                 self.doc["serial_record"] = read_json(Path(result["record"]))
+                if result["exit_code"] not in (0, 1) or not result["keys"]:
+                    # Nothing recorded, or pytest itself broke (1 is "some tests failed": those
+                    # show in the table). Every other variant runs the same benchmark under the
+                    # same harness: stop here and leave the device time for what can still work.
+                    self.doc["aborted"] = (f"the serial sweep failed (exit {result['exit_code']}, "
+                                           f"{sum(result['keys'].values())} keys recorded): see {v.name}/run.log")
+                    self.say(self.doc["aborted"])
+                    tail = (self.work / v.name / "run.log").read_text(errors="replace").splitlines()[-40:]
+                    print("\n".join(tail), flush=True)
+                    break
                 self.replay_and_keep(1)
             self.fill_comparisons()
             self.save()
-        self.replay_and_keep(2)
+        if not self.doc.get("aborted"):
+            self.replay_and_keep(2)
         self.doc["flaggems_store_rows"] = flaggems_store(self.work / "flaggems_home")
         self.fill_comparisons()
         self.save()
@@ -482,6 +493,8 @@ def render(doc: dict) -> str:
             f"{(str(harness['replayed']) + ' / ' + str(harness['swept_live'])) if harness else '-'} | "
             f"{fmt(lat, 4)} | {v.get('picks_differing', '-')} of {v.get('picks_compared', '-')} |"
         )
+    if doc.get("aborted"):
+        lines += ["", f"ABORTED: {doc['aborted']}"]
     noise = (doc.get("noise") or {}).get("geomean_ratio")
     lines += ["", f"Serial picks replayed twice (first after the serial sweep, then at the end): geomean ratio "
               f"{fmt(noise, 4)} (run-to-run noise)."]
