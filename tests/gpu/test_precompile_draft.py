@@ -22,7 +22,6 @@ triton = pytest.importorskip("triton")
 from triton import knobs  # noqa: E402
 from triton.runtime.driver import driver  # noqa: E402
 
-import cpu_fakes  # noqa: E402
 import precompile_draft as pc  # noqa: E402
 from cpu_fakes import (  # noqa: E402
     SCALE_CONFIGS, TMA_CONFIGS, CpuDriver, Tensor, scale_even_kernel, scale_kernel, tma_args, tma_copy_kernel,
