@@ -1,0 +1,230 @@
+"""The GPU proof's benchmark conventions (FlagGems' own, reduced to what the proof needs).
+
+* ``--shape_file FILE`` (default: shapes.yaml beside this file): a test module's shapes are the
+  ``shapes`` list under the op's key, the op being ``$FLAGGEMS_PERF_CURRENT_OP`` (as warmup-shard
+  and every warmup child see it) or else the module's ``OP``. A shape is ``[kind, dtype, dims...]``;
+  a module runs the kinds it lists in ``KINDS``.
+* Each test runs its op once (which autotunes, or replays under the harness), checks the result
+  against torch, then times it with ``triton.testing.do_bench`` (median of 200 ms after 25 ms of
+  warm-up) and records the latency. A warmup child (``FLAGGEMS_PERF_WARMUP_WORKER=1``) skips the
+  timing: its timings are discarded, and it would disturb a sibling's sweep on a shared GPU.
+* ``$GPU_BENCH_RESULT``: where the session writes its latencies as JSON (not in warmup children).
+* Every session says on stderr which device it saw (a warmup child's log so names its GPU).
+* ``$WARMUP_PRECOMPILE`` / ``$WARMUP_DEVICE_LOCK_DIR`` / ``$WARMUP_TRITON_CACHE_DIR``: switch on
+  precompile_draft (issue 10) when the harness does not provide it itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+HERE = Path(__file__).resolve().parent
+DEFAULT_SHAPES = HERE / "shapes.yaml"
+
+
+def pytest_addoption(parser):
+    try:
+        parser.addoption("--shape_file", action="store", default=str(DEFAULT_SHAPES),
+                         help="YAML file with the op's shapes under the op's key")
+    except ValueError:  # another plugin registered it already
+        pass
+
+
+def is_warmup_child() -> bool:
+    return os.environ.get("FLAGGEMS_PERF_WARMUP_WORKER", "").strip() == "1"
+
+
+def current_op(module) -> str:
+    return os.environ.get("FLAGGEMS_PERF_CURRENT_OP", "").strip() or getattr(module, "OP")
+
+
+def shape_id(shape) -> str:
+    kind, dtype, *dims = shape
+    return f"{kind}-{dtype}-{'x'.join(str(d) for d in dims)}"
+
+
+def load_shapes(path: str, op: str, kinds) -> list:
+    try:
+        with open(path) as f:
+            doc = yaml.safe_load(f) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise pytest.UsageError(f"gpu bench: cannot read --shape_file {path}: {exc}") from exc
+    entry = doc.get(op) if isinstance(doc, dict) else None
+    if not isinstance(entry, dict) or not isinstance(entry.get("shapes"), list):
+        raise pytest.UsageError(f"gpu bench: {path} has no '{op}: {{shapes: [...]}}' entry; add one or set "
+                                "FLAGGEMS_PERF_CURRENT_OP to an op the file has")
+    shapes = []
+    for i, shape in enumerate(entry["shapes"]):
+        if not (isinstance(shape, list) and len(shape) >= 3 and all(isinstance(d, int) for d in shape[2:])):
+            raise pytest.UsageError(f"gpu bench: {path}: {op}.shapes[{i}] = {shape!r}; expected [kind, dtype, dims...]")
+        if shape[0] in kinds:
+            shapes.append(shape)
+    return shapes
+
+
+def pytest_generate_tests(metafunc):
+    if "shape" not in metafunc.fixturenames:
+        return
+    module = metafunc.module
+    shapes = load_shapes(metafunc.config.getoption("--shape_file"), current_op(module), module.KINDS)
+    metafunc.parametrize("shape", shapes, ids=[shape_id(s) for s in shapes])
+
+
+# --- precompile draft (issue 10) ---------------------------------------------------------------
+
+
+def _activate_precompile_draft():
+    wanted = any(os.environ.get(k, "").strip() for k in
+                 ("WARMUP_PRECOMPILE", "WARMUP_DEVICE_LOCK_DIR", "WARMUP_TRITON_CACHE_DIR"))
+    if not wanted:
+        return
+    try:
+        import warmup_harness.precompile  # noqa: F401  the harness has it: it installs itself
+        return
+    except ImportError:
+        pass
+    sys.path.insert(0, str(HERE))
+    import precompile_draft
+
+    shared = precompile_draft.use_shared_cache()
+    installed = precompile_draft.install()
+    print(f"gpu-bench: precompile draft mode={precompile_draft.mode_from_env()} "
+          f"workers={precompile_draft.workers_from_env()} installed={installed} shared_cache={shared} "
+          f"device_locks={os.environ.get('WARMUP_DEVICE_LOCK_DIR') or None}", file=sys.stderr, flush=True)
+    if precompile_draft.mode_from_env() == "processes":
+        start = time.perf_counter()
+        precompile_draft.warm_pool()
+        print(f"gpu-bench: precompile pool ready in {time.perf_counter() - start:.1f}s", file=sys.stderr, flush=True)
+
+
+# --- the session's record ----------------------------------------------------------------------
+
+
+class Results:
+    def __init__(self):
+        self.started_at = time.time()
+        self.shapes: dict[str, dict] = {}
+        self.device: dict = {}
+
+    def add(self, shape, **fields):
+        self.shapes[shape_id(shape)] = {"kind": shape[0], "shape": shape, **fields}
+
+    def write(self, path: str, op: str | None):
+        mode = ("replay" if os.environ.get("FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR", "").strip()
+                else "record" if os.environ.get("FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR", "").strip() else "tune")
+        versions = {}
+        for name in ("torch", "triton", "flag_gems"):
+            mod = sys.modules.get(name)
+            if mod is not None:
+                versions[name] = getattr(mod, "__version__", "?")
+        doc = {
+            "version": 1,
+            "op": op,
+            "mode": mode,
+            "started_at": self.started_at,
+            "finished_at": time.time(),
+            "device": self.device,
+            "versions": versions,
+            "geomean_ms": geomean([s["ms"] for s in self.shapes.values() if s.get("ms")]),
+            "timing_s": sum(s.get("timing_s", 0.0) for s in self.shapes.values()),
+            "shapes": self.shapes,
+        }
+        tmp = f"{path}.tmp.{os.getpid()}"
+        with open(tmp, "w") as f:
+            json.dump(doc, f, indent=2)
+        os.replace(tmp, path)
+
+
+def geomean(values):
+    values = [v for v in values if v and v > 0]
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
+
+
+RESULTS = Results()
+
+
+def pytest_configure(config):
+    RESULTS.started_at = time.time()
+    _activate_precompile_draft()
+
+
+def describe_device() -> dict:
+    import torch
+
+    index = torch.cuda.current_device()
+    props = torch.cuda.get_device_properties(index)
+    return {
+        "visible": os.environ.get("CUDA_VISIBLE_DEVICES"),
+        "index": index,
+        "name": props.name,
+        "uuid": str(getattr(props, "uuid", "")),
+    }
+
+
+def pytest_sessionstart(session):
+    try:
+        RESULTS.device = describe_device()
+    except Exception as exc:  # no GPU: the tests say so themselves
+        RESULTS.device = {"visible": os.environ.get("CUDA_VISIBLE_DEVICES"), "error": f"{type(exc).__name__}: {exc}"}
+    role = "warmup child" if is_warmup_child() else "session"
+    print(f"gpu-bench: {role} pid {os.getpid()} sees CUDA_VISIBLE_DEVICES={RESULTS.device.get('visible')} -> "
+          f"cuda:{RESULTS.device.get('index')} {RESULTS.device.get('name')} {RESULTS.device.get('uuid')}"
+          f"{' ' + RESULTS.device['error'] if 'error' in RESULTS.device else ''}", file=sys.stderr, flush=True)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    path = os.environ.get("GPU_BENCH_RESULT", "").strip()
+    if path and not is_warmup_child():
+        RESULTS.write(path, os.environ.get("FLAGGEMS_PERF_CURRENT_OP", "").strip() or None)
+    draft = sys.modules.get("precompile_draft")
+    if draft is not None:
+        draft.shutdown_pools()  # a pool's workers must not outlive the session
+
+
+class Bench:
+    """What a test uses: check a result, time the op, record the shape's figures."""
+
+    def gpu_lock(self):
+        """The device timing lock (issue 10) when one is in use, else nothing: a warmup child holds
+        it around its own GPU work (inputs, the reference) so that a sibling sharing the GPU never
+        times a config meanwhile."""
+        draft = sys.modules.get("warmup_harness.precompile") or sys.modules.get("precompile_draft")
+        lock = getattr(draft, "device_timing_lock", None)
+        return lock() if lock else contextlib.nullcontext()
+
+    def check(self, out, ref, tol: float) -> float:
+        """Relative error ||out - ref|| / ||ref|| (ref in float32 or wider); fails above tol."""
+        import torch
+
+        err = (torch.linalg.vector_norm((out.float() - ref).flatten())
+               / torch.linalg.vector_norm(ref.flatten())).item()
+        assert math.isfinite(err) and err <= tol, f"relative error {err:.3g} above {tol:g}"
+        return err
+
+    def time(self, fn) -> dict:
+        """Median and 20th/80th percentiles of ``fn`` in ms, and the seconds the timing took (a
+        serial sweep's wall time is told without them); nothing in a warmup child."""
+        if is_warmup_child():
+            return {}
+        import triton
+
+        start = time.perf_counter()
+        median, p20, p80 = triton.testing.do_bench(fn, warmup=25, rep=200, quantiles=[0.5, 0.2, 0.8])
+        return {"ms": median, "p20": p20, "p80": p80, "timing_s": time.perf_counter() - start}
+
+    def record(self, shape, **fields):
+        RESULTS.add(shape, **fields)
+
+
+@pytest.fixture
+def bench():
+    return Bench()
