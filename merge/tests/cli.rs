@@ -19,29 +19,37 @@ fn with_good(dir: &TempDir) -> String {
     dir.child("good.json").path().display().to_string()
 }
 
-/// Every input warmup-merge skips (and `--strict` refuses): what the file holds, and what the
-/// message must say about it. `None` is a file that is not there; `Some(None)` a folder.
-const SKIPPED: &[(&str, Option<&[u8]>, &str)] = &[
-    ("an empty file", Some(b""), "bad:"),
-    ("binary garbage", Some(b"\xff\xfe\x00garbage"), "not UTF-8"),
-    ("torn JSON", Some(b"{\"k\": {\"a\": [1, 2"), "bad:1:18: "),
-    ("an array", Some(b"[1, 2]"), "top level is an array"),
+/// What an input holds: bytes, nothing (missing), or a folder without a plan.
+enum Input {
+    Bytes(&'static [u8]),
+    Missing,
+    Folder,
+}
+
+/// Every input warmup-merge skips (and `--strict` refuses), and what the message must say.
+const SKIPPED: &[(Input, &str)] = &[
+    (Input::Bytes(b""), "bad: empty file"),
+    (Input::Bytes(b"\xff\xfe\x00garbage"), "not UTF-8"),
+    (Input::Bytes(b"{\"k\": {\"a\": [1, 2"), "bad:1:18: "),
+    (Input::Bytes(b"[1, 2]"), "top level is an array"),
     (
-        "a bucket not an object",
-        Some(br#"{"x": 3}"#),
+        Input::Bytes(br#"{"x": 3}"#),
         "kernel \"x\" holds an integer",
     ),
-    ("a missing file", None, "bad: cannot read"),
+    (Input::Missing, "bad: cannot read"),
+    (Input::Folder, "folder without plan.json"),
 ];
 
 #[test]
 fn bad_inputs_are_named_and_skipped_and_strict_refuses_them() {
-    for (what, content, reason) in SKIPPED {
+    for (input, reason) in SKIPPED {
         let dir = TempDir::new().expect("tempdir");
         let good = with_good(&dir);
         let bad = dir.child("bad");
-        if let Some(content) = content {
-            bad.write_binary(content).expect("write");
+        match input {
+            Input::Bytes(content) => bad.write_binary(content).expect("write"),
+            Input::Missing => {}
+            Input::Folder => bad.create_dir_all().expect("mkdir"),
         }
         merge()
             .arg(&good)
@@ -62,90 +70,79 @@ fn bad_inputs_are_named_and_skipped_and_strict_refuses_them() {
             .stdout("")
             .stderr(contains("--strict"));
         out.assert(predicate::path::missing());
-        let _ = what;
     }
 }
 
-#[test]
-fn a_folder_without_plan_is_skipped() {
-    let dir = TempDir::new().expect("tempdir");
-    let good = with_good(&dir);
-    dir.child("sub").create_dir_all().expect("mkdir");
-    merge()
-        .arg(&good)
-        .arg(dir.child("sub").path())
-        .assert()
-        .code(0)
-        .stderr(contains("folder without plan.json"));
-}
-
 /// Command lines refused before anything is read: exit 2, nothing written, and the message.
-#[test]
-fn usage_errors_are_exit_2_and_write_nothing() {
+/// `{d}` is the test's folder, `{good}` a good record file.
+const REFUSED: &[(&[&str], &str)] = &[
+    (&[], "warmup-merge: error:"),
+    (&["--no-such-flag", "{good}"], "warmup-merge: error:"),
+    (&["-o", "{d}/no/out.json", "{good}"], "does not exist"),
+    (&["-o", "{d}", "{good}"], "is a folder"),
+    (
+        &["--summary", "-", "{good}"],
+        "-o and --summary all go to stdout",
+    ),
+    (
+        &["--conflicts", "-", "{good}"],
+        "-o and --conflicts all go to stdout",
+    ),
+    (&["--in-scratch", "{d}", "-o", "x.json"], "--in-scratch"),
+];
+
+/// Two outputs on one file, however spelled: refused like [`REFUSED`].
+const ONE_FILE: &[&[&str]] = &[
+    &["-o", "{d}/x", "--conflicts", "{d}/x", "{good}"],
+    &[
+        "-o",
+        "{d}/real/x",
+        "--summary",
+        "{d}/link/../real/x",
+        "{good}",
+    ],
+    &["-o", "{d}/real/x", "--conflicts", "{d}/link/x", "{good}"],
+    &[
+        "--in-scratch",
+        "{d}",
+        "--summary",
+        "{d}/merged.json",
+        "{good}",
+    ],
+];
+
+fn refused(cases: &[(&[&str], &str)]) {
     let dir = TempDir::new().expect("tempdir");
     let good = with_good(&dir);
     let d = dir.path().display().to_string();
     dir.child("real").create_dir_all().expect("mkdir");
     std::os::unix::fs::symlink(dir.child("real").path(), dir.child("link").path())
         .expect("symlink");
-    let cases: &[(&[&str], &str)] = &[
-        (&[], "warmup-merge: error:"),
-        (&["--no-such-flag", &good], "warmup-merge: error:"),
-        (
-            &["-o", &format!("{d}/no/out.json"), &good],
-            "does not exist",
-        ),
-        (&["-o", &d, &good], "is a folder"),
-        (
-            &["--summary", "-", &good],
-            "-o and --summary all go to stdout",
-        ),
-        (
-            &["--conflicts", "-", &good],
-            "-o and --conflicts all go to stdout",
-        ),
-        (&["--in-scratch", &d, "-o", "x.json"], "--in-scratch"),
-        (
-            &[
-                "-o",
-                &format!("{d}/x"),
-                "--conflicts",
-                &format!("{d}/x"),
-                &good,
-            ],
-            "are one file",
-        ),
-        (
-            &[
-                "-o",
-                &format!("{d}/real/x"),
-                "--summary",
-                &format!("{d}/link/../real/x"),
-                &good,
-            ],
-            "are one file",
-        ),
-        (
-            &[
-                "-o",
-                &format!("{d}/real/x"),
-                "--conflicts",
-                &format!("{d}/link/x"),
-                &good,
-            ],
-            "are one file",
-        ),
-    ];
     for (args, message) in cases {
+        let args: Vec<String> = args
+            .iter()
+            .map(|a| a.replace("{d}", &d).replace("{good}", &good))
+            .collect();
         let before = listing(dir.path());
         merge()
-            .args(*args)
+            .args(&args)
             .assert()
             .code(2)
             .stdout("")
             .stderr(contains(*message));
         assert_eq!(listing(dir.path()), before, "{args:?} wrote something");
     }
+}
+
+#[test]
+fn usage_errors_are_exit_2_and_write_nothing() {
+    refused(REFUSED);
+}
+
+#[test]
+fn two_outputs_on_one_file_are_refused() {
+    let cases: Vec<(&[&str], &str)> = ONE_FILE.iter().map(|a| (*a, "are one file")).collect();
+    refused(&cases);
 }
 
 /// Every path under `dir`, for a before/after comparison.

@@ -1,4 +1,4 @@
-//! warmup-publish driven as a process: bad MERGED files and missing folders are exit 2 with
+//! warmup-publish driven as a process: bad MERGED files and command lines are exit 2 with
 //! nothing written, zero configs is exit 3, and the record file is replaced whole.
 
 use assert_cmd::Command;
@@ -14,7 +14,7 @@ fn publish() -> Command {
 const MERGED: &str = "{\n  \"k\": {\n    \"a\": NaN\n  }\n}\n";
 
 /// Every MERGED warmup-publish refuses: what it holds and what the message must say.
-const REFUSED: &[(&[u8], &str)] = &[
+const BAD_FILES: &[(&[u8], &str)] = &[
     (b"", "m.json: empty file"),
     (b"\x00\x9f\x92", "not UTF-8"),
     (b"{\"k\": {\"a\": 1", "m.json:1:14: expecting ',' delimiter"),
@@ -24,7 +24,7 @@ const REFUSED: &[(&[u8], &str)] = &[
 
 #[test]
 fn bad_merged_files_are_refused_and_nothing_is_written() {
-    for (content, reason) in REFUSED {
+    for (content, reason) in BAD_FILES {
         let dir = TempDir::new().expect("tempdir");
         dir.child("m.json").write_binary(content).expect("write");
         let rec = dir.child("rec");
@@ -40,22 +40,48 @@ fn bad_merged_files_are_refused_and_nothing_is_written() {
     }
 }
 
+/// Command lines refused before anything is written, MERGED on stdin, and what the message
+/// must say. `{d}` is the test's folder.
+const BAD_ARGS: &[(&[&str], &str)] = &[
+    (&["--record-dir", "{d}/rec", "{d}/none.json"], "none.json"),
+    (&["--record-dir", "{d}/rec", "{d}/scratch"], "is a folder"),
+    (&["--record-dir", "{d}/rec", "{d}"], "--in-scratch"),
+    (
+        &["--record-dir", "{d}/rec", "--op", "../x", "-"],
+        "plain name",
+    ),
+    (
+        &["--format", "make", "--record-dir", "{d}/a\nb", "-"],
+        "newline",
+    ),
+    (
+        &["--record-dir", "{d}/rec", "--no-such-flag", "-"],
+        "warmup-publish: error:",
+    ),
+    (
+        &["-"],
+        "give --record-dir DIR, set FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR, or give --fallback-dir",
+    ),
+];
+
 #[test]
-fn a_missing_merged_file_or_a_folder_in_its_place_is_refused() {
+fn bad_command_lines_are_exit_2_and_write_nothing() {
     let dir = TempDir::new().expect("tempdir");
-    dir.child("merged.json").create_dir_all().expect("mkdir");
-    publish()
-        .args(["--record-dir", "r"])
-        .arg(dir.child("none.json").path())
-        .assert()
-        .code(2)
-        .stderr(contains("none.json"));
-    publish()
-        .args(["--record-dir", "r"])
-        .arg(dir.path())
-        .assert()
-        .code(2)
-        .stderr(contains("is a folder"));
+    dir.child("scratch/merged.json")
+        .create_dir_all()
+        .expect("a folder where merged.json should be");
+    let d = dir.path().display().to_string();
+    for (args, message) in BAD_ARGS {
+        publish()
+            .args(args.iter().map(|a| a.replace("{d}", &d)))
+            .write_stdin(MERGED)
+            .assert()
+            .code(2)
+            .stdout("")
+            .stderr(contains(*message));
+        dir.child("rec").assert(predicate::path::missing());
+        dir.child("a\nb").assert(predicate::path::missing());
+    }
 }
 
 #[test]
@@ -73,39 +99,29 @@ fn zero_configs_is_exit_3_and_writes_nothing() {
 }
 
 #[test]
-fn no_record_folder_is_exit_2_saying_how_to_give_one() {
-    publish()
-        .arg("-")
-        .write_stdin(MERGED)
-        .assert()
-        .code(2)
-        .stderr(contains("--record-dir").and(contains("--fallback-dir")));
-}
-
-#[test]
 fn the_record_variable_wins_over_the_fallback_and_blank_is_unset() {
     let dir = TempDir::new().expect("tempdir");
     let (env_dir, fallback) = (dir.child("env"), dir.child("fb"));
-    publish()
-        .env("FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR", env_dir.path())
-        .env("FLAGGEMS_PERF_CURRENT_OP", " mm ")
-        .arg("--fallback-dir")
-        .arg(fallback.path())
-        .arg("-")
-        .write_stdin(MERGED)
-        .assert()
-        .code(0);
-    env_dir.child("mm.json").assert(MERGED);
-    publish()
-        .env("FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR", "  ")
-        .arg("--fallback-dir")
-        .arg(fallback.path())
-        .arg("-")
-        .write_stdin(MERGED)
-        .assert()
-        .code(0)
-        .stderr(contains("default.json"));
-    fallback.child("default.json").assert(MERGED);
+    for (record_var, op, file) in [
+        (
+            env_dir.path().to_str().expect("UTF-8"),
+            " mm ",
+            env_dir.child("mm.json"),
+        ),
+        ("  ", "", fallback.child("default.json")),
+    ] {
+        publish()
+            .env("FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR", record_var)
+            .env("FLAGGEMS_PERF_CURRENT_OP", op)
+            .arg("--fallback-dir")
+            .arg(fallback.path())
+            .arg("-")
+            .write_stdin(MERGED)
+            .assert()
+            .code(0)
+            .stderr(contains(file.path().display().to_string()));
+        file.assert(MERGED);
+    }
 }
 
 #[test]
@@ -130,31 +146,6 @@ fn publishing_replaces_the_file_whole_and_leaves_no_temporary() {
 }
 
 #[test]
-fn a_make_fragment_cannot_carry_a_newline_and_writes_nothing() {
-    let dir = TempDir::new().expect("tempdir");
-    let rec = dir.child("a\nb");
-    publish()
-        .args(["--format", "make", "--record-dir"])
-        .arg(rec.path())
-        .arg("-")
-        .write_stdin(MERGED)
-        .assert()
-        .code(2)
-        .stderr(contains("newline"));
-    rec.assert(predicate::path::missing());
-}
-
-#[test]
-fn an_op_with_a_slash_is_refused() {
-    publish()
-        .args(["--op", "../x", "--record-dir", "r", "-"])
-        .write_stdin(MERGED)
-        .assert()
-        .code(2)
-        .stderr(contains("plain name"));
-}
-
-#[test]
 fn a_scratch_folder_publishes_its_merged_json() {
     let dir = TempDir::new().expect("tempdir");
     dir.child("run/merged.json")
@@ -168,10 +159,4 @@ fn a_scratch_folder_publishes_its_merged_json() {
         .assert()
         .code(0);
     rec.child("mm.json").assert(MERGED);
-    publish()
-        .args(["--record-dir", "r"])
-        .arg(dir.path())
-        .assert()
-        .code(2)
-        .stderr(contains("merged.json").and(contains("--in-scratch")));
 }
