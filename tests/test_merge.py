@@ -27,13 +27,9 @@ def utf8(text: str) -> bytes:
     return text.encode("utf-8", "backslashreplace")
 
 
-def python_merge(paths: list[Path]):
-    """The plugin's rule: first value of a key wins in input order; unreadable inputs and
-    buckets that are not objects are skipped. Also lists the conflicts as the tool does."""
-    merged: dict = {}
-    kept_from: dict = {}
-    conflicts: list = []
-    by_key: dict = {}
+def plugin_buckets(paths: list[Path]):
+    """(path, kernel, bucket) for every bucket the plugin's `_merge` took, in order: inputs
+    json.loads cannot read, or that are not objects, and buckets that are not dicts skipped."""
     for p in paths:
         try:
             data = json.loads(p.read_text())
@@ -42,26 +38,36 @@ def python_merge(paths: list[Path]):
         if not isinstance(data, dict):
             continue
         for kernel, bucket in data.items():
-            if not isinstance(bucket, dict):
+            if isinstance(bucket, dict):
+                yield p, kernel, bucket
+
+
+def python_merge(paths: list[Path]):
+    """The plugin's rule: first value of a key wins in input order; unreadable inputs and
+    buckets that are not objects are skipped. Also lists the conflicts as the tool does."""
+    merged: dict = {}
+    kept_from: dict = {}
+    conflicts: list = []
+    by_key: dict = {}
+    for p, kernel, bucket in plugin_buckets(paths):
+        tgt = merged.setdefault(kernel, {})
+        for key, cfg in bucket.items():
+            if key in tgt:
+                if tgt[key] != cfg:
+                    if (kernel, key) not in by_key:
+                        by_key[(kernel, key)] = {
+                            "kernel": kernel,
+                            "key": key,
+                            "kept": {"input": str(kept_from[(kernel, key)]), "shard": None,
+                                     "value": tgt[key]},
+                            "differing": [],
+                        }
+                        conflicts.append(by_key[(kernel, key)])
+                    by_key[(kernel, key)]["differing"].append(
+                        {"input": str(p), "shard": None, "value": cfg})
                 continue
-            tgt = merged.setdefault(kernel, {})
-            for key, cfg in bucket.items():
-                if key in tgt:
-                    if tgt[key] != cfg:
-                        if (kernel, key) not in by_key:
-                            by_key[(kernel, key)] = {
-                                "kernel": kernel,
-                                "key": key,
-                                "kept": {"input": str(kept_from[(kernel, key)]), "shard": None,
-                                         "value": tgt[key]},
-                                "differing": [],
-                            }
-                            conflicts.append(by_key[(kernel, key)])
-                        by_key[(kernel, key)]["differing"].append(
-                            {"input": str(p), "shard": None, "value": cfg})
-                    continue
-                tgt[key] = cfg
-                kept_from[(kernel, key)] = p
+            tgt[key] = cfg
+            kept_from[(kernel, key)] = p
     return merged, conflicts
 
 
