@@ -86,41 +86,11 @@ pub fn run(args: &Args) -> Result<Status> {
     // The records' owner: the union borrows their texts until the outputs are written.
     let records: Vec<OnceLock<Result<Records, Unreadable>>> =
         sources.iter().map(|_| OnceLock::new()).collect();
-    let (mut read, mut problems) = (0, 0);
-    // Reading and parsing (most of the work) runs one file ahead of the union, on a second thread.
-    let merged = std::thread::scope(|scope| {
-        let (tx, rx) = std::sync::mpsc::sync_channel(2);
-        let (records, sources) = (&records, &sources);
-        scope.spawn(move || {
-            for (slot, source) in records.iter().zip(sources) {
-                let _ = slot.set(input::read(&source.path));
-                if tx.send(()).is_err() {
-                    break;
-                }
-            }
-        });
-        let mut merged = union::Union::new(sources.len());
-        for ((origin, source), ()) in sources.iter().enumerate().zip(rx) {
-            match records[origin].get() {
-                Some(Ok(record)) => {
-                    read += 1;
-                    let name = source.path.display().to_string();
-                    for bad in &record.bad_buckets {
-                        eprintln!("{TOOL}: {name}: {bad}; that kernel's entry skipped");
-                        problems += 1;
-                    }
-                    merged.add_records(origin, record);
-                }
-                Some(Err(why)) => {
-                    let name = source.path.display().to_string();
-                    eprintln!("{TOOL}: {}; skipped{}", why.located(&name), source.clues());
-                    problems += 1;
-                }
-                None => {}
-            }
-        }
-        merged
-    });
+    let Merged {
+        union: merged,
+        read,
+        problems,
+    } = merge(&sources, &records);
     if args.strict && problems > 0 {
         bail!("{problems} problem(s) in the inputs and --strict is set; nothing written");
     }
@@ -174,4 +144,56 @@ pub fn run(args: &Args) -> Result<Status> {
         targets.merged.name()
     );
     Ok(Status::Done)
+}
+
+/// The union of the inputs' records, and how reading them went.
+struct Merged<'r> {
+    union: union::Union<'r>,
+    /// Inputs read as record files.
+    read: usize,
+    /// Inputs skipped and buckets set aside, each named on stderr.
+    problems: usize,
+}
+
+/// Reads every source into its slot of `records` and adds it to the union. Reading and parsing
+/// (most of the work) runs one file ahead of the union, on a second thread.
+fn merge<'r>(
+    sources: &[input::Source],
+    records: &'r [OnceLock<Result<Records, Unreadable>>],
+) -> Merged<'r> {
+    std::thread::scope(|scope| {
+        let (tx, rx) = std::sync::mpsc::sync_channel(2);
+        scope.spawn(move || {
+            for (slot, source) in records.iter().zip(sources) {
+                let _ = slot.set(input::read(&source.path));
+                if tx.send(()).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut merged = Merged {
+            union: union::Union::new(sources.len()),
+            read: 0,
+            problems: 0,
+        };
+        for ((origin, source), ()) in sources.iter().enumerate().zip(rx) {
+            let name = source.path.display().to_string();
+            match records[origin].get() {
+                Some(Ok(record)) => {
+                    merged.read += 1;
+                    for bad in &record.bad_buckets {
+                        eprintln!("{TOOL}: {name}: {bad}; that kernel's entry skipped");
+                        merged.problems += 1;
+                    }
+                    merged.union.add_records(origin, record);
+                }
+                Some(Err(why)) => {
+                    eprintln!("{TOOL}: {}; skipped{}", why.located(&name), source.clues());
+                    merged.problems += 1;
+                }
+                None => {}
+            }
+        }
+        merged
+    })
 }

@@ -66,12 +66,7 @@ pub fn run(args: &Args) -> Result<Status> {
     if merged.counts.configs == 0 {
         eprintln!(
             "{TOOL}: {}: no configs ({}); nothing written",
-            if source.as_os_str() == "-" {
-                "<stdin>".into()
-            } else {
-                source.display().to_string()
-            },
-            merged.counts
+            merged.name, merged.counts
         );
         return Ok(Status::NothingToDo);
     }

@@ -7,9 +7,10 @@ use protocol::records::{Counts, Records};
 use std::io::Read;
 use std::path::Path;
 
-/// A checked record file: its bytes as given, and what it holds.
+/// A checked record file: how messages name it, its bytes as given, and what it holds.
 #[derive(Debug)]
 pub struct Merged {
+    pub name: String,
     pub bytes: Vec<u8>,
     pub counts: Counts,
 }
@@ -40,5 +41,9 @@ pub fn read(path: &Path) -> Result<Merged> {
         },
         Err(why) => bail!("{}; give the file warmup-merge wrote", why.located(&name)),
     };
-    Ok(Merged { bytes, counts })
+    Ok(Merged {
+        name,
+        bytes,
+        counts,
+    })
 }
