@@ -5,18 +5,22 @@ from __future__ import annotations
 
 import json
 import os
+import random
+import resource
+import signal
 import subprocess
 import threading
+import time
 
 import pytest
 
-from support import clean_env, run_tool
+from support import clean_env, run_tool, tool
 
 MERGED = json.dumps({"k": {"(1, 2)": {"BLOCK": 64, "w": 1e-05}}}, indent=2) + "\n"
 RECORD = "FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR"
 REPLAY = "FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR"
 
-SH_NAMES = ["with space", "it's", 'dq"x', "dollar $HOME $(id) `id`", "new\nline", "ünï 😀",
+SH_NAMES = ["plain", "with space", "it's", 'dq"x', "dollar $HOME $(id) `id`", "new\nline", "ünï 😀",
             "back\\slash", "semi;colon&amp", "-dash", "hash #x"]
 MAKE_NAMES = ["with space", "it's", 'dq"x', "dollar $HOME $(id) $$", "ünï 😀", "hash #x",
               "back\\#slash", "semi;colon", "percent%", "trailing space "]
@@ -27,6 +31,16 @@ def merged(tmp_path):
     path = tmp_path / "merged.json"
     path.write_text(MERGED)
     return path
+
+
+def merged_files(folder, sizes):
+    """One merged record file per size (keys of 40-byte configs): their texts and paths."""
+    bodies = [json.dumps({"k": {str(i): "x" * 40 for i in range(n)}}, indent=2) + "\n"
+              for n in sizes]
+    paths = [folder / f"m{i}.json" for i in range(len(sizes))]
+    for path, body in zip(paths, bodies):
+        path.write_text(body)
+    return bodies, paths
 
 
 @pytest.mark.parametrize("name", SH_NAMES)
@@ -85,26 +99,67 @@ def test_a_relative_folder_is_printed_absolute_without_resolving_links(tmp_path,
     assert json.loads(res.stdout)["set"][REPLAY] == str(tmp_path / "link" / "rec")
 
 
-def test_a_failure_leaves_the_old_file_and_no_temporaries(tmp_path):
+def limit_file_size(limit: int):
+    """For preexec_fn: files this process writes may not grow past `limit` bytes; a write past
+    it fails with EFBIG (SIGXFSZ ignored), which no privilege overrides, root's included."""
+    def apply():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    return apply
+
+
+@pytest.mark.parametrize("how", ["write fails part-way", "target is a folder"])
+def test_a_failure_leaves_the_old_file_and_no_temporaries(tmp_path, how):
     rec = tmp_path / "rec"
     rec.mkdir()
-    (rec / "default.json").write_text("old\n")
-    torn = tmp_path / "torn.json"
-    torn.write_text(MERGED[:-5])
-    res = run_tool("publish", "--record-dir", rec, torn)
-    assert res.returncode == 2 and res.stdout == ""
-    assert (rec / "default.json").read_text() == "old\n"
+    _, (merged,) = merged_files(tmp_path, (2000,))
+    if how == "target is a folder":
+        (rec / "default.json").mkdir()
+        (rec / "default.json" / "inside").write_text("old\n")
+        res = run_tool("publish", "--record-dir", rec, merged)
+        assert (rec / "default.json" / "inside").read_text() == "old\n"
+    else:
+        (rec / "default.json").write_text("old\n")
+        # MERGED is read whole before the write starts; the new file fails at 64 KiB of 100.
+        res = run_tool("publish", "--record-dir", rec, merged,
+                       preexec_fn=limit_file_size(64 * 1024))
+        assert (rec / "default.json").read_text() == "old\n"
+    assert res.returncode == 2 and res.stdout == "", res.stderr
+    assert "default.json" in res.stderr, res.stderr
     assert os.listdir(rec) == ["default.json"]
+
+
+def test_kill_9_while_publishing_leaves_no_temporaries(tmp_path):
+    rec = tmp_path / "rec"
+    bodies, sources = merged_files(tmp_path, (60000, 45000))
+    started = time.monotonic()
+    assert run_tool("publish", "--record-dir", rec, sources[0]).returncode == 0
+    took = time.monotonic() - started
+    rng = random.Random(9)
+    deadline = time.monotonic() + 30
+    kills = 0
+    while kills < 20 and time.monotonic() < deadline:
+        proc = subprocess.Popen([tool("publish"), "--record-dir", str(rec), str(sources[kills % 2])],
+                                env=clean_env(), stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        # SIGKILL the moment a temporary shows in the folder (a writer whose temporary has a
+        # name would leave it behind); every other run, also at a random moment of the run.
+        late = 2 * took if kills % 2 else rng.uniform(0.2, 1.1) * took
+        kill_at = time.monotonic() + late
+        while time.monotonic() < kill_at and proc.poll() is None:
+            if set(os.listdir(rec)) - {"default.json"}:
+                break
+        proc.kill()
+        proc.wait(timeout=60)
+        kills += 1
+        assert os.listdir(rec) == ["default.json"], (kills, os.listdir(rec))
+        assert (rec / "default.json").read_text() in bodies
+    assert kills >= 10
 
 
 def test_a_reader_never_sees_a_half_written_record(tmp_path):
     rec = tmp_path / "rec"
-    bodies = [json.dumps({"k": {str(i): "x" * 40 for i in range(n)}}, indent=2) + "\n"
-              for n in (30000, 20000)]
-    sources = []
-    for i, body in enumerate(bodies):
-        sources.append(tmp_path / f"m{i}.json")
-        sources[-1].write_text(body)
+    bodies, sources = merged_files(tmp_path, (30000, 20000))
     assert run_tool("publish", "--record-dir", rec, sources[0]).returncode == 0
     seen, stop = [], threading.Event()
 

@@ -1,5 +1,5 @@
 //! warmup-merge driven as a process: bad inputs are named and skipped, `--strict` refuses them,
-//! and the exit statuses follow the contract.
+//! outputs are written all or none, and the exit statuses follow the contract.
 
 use assert_cmd::Command;
 use assert_fs::prelude::*;
@@ -8,136 +8,179 @@ use predicates::prelude::*;
 use predicates::str::contains;
 
 fn merge() -> Command {
-    let mut cmd = Command::cargo_bin("warmup-merge").expect("binary built");
-    for (key, _) in std::env::vars() {
-        if key.starts_with("FLAGGEMS_") || key.starts_with("PARALLEL_WARMUP_") {
-            cmd.env_remove(key);
-        }
-    }
-    cmd
+    testkit::tool(env!("CARGO_BIN_EXE_warmup-merge"))
 }
 
 const GOOD: &str = r#"{"k": {"a": 1}}"#;
+const GOOD_MERGED: &str = "{\n  \"k\": {\n    \"a\": 1\n  }\n}\n";
 
 fn with_good(dir: &TempDir) -> String {
     dir.child("good.json").write_str(GOOD).expect("write");
     dir.child("good.json").path().display().to_string()
 }
 
-fn skips(content: &[u8], reason: &str) {
+/// What an input holds: bytes, nothing (missing), or a folder without a plan.
+enum Input {
+    Bytes(&'static [u8]),
+    Missing,
+    Folder,
+}
+
+/// Every input warmup-merge skips (and `--strict` refuses), and what the message must say.
+const SKIPPED: &[(Input, &str)] = &[
+    (Input::Bytes(b""), "bad: empty file"),
+    (Input::Bytes(b"\xff\xfe\x00garbage"), "not UTF-8"),
+    (Input::Bytes(b"{\"k\": {\"a\": [1, 2"), "bad:1:18: "),
+    (Input::Bytes(b"[1, 2]"), "top level is an array"),
+    (
+        Input::Bytes(br#"{"x": 3}"#),
+        "kernel \"x\" holds an integer",
+    ),
+    (Input::Missing, "bad: cannot read"),
+    (Input::Folder, "folder without plan.json"),
+];
+
+#[test]
+fn bad_inputs_are_named_and_skipped_and_strict_refuses_them() {
+    for (input, reason) in SKIPPED {
+        let dir = TempDir::new().expect("tempdir");
+        let good = with_good(&dir);
+        let bad = dir.child("bad");
+        match input {
+            Input::Bytes(content) => bad.write_binary(content).expect("write"),
+            Input::Missing => {}
+            Input::Folder => bad.create_dir_all().expect("mkdir"),
+        }
+        merge()
+            .arg(&good)
+            .arg(bad.path())
+            .assert()
+            .code(0)
+            .stdout(GOOD_MERGED)
+            .stderr(contains(*reason).and(contains("skipped")));
+        let out = dir.child("out.json");
+        merge()
+            .arg("--strict")
+            .arg(&good)
+            .arg(bad.path())
+            .arg("-o")
+            .arg(out.path())
+            .assert()
+            .code(2)
+            .stdout("")
+            .stderr(contains("--strict"));
+        out.assert(predicate::path::missing());
+    }
+}
+
+/// Command lines refused before anything is read: exit 2, nothing written, and the message.
+/// `{d}` is the test's folder, `{good}` a good record file.
+const REFUSED: &[(&[&str], &str)] = &[
+    (&[], "warmup-merge: error:"),
+    (&["--no-such-flag", "{good}"], "warmup-merge: error:"),
+    (&["-o", "{d}/no/out.json", "{good}"], "does not exist"),
+    (&["-o", "{d}", "{good}"], "is a folder"),
+    (
+        &["--summary", "-", "{good}"],
+        "-o and --summary all go to stdout",
+    ),
+    (
+        &["--conflicts", "-", "{good}"],
+        "-o and --conflicts all go to stdout",
+    ),
+    (&["--in-scratch", "{d}", "-o", "x.json"], "--in-scratch"),
+];
+
+/// Two outputs on one file, however spelled: refused like [`REFUSED`].
+const ONE_FILE: &[&[&str]] = &[
+    &["-o", "{d}/x", "--conflicts", "{d}/x", "{good}"],
+    &[
+        "-o",
+        "{d}/real/x",
+        "--summary",
+        "{d}/link/../real/x",
+        "{good}",
+    ],
+    &["-o", "{d}/real/x", "--conflicts", "{d}/link/x", "{good}"],
+    &[
+        "--in-scratch",
+        "{d}",
+        "--summary",
+        "{d}/merged.json",
+        "{good}",
+    ],
+];
+
+fn refused(cases: &[(&[&str], &str)]) {
     let dir = TempDir::new().expect("tempdir");
     let good = with_good(&dir);
-    dir.child("bad.json").write_binary(content).expect("write");
-    let bad = dir.child("bad.json");
-    merge()
-        .arg(&good)
-        .arg(bad.path())
-        .assert()
-        .code(0)
-        .stdout("{\n  \"k\": {\n    \"a\": 1\n  }\n}\n")
-        .stderr(
-            contains("bad.json")
-                .and(contains(reason))
-                .and(contains("skipped")),
-        );
-    merge()
-        .arg("--strict")
-        .arg(&good)
-        .arg(bad.path())
-        .assert()
-        .code(2)
-        .stdout("")
-        .stderr(contains("--strict"));
+    let d = dir.path().display().to_string();
+    dir.child("real").create_dir_all().expect("mkdir");
+    std::os::unix::fs::symlink(dir.child("real").path(), dir.child("link").path())
+        .expect("symlink");
+    for (args, message) in cases {
+        let args: Vec<String> = args
+            .iter()
+            .map(|a| a.replace("{d}", &d).replace("{good}", &good))
+            .collect();
+        let before = listing(dir.path());
+        merge()
+            .args(&args)
+            .assert()
+            .code(2)
+            .stdout("")
+            .stderr(contains(*message));
+        assert_eq!(listing(dir.path()), before, "{args:?} wrote something");
+    }
 }
 
 #[test]
-fn an_empty_file_is_skipped() {
-    skips(b"", "empty file");
+fn usage_errors_are_exit_2_and_write_nothing() {
+    refused(REFUSED);
 }
 
 #[test]
-fn binary_garbage_is_skipped() {
-    skips(b"\xff\xfe\x00garbage", "not UTF-8");
+fn two_outputs_on_one_file_are_refused() {
+    let cases: Vec<(&[&str], &str)> = ONE_FILE.iter().map(|a| (*a, "are one file")).collect();
+    refused(&cases);
+}
+
+/// Every path under `dir`, for a before/after comparison.
+fn listing(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for entry in std::fs::read_dir(&d).expect("list") {
+            let path = entry.expect("entry").path();
+            if path.is_dir() && !path.is_symlink() {
+                todo.push(path.clone());
+            }
+            out.push(path);
+        }
+    }
+    out.sort();
+    out
 }
 
 #[test]
-fn torn_json_is_skipped_with_line_and_column() {
-    skips(b"{\"k\": {\"a\": [1, 2", "bad.json:1:18: ");
-}
-
-#[test]
-fn an_array_top_level_is_skipped() {
-    skips(b"[1, 2]", "top level is an array");
-}
-
-#[test]
-fn a_bucket_that_is_not_an_object_is_skipped() {
-    skips(br#"{"x": 3}"#, "kernel \"x\" holds an integer");
-}
-
-#[test]
-fn a_missing_file_is_skipped() {
-    let dir = TempDir::new().expect("tempdir");
-    let good = with_good(&dir);
-    merge()
-        .arg(&good)
-        .arg(dir.child("missing.json").path())
-        .assert()
-        .code(0)
-        .stderr(contains("missing.json: cannot read"));
-    merge()
-        .args(["--strict", &good])
-        .arg(dir.child("missing.json").path())
-        .assert()
-        .code(2);
-}
-
-#[test]
-fn a_folder_without_plan_is_skipped() {
-    let dir = TempDir::new().expect("tempdir");
-    let good = with_good(&dir);
-    dir.child("sub").create_dir_all().expect("mkdir");
-    merge()
-        .arg(&good)
-        .arg(dir.child("sub").path())
-        .assert()
-        .code(0)
-        .stderr(contains("folder without plan.json"));
-}
-
-#[test]
-fn no_configs_is_exit_3_and_writes_nothing() {
+fn no_configs_is_exit_3_and_writes_only_the_summary() {
     let dir = TempDir::new().expect("tempdir");
     dir.child("e.json")
         .write_str(r#"{"k": {}}"#)
         .expect("write");
-    let out = dir.child("out.json");
+    let (out, summary) = (dir.child("out.json"), dir.child("s.txt"));
     merge()
         .arg(dir.child("e.json").path())
         .arg("-o")
         .arg(out.path())
+        .arg("--summary")
+        .arg(summary.path())
         .assert()
         .code(3)
+        .stdout("")
         .stderr(contains("no configs recovered"));
     out.assert(predicate::path::missing());
-}
-
-#[test]
-fn no_input_is_a_usage_error() {
-    merge().assert().code(2).stderr(contains("INPUT"));
-}
-
-#[test]
-fn a_missing_output_folder_is_exit_2() {
-    let dir = TempDir::new().expect("tempdir");
-    let good = with_good(&dir);
-    merge()
-        .arg(&good)
-        .arg("-o")
-        .arg(dir.child("no/out.json").path())
-        .assert()
-        .code(2)
-        .stderr(contains("does not exist"));
+    summary.assert("version 1\ninputs 1\nrecovered 1\nkernels 1\nconfigs 0\nconflicts 0\n");
 }
 
 fn scratch(dir: &TempDir, op: &str) {
@@ -192,7 +235,7 @@ fn an_op_other_than_the_plans_is_exit_2() {
         .code(2)
         .stderr(contains("not \"bmm\""));
     merge()
-        .env("FLAGGEMS_PERF_CURRENT_OP", "mm")
+        .env("FLAGGEMS_PERF_CURRENT_OP", " mm ")
         .arg(dir.path())
         .assert()
         .code(0);
@@ -211,4 +254,49 @@ fn no_conflicts_writes_an_empty_list() {
         .code(0)
         .stderr(contains("no conflicting keys"));
     conflicts.assert("[]\n");
+}
+
+#[test]
+fn in_scratch_writes_the_layouts_files_and_the_summary_on_stdout() {
+    let dir = TempDir::new().expect("tempdir");
+    scratch(&dir, "mm");
+    let root = dir.path().display().to_string();
+    merge()
+        .args(["--in-scratch", &root, "--summary", "-"])
+        .assert()
+        .code(0)
+        .stdout(format!(
+            "version 1\ninputs 3\nrecovered 2\nkernels 1\nconfigs 3\nconflicts 1\n\
+             merged {root}/merged.json\nconflicts_file {root}/conflicts.json\n"
+        ));
+    dir.child("merged.json")
+        .assert("{\n  \"k\": {\n    \"a\": 1,\n    \"b\": 2,\n    \"c\": 4\n  }\n}\n");
+    dir.child("conflicts.json")
+        .assert(predicate::str::contains("\"shard\": 1"));
+}
+
+#[test]
+fn an_output_that_cannot_be_written_leaves_the_others_unwritten() {
+    let dir = TempDir::new().expect("tempdir");
+    let good = with_good(&dir);
+    let out = dir.child("out.json");
+    // /proc exists, so the check before reading passes, but no file can be made there, not even
+    // by root: the write itself fails, after -o's was written.
+    for late in [
+        ["--conflicts", "/proc/warmup-merge-test.json"],
+        ["--summary", "/proc/warmup-merge-test.txt"],
+    ] {
+        out.write_str("old").expect("seed");
+        merge()
+            .arg(&good)
+            .arg("-o")
+            .arg(out.path())
+            .args(late)
+            .assert()
+            .code(2)
+            .stdout("")
+            .stderr(contains("/proc"));
+        out.assert("old");
+        assert_eq!(listing(dir.path()).len(), 2, "temporaries left behind");
+    }
 }

@@ -6,7 +6,9 @@ pub mod record;
 pub mod replay;
 
 use anyhow::{bail, Context, Result};
+use protocol::cli::OpArg;
 use protocol::env::RECORD_DIR;
+use protocol::layout::Scratch;
 use protocol::Status;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -17,6 +19,7 @@ pub const TOOL: &str = "warmup-publish";
 
 const EXAMPLES: &str = "EXAMPLES:
   eval \"$(warmup-publish --op mm merged.json)\"
+  warmup-merge --in-scratch /tmp/run && eval \"$(warmup-publish --op mm /tmp/run)\"
   warmup-merge /tmp/run | warmup-publish --fallback-dir /tmp/run/merged -
   warmup-publish --format make merged.json > replay.mk    # then: include replay.mk
   warmup-publish --format json --record-dir out merged.json
@@ -28,9 +31,8 @@ DIR is --record-dir, else $FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR when set and not bl
 #[derive(Debug, clap::Parser)]
 #[command(name = TOOL, version, after_long_help = protocol::cli::after_help(EXAMPLES))]
 pub struct Args {
-    /// Op name: the file written is DIR/<op>.json [default: `default`]
-    #[arg(long, env = protocol::env::CURRENT_OP)]
-    pub op: Option<String>,
+    #[command(flatten)]
+    pub op: OpArg,
 
     /// Folder to publish into [default: $FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR when not blank]
     #[arg(long, value_name = "DIR")]
@@ -44,26 +46,27 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = Format::Sh)]
     pub format: Format,
 
-    /// The merged record file warmup-merge wrote; `-` is stdin
+    /// The merged record file warmup-merge wrote, or a SCRATCH folder (then its merged.json,
+    /// which `warmup-merge --in-scratch SCRATCH` writes); `-` is stdin
     #[arg(value_name = "MERGED")]
     pub merged: PathBuf,
 }
 
 pub fn run(args: &Args) -> Result<Status> {
-    let op = protocol::env::op_from(args.op.as_deref());
+    let op = args.op.name();
     if op.contains(['/', '\0']) || op == "." || op == ".." {
         bail!("op {op:?} cannot be a file name; give --op a plain name such as mm");
     }
-    let merged = record::read(&args.merged)?;
-    if merged.configs == 0 {
+    let source = if args.merged.is_dir() {
+        Scratch::new(&args.merged).merged()
+    } else {
+        args.merged.clone()
+    };
+    let merged = record::read(&source)?;
+    if merged.counts.configs == 0 {
         eprintln!(
-            "{TOOL}: {}: no configs ({} kernel(s)); nothing written",
-            if args.merged.as_os_str() == "-" {
-                "<stdin>".into()
-            } else {
-                args.merged.display().to_string()
-            },
-            merged.kernels
+            "{TOOL}: {}: no configs ({}); nothing written",
+            merged.name, merged.counts
         );
         return Ok(Status::NothingToDo);
     }
@@ -81,12 +84,7 @@ pub fn run(args: &Args) -> Result<Status> {
     out.write_all(&env)
         .and_then(|()| out.flush())
         .context("writing to stdout")?;
-    eprintln!(
-        "{TOOL}: wrote {} kernel(s), {} config(s) to {}",
-        merged.kernels,
-        merged.configs,
-        file.display()
-    );
+    eprintln!("{TOOL}: wrote {} to {}", merged.counts, file.display());
     Ok(Status::Done)
 }
 

@@ -1,4 +1,4 @@
-//! warmup-publish driven as a process: bad MERGED files and missing folders are exit 2 with
+//! warmup-publish driven as a process: bad MERGED files and command lines are exit 2 with
 //! nothing written, zero configs is exit 3, and the record file is replaced whole.
 
 use assert_cmd::Command;
@@ -8,72 +8,80 @@ use predicates::prelude::*;
 use predicates::str::contains;
 
 fn publish() -> Command {
-    let mut cmd = Command::cargo_bin("warmup-publish").expect("binary built");
-    for (key, _) in std::env::vars() {
-        if key.starts_with("FLAGGEMS_") || key.starts_with("PARALLEL_WARMUP_") {
-            cmd.env_remove(key);
-        }
-    }
-    cmd
+    testkit::tool(env!("CARGO_BIN_EXE_warmup-publish"))
 }
 
 const MERGED: &str = "{\n  \"k\": {\n    \"a\": NaN\n  }\n}\n";
 
-fn refused(content: &[u8], reason: &str) {
+/// Every MERGED warmup-publish refuses: what it holds and what the message must say.
+const BAD_FILES: &[(&[u8], &str)] = &[
+    (b"", "m.json: empty file"),
+    (b"\x00\x9f\x92", "not UTF-8"),
+    (b"{\"k\": {\"a\": 1", "m.json:1:14: expecting ',' delimiter"),
+    (b"[]", "top level is an array"),
+    (br#"{"k": "x"}"#, "kernel \"k\" holds a string"),
+];
+
+#[test]
+fn bad_merged_files_are_refused_and_nothing_is_written() {
+    for (content, reason) in BAD_FILES {
+        let dir = TempDir::new().expect("tempdir");
+        dir.child("m.json").write_binary(content).expect("write");
+        let rec = dir.child("rec");
+        publish()
+            .arg("--record-dir")
+            .arg(rec.path())
+            .arg(dir.child("m.json").path())
+            .assert()
+            .code(2)
+            .stdout("")
+            .stderr(contains(*reason).and(contains("warmup-merge")));
+        rec.assert(predicate::path::missing());
+    }
+}
+
+/// Command lines refused before anything is written, MERGED on stdin, and what the message
+/// must say. `{d}` is the test's folder.
+const BAD_ARGS: &[(&[&str], &str)] = &[
+    (&["--record-dir", "{d}/rec", "{d}/none.json"], "none.json"),
+    (&["--record-dir", "{d}/rec", "{d}/scratch"], "is a folder"),
+    (&["--record-dir", "{d}/rec", "{d}"], "--in-scratch"),
+    (
+        &["--record-dir", "{d}/rec", "--op", "../x", "-"],
+        "plain name",
+    ),
+    (
+        &["--format", "make", "--record-dir", "{d}/a\nb", "-"],
+        "newline",
+    ),
+    (
+        &["--record-dir", "{d}/rec", "--no-such-flag", "-"],
+        "warmup-publish: error:",
+    ),
+    (
+        &["-"],
+        "give --record-dir DIR, set FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR, or give --fallback-dir",
+    ),
+];
+
+#[test]
+fn bad_command_lines_are_exit_2_and_write_nothing() {
     let dir = TempDir::new().expect("tempdir");
-    dir.child("m.json").write_binary(content).expect("write");
-    let rec = dir.child("rec");
-    publish()
-        .arg("--record-dir")
-        .arg(rec.path())
-        .arg(dir.child("m.json").path())
-        .assert()
-        .code(2)
-        .stdout("")
-        .stderr(contains("m.json").and(contains(reason)));
-    rec.assert(predicate::path::missing());
-}
-
-#[test]
-fn an_empty_file_is_refused() {
-    refused(b"", "1:1: expecting value");
-}
-
-#[test]
-fn binary_garbage_is_refused() {
-    refused(b"\x00\x9f\x92", "not UTF-8");
-}
-
-#[test]
-fn torn_json_is_refused() {
-    refused(b"{\"k\": {\"a\": 1", "m.json:1:14: expecting ',' delimiter");
-}
-
-#[test]
-fn an_array_top_level_is_refused() {
-    refused(b"[]", "top level is an array");
-}
-
-#[test]
-fn a_bucket_that_is_not_an_object_is_refused() {
-    refused(br#"{"k": "x"}"#, "kernel \"k\" holds a string");
-}
-
-#[test]
-fn a_missing_or_folder_merged_is_refused() {
-    let dir = TempDir::new().expect("tempdir");
-    publish()
-        .args(["--record-dir", "r"])
-        .arg(dir.child("none.json").path())
-        .assert()
-        .code(2)
-        .stderr(contains("none.json"));
-    publish()
-        .args(["--record-dir", "r"])
-        .arg(dir.path())
-        .assert()
-        .code(2)
-        .stderr(contains("is a folder"));
+    dir.child("scratch/merged.json")
+        .create_dir_all()
+        .expect("a folder where merged.json should be");
+    let d = dir.path().display().to_string();
+    for (args, message) in BAD_ARGS {
+        publish()
+            .args(args.iter().map(|a| a.replace("{d}", &d)))
+            .write_stdin(MERGED)
+            .assert()
+            .code(2)
+            .stdout("")
+            .stderr(contains(*message));
+        dir.child("rec").assert(predicate::path::missing());
+        dir.child("a\nb").assert(predicate::path::missing());
+    }
 }
 
 #[test]
@@ -91,39 +99,29 @@ fn zero_configs_is_exit_3_and_writes_nothing() {
 }
 
 #[test]
-fn no_record_folder_is_exit_2_saying_how_to_give_one() {
-    publish()
-        .arg("-")
-        .write_stdin(MERGED)
-        .assert()
-        .code(2)
-        .stderr(contains("--record-dir").and(contains("--fallback-dir")));
-}
-
-#[test]
 fn the_record_variable_wins_over_the_fallback_and_blank_is_unset() {
     let dir = TempDir::new().expect("tempdir");
     let (env_dir, fallback) = (dir.child("env"), dir.child("fb"));
-    publish()
-        .env("FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR", env_dir.path())
-        .env("FLAGGEMS_PERF_CURRENT_OP", " mm ")
-        .arg("--fallback-dir")
-        .arg(fallback.path())
-        .arg("-")
-        .write_stdin(MERGED)
-        .assert()
-        .code(0);
-    env_dir.child("mm.json").assert(MERGED);
-    publish()
-        .env("FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR", "  ")
-        .arg("--fallback-dir")
-        .arg(fallback.path())
-        .arg("-")
-        .write_stdin(MERGED)
-        .assert()
-        .code(0)
-        .stderr(contains("default.json"));
-    fallback.child("default.json").assert(MERGED);
+    for (record_var, op, file) in [
+        (
+            env_dir.path().to_str().expect("UTF-8"),
+            " mm ",
+            env_dir.child("mm.json"),
+        ),
+        ("  ", "", fallback.child("default.json")),
+    ] {
+        publish()
+            .env("FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR", record_var)
+            .env("FLAGGEMS_PERF_CURRENT_OP", op)
+            .arg("--fallback-dir")
+            .arg(fallback.path())
+            .arg("-")
+            .write_stdin(MERGED)
+            .assert()
+            .code(0)
+            .stderr(contains(file.path().display().to_string()));
+        file.assert(MERGED);
+    }
 }
 
 #[test]
@@ -148,26 +146,17 @@ fn publishing_replaces_the_file_whole_and_leaves_no_temporary() {
 }
 
 #[test]
-fn a_make_fragment_cannot_carry_a_newline_and_writes_nothing() {
+fn a_scratch_folder_publishes_its_merged_json() {
     let dir = TempDir::new().expect("tempdir");
-    let rec = dir.child("a\nb");
+    dir.child("run/merged.json")
+        .write_str(MERGED)
+        .expect("merged");
+    let rec = dir.child("rec");
     publish()
-        .args(["--format", "make", "--record-dir"])
+        .args(["--op", "mm", "--record-dir"])
         .arg(rec.path())
-        .arg("-")
-        .write_stdin(MERGED)
+        .arg(dir.child("run").path())
         .assert()
-        .code(2)
-        .stderr(contains("newline"));
-    rec.assert(predicate::path::missing());
-}
-
-#[test]
-fn an_op_with_a_slash_is_refused() {
-    publish()
-        .args(["--op", "../x", "--record-dir", "r", "-"])
-        .write_stdin(MERGED)
-        .assert()
-        .code(2)
-        .stderr(contains("plain name"));
+        .code(0);
+    rec.child("mm.json").assert(MERGED);
 }

@@ -12,29 +12,25 @@ import argparse
 import json
 import random
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests"))
+from test_merge import plugin_buckets  # noqa: E402  (the plugin's reading rule, one copy)
 
 
 def python_merge(paths):
     merged, conflicts = {}, 0
-    for p in paths:
-        try:
-            data = json.loads(p.read_text())
-        except Exception:
-            continue
-        for kernel, bucket in data.items():
-            if not isinstance(bucket, dict):
+    for _, kernel, bucket in plugin_buckets(paths):
+        tgt = merged.setdefault(kernel, {})
+        for key, cfg in bucket.items():
+            if key in tgt:
+                conflicts += tgt[key] != cfg
                 continue
-            tgt = merged.setdefault(kernel, {})
-            for key, cfg in bucket.items():
-                if key in tgt:
-                    conflicts += tgt[key] != cfg
-                    continue
-                tgt[key] = cfg
+            tgt[key] = cfg
     return json.dumps(merged, indent=2, ensure_ascii=False) + "\n"
 
 
