@@ -93,17 +93,18 @@ impl Child {
         self.exit.get_or_insert((exit, Instant::now()));
     }
 
-    /// Starts stopping it for `why`: SIGTERM to its group and to `strays` (its processes that
-    /// left the group), SIGKILL after `grace` unless that is due sooner already. Returns whether
-    /// this began its stop (false when it was being stopped already).
-    pub fn stop(&mut self, why: Stop, now: Instant, grace: Duration, strays: &[Pid]) -> bool {
+    /// Starts stopping it for `why`: SIGTERM to its group and to those of `marked` (the
+    /// processes carrying its marker) that left the group, SIGKILL after `grace` unless that is
+    /// due sooner already. Returns whether this began its stop (false when it was being stopped
+    /// already).
+    pub fn stop(&mut self, why: Stop, now: Instant, grace: Duration, marked: &[Pid]) -> bool {
         // A timeout stays the reason; a stop signal is a better one than leftovers.
         if self.stop.is_none() || (why == Stop::Interrupted && self.stop == Some(Stop::Leftovers)) {
             self.stop = Some(why);
         }
         match self.phase {
             Phase::Running => {
-                self.signal(Signal::SIGTERM, strays);
+                self.signal(Signal::SIGTERM, marked);
                 self.phase = Phase::Stopping {
                     kill_at: now + grace,
                 };
@@ -121,41 +122,42 @@ impl Child {
 
     /// What is due at `now`: the timeout (returns `Stop::TimedOut` when it begins a stop), the
     /// leftovers of an exited leader (`Stop::Leftovers`), or SIGKILL after the grace.
-    pub fn tick(&mut self, now: Instant, grace: Duration, strays: &[Pid]) -> Option<Stop> {
+    pub fn tick(&mut self, now: Instant, grace: Duration, marked: &[Pid]) -> Option<Stop> {
         let mut began = None;
         if self.phase == Phase::Running {
             let why = match self.exit {
                 None if self.deadline.is_some_and(|d| d <= now) => Some(Stop::TimedOut),
-                Some(_) if process::group_alive(self.pid) || !strays.is_empty() => {
+                Some(_) if process::group_alive(self.pid) || !marked.is_empty() => {
                     Some(Stop::Leftovers)
                 }
                 _ => None,
             };
             if let Some(why) = why {
-                self.stop(why, now, grace, strays);
+                self.stop(why, now, grace, marked);
                 began = Some(why);
             }
         }
         if let Phase::Stopping { kill_at } = self.phase {
             if kill_at <= now {
-                self.signal(Signal::SIGKILL, strays);
+                self.signal(Signal::SIGKILL, marked);
                 self.phase = Phase::Killed;
             }
         } else if self.phase == Phase::Killed {
-            // What left the group after the SIGKILL went out (a fork racing it).
-            process::signal_each(strays, Signal::SIGKILL);
+            // What left the group after the SIGKILL went out (a setsid racing it).
+            process::signal_each(marked, Signal::SIGKILL, Some(self.pid));
         }
         began
     }
 
-    fn signal(&self, sig: Signal, strays: &[Pid]) {
+    /// `sig` once to every process of it: its group, and those that left the group.
+    fn signal(&self, sig: Signal, marked: &[Pid]) {
         process::signal_group(self.pid, sig);
-        process::signal_each(strays, sig);
+        process::signal_each(marked, sig, Some(self.pid));
     }
 
-    /// Nothing of it is left: the leader reaped, the group empty, no stray process.
-    pub fn gone(&self, strays: &[Pid]) -> bool {
-        self.exit.is_some() && strays.is_empty() && !process::group_alive(self.pid)
+    /// Nothing of it is left: the leader reaped, the group empty, no marked process.
+    pub fn gone(&self, marked: &[Pid]) -> bool {
+        self.exit.is_some() && marked.is_empty() && !process::group_alive(self.pid)
     }
 
     /// Whether something of it must be looked for by polling rather than waited for.

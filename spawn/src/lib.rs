@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 pub const TOOL: &str = "warmup-spawn";
 
 const EXAMPLES: &str = "EXAMPLES:
-  # one pytest per shard, on the GPUs the caller may use
+  # one pytest per shard, on the GPUs the caller may use (--plan /tmp/run works too)
   warmup-spawn --plan /tmp/run/plan.json -- pytest benchmark/test_mm.py --shape_file shapes.yaml
 
   # pick the devices; a device listed twice takes two children at once
@@ -72,7 +72,7 @@ FILES:
     after_long_help = protocol::cli::after_help(EXAMPLES)
 )]
 pub struct Args {
-    /// The plan warmup-shard wrote (SCRATCH/plan.json)
+    /// The plan warmup-shard wrote (SCRATCH/plan.json), or its SCRATCH folder
     #[arg(
         long,
         value_name = "PLAN",
@@ -165,10 +165,13 @@ pub fn run(args: &Args) -> Result<Status> {
         return Ok(Status::Done);
     }
 
-    let plan_path = args
+    let plan_arg = args
         .plan
         .as_deref()
         .context("--plan is required: give the plan.json warmup-shard wrote")?;
+    // A SCRATCH folder stands for its plan: a script composing the tools names no file in it.
+    let plan_file = plan_arg.is_dir().then(|| Scratch::new(plan_arg).plan());
+    let plan_path = plan_file.as_deref().unwrap_or(plan_arg);
     let (plan, scratch) = Plan::load(plan_path)?;
     let root = std::path::absolute(scratch.root())
         .with_context(|| format!("resolving {}", scratch.root().display()))?;

@@ -100,14 +100,18 @@ pub fn group_alive(pgid: Pid) -> bool {
     kill(Pid::from_raw(-pgid.as_raw()), None).is_ok()
 }
 
-/// Sends `sig` to each process, and to the group of each that leads one (a `setsid` leaves
-/// its caller leading a new group, with whatever it starts in there).
-pub fn signal_each(pids: &[Pid], sig: Signal) {
+/// Sends `sig` once to each process but those in group `except`: to its whole group when it
+/// leads one (a `setsid` leaves its caller leading a new group, with whatever it starts in
+/// there), else to it alone.
+pub fn signal_each(pids: &[Pid], sig: Signal, except: Option<Pid>) {
     for &pid in pids {
-        if nix::unistd::getpgid(Some(pid)) == Ok(pid) {
-            signal_group(pid, sig);
+        match nix::unistd::getpgid(Some(pid)) {
+            Ok(pgid) if Some(pgid) == except => {}
+            Ok(pgid) if pgid == pid => signal_group(pid, sig),
+            _ => {
+                let _ = kill(pid, sig);
+            }
         }
-        let _ = kill(pid, sig);
     }
 }
 
@@ -161,7 +165,7 @@ pub fn sweep_orphans(grace: Duration, keep: Option<Pid>) {
     if strays.is_empty() {
         return;
     }
-    signal_each(&strays, Signal::SIGTERM);
+    signal_each(&strays, Signal::SIGTERM, None);
     let end = Instant::now() + grace;
     loop {
         let _ = reap();
@@ -170,7 +174,7 @@ pub fn sweep_orphans(grace: Duration, keep: Option<Pid>) {
             return;
         }
         if Instant::now() >= end {
-            signal_each(&left, Signal::SIGKILL);
+            signal_each(&left, Signal::SIGKILL, None);
             break;
         }
         std::thread::sleep(POLL);

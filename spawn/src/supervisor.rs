@@ -112,7 +112,7 @@ pub fn supervise(jobs: &[Job], run: Run<'_>) -> Result<Outcome> {
 
         // One look at /proc per pass serves every child, and only when one needs it.
         let mut census: Option<HashMap<usize, Vec<Pid>>> = None;
-        let mut marked = |job: usize| -> Vec<Pid> {
+        let mut marked_of = |job: usize| -> Vec<Pid> {
             census
                 .get_or_insert_with(|| process::census(run_id))
                 .get(&jobs[job].shard)
@@ -135,8 +135,8 @@ pub fn supervise(jobs: &[Job], run: Run<'_>) -> Result<Outcome> {
                 Duration::ZERO
             };
             for child in &mut running {
-                let strays = marked(child.job);
-                if child.stop(Stop::Interrupted, now, grace, &strays) {
+                let marked = marked_of(child.job);
+                if child.stop(Stop::Interrupted, now, grace, &marked) {
                     progress.stopping(child.slot, Stop::Interrupted.words());
                 }
             }
@@ -146,15 +146,15 @@ pub fn supervise(jobs: &[Job], run: Run<'_>) -> Result<Outcome> {
         let mut i = 0;
         while i < running.len() {
             let child = &mut running[i];
-            let strays = if child.lingers() {
-                marked(child.job)
+            let marked = if child.lingers() {
+                marked_of(child.job)
             } else {
                 Vec::new()
             };
-            if let Some(why) = child.tick(now, limits.grace, &strays) {
+            if let Some(why) = child.tick(now, limits.grace, &marked) {
                 progress.stopping(child.slot, why.words());
             }
-            if child.gone(&strays) {
+            if child.gone(&marked) {
                 let child = running.swap_remove(i);
                 watchdog.forget(child.pid);
                 let (job, slot, status) = child.finish();

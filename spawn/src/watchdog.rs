@@ -124,7 +124,7 @@ fn watch(pipe: File, run: &str) -> i32 {
             break;
         }
         killed.extend(marked.iter().copied());
-        process::signal_each(&marked, Signal::SIGKILL);
+        process::signal_each(&marked, Signal::SIGKILL, None);
         std::thread::sleep(POLL);
     }
     if !groups.is_empty() || !killed.is_empty() {
