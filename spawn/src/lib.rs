@@ -72,6 +72,9 @@ FILES:
     after_long_help = protocol::cli::after_help(EXAMPLES)
 )]
 pub struct Args {
+    #[command(flatten)]
+    pub op: protocol::cli::OpArg,
+
     /// The plan warmup-shard wrote (SCRATCH/plan.json), or its SCRATCH folder
     #[arg(
         long,
@@ -173,6 +176,7 @@ pub fn run(args: &Args) -> Result<Status> {
     let plan_file = plan_arg.is_dir().then(|| Scratch::new(plan_arg).plan());
     let plan_path = plan_file.as_deref().unwrap_or(plan_arg);
     let (plan, scratch) = Plan::load(plan_path)?;
+    args.op.for_plan(&plan, plan_path)?;
     let root = std::path::absolute(scratch.root())
         .with_context(|| format!("resolving {}", scratch.root().display()))?;
     let scratch = Scratch::new(root);
@@ -216,6 +220,7 @@ pub fn run(args: &Args) -> Result<Status> {
     for job in &jobs {
         check_writable(&scratch.worker(job.shard), job.shard)?;
     }
+    let _lock = scratch.lock()?;
     // Before any child starts, so that a shard a signal keeps from starting leaves nothing
     // of an earlier run behind either: a missing status.json means "not started".
     for job in &jobs {
