@@ -312,7 +312,12 @@ fn check_summary(target: &Path, plan: &Plan, jobs: &[job::Job]) -> Result<()> {
             );
         }
     }
-    check_path(Path::new(&plan.op)).context("the plan's op")?;
+    if plan.op.contains('\n') {
+        bail!(
+            "the plan's op {:?} holds a newline, which a run summary cannot carry; drop --summary",
+            plan.op
+        );
+    }
     jobs.iter().try_for_each(|job| check_path(&job.log))
 }
 

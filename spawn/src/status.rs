@@ -1,7 +1,8 @@
-//! `SCRATCH/w<i>/status.json`: how one shard's child ended, for people reading a run afterwards
-//! and for scripts deciding what to keep. Written atomically once the child's whole process group
-//! is gone. A shard that never started (the run was interrupted first) has no status file: the
-//! spawner removes stale ones before it starts, so a missing file always means "not run".
+//! How shards ended: `SCRATCH/w<i>/status.json`, one per shard that started, for people reading
+//! a run afterwards and for scripts deciding what to keep, written atomically once nothing of the
+//! child is left; and the run summary (`--summary`) that counts them. A shard that never started
+//! (the run was interrupted first) has no status file: the spawner removes stale ones before it
+//! starts, so a missing file always means "not run".
 
 use crate::job::{lossy, Job};
 use anyhow::Result;
