@@ -26,13 +26,14 @@ bench:
 $(SCRATCH)/plan.json: $(SHAPES)
 	warmup-shard --shards $(GPUS) --out $(SCRATCH) $(SHAPES)
 
-# A failed shard (exit 1) still leaves the others' records: merge what there is.
+# A failed shard (exit 1) still leaves the others' records: merge what there is. --in-scratch
+# writes $(SCRATCH)/merged.json and conflicts.json, the names the scratch layout gives them.
 $(SCRATCH)/merged.json: $(SCRATCH)/plan.json
-	warmup-spawn --plan $< $(devices) -- $(BENCH) --shape_file $(SHAPES) || test $$? -eq 1
-	warmup-merge -o $@ --conflicts $(SCRATCH)/conflicts.json $(SCRATCH)
+	warmup-spawn --plan $(SCRATCH) $(devices) -- $(BENCH) --shape_file $(SHAPES) || test $$? -eq 1
+	warmup-merge --in-scratch $(SCRATCH)
 
 $(SCRATCH)/replay.mk: $(SCRATCH)/merged.json
-	warmup-publish --record-dir $(RECORDS) --format make $< > $@.tmp && mv $@.tmp $@
+	warmup-publish --record-dir $(RECORDS) --format make $(SCRATCH) > $@.tmp && mv $@.tmp $@
 
 measure: $(SCRATCH)/replay.mk
 	$(MAKE) -f $(THIS) REPLAY=$< measure-only

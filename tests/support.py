@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -24,7 +25,7 @@ SHARED = ROOT.parent / "shared"
 FLAGGEMS_DATA = SHARED / "data" / "flaggems"
 BIN_DIR = Path(os.environ.get("WARMUP_BIN_DIR", ROOT / "target" / "debug"))
 
-_SCRUB_PREFIXES = ("FLAGGEMS_", "PARALLEL_WARMUP_", "TRITON_", "WARMUP_FIXTURE_")
+_SCRUB_PREFIXES = ("FLAGGEMS_", "PARALLEL_WARMUP_", "TRITON_", "WARMUP_")
 _SCRUB_SUFFIXES = ("_VISIBLE_DEVICES",)
 
 
@@ -54,3 +55,44 @@ def run_tool(name: str, *args, env: dict[str, str] | None = None, **kw) -> subpr
     kw.setdefault("text", True)
     kw.setdefault("timeout", 120)
     return subprocess.run([tool(name), *map(str, args)], env=clean_env(**(env or {})), **kw)
+
+
+def on_a_terminal(argv: list[str], env: dict[str, str], timeout: float = 120,
+                  **kw) -> tuple[int, str]:
+    """Runs argv with its stderr on a pseudo-terminal that this process owns (stdin is
+    /dev/null, stdout is not a terminal); returns its exit status and all it wrote there.
+
+    The terminal is made and read here, until every process holding it is gone, so what the
+    program sees (isatty on stderr) and what comes back depend on no other program: script(1)
+    made the terminal in a child of its own, ran the command through $SHELL, wrote an
+    end-of-file into the terminal when its own stdin was empty, and copied the output.
+    """
+    import select
+
+    master, slave = os.openpty()
+    try:
+        proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=slave, **kw)
+    finally:
+        os.close(slave)
+    chunks = []
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 0.5)
+            if not ready:
+                continue
+            try:
+                data = os.read(master, 65536)
+            except OSError:  # EIO: nothing holds the terminal any more
+                break
+            if not data:
+                break
+            chunks.append(data)
+        else:
+            proc.kill()
+            pytest.fail(f"{argv[0]} still held the terminal after {timeout}s")
+        code = proc.wait(timeout=timeout)
+    finally:
+        os.close(master)
+    return code, b"".join(chunks).decode(errors="replace")

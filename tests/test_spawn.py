@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from support import ROOT, clean_env, tool
+from support import ROOT, clean_env, on_a_terminal, tool
 
 FIXTURE = Path(__file__).resolve().parent / "spawn_fixture"
 
@@ -77,6 +78,9 @@ def test_real_pytest_children_get_the_contract_argv_env_and_shard(tmp_path):
             "PYTHONUNBUFFERED": "1",
         })
         child_env = {k: v for k, v in got["env"].items() if not k.startswith(("PYTEST_", "_PYTEST"))}
+        # The shard's marker: this run's name, then the shard.
+        run, shard_index = child_env.pop("WARMUP_SPAWN_SHARD").rsplit("/", 1)
+        assert run and shard_index == str(i)
         assert child_env == expected
         assert got["shard"] == shard
         assert got["cwd"] == str(ROOT)
@@ -127,6 +131,15 @@ def start_stubborn(tmp_path: Path, *flags: str, shards: int = 2, devices: str = 
         assert time.monotonic() < deadline, "children did not start"
         time.sleep(0.05)
     return proc, pids
+
+
+def wait_for_pids(path: Path, n: int, proc: subprocess.Popen) -> None:
+    """Waits until `n` pids are in `path`, while `proc` runs."""
+    deadline = time.monotonic() + 60
+    while len(read_pids(path)) < n:
+        assert proc.poll() is None, f"exited {proc.returncode} before {n} pids were written"
+        assert time.monotonic() < deadline, "children did not start"
+        time.sleep(0.05)
 
 
 def read_pids(path: Path) -> list[int]:
@@ -246,19 +259,126 @@ def test_bad_input_exits_2_and_starts_nothing(tmp_path, args, needle):
 
 @pytest.mark.parametrize("no_color", ["", "1"])
 def test_on_a_terminal_progress_is_a_live_line_per_device(tmp_path, no_color):
-    """Under a pseudo-terminal (script(1)) stderr is a tty: live per-device lines, redrawn in
-    place, coloured unless NO_COLOR is set; the plain start/end lines are for logs only."""
+    """With stderr on a terminal: live per-device lines, redrawn in place, coloured unless
+    NO_COLOR is set; the plain start/end lines are for logs only."""
     plan = write_plan(tmp_path / "scratch", SHARDS)
-    typescript = tmp_path / "typescript"
-    spawn = " ".join([tool("spawn"), "--plan", str(plan), "--backend", "cuda", "--devices", "0,1",
-                      "--", "sh", "-c", "'sleep 0.6'"])
     env = clean_env(NO_COLOR=no_color) if no_color else clean_env()
-    done = subprocess.run(["script", "-qec", spawn, str(typescript)], env=env,
-                          stdin=subprocess.DEVNULL, capture_output=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    screen = typescript.read_text(errors="replace")
+    code, screen = on_a_terminal([tool("spawn"), "--plan", str(plan), "--backend", "cuda",
+                                  "--devices", "0,1", "--", "sh", "-c", "sleep 0.6"], env)
+    assert code == 0, screen
     assert "device 0" in screen and "device 1" in screen and "running" in screen, screen
     assert "\x1b[2F\x1b[J" in screen, "live lines are redrawn in place"
     assert "started on device" not in screen, "no plain per-event lines on a terminal"
     assert "3 shards: 3 ok" in screen
     assert ("\x1b[32mok\x1b[0m" in screen) is (no_color == ""), screen
+
+
+# A child with a tree below it: five sleepers in its group and one that left it (setsid).
+TREE = r"""
+for i in 1 2 3 4 5; do sleep 300 & echo $! >> "$0"; done
+setsid sleep 300 & echo $! >> "$0"
+echo $$ >> "$0"
+wait
+"""
+
+
+def test_a_sigkilled_spawner_leaves_no_process_of_any_child_tree(tmp_path):
+    """PR_SET_PDEATHSIG reaches the children only; the watchdog takes down their trees."""
+    plan = write_plan(tmp_path / "scratch", SHARDS)
+    pids = tmp_path / "pids"
+    proc = subprocess.Popen(
+        [tool("spawn"), "--plan", str(plan), "--backend", "cuda", "--devices", "0,1,2", "--",
+         "sh", "-c", TREE, str(pids)],
+        env=clean_env(), stderr=subprocess.PIPE, text=True)
+    wait_for_pids(pids, 3 * 7, proc)
+    proc.kill()
+    _, err = proc.communicate(timeout=60)
+    deadline = time.monotonic() + 20
+    while any(alive(p) for p in read_pids(pids)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert_all_gone(read_pids(pids))
+    assert "watchdog: warmup-spawn died" in err, err
+
+
+def test_the_callers_death_stops_the_run_with_the_grace(tmp_path):
+    """kill -9 of whatever started warmup-spawn: the children get SIGTERM and their grace."""
+    plan = write_plan(tmp_path / "scratch", SHARDS[:2])
+    pids, terms = tmp_path / "pids", tmp_path / "terms"
+    child = ('trap \'echo $$ >> "$1"; exit 0\' TERM; echo $$ >> "$0"; '
+             'while :; do sleep 0.1; done')
+    caller = subprocess.Popen(
+        ["sh", "-c", '"$@" & wait', "caller", tool("spawn"), "--plan", str(plan), "--backend",
+         "cuda", "--devices", "0,1", "--grace", "30", "--", "sh", "-c", child, str(pids),
+         str(terms)],
+        env=clean_env(), stderr=subprocess.DEVNULL)
+    wait_for_pids(pids, 2, caller)
+    caller.kill()
+    caller.wait(timeout=30)
+    deadline = time.monotonic() + 30
+    while any(alive(p) for p in read_pids(pids)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert_all_gone(read_pids(pids))
+    assert sorted(read_pids(terms)) == sorted(read_pids(pids)), "each child got SIGTERM"
+    status = json.loads((tmp_path / "scratch" / "w0" / "status.json").read_text())
+    assert status["interrupted"] is True and status["exit_code"] == 0
+
+
+def test_a_device_is_handed_on_only_once_a_shards_escaped_processes_are_gone(tmp_path):
+    """Shard 0 leaves a sleeper in a session of its own and exits 0; shard 1, on the same
+    device, looks for it as it starts."""
+    plan = write_plan(tmp_path / "scratch", SHARDS[:2])
+    sleeper = tmp_path / "sleeper"
+    child = r"""
+case "$FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR" in
+  */w0/rec) setsid sleep 300 & echo $! > "$0" ;;
+  *) state=$(cut -d' ' -f3 "/proc/$(cat "$0")/stat" 2>/dev/null)
+     if [ -n "$state" ] && [ "$state" != Z ]; then echo "sleeper alive"; exit 9; fi ;;
+esac
+"""
+    done = subprocess.run(
+        [tool("spawn"), "--plan", str(plan), "--backend", "cuda", "--devices", "0",
+         "--grace", "5", "--", "sh", "-c", child, str(sleeper)],
+        env=clean_env(), capture_output=True, text=True, timeout=120)
+    left = [p for p in read_pids(sleeper) if alive(p)]
+    assert_all_gone(read_pids(sleeper))
+    assert done.returncode == 0, done.stderr + (tmp_path / "scratch/w1/worker.log").read_text()
+    assert not left
+    assert "exited, leaving processes behind" in done.stderr, done.stderr
+    status = json.loads((tmp_path / "scratch" / "w0" / "status.json").read_text())
+    assert status["exit_code"] == 0 and status["interrupted"] is False
+
+
+def read_only(path: Path, command: list[str]) -> list[str]:
+    """`command` run with `path` read-only: by its mode for a user, by a read-only bind mount
+    in a mount namespace of its own for root (whom modes do not stop)."""
+    if os.geteuid() != 0:
+        for p in [path, *path.rglob("*")]:
+            if p.is_dir():
+                p.chmod(0o555)
+        return command
+    probe = subprocess.run(["unshare", "-m", "true"], capture_output=True)
+    if probe.returncode != 0:
+        pytest.skip("root without mount namespaces: no way to make a read-only folder")
+    q = shlex.quote(str(path))
+    return ["unshare", "-m", "sh", "-c",
+            f'mount --bind {q} {q} && mount -o remount,ro,bind {q} {q} && exec "$@"', "ro",
+            *command]
+
+
+def test_a_read_only_scratch_is_refused_saying_what_to_do(tmp_path):
+    scratch = tmp_path / "scratch"
+    plan = write_plan(scratch, SHARDS[:2])
+    command = read_only(scratch, [tool("spawn"), "--plan", str(plan), "--backend", "cuda",
+                                  "--devices", "0", "--", "true"])
+    try:
+        done = subprocess.run(command, env=clean_env(), capture_output=True, text=True,
+                              timeout=60)
+    finally:
+        for p in [scratch, *scratch.rglob("*")]:
+            if p.is_dir():
+                p.chmod(0o755)
+    assert done.returncode == 2, done.stderr
+    assert "shard 0's folder" in done.stderr and "cannot be written" in done.stderr, done.stderr
+    assert "make the scratch writable" in done.stderr
+    assert "removing the stale" not in done.stderr
+    assert not (scratch / "w0" / "worker.log").exists()

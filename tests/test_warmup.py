@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from support import BIN_DIR, ROOT, clean_env
+from support import BIN_DIR, ROOT, clean_env, on_a_terminal, tool
 
 SCRIPT = ROOT / "scripts" / "warmup"
 HARNESS = ROOT / "tests" / "harness" / "test_bench.py"
@@ -104,6 +104,8 @@ def test_whole_flow_sweeps_in_parallel_then_measures_once_replaying_merged_confi
     assert done and str(records / "mm.json") in done[0], run.stderr
     configs = sum(len(bucket) for bucket in merged.values())
     assert f"2 kernels / {configs} configs" in done[0]
+    # What the children's wall times add up to, named as such: it is no serial estimate.
+    assert "the shards' wall times add up to" in done[0], done[0]
     assert scratch_folders(work) == [], "the scratch is removed after a clean run"
 
 
@@ -321,3 +323,199 @@ def test_the_readme_makefile_warms_up_then_measures_replaying(work, target):
     assert measured["mode"] == "replay" and measured["swept"] == 0
     assert measured["env"]["FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR"] == str(records)
     assert (records / "mm.json").is_file()
+
+
+# --- stops, locks and messages that drive the script with plain shell children ------------------
+
+def start_sweep(work: Path, child: str, *opts: str, **env) -> subprocess.Popen:
+    """scripts/warmup over two `sh -c CHILD WORK --shape_file examples/shapes.yaml` children, in
+    a session of its own as a terminal's foreground job is. CHILD's $0 is WORK; the measurement
+    (no FLAGGEMS_PERF_WARMUP_WORKER) runs it too."""
+    full_env = clean_env(WARMUP_BIN_DIR=str(BIN_DIR), FLAGGEMS_PERF_CURRENT_OP="mm",
+                         FLAGGEMS_VENDOR="nvidia", TMPDIR=str(work), **env)
+    return subprocess.Popen(
+        [str(SCRIPT), "--gpus", "2", "--devices", "0,1", *opts, "--",
+         "sh", "-c", child, str(work), "--shape_file", str(EXAMPLE)],
+        env=full_env, cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True)
+
+
+# The measurement only notes that it ran; each sweep child notes its pid, then waits.
+MEASURED = '[ -n "$FLAGGEMS_PERF_WARMUP_WORKER" ] || { echo $$ >> "$0/measured"; exit 0; }\n'
+
+
+def pids_in(path: Path) -> list[int]:
+    try:
+        return [int(x) for x in path.read_text().split()]
+    except FileNotFoundError:
+        return []
+
+
+def wait_for(predicate, what: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+def live(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat[stat.rfind(")") + 2] != "Z"
+
+
+def finish(proc: subprocess.Popen, pids: list[int], timeout: float = 60) -> tuple[str, list[int]]:
+    """Waits for the script; returns its stderr and the pids still alive after a settling
+    time, which it then kills, so that a failing test leaves nothing behind."""
+    try:
+        _, err = proc.communicate(timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+    deadline = time.monotonic() + 20
+    while any(live(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    left = [p for p in pids if live(p)]
+    for p in left:
+        os.kill(p, signal.SIGKILL)
+    return err, left
+
+
+IGNORES_TERM = MEASURED + '''trap 'echo $$ >> "$0/terms"' TERM
+echo $$ >> "$0/pids"
+while :; do sleep 0.1; done
+'''
+
+
+def test_one_ctrl_c_to_the_group_gives_the_children_their_grace(work):
+    """A terminal's Ctrl-C reaches every process of the foreground group: one SIGINT to the
+    script's group is one stop, SIGTERM now and SIGKILL only after the grace."""
+    grace = 6
+    proc = start_sweep(work, IGNORES_TERM, "--grace", str(grace))
+    wait_for(lambda: len(pids_in(work / "pids")) == 2, "the sweep children")
+    t0 = time.monotonic()
+    os.killpg(proc.pid, signal.SIGINT)
+    err, left = finish(proc, pids_in(work / "pids"))
+    elapsed = time.monotonic() - t0
+    assert not left, f"processes left behind: {left}"
+    assert proc.returncode == 130, err
+    assert sorted(pids_in(work / "terms")) == sorted(pids_in(work / "pids")), "SIGTERM first"
+    assert elapsed >= grace - 0.5, f"SIGKILL after {elapsed:.1f}s, before the {grace}s grace\n{err}"
+    assert err.count("got SIGINT") == 1 and "got SIGINT again" not in err, err
+    assert not (work / "measured").exists()
+
+
+def test_a_second_ctrl_c_skips_the_grace(work):
+    proc = start_sweep(work, IGNORES_TERM, "--grace", "120")
+    wait_for(lambda: len(pids_in(work / "pids")) == 2, "the sweep children")
+    t0 = time.monotonic()
+    os.killpg(proc.pid, signal.SIGINT)
+    wait_for(lambda: len(set(pids_in(work / "terms"))) == 2, "SIGTERM to reach the children")
+    os.killpg(proc.pid, signal.SIGINT)
+    err, left = finish(proc, pids_in(work / "pids"))
+    assert not left, f"processes left behind: {left}"
+    assert proc.returncode == 130, err
+    assert time.monotonic() - t0 < 60, err
+    assert "got SIGINT again: killing every shard now" in err, err
+
+
+def test_a_sigkilled_script_stops_the_sweep_with_the_grace(work):
+    child = MEASURED + '''trap 'echo $$ >> "$0/terms"; exit 0' TERM
+echo $$ >> "$0/pids"
+while :; do sleep 0.1; done
+'''
+    proc = start_sweep(work, child, "--grace", "30")
+    wait_for(lambda: len(pids_in(work / "pids")) == 2, "the sweep children")
+    spawner = parent_of(pids_in(work / "pids")[0])
+    proc.kill()
+    err, left = finish(proc, pids_in(work / "pids") + [spawner])
+    assert not left, f"processes left behind: {left}"
+    assert sorted(pids_in(work / "terms")) == sorted(pids_in(work / "pids")), "SIGTERM, with its grace"
+    assert not (work / "measured").exists()
+
+
+def parent_of(pid: int) -> int:
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return int(stat[stat.rfind(")") + 2:].split()[1])
+
+
+def test_a_sigkilled_spawner_is_a_stop_and_leaves_no_process(work):
+    child = MEASURED + '''for i in 1 2 3; do sleep 300 & echo $! >> "$0/pids"; done
+setsid sleep 300 & echo $! >> "$0/pids"
+echo $$ >> "$0/leaders"
+wait
+'''
+    proc = start_sweep(work, child)
+    wait_for(lambda: len(pids_in(work / "pids")) == 8 and len(pids_in(work / "leaders")) == 2,
+             "the sweep children and theirs")
+    leaders = pids_in(work / "leaders")
+    spawner = parent_of(leaders[0])
+    os.kill(spawner, signal.SIGKILL)
+    err, left = finish(proc, pids_in(work / "pids") + leaders)
+    assert not left, f"processes left behind: {left}"
+    assert proc.returncode == 137, err
+    assert "warmup-spawn was stopped by signal 9" in err and "measurement does not run" in err, err
+    assert not (work / "measured").exists()
+
+
+def test_a_scratch_in_use_is_refused_before_anything_is_touched(work):
+    scratch = work / "shared scratch"
+    child = MEASURED + 'echo $$ >> "$0/pids"; while [ ! -e "$0/go" ]; do sleep 0.1; done\n'
+    first = start_sweep(work, child, "--scratch", str(scratch))
+    wait_for(lambda: len(pids_in(work / "pids")) == 2, "the first run's children")
+    plan = scratch / "plan.json"
+    before = {p: p.stat().st_mtime_ns for p in scratch.rglob("*") if p.is_file()}
+    second = subprocess.run(
+        [str(SCRIPT), "--gpus", "2", "--devices", "0,1", "--scratch", str(scratch), "--",
+         "sh", "-c", child, str(work), "--shape_file", str(EXAMPLE)],
+        env=clean_env(WARMUP_BIN_DIR=str(BIN_DIR), FLAGGEMS_PERF_CURRENT_OP="mm",
+                      FLAGGEMS_VENDOR="nvidia"),
+        cwd=work, capture_output=True, text=True, timeout=120)
+    after = {p: p.stat().st_mtime_ns for p in scratch.rglob("*") if p.is_file()}
+    (work / "go").touch()
+    err, left = finish(first, pids_in(work / "pids"))
+    assert not left
+    assert second.returncode == 2, second.stderr
+    assert f"scratch {scratch} is in use by another run (pid {first.pid} holds" in second.stderr
+    assert len(pids_in(work / "pids")) == 2, "the second run started no child"
+    assert plan in before and after == before, "the second run touched the scratch"
+    assert first.returncode == 0, err
+
+
+def test_children_that_record_nothing_are_blamed_on_a_missing_harness(work):
+    run = warmup(work, "--gpus", "2", "--devices", "0,1",
+                 command=[sys.executable, "-c", "print('ran')", "--shape_file", str(EXAMPLE)])
+    assert run.returncode == 0 and run.stdout == "ran\n", run.stderr
+    [line] = [ln for ln in run.lines() if "no configs recovered" in ln]
+    assert "2 shard(s) ran to the end but none wrote a record" in line, line
+    assert "pip install ./harness" in line and "-p warmup_harness" in line, line
+
+
+def test_entry_names_the_key_that_holds_the_shapes(work):
+    helped = subprocess.run([tool("shard"), "--help"], capture_output=True, text=True).stdout
+    if "--entry" not in helped:
+        pytest.skip("this warmup-shard has no --entry yet")
+    shapes = work / "blas.yaml"
+    shapes.write_text("BlasBenchmark:\n  shapes:\n    - [1, 2]\n    - [3, 4]\n    - [5, 6]\n")
+    child = MEASURED + 'echo "$2" >> "$0/shards"\n'
+    run = warmup(work, "--gpus", "2", "--devices", "0,1", "--entry", "BlasBenchmark",
+                 command=["sh", "-c", child, str(work), "--shape_file", str(shapes)])
+    assert run.returncode == 0, run.stderr
+    assert len((work / "shards").read_text().split()) == 2, run.stderr
+    assert any("sweeping on 2 devices" in ln for ln in run.lines()), run.stderr
+
+
+def test_on_a_terminal_the_sweep_shows_its_live_view(work):
+    """warmup-spawn runs in a process group of its own under the script; on the script's
+    terminal it still draws its live lines."""
+    env = clean_env(WARMUP_BIN_DIR=str(BIN_DIR), FLAGGEMS_PERF_CURRENT_OP="mm",
+                    FLAGGEMS_VENDOR="nvidia", TMPDIR=str(work))
+    code, screen = on_a_terminal(
+        [str(SCRIPT), "--gpus", "2", "--devices", "0,1", "--", "sh", "-c",
+         MEASURED + "sleep 0.6", str(work), "--shape_file", str(EXAMPLE)], env, cwd=work)
+    assert code == 0, screen
+    assert "\x1b[2F\x1b[J" in screen and "running" in screen, screen
+    assert "started on device" not in screen, screen

@@ -1,80 +1,130 @@
-//! One shard's child, before it runs: its argv (the caller's, with `--shape_file` pointing at the
-//! shard) and its environment changes (pinned to a device, recording into its own folder).
+//! One shard's child, resolved before anything runs: its argv (the caller's, with `--shape_file`
+//! pointing at the shard), its environment changes (recording into its own folder, marked as the
+//! shard's) and its files. Built once per shard; `--dry-run` prints what the run starts.
 
 use crate::backend::Backend;
+use crate::process::Marker;
 use crate::status::EnvChanges;
 use protocol::env;
 use protocol::layout::Scratch;
 use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
 /// The flag the harness reads its shape file from.
 pub const SHAPE_FLAG: &str = "--shape_file";
 
-/// A shard's paths, all absolute.
+/// A shard's child, ready to start on any device.
 #[derive(Debug, Clone)]
 pub struct Job {
     pub shard: usize,
-    pub shape_file: PathBuf,
+    /// The child's argv, program first.
+    pub argv: Vec<OsString>,
+    /// Every environment change but the device pin, which waits for a free device.
+    env: EnvChanges,
+    backend: &'static Backend,
     pub record_dir: PathBuf,
-    pub triton_cache: PathBuf,
     pub log: PathBuf,
     pub status: PathBuf,
 }
 
 impl Job {
     /// `scratch` must be absolute: children run in the caller's folder, not the scratch's.
-    pub fn new(scratch: &Scratch, shard: usize, shape_file: PathBuf) -> Job {
+    pub fn new(
+        scratch: &Scratch,
+        shard: usize,
+        shape_file: PathBuf,
+        command: &[OsString],
+        backend: &'static Backend,
+        marker: Marker,
+    ) -> Job {
+        let path = |p: PathBuf| p.to_string_lossy().into_owned();
+        let record_dir = scratch.record_dir(shard);
+        let set = vec![
+            (env::WARMUP_WORKER.to_owned(), "1".to_owned()),
+            (env::RECORD_DIR.to_owned(), path(record_dir.clone())),
+            (
+                env::TRITON_CACHE_DIR.to_owned(),
+                path(scratch.triton_cache(shard)),
+            ),
+            (env::COLOR.to_owned(), "never".to_owned()),
+            // The log is a pipe: without this Python buffers it and a killed child's last words are lost.
+            ("PYTHONUNBUFFERED".to_owned(), "1".to_owned()),
+            // Inherited by all it starts, so that its processes are found wherever they go.
+            (crate::process::MARKER.to_owned(), marker.to_string()),
+        ];
+        let mut unset: Vec<String> = backend.vars[1..].iter().map(|v| (*v).to_owned()).collect();
+        unset.extend([env::REPLAY_DIR, env::GPUS, env::TTGIR_DUMP_DIR].map(str::to_owned));
         Job {
             shard,
-            shape_file,
-            record_dir: scratch.record_dir(shard),
-            triton_cache: scratch.triton_cache(shard),
+            argv: child_argv(command, shape_file.into_os_string()),
+            env: EnvChanges { set, unset },
+            backend,
+            record_dir,
             log: scratch.log(shard),
             status: scratch.status(shard),
         }
     }
 
-    /// The child's argv: `command` (program first) without any `--shape_file X` or
-    /// `--shape_file=X`, then `--shape_file <shard file>`.
-    pub fn argv(&self, command: &[OsString]) -> Vec<OsString> {
-        let mut out = Vec::with_capacity(command.len() + 2);
-        let mut args = command.iter();
-        out.extend(args.next().cloned());
-        while let Some(arg) = args.next() {
-            if arg == SHAPE_FLAG {
-                args.next();
-                continue;
-            }
-            if arg
-                .as_encoded_bytes()
-                .starts_with(format!("{SHAPE_FLAG}=").as_bytes())
-            {
-                continue;
-            }
-            out.push(arg.clone());
+    /// The child's environment changes when pinned to `device`: the backend's visibility
+    /// variable first, then the rest.
+    pub fn env_on(&self, device: &str) -> EnvChanges {
+        let mut set = vec![(self.backend.vars[0].to_owned(), device.to_owned())];
+        set.extend(self.env.set.iter().cloned());
+        EnvChanges {
+            set,
+            unset: self.env.unset.clone(),
         }
-        out.push(SHAPE_FLAG.into());
-        out.push(self.shape_file.clone().into_os_string());
-        out
     }
+}
 
-    /// The child's environment changes when pinned to `device` on `backend`.
-    pub fn env(&self, backend: &Backend, device: &str) -> EnvChanges {
-        let path = |p: &PathBuf| p.to_string_lossy().into_owned();
-        let set = vec![
-            (backend.vars[0].to_owned(), device.to_owned()),
-            (env::WARMUP_WORKER.to_owned(), "1".to_owned()),
-            (env::RECORD_DIR.to_owned(), path(&self.record_dir)),
-            (env::TRITON_CACHE_DIR.to_owned(), path(&self.triton_cache)),
-            (env::COLOR.to_owned(), "never".to_owned()),
-            // The log is a file: without this Python buffers it and a killed child's last words are lost.
-            ("PYTHONUNBUFFERED".to_owned(), "1".to_owned()),
-        ];
-        let mut unset: Vec<String> = backend.vars[1..].iter().map(|v| (*v).to_owned()).collect();
-        unset.extend([env::REPLAY_DIR, env::GPUS, env::TTGIR_DUMP_DIR].map(str::to_owned));
-        EnvChanges { set, unset }
-    }
+/// `command` (program first) without any `--shape_file X` or `--shape_file=X`, then
+/// `--shape_file <shard file>`.
+fn child_argv(command: &[OsString], shard_file: OsString) -> Vec<OsString> {
+    let mut out = Vec::with_capacity(command.len() + 2);
+    out.extend(command.first().cloned());
+    out.extend(shape_flags(command).filter_map(|arg| match arg {
+        Arg::Other(a) => Some(a.to_os_string()),
+        Arg::ShapeFile(_) => None,
+    }));
+    out.push(SHAPE_FLAG.into());
+    out.push(shard_file);
+    out
+}
+
+/// The shape file `command` names, as the harness's option parser takes it: the last
+/// `--shape_file X` or `--shape_file=X`. `None` when it names none (a trailing `--shape_file`
+/// with no value names none either).
+pub fn shape_file_of(command: &[OsString]) -> Option<OsString> {
+    shape_flags(command)
+        .filter_map(|arg| match arg {
+            Arg::ShapeFile(file) => file.map(OsStr::to_os_string),
+            Arg::Other(_) => None,
+        })
+        .last()
+}
+
+enum Arg<'a> {
+    /// `--shape_file X` or `--shape_file=X` (`None`: the flag ended the command)
+    ShapeFile(Option<&'a OsStr>),
+    Other(&'a OsStr),
+}
+
+/// The arguments after the program, with the shape-file flags told apart: the one place that
+/// says how COMMAND names its shape file.
+fn shape_flags(command: &[OsString]) -> impl Iterator<Item = Arg<'_>> {
+    let mut args = command.iter().skip(1);
+    std::iter::from_fn(move || {
+        let arg = args.next()?;
+        if arg == SHAPE_FLAG {
+            return Some(Arg::ShapeFile(args.next().map(OsString::as_os_str)));
+        }
+        let prefix = format!("{SHAPE_FLAG}=");
+        Some(match arg.as_bytes().strip_prefix(prefix.as_bytes()) {
+            Some(file) => Arg::ShapeFile(Some(OsStr::from_bytes(file))),
+            None => Arg::Other(arg),
+        })
+    })
 }
 
 /// `argv` as strings for status.json and messages (lossy for non-UTF-8 bytes).
@@ -88,28 +138,40 @@ pub fn lossy(argv: &[OsString]) -> Vec<String> {
 mod tests {
     use super::*;
 
-    fn job() -> Job {
-        Job::new(&Scratch::new("/s"), 1, "/s/w1/shapes.yaml".into())
-    }
-
     fn os(args: &[&str]) -> Vec<OsString> {
         args.iter().map(OsString::from).collect()
     }
 
+    fn job(command: &[&str], backend: &str) -> Job {
+        let backend = crate::backend::BACKENDS
+            .iter()
+            .find(|b| b.name == backend)
+            .expect("backend");
+        Job::new(
+            &Scratch::new("/s"),
+            1,
+            "/s/w1/shapes.yaml".into(),
+            &os(command),
+            backend,
+            Marker::new("r", 1),
+        )
+    }
+
+    const COMMAND: [&str; 8] = [
+        "pytest",
+        "--shape_file",
+        "a.yaml",
+        "-k",
+        "mm",
+        "--shape_file=b.yaml",
+        "--shape_filex",
+        "--shape_file",
+    ];
+
     #[test]
     fn every_shape_file_flag_is_replaced_by_the_shard_file() {
-        let argv = job().argv(&os(&[
-            "pytest",
-            "--shape_file",
-            "a.yaml",
-            "-k",
-            "mm",
-            "--shape_file=b.yaml",
-            "--shape_filex",
-            "--shape_file",
-        ]));
         assert_eq!(
-            argv,
+            job(&COMMAND, "cuda").argv,
             os(&[
                 "pytest",
                 "-k",
@@ -122,17 +184,27 @@ mod tests {
     }
 
     #[test]
+    fn the_shape_file_named_is_the_last_one_given() {
+        assert_eq!(shape_file_of(&os(&COMMAND)), Some("b.yaml".into()));
+        assert_eq!(
+            shape_file_of(&os(&["p", "--shape_file", "a b.yaml", "-q"])),
+            Some("a b.yaml".into())
+        );
+        assert_eq!(shape_file_of(&os(&["p", "--shape_file"])), None);
+        assert_eq!(shape_file_of(&os(&["--shape_file=x", "-q"])), None);
+    }
+
+    #[test]
     fn rocm_pins_hip_and_removes_rocr() {
-        let b = crate::backend::BACKENDS
-            .iter()
-            .find(|b| b.name == "rocm")
-            .expect("rocm");
-        let env = job().env(b, "GPU-1");
+        let env = job(&["pytest"], "rocm").env_on("GPU-1");
         assert_eq!(env.set[0], ("HIP_VISIBLE_DEVICES".into(), "GPU-1".into()));
         assert!(env.unset.contains(&"ROCR_VISIBLE_DEVICES".to_owned()));
         assert!(env.set.contains(&(
             "FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR".into(),
             "/s/w1/rec".into()
         )));
+        assert!(env
+            .set
+            .contains(&("WARMUP_SPAWN_SHARD".into(), "r/1".into())));
     }
 }

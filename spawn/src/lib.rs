@@ -2,15 +2,25 @@
 //! most one child per listed device at a time, and supervises them to the end: timeouts, signals,
 //! process groups, status files, progress.
 //!
-//! Linux only: it relies on signalfd, PR_SET_PDEATHSIG and PR_SET_CHILD_SUBREAPER.
+//! Linux only: it relies on signalfd, PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER and `/proc`.
+//!
+//! The modules: `backend` (devices), `job` (a shard's child, resolved), `supervisor` (the run's
+//! loop) over `child` (one child's life), `process` (groups, markers, orphans), `signal`,
+//! `watchdog` (what stops the children if warmup-spawn is killed), `log` (a child's output),
+//! `status` (status.json and the run summary), `progress` (what a person sees), `shell`
+//! (`--dry-run` lines). Only `backend` is public: the rest serves this tool alone.
 
 pub mod backend;
-pub mod job;
-pub mod progress;
-pub mod shell;
-pub mod signal;
-pub mod status;
-pub mod supervisor;
+mod child;
+mod job;
+mod log;
+mod process;
+mod progress;
+mod shell;
+mod signal;
+mod status;
+mod supervisor;
+mod watchdog;
 
 use anyhow::{bail, Context, Result};
 use protocol::layout::Scratch;
@@ -24,7 +34,7 @@ use std::time::{Duration, Instant};
 pub const TOOL: &str = "warmup-spawn";
 
 const EXAMPLES: &str = "EXAMPLES:
-  # one pytest per shard, on the GPUs the caller may use
+  # one pytest per shard, on the GPUs the caller may use (--plan /tmp/run works too)
   warmup-spawn --plan /tmp/run/plan.json -- pytest benchmark/test_mm.py --shape_file shapes.yaml
 
   # pick the devices; a device listed twice takes two children at once
@@ -36,6 +46,12 @@ const EXAMPLES: &str = "EXAMPLES:
   # the device tokens a run would use
   CUDA_VISIBLE_DEVICES=GPU-8f2a,GPU-77c1 warmup-spawn --list-devices
 
+  # for a script: what happened, one `name value` line each (docs/CONTRACT.md, Run summaries)
+  summary=$(warmup-spawn --plan /tmp/run/plan.json --summary - -- pytest ...)
+
+  # the shape file a command names, as each child's is replaced (exit 3: it names none)
+  warmup-spawn --print-shape-file -- pytest bench.py --shape_file core_shapes.yaml
+
 BACKENDS (--backend; auto: FLAGGEMS_VENDOR, else the visibility variable that is set, else a probe):
   cuda CUDA_VISIBLE_DEVICES | rocm HIP_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES |
   ascend ASCEND_RT_VISIBLE_DEVICES | cambricon MLU_VISIBLE_DEVICES | mthreads MUSA_VISIBLE_DEVICES |
@@ -43,7 +59,7 @@ BACKENDS (--backend; auto: FLAGGEMS_VENDOR, else the visibility variable that is
   iluvatar CUDA_VISIBLE_DEVICES
 
 FILES:
-  SCRATCH/w<i>/worker.log   child i's stdout and stderr (truncated at its start)
+  SCRATCH/w<i>/worker.log   child i's stdout and stderr (truncated at its start; --max-log caps it)
   SCRATCH/w<i>/rec/         child i's FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR
   SCRATCH/w<i>/status.json  child i's outcome; absent when the shard never started";
 
@@ -59,8 +75,12 @@ pub struct Args {
     #[command(flatten)]
     pub op: protocol::cli::OpArg,
 
-    /// The plan warmup-shard wrote (SCRATCH/plan.json)
-    #[arg(long, value_name = "PLAN", required_unless_present = "list_devices")]
+    /// The plan warmup-shard wrote (SCRATCH/plan.json), or its SCRATCH folder
+    #[arg(
+        long,
+        value_name = "PLAN",
+        required_unless_present_any = ["list_devices", "print_shape_file"]
+    )]
     pub plan: Option<PathBuf>,
 
     /// Device tokens, comma-separated, as the runtime spells them (0, GPU-<uuid>, MIG-<uuid>);
@@ -81,13 +101,28 @@ pub struct Args {
     #[arg(long, value_name = "SECS", value_parser = seconds, default_value = "10")]
     pub grace: Duration,
 
+    /// Keep at most SIZE bytes of each child's output in its worker.log (e.g. 200M, 2G); the
+    /// rest is read and dropped, and the log says so [default: no limit]
+    #[arg(long, value_name = "SIZE", value_parser = log::parse_size)]
+    pub max_log: Option<u64>,
+
+    /// Write the run summary (counts by outcome, seconds, each shard's outcome and log) to
+    /// FILE, atomically, as docs/CONTRACT.md "Run summaries" says; `-` is stdout
+    #[arg(long, value_name = "FILE")]
+    pub summary: Option<PathBuf>,
+
     /// Print each shard's device, environment changes and argv as `env` lines; run nothing
-    #[arg(long)]
+    #[arg(long, conflicts_with = "summary")]
     pub dry_run: bool,
 
     /// Print the device tokens a run would use, one per line, and exit
-    #[arg(long, conflicts_with_all = ["plan", "dry_run", "timeout", "command"])]
+    #[arg(long, conflicts_with_all = ["plan", "dry_run", "timeout", "command", "summary"])]
     pub list_devices: bool,
+
+    /// Print the shape file COMMAND names with --shape_file (the last one, the one each
+    /// child's is replaced for) and exit; exit 3, printing nothing, when it names none
+    #[arg(long, conflicts_with_all = ["plan", "dry_run", "list_devices", "summary"])]
+    pub print_shape_file: bool,
 
     /// The command each child runs; its --shape_file is replaced by the shard's
     #[arg(
@@ -110,6 +145,8 @@ fn seconds(text: &str) -> std::result::Result<Duration, String> {
 }
 
 pub fn run(args: &Args) -> Result<Status> {
+    // Before anything else: if the caller dies from here on, the run stops (`signal`).
+    let parent = nix::unistd::getppid();
     let env = backend::Environment::current();
     if args.list_devices {
         let backend = backend::select(&args.backend, &env)?;
@@ -120,17 +157,29 @@ pub fn run(args: &Args) -> Result<Status> {
         }
         return Ok(Status::Done);
     }
+    if args.print_shape_file {
+        let Some(file) = job::shape_file_of(&args.command) else {
+            return Ok(Status::NothingToDo);
+        };
+        let mut out = std::io::stdout().lock();
+        out.write_all(file.as_encoded_bytes())
+            .and_then(|()| out.write_all(b"\n"))
+            .context("writing to stdout")?;
+        return Ok(Status::Done);
+    }
 
-    let plan_path = args
+    let plan_arg = args
         .plan
         .as_deref()
         .context("--plan is required: give the plan.json warmup-shard wrote")?;
+    // A SCRATCH folder stands for its plan: a script composing the tools names no file in it.
+    let plan_file = plan_arg.is_dir().then(|| Scratch::new(plan_arg).plan());
+    let plan_path = plan_file.as_deref().unwrap_or(plan_arg);
     let (plan, scratch) = Plan::load(plan_path)?;
     args.op.for_plan(&plan, plan_path)?;
     let root = std::path::absolute(scratch.root())
         .with_context(|| format!("resolving {}", scratch.root().display()))?;
     let scratch = Scratch::new(root);
-    let jobs = jobs(&plan, &scratch, plan_path)?;
     if args.command.is_empty() {
         bail!(
             "no COMMAND: give it after --, e.g. warmup-spawn --plan {} -- pytest ...",
@@ -140,11 +189,17 @@ pub fn run(args: &Args) -> Result<Status> {
     check_command(&args.command[0])?;
     let backend = backend::select(&args.backend, &env)?;
     let devices = backend::devices(backend, args.devices.as_deref(), &env)?;
+    let run_id = process::run_id();
+    let jobs = jobs(&plan, &scratch, plan_path, &args.command, backend, &run_id)?;
+    if let Some(target) = &args.summary {
+        check_summary(target, &plan, &jobs)?;
+    }
     if jobs.is_empty() {
         eprintln!(
             "{TOOL}: {}: the plan has no shards; nothing to run",
             plan_path.display()
         );
+        write_summary(args, &plan, &jobs, &[], Duration::ZERO)?;
         return Ok(Status::NothingToDo);
     }
 
@@ -152,40 +207,52 @@ pub fn run(args: &Args) -> Result<Status> {
         let mut out = std::io::stdout().lock();
         for (i, job) in jobs.iter().enumerate() {
             let device = &devices[i % devices.len()];
-            let argv = job::lossy(&job.argv(&args.command));
             writeln!(out, "# shard {} on device {device}", job.shard)
                 .and_then(|()| {
-                    writeln!(out, "{}", shell::env_line(&job.env(backend, device), &argv))
+                    let argv = job::lossy(&job.argv);
+                    writeln!(out, "{}", shell::env_line(&job.env_on(device), &argv))
                 })
                 .context("writing to stdout")?;
         }
         return Ok(Status::Done);
     }
 
+    for job in &jobs {
+        check_writable(&scratch.worker(job.shard), job.shard)?;
+    }
+    let _lock = scratch.lock()?;
     // Before any child starts, so that a shard a signal keeps from starting leaves nothing
     // of an earlier run behind either: a missing status.json means "not started".
-    let _lock = scratch.lock()?;
     for job in &jobs {
-        scratch.clear_outputs(job.shard)?;
+        scratch.clear_outputs(job.shard).with_context(|| {
+            format!("clearing what an earlier run left for shard {}", job.shard)
+        })?;
     }
 
-    let signals = signal::Signals::install()?;
+    // The watchdog first, while this is the only thread and no signal is blocked yet.
+    let mut watchdog = watchdog::Watchdog::start(&run_id)?;
+    let signals = signal::Signals::install(parent)?;
     let mut progress = progress::Progress::new(&devices);
-    let limits = supervisor::Limits {
-        timeout: args.timeout,
-        grace: args.grace,
-    };
     let t0 = Instant::now();
     let outcome = supervisor::supervise(
         &jobs,
-        &args.command,
-        backend,
-        &devices,
-        limits,
-        &signals,
-        &mut progress,
+        supervisor::Run {
+            devices: &devices,
+            limits: supervisor::Limits {
+                timeout: args.timeout,
+                grace: args.grace,
+                max_log: args.max_log,
+            },
+            signals: &signals,
+            watchdog: &mut watchdog,
+            progress: &mut progress,
+            run_id: &run_id,
+        },
     )?;
-    progress.summary(&outcome.statuses, jobs.len(), t0.elapsed());
+    watchdog.finish();
+    let wall = t0.elapsed();
+    progress.summary(&outcome.statuses, jobs.len(), wall);
+    write_summary(args, &plan, &jobs, &outcome.statuses, wall)?;
     Ok(match outcome.stopped_by {
         Some(sig) => Status::Signalled(sig as i32),
         None if outcome.write_failed || outcome.statuses.iter().any(|s| !s.ok()) => Status::Partial,
@@ -194,7 +261,14 @@ pub fn run(args: &Args) -> Result<Status> {
 }
 
 /// One job per shard, its shape file checked to exist.
-fn jobs(plan: &Plan, scratch: &Scratch, plan_path: &Path) -> Result<Vec<job::Job>> {
+fn jobs(
+    plan: &Plan,
+    scratch: &Scratch,
+    plan_path: &Path,
+    command: &[OsString],
+    backend: &'static backend::Backend,
+    run_id: &str,
+) -> Result<Vec<job::Job>> {
     plan.shards
         .iter()
         .map(|shard| {
@@ -207,9 +281,72 @@ fn jobs(plan: &Plan, scratch: &Scratch, plan_path: &Path) -> Result<Vec<job::Job
                     shape.display()
                 );
             }
-            Ok(job::Job::new(scratch, shard.index, shape))
+            let marker = process::Marker::new(run_id, shard.index);
+            Ok(job::Job::new(
+                scratch,
+                shard.index,
+                shape,
+                command,
+                backend,
+                marker,
+            ))
         })
         .collect()
+}
+
+/// Refuses, before anything runs, a summary that could not be written or could not name
+/// everything it must.
+fn check_summary(target: &Path, plan: &Plan, jobs: &[job::Job]) -> Result<()> {
+    use protocol::summary::check_path;
+    if target.as_os_str() != "-" {
+        check_path(target)?;
+        let folder = match target.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        if !folder.is_dir() {
+            bail!(
+                "--summary {}: folder {} does not exist; create it or write the summary elsewhere",
+                target.display(),
+                folder.display()
+            );
+        }
+    }
+    if plan.op.contains('\n') {
+        bail!(
+            "the plan's op {:?} holds a newline, which a run summary cannot carry; drop --summary",
+            plan.op
+        );
+    }
+    jobs.iter().try_for_each(|job| check_path(&job.log))
+}
+
+fn write_summary(
+    args: &Args,
+    plan: &Plan,
+    jobs: &[job::Job],
+    statuses: &[status::ShardStatus],
+    wall: Duration,
+) -> Result<()> {
+    match &args.summary {
+        Some(target) => status::summary(&plan.op, jobs, statuses, wall)?
+            .write(target)
+            .with_context(|| format!("writing the run summary to {}", target.display())),
+        None => Ok(()),
+    }
+}
+
+/// Refuses a shard folder the children's logs, records and status cannot be written in, before
+/// anything is cleared or started.
+fn check_writable(folder: &Path, shard: usize) -> Result<()> {
+    nix::unistd::access(folder, nix::unistd::AccessFlags::W_OK).with_context(|| {
+        format!(
+            "shard {shard}'s folder {} cannot be written: warmup-spawn writes each shard's log, \
+             records and status there; make the scratch writable, or shard into a writable folder \
+             (warmup-shard --out DIR)",
+            folder.display()
+        )
+    })
 }
 
 /// Refuses a COMMAND that cannot run, before any child starts.

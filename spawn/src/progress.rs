@@ -2,13 +2,15 @@
 //! state), in colour unless `NO_COLOR` is set; otherwise one plain line per start and end, so logs
 //! and CI stay readable. At the end a summary, with the last log lines of every failed shard.
 
-use crate::status::ShardStatus;
+use crate::status::{Outcome, ShardStatus};
 use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 /// How many log lines a failed shard shows in the summary.
 const TAIL_LINES: usize = 10;
+/// How much of each of those lines it shows: a line may be a whole progress bar or a dump.
+const LINE_BYTES: usize = 500;
 
 #[derive(Debug)]
 enum State {
@@ -109,10 +111,9 @@ impl Progress {
         self.clear();
         // Every device is idle now: the live lines are done, the summary stays below them.
         self.live = false;
-        let ok = statuses.iter().filter(|s| s.ok()).count();
-        let timed_out = statuses.iter().filter(|s| s.timed_out).count();
-        let stopped = statuses.iter().filter(|s| was_stopped(s)).count();
-        let failed = statuses.len() - ok - timed_out - stopped;
+        let count = |kind: Outcome| statuses.iter().filter(|s| s.outcome() == kind).count();
+        let (ok, failed) = (count(Outcome::Ok), count(Outcome::Failed));
+        let (timed_out, stopped) = (count(Outcome::TimedOut), count(Outcome::Stopped));
         let not_started = total - statuses.len();
         let mut head = format!("{total} shards: {ok} ok, {failed} failed, {timed_out} timed out");
         if stopped > 0 {
@@ -140,7 +141,7 @@ impl Progress {
         }
         for status in statuses.iter().filter(|s| !s.ok()) {
             let outcome = self.paint_outcome(status);
-            if was_stopped(status) {
+            if status.outcome() == Outcome::Stopped {
                 // Its log ends where the stop cut it: nothing there explains anything.
                 self.line(&format!(
                     "shard {} {outcome}; log: {}",
@@ -210,36 +211,25 @@ impl Progress {
     }
 }
 
-/// A shard that did not succeed because warmup-spawn was told to stop, not by its own failing.
-fn was_stopped(s: &ShardStatus) -> bool {
-    s.interrupted && !s.ok() && !s.timed_out && s.error.is_none()
-}
-
 /// The outcome in words and its ANSI colour.
 fn outcome(s: &ShardStatus) -> (String, &'static str) {
     if let Some(err) = &s.error {
         return (format!("failed to start ({err})"), "31");
     }
-    if s.timed_out {
-        return ("timed out".to_owned(), "33");
-    }
-    if was_stopped(s) {
-        let how = match (s.exit_code, &s.signal_name) {
-            (Some(code), _) => format!("exit {code}"),
-            (None, Some(name)) => format!("killed by {name}"),
-            (None, None) => "no status".to_owned(),
-        };
-        return (format!("stopped ({how})"), "33");
-    }
-    match (s.exit_code, &s.signal_name) {
-        (Some(0), _) => ("ok".to_owned(), "32"),
-        (Some(code), _) => (format!("failed (exit {code})"), "31"),
-        (None, Some(name)) => (format!("failed (killed by {name})"), "31"),
-        (None, None) => ("failed".to_owned(), "31"),
+    let how = match (s.exit_code, &s.signal_name) {
+        (Some(code), _) => format!("exit {code}"),
+        (None, Some(name)) => format!("killed by {name}"),
+        (None, None) => "no status".to_owned(),
+    };
+    match s.outcome() {
+        Outcome::Ok => ("ok".to_owned(), "32"),
+        Outcome::TimedOut => ("timed out".to_owned(), "33"),
+        Outcome::Stopped => (format!("stopped ({how})"), "33"),
+        Outcome::Failed | Outcome::NotStarted => (format!("failed ({how})"), "31"),
     }
 }
 
-/// The last `n` lines of a log, read from its last 64 KiB.
+/// The last `n` lines of a log, read from its last 64 KiB, each cut to [`LINE_BYTES`].
 fn tail(path: &Path, n: usize) -> Vec<String> {
     use std::io::{Read, Seek, SeekFrom};
     let Ok(mut file) = std::fs::File::open(path) else {
@@ -253,8 +243,20 @@ fn tail(path: &Path, n: usize) -> Vec<String> {
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(n)..]
         .iter()
-        .map(|l| (*l).to_owned())
+        .map(|l| cut(l, LINE_BYTES))
         .collect()
+}
+
+/// `line` cut to at most `max` bytes (on a character boundary), saying how much was left out.
+fn cut(line: &str, max: usize) -> String {
+    if line.len() <= max {
+        return line.to_owned();
+    }
+    let end = (0..=max)
+        .rev()
+        .find(|&i| line.is_char_boundary(i))
+        .unwrap_or(0);
+    format!("{} [... {} more bytes]", &line[..end], line.len() - end)
 }
 
 #[cfg(test)]
@@ -271,5 +273,26 @@ mod tests {
         assert_eq!(lines.len(), 10);
         assert_eq!(lines[0], "line 16");
         assert_eq!(lines[9], "line 25");
+    }
+
+    #[test]
+    fn a_long_log_line_is_cut_and_says_how_much_is_left_out() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let log = dir.path().join("worker.log");
+        std::fs::write(&log, format!("short\n{}é\n", "x".repeat(70_000))).expect("write");
+        let lines = tail(&log, 10);
+        assert_eq!(
+            lines.len(),
+            1,
+            "the 64 KiB window starts inside the long line"
+        );
+        assert!(
+            lines[0].starts_with(&"x".repeat(LINE_BYTES)),
+            "{}",
+            lines[0]
+        );
+        assert!(lines[0].ends_with(" more bytes]"), "{}", lines[0]);
+        assert!(lines[0].len() < LINE_BYTES + 40);
+        assert_eq!(cut("aé", 2), "a [... 2 more bytes]");
     }
 }

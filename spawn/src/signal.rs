@@ -3,13 +3,18 @@
 //! can never be lost between a check and a wait. A child gets the caller's signal mask and
 //! SIGCHLD disposition back before it execs, and dies with the spawner (PR_SET_PDEATHSIG).
 //!
-//! What PR_SET_PDEATHSIG cannot reach when warmup-spawn itself is SIGKILLed: it is per process,
-//! so only the direct child gets SIGKILL. Grandchildren (pytest's own subprocesses, a compiler
-//! the child forked) lose their parent, are re-parented to init or the nearest other subreaper,
-//! and live on until they exit by themselves, unless they set PDEATHSIG themselves. It is also
-//! cleared when a child execs a set-user-ID or set-group-ID program. On every other way out
-//! (a signal, a timeout, a child leader exiting) the spawner kills whole process groups and
-//! sweeps orphans that came back to it as subreaper, so nothing is left behind.
+//! The spawner's own parent dying is a stop too: PR_SET_PDEATHSIG on the spawner turns it into
+//! a SIGTERM, read like any other, so the children get their grace. It fires when the parent
+//! *thread* ends: a caller that starts warmup-spawn from a thread that ends before the run does
+//! stops the run.
+//!
+//! When warmup-spawn itself is SIGKILLed, PR_SET_PDEATHSIG reaches only its direct children;
+//! the watchdog (`watchdog`) stops the rest. On every other way out (a signal, a timeout, a child
+//! leader exiting) the spawner stops whole process groups, the processes carrying the shard's
+//! marker, and orphans that came back to it as subreaper, so nothing is left behind.
+//!
+//! SIGTTOU is blocked as well: under `scripts/warmup` the spawner runs in a background process
+//! group, and a terminal with `tostop` set would otherwise stop it at its first progress line.
 
 use anyhow::{Context, Result};
 use nix::sys::signal::{SigHandler, SigSet, SigmaskHow, Signal};
@@ -43,13 +48,18 @@ impl Signals {
     /// Call it before any other thread starts: threads inherit the mask of their creator. Also
     /// makes this process a child subreaper, so orphaned grandchildren come back to it to be
     /// reaped and killed.
-    pub fn install() -> Result<Signals> {
+    ///
+    /// `parent` is this process's parent as it was at the start: if it is gone already, the run
+    /// stops as if it had died a moment later.
+    pub fn install(parent: Pid) -> Result<Signals> {
         let mut set = SigSet::empty();
         for s in STOP {
             set.add(s);
         }
         set.add(Signal::SIGCHLD);
-        let mask = set
+        let mut blocked = set;
+        blocked.add(Signal::SIGTTOU);
+        let mask = blocked
             .thread_swap_mask(SigmaskHow::SIG_BLOCK)
             .context("blocking signals")?;
         // A caller that ignores SIGCHLD would make the kernel reap our children behind our back,
@@ -70,7 +80,15 @@ impl Signals {
         let fd = SignalFd::with_flags(&set, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC)
             .context("opening a signalfd")?;
         #[cfg(target_os = "linux")]
-        nix::sys::prctl::set_child_subreaper(true).context("becoming a child subreaper")?;
+        {
+            nix::sys::prctl::set_child_subreaper(true).context("becoming a child subreaper")?;
+            nix::sys::prctl::set_pdeathsig(Signal::SIGTERM)
+                .context("asking for a signal when the caller dies")?;
+            // It may have died before the prctl: then no signal would come.
+            if nix::unistd::getppid() != parent {
+                nix::sys::signal::raise(Signal::SIGTERM).context("stopping: the caller is gone")?;
+            }
+        }
         Ok(Signals {
             fd,
             child: ChildSetup {

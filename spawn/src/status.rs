@@ -1,10 +1,14 @@
-//! `SCRATCH/w<i>/status.json`: how one shard's child ended, for people reading a run afterwards
-//! and for scripts deciding what to keep. Written atomically once the child's whole process group
-//! is gone. A shard that never started (the run was interrupted first) has no status file: the
-//! spawner removes stale ones before it starts, so a missing file always means "not run".
+//! How shards ended: `SCRATCH/w<i>/status.json`, one per shard that started, for people reading
+//! a run afterwards and for scripts deciding what to keep, written atomically once nothing of the
+//! child is left; and the run summary (`--summary`) that counts them. A shard that never started
+//! (the run was interrupted first) has no status file: the spawner removes stale ones before it
+//! starts, so a missing file always means "not run".
 
+use crate::job::{lossy, Job};
+use anyhow::Result;
+use protocol::summary::Summary;
 use serde::Serialize;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// The environment changes a child gets on top of the spawner's own environment.
@@ -53,11 +57,107 @@ pub struct ShardStatus {
     pub error: Option<String>,
 }
 
+/// What became of a shard, as the run summary and the people's summary count it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Ok,
+    /// Exited non-zero, was killed by a signal of its own making, or could not start.
+    Failed,
+    TimedOut,
+    /// Cut short because warmup-spawn was told to stop.
+    Stopped,
+    NotStarted,
+}
+
+impl Outcome {
+    /// The word for it in the run summary (docs/CONTRACT.md, "Run summaries").
+    pub fn word(self) -> &'static str {
+        match self {
+            Outcome::Ok => "ok",
+            Outcome::Failed => "failed",
+            Outcome::TimedOut => "timed_out",
+            Outcome::Stopped => "stopped",
+            Outcome::NotStarted => "not_started",
+        }
+    }
+
+    pub const ALL: [Outcome; 5] = [
+        Outcome::Ok,
+        Outcome::Failed,
+        Outcome::TimedOut,
+        Outcome::Stopped,
+        Outcome::NotStarted,
+    ];
+}
+
 impl ShardStatus {
+    /// The status of `job`'s child started on `device` with `env` at `started_at`, before
+    /// anything is known of how it ends.
+    pub fn new(job: &Job, device: &str, env: EnvChanges, started_at: String) -> ShardStatus {
+        ShardStatus {
+            shard: job.shard,
+            device: device.to_owned(),
+            pid: None,
+            exit_code: None,
+            signal: None,
+            signal_name: None,
+            timed_out: false,
+            interrupted: false,
+            started_at,
+            seconds: 0.0,
+            argv: lossy(&job.argv),
+            env,
+            log: job.log.clone(),
+            error: None,
+        }
+    }
+
     /// Exited 0, within its time.
     pub fn ok(&self) -> bool {
         self.exit_code == Some(0) && !self.timed_out && self.error.is_none()
     }
+
+    pub fn outcome(&self) -> Outcome {
+        if self.ok() {
+            Outcome::Ok
+        } else if self.timed_out {
+            Outcome::TimedOut
+        } else if self.interrupted && self.error.is_none() {
+            Outcome::Stopped
+        } else {
+            Outcome::Failed
+        }
+    }
+}
+
+/// The run summary (docs/CONTRACT.md, "Run summaries"): counts by outcome, times, and one line
+/// per shard of `jobs` with its log; `statuses` are those of the shards that started.
+pub fn summary(
+    op: &str,
+    jobs: &[Job],
+    statuses: &[ShardStatus],
+    wall: Duration,
+) -> Result<Summary> {
+    let outcome = |job: &Job| {
+        statuses
+            .iter()
+            .find(|s| s.shard == job.shard)
+            .map_or(Outcome::NotStarted, ShardStatus::outcome)
+    };
+    let mut out = Summary::new();
+    out.path("op", &[], Path::new(op))?
+        .value("shards", jobs.len());
+    for kind in Outcome::ALL {
+        let n = jobs.iter().filter(|j| outcome(j) == kind).count();
+        out.value(kind.word(), n);
+    }
+    let summed: f64 = statuses.iter().map(|s| s.seconds).sum();
+    out.value("wall_seconds", format!("{:.2}", wall.as_secs_f64()))
+        .value("summed_seconds", format!("{summed:.2}"));
+    for job in jobs {
+        out.path("shard", &[&job.shard, &outcome(job).word()], &job.log)?;
+    }
+    Ok(out)
 }
 
 /// `time` as RFC 3339 in UTC with milliseconds, e.g. `2024-02-29T23:59:59.123Z`.

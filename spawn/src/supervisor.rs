@@ -1,31 +1,29 @@
 //! The run itself: a device pool handing shards to free devices, one child per shard in its own
-//! process group, and one poll loop (signalfd plus deadlines) that reaps children, enforces
-//! `--timeout`, and on a stop signal sends SIGTERM to every group, waits `--grace`, then SIGKILLs
-//! what is left. A shard's device is free again only once its whole process group is gone.
+//! process group, and one poll loop (signalfd, the children's output pipes, deadlines) that
+//! copies their logs, reaps them, enforces `--timeout`, and on a stop signal sends SIGTERM to
+//! every child, waits `--grace`, then SIGKILLs what is left. A shard's device is free again only
+//! once nothing of its child is left (`child`).
 //!
 //! Children are spawned from the main thread only: PR_SET_PDEATHSIG fires when the parent
 //! *thread* exits, so a child spawned from a short-lived thread would be killed with it.
 
-use crate::backend::Backend;
-use crate::job::{lossy, Job};
+use crate::child::{Child, Stop};
+use crate::job::Job;
+use crate::log::Log;
+use crate::process::{self, POLL};
 use crate::progress::Progress;
 use crate::signal::Signals;
-use crate::status::{rfc3339, EnvChanges, ShardStatus};
+use crate::status::{rfc3339, ShardStatus};
+use crate::watchdog::Watchdog;
 use anyhow::{Context, Result};
 use nix::errno::Errno;
 use nix::poll::{PollFd, PollFlags, PollTimeout};
-use nix::sys::signal::{kill, Signal};
-use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+use nix::sys::signal::Signal;
 use nix::unistd::Pid;
-use std::collections::VecDeque;
-use std::ffi::OsString;
-use std::fs::File;
+use std::collections::{HashMap, VecDeque};
+use std::os::fd::OwnedFd;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
-
-/// How often a group whose leader has exited is checked for being empty: its other members are
-/// not necessarily our children, so no SIGCHLD says when they are gone.
-const GROUP_POLL: Duration = Duration::from_millis(20);
 
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
@@ -33,6 +31,8 @@ pub struct Limits {
     pub timeout: Option<Duration>,
     /// Between SIGTERM and SIGKILL.
     pub grace: Duration,
+    /// Bytes of output a child's log keeps; `None`: all.
+    pub max_log: Option<u64>,
 }
 
 /// What a finished run reports.
@@ -46,69 +46,31 @@ pub struct Outcome {
     pub write_failed: bool,
 }
 
+/// What the loop needs besides the jobs: where children run and what watches them.
 #[derive(Debug)]
-enum Exit {
-    Code(i32),
-    Signal(Signal),
+pub struct Run<'a> {
+    pub devices: &'a [String],
+    pub limits: Limits,
+    pub signals: &'a Signals,
+    pub watchdog: &'a mut Watchdog,
+    pub progress: &'a mut Progress,
+    /// The run's name, in every child's marker (`process`).
+    pub run_id: &'a str,
 }
 
-/// One child that has started and whose group is not gone yet.
-#[derive(Debug)]
-struct Running {
-    job: usize,
-    slot: usize,
-    /// The child's pid, which is also its process group id.
-    pid: Pid,
-    started: Instant,
-    started_at: String,
-    argv: Vec<String>,
-    env: EnvChanges,
-    deadline: Option<Instant>,
-    term_sent: bool,
-    kill_at: Option<Instant>,
-    killed: bool,
-    timed_out: bool,
-    interrupted: bool,
-    exit: Option<(Exit, Instant)>,
-}
-
-impl Running {
-    /// SIGTERM to the whole group, SIGKILL after `grace` unless that is already due sooner.
-    fn terminate(&mut self, now: Instant, grace: Duration) {
-        if !self.term_sent {
-            signal_group(self.pid, Signal::SIGTERM);
-            self.term_sent = true;
-        }
-        let at = now + grace;
-        self.kill_at = Some(self.kill_at.map_or(at, |k| k.min(at)));
-    }
-
-    /// The next moment this child needs attention, if any.
-    fn next_event(&self) -> Option<Instant> {
-        let deadline = self
-            .deadline
-            .filter(|_| !self.term_sent && self.exit.is_none());
-        let kill = self.kill_at.filter(|_| !self.killed);
-        match (deadline, kill) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
-    }
-}
-
-/// Runs every job on the device pool; returns when every child and its group is gone.
-pub fn supervise(
-    jobs: &[Job],
-    command: &[OsString],
-    backend: &Backend,
-    devices: &[String],
-    limits: Limits,
-    signals: &Signals,
-    progress: &mut Progress,
-) -> Result<Outcome> {
+/// Runs every job on the device pool; returns when nothing of any child is left.
+pub fn supervise(jobs: &[Job], run: Run<'_>) -> Result<Outcome> {
+    let Run {
+        devices,
+        limits,
+        signals,
+        watchdog,
+        progress,
+        run_id,
+    } = run;
     let mut free: VecDeque<usize> = (0..devices.len()).collect();
     let mut next = 0;
-    let mut running: Vec<Running> = Vec::new();
+    let mut running: Vec<Child> = Vec::new();
     let mut statuses: Vec<ShardStatus> = Vec::new();
     let mut stopped_by = None;
     let mut write_failed = false;
@@ -118,11 +80,11 @@ pub fn supervise(
             while next < jobs.len() {
                 let Some(slot) = free.pop_front() else { break };
                 let job = &jobs[next];
-                next += 1;
-                match start(job, command, backend, &devices[slot], signals, limits) {
+                match start(job, next, slot, &devices[slot], signals, limits) {
                     Ok(child) => {
+                        watchdog.watch(child.pid);
                         progress.started(slot, job.shard, child.pid.as_raw().unsigned_abs());
-                        running.push(Running { slot, ..child });
+                        running.push(child);
                     }
                     Err(status) => {
                         write_failed |= !write_status(job, &status, progress);
@@ -131,6 +93,7 @@ pub fn supervise(
                         free.push_back(slot);
                     }
                 }
+                next += 1;
             }
         }
         if running.is_empty() && (stopped_by.is_some() || next == jobs.len()) {
@@ -138,61 +101,67 @@ pub fn supervise(
         }
 
         wait(signals, &running, progress.refresh())?;
+        for child in &mut running {
+            child.log.pump();
+        }
+        for (pid, exit) in process::reap().context("reaping children")? {
+            if let Some(child) = running.iter_mut().find(|c| c.pid == pid) {
+                child.exited(exit);
+            }
+        }
+
+        // One look at /proc per pass serves every child, and only when one needs it.
+        let mut census: Option<HashMap<usize, Vec<Pid>>> = None;
+        let mut marked_of = |job: usize| -> Vec<Pid> {
+            census
+                .get_or_insert_with(|| process::census(run_id))
+                .get(&jobs[job].shard)
+                .cloned()
+                .unwrap_or_default()
+        };
 
         let now = Instant::now();
         for sig in signals.read()? {
-            if stopped_by.is_none() {
+            let grace = if stopped_by.is_none() {
                 stopped_by = Some(sig);
                 progress.note(&format!(
                     "got {sig}: stopping {} running shard(s), SIGKILL after {:.1}s (send it again to skip the wait)",
                     running.len(),
                     limits.grace.as_secs_f64()
                 ));
-                for r in &mut running {
-                    r.interrupted = true;
-                    r.terminate(now, limits.grace);
-                    progress.stopping(r.slot, "interrupted");
-                }
+                limits.grace
             } else {
                 progress.note(&format!("got {sig} again: killing every shard now"));
-                for r in &mut running {
-                    r.interrupted = true;
-                    r.terminate(now, Duration::ZERO);
+                Duration::ZERO
+            };
+            for child in &mut running {
+                let marked = marked_of(child.job);
+                if child.stop(Stop::Interrupted, now, grace, &marked) {
+                    progress.stopping(child.slot, Stop::Interrupted.words());
                 }
             }
         }
 
-        reap(&mut running)?;
-
         let now = Instant::now();
-        for r in &mut running {
-            if r.exit.is_none() && !r.term_sent && r.deadline.is_some_and(|d| d <= now) {
-                r.timed_out = true;
-                r.terminate(now, limits.grace);
-                progress.stopping(r.slot, "timed out");
-            }
-            if r.exit.is_some() && !r.term_sent && group_alive(r.pid) {
-                // The leader is gone but it left processes in its group (a background job, a
-                // compiler): they may hold the device, so they go the same way.
-                r.terminate(now, limits.grace);
-                progress.stopping(r.slot, "exited, leaving processes behind");
-            }
-            if !r.killed && r.kill_at.is_some_and(|k| k <= now) {
-                signal_group(r.pid, Signal::SIGKILL);
-                r.killed = true;
-            }
-        }
-
         let mut i = 0;
         while i < running.len() {
-            if running[i].exit.is_some() && !group_alive(running[i].pid) {
-                let r = running.swap_remove(i);
-                let job = &jobs[r.job];
-                let status = finish(job, &devices[r.slot], r);
-                write_failed |= !write_status(job, &status.1, progress);
-                progress.finished(status.0, &status.1);
-                free.push_back(status.0);
-                statuses.push(status.1);
+            let child = &mut running[i];
+            let marked = if child.lingers() {
+                marked_of(child.job)
+            } else {
+                Vec::new()
+            };
+            if let Some(why) = child.tick(now, limits.grace, &marked) {
+                progress.stopping(child.slot, why.words());
+            }
+            if child.gone(&marked) {
+                let child = running.swap_remove(i);
+                watchdog.forget(child.pid);
+                let (job, slot, status) = child.finish();
+                write_failed |= !write_status(&jobs[job], &status, progress);
+                progress.finished(slot, &status);
+                free.push_back(slot);
+                statuses.push(status);
             } else {
                 i += 1;
             }
@@ -205,7 +174,7 @@ pub fn supervise(
     } else {
         limits.grace
     };
-    sweep_orphans(grace);
+    process::sweep_orphans(grace, Some(watchdog.pid()));
     statuses.sort_by_key(|s| s.shard);
     Ok(Outcome {
         statuses,
@@ -214,91 +183,87 @@ pub fn supervise(
     })
 }
 
-/// Starts one job's child; on failure, the status that says why.
+/// Starts job `index`'s child on `device`; on failure, the status that says why.
 fn start(
     job: &Job,
-    command: &[OsString],
-    backend: &Backend,
+    index: usize,
+    slot: usize,
     device: &str,
     signals: &Signals,
     limits: Limits,
-) -> Result<Running, Box<ShardStatus>> {
-    let argv = job.argv(command);
-    let env = job.env(backend, device);
+) -> Result<Child, Box<ShardStatus>> {
     let started = Instant::now();
-    let started_at = rfc3339(SystemTime::now());
-    let failed = |err: String| {
-        Box::new(ShardStatus {
-            shard: job.shard,
-            device: device.to_owned(),
-            pid: None,
-            exit_code: None,
-            signal: None,
-            signal_name: None,
-            timed_out: false,
-            interrupted: false,
-            started_at: started_at.clone(),
-            seconds: 0.0,
-            argv: lossy(&argv),
-            env: env.clone(),
-            log: job.log.clone(),
-            error: Some(err),
-        })
-    };
+    let env = job.env_on(device);
+    let mut status = ShardStatus::new(job, device, env, rfc3339(SystemTime::now()));
     // Its folder is empty: `run` cleared what an earlier run left in it.
-    let log = std::fs::create_dir_all(&job.record_dir)
+    let opened = std::fs::create_dir_all(&job.record_dir)
         .with_context(|| format!("creating {}", job.record_dir.display()))
-        .and_then(|()| {
-            File::create(&job.log).with_context(|| format!("creating {}", job.log.display()))
-        })
-        .map_err(|e| failed(format!("{e:#}")))?;
-    let err_log = log.try_clone().map_err(|e| failed(e.to_string()))?;
+        .and_then(|()| Log::create(&job.log, limits.max_log));
+    let (log, output) = match opened {
+        Ok(pair) => pair,
+        Err(e) => {
+            status.error = Some(format!("{e:#}"));
+            return Err(Box::new(status));
+        }
+    };
+    match spawn(job, &status, output, signals) {
+        Ok(pid) => Ok(Child::new(
+            index,
+            slot,
+            pid,
+            log,
+            status,
+            started,
+            limits.timeout,
+        )),
+        Err(e) => {
+            status.error = Some(e);
+            Err(Box::new(status))
+        }
+    }
+}
 
-    let mut cmd = Command::new(&argv[0]);
-    cmd.args(&argv[1..])
+/// Forks and execs the child with `status`'s environment, its stdout and stderr on `output`.
+fn spawn(
+    job: &Job,
+    status: &ShardStatus,
+    output: OwnedFd,
+    signals: &Signals,
+) -> Result<Pid, String> {
+    let err_output = output
+        .try_clone()
+        .map_err(|e| format!("duplicating the output pipe: {e}"))?;
+    let mut cmd = Command::new(&job.argv[0]);
+    cmd.args(&job.argv[1..])
         .stdin(Stdio::null())
-        .stdout(log)
-        .stderr(err_log);
-    for var in &env.unset {
+        .stdout(output)
+        .stderr(err_output);
+    for var in &status.env.unset {
         cmd.env_remove(var);
     }
-    for (k, v) in &env.set {
+    for (k, v) in &status.env.set {
         cmd.env(k, v);
     }
     signals.child_setup().apply(&mut cmd);
     let child = cmd
         .spawn()
-        .map_err(|e| failed(format!("running {}: {e}", argv[0].to_string_lossy())))?;
-    let pid = Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
-    Ok(Running {
-        job: job.shard,
-        slot: 0,
-        pid,
-        started,
-        started_at,
-        argv: lossy(&argv),
-        env,
-        deadline: limits.timeout.map(|t| started + t),
-        term_sent: false,
-        kill_at: None,
-        killed: false,
-        timed_out: false,
-        interrupted: false,
-        exit: None,
-    })
+        .map_err(|e| format!("running {}: {e}", job.argv[0].to_string_lossy()))?;
+    // `cmd` goes here with our copies of the pipe's write end: the log sees end of file when
+    // the child's processes are done with it, not when we are.
+    Ok(Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX)))
 }
 
-/// Blocks until a signal arrives or the next deadline (or redraw) is due.
-fn wait(signals: &Signals, running: &[Running], refresh: Option<Duration>) -> Result<()> {
+/// Blocks until a signal or output arrives, or the next deadline (or redraw) is due.
+fn wait(signals: &Signals, running: &[Child], refresh: Option<Duration>) -> Result<()> {
     let now = Instant::now();
     let mut timeout: Option<Duration> = refresh;
     let mut bound = |d: Duration| timeout = Some(timeout.map_or(d, |t| t.min(d)));
-    for r in running {
-        if let Some(at) = r.next_event() {
+    for child in running {
+        if let Some(at) = child.next_event() {
             bound(at.saturating_duration_since(now));
         }
-        if r.exit.is_some() || r.killed {
-            bound(GROUP_POLL);
+        if child.lingers() {
+            bound(POLL);
         }
     }
     let timeout = match timeout {
@@ -309,54 +274,17 @@ fn wait(signals: &Signals, running: &[Running], refresh: Option<Duration>) -> Re
         }
         None => PollTimeout::NONE,
     };
-    let mut fds = [PollFd::new(signals.fd(), PollFlags::POLLIN)];
+    let mut fds = vec![PollFd::new(signals.fd(), PollFlags::POLLIN)];
+    fds.extend(
+        running
+            .iter()
+            .filter_map(|c| c.log.fd())
+            .map(|fd| PollFd::new(fd, PollFlags::POLLIN)),
+    );
     match nix::poll::poll(&mut fds, timeout) {
         Ok(_) | Err(Errno::EINTR) => Ok(()),
         Err(e) => Err(e).context("waiting for children"),
     }
-}
-
-/// Collects every child that has exited, ours or an orphan handed to us as subreaper.
-fn reap(running: &mut [Running]) -> Result<()> {
-    loop {
-        let (pid, exit) = match waitpid(Pid::from_raw(-1), Some(WaitPidFlag::WNOHANG)) {
-            Ok(WaitStatus::Exited(pid, code)) => (pid, Exit::Code(code)),
-            Ok(WaitStatus::Signaled(pid, sig, _)) => (pid, Exit::Signal(sig)),
-            Ok(WaitStatus::StillAlive) | Err(Errno::ECHILD) => return Ok(()),
-            Ok(_) | Err(Errno::EINTR) => continue,
-            Err(e) => return Err(e).context("reaping children"),
-        };
-        if let Some(r) = running.iter_mut().find(|r| r.pid == pid) {
-            r.exit = Some((exit, Instant::now()));
-        }
-    }
-}
-
-fn finish(job: &Job, device: &str, r: Running) -> (usize, ShardStatus) {
-    let (exit, ended) = r.exit.unwrap_or((Exit::Code(-1), Instant::now()));
-    let (exit_code, signal) = match exit {
-        Exit::Code(c) => (Some(c), None),
-        Exit::Signal(s) => (None, Some(s)),
-    };
-    (
-        r.slot,
-        ShardStatus {
-            shard: job.shard,
-            device: device.to_owned(),
-            pid: Some(r.pid.as_raw().unsigned_abs()),
-            exit_code,
-            signal: signal.map(|s| s as i32),
-            signal_name: signal.map(|s| s.as_str().to_owned()),
-            timed_out: r.timed_out,
-            interrupted: r.interrupted,
-            started_at: r.started_at,
-            seconds: (ended - r.started).as_secs_f64(),
-            argv: r.argv,
-            env: r.env,
-            log: job.log.clone(),
-            error: None,
-        },
-    )
 }
 
 /// Writes status.json; says so and returns false when it cannot.
@@ -371,79 +299,4 @@ fn write_status(job: &Job, status: &ShardStatus, progress: &mut Progress) -> boo
             false
         }
     }
-}
-
-/// Sends `sig` to the process group `pgid`; a group already gone is no error.
-fn signal_group(pgid: Pid, sig: Signal) {
-    let _ = nix::sys::signal::killpg(pgid, sig);
-}
-
-/// Whether any process (a zombie included) is still in group `pgid`. A group we may not signal
-/// counts as gone: we could not stop it anyway.
-fn group_alive(pgid: Pid) -> bool {
-    kill(Pid::from_raw(-pgid.as_raw()), None).is_ok()
-}
-
-/// Orphans re-parented to us (we are a subreaper) that left their shard's process group, e.g.
-/// by `setsid`: SIGTERM (to their group too, when they lead one), `grace`, SIGKILL, reap.
-fn sweep_orphans(grace: Duration) {
-    let mut no_running: [Running; 0] = [];
-    let _ = reap(&mut no_running);
-    let strays = children();
-    if strays.is_empty() {
-        return;
-    }
-    for &pid in &strays {
-        signal_tree(pid, Signal::SIGTERM);
-    }
-    let end = Instant::now() + grace;
-    loop {
-        let _ = reap(&mut no_running);
-        let left = children();
-        if left.is_empty() {
-            return;
-        }
-        if Instant::now() >= end {
-            for pid in left {
-                signal_tree(pid, Signal::SIGKILL);
-            }
-            break;
-        }
-        std::thread::sleep(GROUP_POLL);
-    }
-    // SIGKILL cannot be ignored; wait for the kernel to deliver it, bounded in case of D state.
-    let end = Instant::now() + Duration::from_secs(5);
-    while Instant::now() < end {
-        let _ = reap(&mut no_running);
-        if children().is_empty() {
-            return;
-        }
-        std::thread::sleep(GROUP_POLL);
-    }
-}
-
-fn signal_tree(pid: Pid, sig: Signal) {
-    if nix::unistd::getpgid(Some(pid)) == Ok(pid) {
-        signal_group(pid, sig);
-    }
-    let _ = kill(pid, sig);
-}
-
-/// This process's children, from `/proc/<pid>/stat` (`pid (comm) state ppid ...`).
-fn children() -> Vec<Pid> {
-    let me = std::process::id().to_string();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .filter_map(|e| e.ok())
-        .filter_map(|e| {
-            let pid: i32 = e.file_name().to_str()?.parse().ok()?;
-            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
-            // comm may hold spaces and parentheses: the fields resume after the last ')'.
-            let rest = &stat[stat.rfind(')')? + 1..];
-            let ppid = rest.split_whitespace().nth(1)?;
-            (ppid == me).then(|| Pid::from_raw(pid))
-        })
-        .collect()
 }

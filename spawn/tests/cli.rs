@@ -1,17 +1,15 @@
 //! warmup-spawn driven as a process: argv and environment of the children, dry runs, device
-//! selection and the pool, bad input, backend choice and probes on a fake tree, timeouts.
+//! selection and the pool, bad input, backend choice and probes on a fake tree, timeouts, the
+//! run summary, logs and their cap.
 
 use assert_cmd::Command;
 use predicates::prelude::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
-/// warmup-spawn with an environment holding only PATH, so no developer shell changes a result.
+/// warmup-spawn with the environment scrubbed by the tests' one policy (testkit).
 fn spawn_cmd() -> Command {
-    let mut cmd = Command::cargo_bin("warmup-spawn").expect("binary built");
-    cmd.env_clear()
-        .env("PATH", std::env::var_os("PATH").expect("PATH is set"));
-    cmd
+    testkit::tool(env!("CARGO_BIN_EXE_warmup-spawn"))
 }
 
 /// A scratch folder with `n` shards (w<i>/shapes.yaml) and a v1 plan.
@@ -329,97 +327,92 @@ fn a_record_left_by_an_earlier_run_never_passes_for_a_dead_childs() {
     );
 }
 
-fn bad_input(args: &[&str], dir: &Path, needle: &str) {
-    spawn_cmd()
-        .current_dir(dir)
-        .args(args)
-        .assert()
-        .code(2)
-        .stderr(
-            predicate::str::starts_with("warmup-spawn: ").or(predicate::str::starts_with("error:")),
-        )
-        .stderr(predicate::str::contains(needle));
-    assert!(!dir.join("w0/rec").exists(), "{args:?} started a child");
-}
-
 #[test]
 fn bad_input_exits_2_before_any_child_starts() {
     let dir = tempfile::tempdir().expect("tempdir");
     let d = dir.path();
     let plan = plan(d, 2);
     let p = plan.to_str().expect("utf-8");
-    let cuda = ["--backend", "cuda", "--devices", "0,1"];
-    let with = |extra: &[&'static str]| -> Vec<String> {
-        let mut v = vec!["--plan".to_owned(), p.to_owned()];
-        v.extend(cuda.iter().map(|s| (*s).to_owned()));
-        v.extend(extra.iter().map(|s| (*s).to_owned()));
-        v
-    };
-    let run = |args: Vec<String>, needle: &str| {
-        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-        bad_input(&refs, d, needle);
-    };
-    run(
-        vec![
-            "--plan".into(),
-            "nope/plan.json".into(),
-            "--backend".into(),
-            "cuda".into(),
-            "--".into(),
-            "true".into(),
-        ],
-        "nope/plan.json",
-    );
-    run(with(&[]), "no COMMAND");
-    run(
-        with(&["--", "no-such-command-xyz"]),
-        "\"no-such-command-xyz\" not found in PATH",
-    );
     let not_exec = d.join("script.sh");
     std::fs::write(&not_exec, "#!/bin/sh\n").expect("script");
-    run(
-        {
-            let mut v = with(&["--"]);
-            v.push(not_exec.display().to_string());
-            v
-        },
-        "not an executable file",
-    );
-    run(
-        {
-            let mut v = with(&[]);
-            v.splice(
-                2..6,
-                [
-                    "--backend".into(),
-                    "cuda".into(),
-                    "--devices".into(),
-                    "0,,1".into(),
-                ],
-            );
-            v.extend(["--".into(), "true".into()]);
-            v
-        },
-        "device 2 is empty",
-    );
-    run(with(&["--timeout", "0", "--", "true"]), "positive number");
-    run(with(&["--grace", "abc", "--", "true"]), "not a number");
-    run(
-        vec![
-            "--plan".into(),
-            p.into(),
-            "--backend".into(),
-            "metax".into(),
-            "--".into(),
-            "true".into(),
-        ],
-        "MACA_VISIBLE_DEVICES",
-    );
+    let not_exec = not_exec.to_str().expect("utf-8");
+    let missing_summary = d.join("no/such/summary");
+    let missing_summary = missing_summary.to_str().expect("utf-8");
+    // Every case runs with `--backend cuda` and, unless it gives its own, `--plan PLAN` and
+    // `--devices 0,1`.
+    let with = |extra: &[&str]| -> Vec<String> {
+        let mut args = vec!["--backend".to_owned(), "cuda".to_owned()];
+        if !extra.contains(&"--plan") {
+            args.extend(["--plan".to_owned(), p.to_owned()]);
+        }
+        if !extra.contains(&"--devices") {
+            args.extend(["--devices".to_owned(), "0,1".to_owned()]);
+        }
+        args.extend(extra.iter().map(|s| (*s).to_owned()));
+        args
+    };
+    // (arguments, what the message must say)
+    let cases = [
+        (
+            with(&["--plan", "nope/plan.json", "--", "true"]),
+            "nope/plan.json",
+        ),
+        (with(&[]), "no COMMAND"),
+        (
+            with(&["--", "no-such-command-xyz"]),
+            "\"no-such-command-xyz\" not found in PATH",
+        ),
+        (with(&["--", not_exec]), "not an executable file"),
+        (
+            with(&["--devices", "0,,1", "--", "true"]),
+            "device 2 is empty",
+        ),
+        (with(&["--timeout", "0", "--", "true"]), "positive number"),
+        (with(&["--grace", "abc", "--", "true"]), "not a number"),
+        (with(&["--max-log", "12Q", "--", "true"]), "such as 512K"),
+        (
+            with(&["--summary", missing_summary, "--", "true"]),
+            "does not exist",
+        ),
+        (
+            with(&["--summary", "-", "--dry-run", "--", "true"]),
+            "cannot be used with",
+        ),
+        (
+            ["--plan", p, "--backend", "metax", "--", "true"]
+                .map(String::from)
+                .to_vec(),
+            "MACA_VISIBLE_DEVICES",
+        ),
+    ];
+    for (args, needle) in &cases {
+        spawn_cmd()
+            .current_dir(d)
+            .args(args)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::starts_with("warmup-spawn: "))
+            .stderr(predicate::str::contains(*needle));
+        assert!(!d.join("w0/rec").exists(), "{args:?} started a child");
+    }
 
+    // Plans that went wrong after they were written.
     std::fs::remove_file(d.join("w1/shapes.yaml")).expect("rm");
-    run(with(&["--", "true"]), "shard 1's shape file");
-    std::fs::write(&plan, r#"{"version": 2, "op": "mm"}"#).expect("v2");
-    run(with(&["--", "true"]), "plan version 2");
+    let cases = [
+        ("", "shard 1's shape file"),
+        (r#"{"version": 2, "op": "mm"}"#, "plan version 2"),
+    ];
+    for (plan_text, needle) in cases {
+        if !plan_text.is_empty() {
+            std::fs::write(&plan, plan_text).expect("plan");
+        }
+        spawn_cmd()
+            .args(with(&["--", "true"]))
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(needle));
+        assert!(!d.join("w0/rec").exists(), "{needle}: started a child");
+    }
 }
 
 #[test]
@@ -480,4 +473,131 @@ fn probes_read_a_fake_device_tree() {
         .stderr(predicate::str::contains(
             "no devices found: backend cambricon probed /dev/cambricon_devN",
         ));
+}
+
+/// The run summary's `name value` lines (the shard lines as `shard INDEX` -> "OUTCOME LOG").
+fn summary_lines(text: &str) -> std::collections::BTreeMap<String, String> {
+    text.lines()
+        .map(|line| {
+            let (name, rest) = line.split_once(' ').expect("name value");
+            match name {
+                "shard" => {
+                    let (index, rest) = rest.split_once(' ').expect("index");
+                    (format!("shard {index}"), rest.to_owned())
+                }
+                _ => (name.to_owned(), rest.to_owned()),
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn the_summary_counts_outcomes_and_names_each_shards_log() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path().join("a scratch");
+    std::fs::create_dir(&d).expect("mkdir");
+    let plan = plan(&d, 3);
+    let out = spawn_cmd()
+        .args(["--plan", plan.to_str().expect("utf-8"), "--backend", "cuda"])
+        .args(["--devices", "0,1,2", "--summary", "-", "--", "sh", "-c"])
+        .arg(r#"case "$FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR" in */w1/rec) exit 4;; esac"#)
+        .assert()
+        .code(1)
+        .get_output()
+        .clone();
+    let text = String::from_utf8(out.stdout).expect("utf-8");
+    assert!(text.starts_with("version 1\n"), "{text}");
+    let got = summary_lines(&text);
+    for (name, value) in [
+        ("op", "mm"),
+        ("shards", "3"),
+        ("ok", "2"),
+        ("failed", "1"),
+        ("timed_out", "0"),
+        ("stopped", "0"),
+        ("not_started", "0"),
+    ] {
+        assert_eq!(
+            got.get(name).map(String::as_str),
+            Some(value),
+            "{name}: {text}"
+        );
+    }
+    let root = std::path::absolute(&d).expect("absolute");
+    for (i, outcome) in [(0, "ok"), (1, "failed"), (2, "ok")] {
+        let log = root.join(format!("w{i}/worker.log"));
+        assert_eq!(
+            got[&format!("shard {i}")],
+            format!("{outcome} {}", log.display())
+        );
+    }
+    let seconds = |name: &str| got[name].parse::<f64>().expect("seconds");
+    assert!(
+        seconds("summed_seconds") >= 0.0 && seconds("wall_seconds") > 0.0,
+        "{text}"
+    );
+    // The people's summary stays on stderr.
+    assert!(String::from_utf8_lossy(&out.stderr).contains("3 shards: 2 ok, 1 failed"));
+
+    // To a file: the same lines, written whole.
+    let file = dir.path().join("summary.txt");
+    spawn_cmd()
+        .args(["--plan", plan.to_str().expect("utf-8"), "--backend", "cuda"])
+        .args([
+            "--devices",
+            "0",
+            "--summary",
+            file.to_str().expect("utf-8"),
+            "--",
+            "true",
+        ])
+        .assert()
+        .success()
+        .stdout("");
+    let got = summary_lines(&std::fs::read_to_string(&file).expect("summary"));
+    assert_eq!(got["ok"], "3");
+}
+
+#[test]
+fn print_shape_file_names_the_file_each_child_would_have_replaced() {
+    spawn_cmd()
+        .args([
+            "--print-shape-file",
+            "--",
+            "pytest",
+            "--shape_file",
+            "a.yaml",
+        ])
+        .args(["-k", "x", "--shape_file=my shapes.yaml"])
+        .assert()
+        .success()
+        .stdout("my shapes.yaml\n");
+    spawn_cmd()
+        .args(["--print-shape-file", "--", "pytest", "-k", "x"])
+        .assert()
+        .code(3)
+        .stdout("")
+        .stderr("");
+}
+
+#[test]
+fn max_log_keeps_the_start_of_a_flood_and_says_what_was_dropped() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let plan = plan(dir.path(), 1);
+    // 4 MiB of output, and a last line on stderr that must not block either.
+    spawn_cmd()
+        .args(["--plan", plan.to_str().expect("utf-8"), "--backend", "cuda"])
+        .args(["--devices", "0", "--max-log", "64K", "--", "sh", "-c"])
+        .arg("head -c 4194304 /dev/zero | tr '\\0' x; echo; echo done >&2")
+        .assert()
+        .success();
+    let log = std::fs::read(dir.path().join("w0/worker.log")).expect("log");
+    assert!(log.len() < 65536 + 300, "{} bytes kept", log.len());
+    assert!(log[..65536].iter().all(|&b| b == b'x'));
+    let note = String::from_utf8_lossy(&log[65536..]);
+    assert!(note.contains("reached --max-log (65536 bytes)"), "{note}");
+    assert!(
+        note.contains("bytes of output dropped past --max-log"),
+        "{note}"
+    );
 }

@@ -8,12 +8,9 @@ use assert_cmd::Command;
 use std::path::Path;
 
 /// Variables that steer the tools or the harness: removed from every test's environment.
-const SCRUB_PREFIXES: [&str; 4] = [
-    "FLAGGEMS_",
-    "PARALLEL_WARMUP_",
-    "TRITON_",
-    "WARMUP_FIXTURE_",
-];
+/// `WARMUP_` covers the fixture harness's knobs, the hidden probe root, the scratch lock a
+/// caller holds, and the shard marker of a warmup-spawn the tests themselves may run under.
+const SCRUB_PREFIXES: [&str; 4] = ["FLAGGEMS_", "PARALLEL_WARMUP_", "TRITON_", "WARMUP_"];
 /// Device visibility lists of every backend (`CUDA_VISIBLE_DEVICES`, `ASCEND_RT_VISIBLE_DEVICES`, ...).
 const SCRUB_SUFFIXES: [&str; 1] = ["_VISIBLE_DEVICES"];
 /// Single variables that change output (colour).
@@ -55,6 +52,13 @@ mod tests {
             "CUDA_VISIBLE_DEVICES",
             "ASCEND_RT_VISIBLE_DEVICES",
             "NO_COLOR",
+        ] {
+            assert!(scrubbed(name), "{name}");
+        }
+        for name in [
+            "WARMUP_PROBE_ROOT",
+            "WARMUP_SPAWN_SHARD",
+            "WARMUP_FIXTURE_CRASH",
         ] {
             assert!(scrubbed(name), "{name}");
         }

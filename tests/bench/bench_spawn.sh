@@ -40,5 +40,6 @@ awk -v ns="$best" 'BEGIN { printf "64 shards of true on 8 devices: best of 5 wal
 
 plan "$scratch/b" 8
 echo "8 shards on 4 devices (sleep 0.2 + 0.1 * shard s):"
+# shellcheck disable=SC2016 # the child expands it
 "$bin" --plan "$scratch/b/plan.json" --backend cuda --devices 0,1,2,3 -- \
     sh -c 'i=${FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR%/rec}; i=${i##*/w}; sleep "0.$((2 + i))"'
