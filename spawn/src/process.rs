@@ -206,8 +206,15 @@ mod tests {
         };
         let mut mine = start(Marker::new(&run, 3).to_string());
         let mut other = start(format!("{run}x/3"));
-        let found = census(&run);
         let pid = Pid::from_raw(i32::try_from(mine.id()).expect("pid"));
+        // Until `sleep` has exec'd, /proc/<pid>/environ is still this test's environment: on a
+        // loaded machine the first census can come before that, so look until it has.
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let mut found = census(&run);
+        while found.get(&3) != Some(&vec![pid]) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+            found = census(&run);
+        }
         let _ = mine.kill();
         let _ = other.kill();
         let _ = mine.wait();
