@@ -110,15 +110,7 @@ impl Parser {
     }
 
     fn peek(&mut self) -> Result<&Token> {
-        let eof = Mark {
-            index: 0,
-            line: 0,
-            column: 0,
-        };
-        match self.scanner.peek_token()? {
-            Some(t) => Ok(t),
-            None => Err(error(None, "unexpected end of the token stream", eof)),
-        }
+        self.scanner.peek_token()?.ok_or_else(exhausted)
     }
 
     fn check(&mut self, pred: impl Fn(&Tok) -> bool) -> Result<bool> {
@@ -126,18 +118,7 @@ impl Parser {
     }
 
     fn take(&mut self) -> Result<Token> {
-        self.peek()?;
-        self.scanner.get_token()?.ok_or_else(|| {
-            error(
-                None,
-                "unexpected end of the token stream",
-                Mark {
-                    index: 0,
-                    line: 0,
-                    column: 0,
-                },
-            )
-        })
+        self.scanner.get_token()?.ok_or_else(exhausted)
     }
 
     fn pop_state(&mut self) -> Option<State> {
@@ -613,6 +594,16 @@ impl Parser {
             Err(e) => e,
         }
     }
+}
+
+/// No token where the grammar needs one: the scanner always ends the stream with STREAM-END, which
+/// only the state that ends the parse takes, so this is a bug, reported rather than a panic.
+fn exhausted() -> crate::scan::YamlError {
+    error(
+        None,
+        "the token stream ended early (a bug in warmup-shard's parser)",
+        Mark::default(),
+    )
 }
 
 fn event(ev: Ev, start: Mark) -> Event {

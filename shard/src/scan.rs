@@ -11,7 +11,7 @@
 use std::collections::VecDeque;
 
 /// A position in the text, 0-based like PyYAML's `Mark` (which prints them 1-based).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Mark {
     pub index: usize,
     pub line: usize,
@@ -1081,7 +1081,7 @@ impl Scanner {
         self.forward(1);
         self.scan_flow_scalar_non_spaces(double, start, &mut chunks)?;
         while self.peek(0) != quote {
-            self.scan_flow_scalar_spaces(double, start, &mut chunks)?;
+            self.scan_flow_scalar_spaces(start, &mut chunks)?;
             self.scan_flow_scalar_non_spaces(double, start, &mut chunks)?;
         }
         self.forward(1);
@@ -1161,7 +1161,7 @@ impl Scanner {
                     self.forward(length);
                 } else if line_break(ch) {
                     self.scan_line_break();
-                    self.scan_flow_scalar_breaks(double, start, chunks)?;
+                    self.scan_flow_scalar_breaks(start, chunks)?;
                 } else {
                     return Err(error(
                         context,
@@ -1175,12 +1175,7 @@ impl Scanner {
         }
     }
 
-    fn scan_flow_scalar_spaces(
-        &mut self,
-        double: bool,
-        start: Mark,
-        chunks: &mut String,
-    ) -> Result<()> {
+    fn scan_flow_scalar_spaces(&mut self, start: Mark, chunks: &mut String) -> Result<()> {
         let mut length = 0;
         while matches!(self.peek(length), ' ' | '\t') {
             length += 1;
@@ -1197,7 +1192,7 @@ impl Scanner {
         } else if line_break(ch) {
             let line_break = self.scan_line_break();
             let mut breaks = String::new();
-            self.scan_flow_scalar_breaks(double, start, &mut breaks)?;
+            self.scan_flow_scalar_breaks(start, &mut breaks)?;
             if line_break != "\n" {
                 chunks.push_str(&line_break);
             } else if breaks.is_empty() {
@@ -1210,12 +1205,7 @@ impl Scanner {
         Ok(())
     }
 
-    fn scan_flow_scalar_breaks(
-        &mut self,
-        _double: bool,
-        start: Mark,
-        chunks: &mut String,
-    ) -> Result<()> {
+    fn scan_flow_scalar_breaks(&mut self, start: Mark, chunks: &mut String) -> Result<()> {
         loop {
             if self.at_separator() {
                 return Err(error(

@@ -66,12 +66,19 @@ pub fn prepare(bytes: &[u8], name: &str) -> Result<String> {
     let text = match std::str::from_utf8(bytes) {
         Ok(t) => t,
         Err(e) => {
-            let good = &bytes[..e.valid_up_to()];
-            let line = good.iter().filter(|&&b| b == b'\n').count() + 1;
-            bail!(
-                "{name}:{line}: not UTF-8 text (byte {}): give a YAML shape file",
-                e.valid_up_to()
-            );
+            // The valid prefix is UTF-8 by definition; the place is where decoding stops.
+            let good = String::from_utf8_lossy(&bytes[..e.valid_up_to()]);
+            let line = good.matches('\n').count() + 1;
+            let col = good.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+            return Err(at(
+                name,
+                line,
+                col,
+                format!(
+                    "not UTF-8 text (byte {}): safe_load cannot decode it; save the shape file as UTF-8",
+                    e.valid_up_to()
+                ),
+            ));
         }
     };
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
