@@ -50,7 +50,7 @@ impl Transaction {
 
     /// Moves `path` aside into the staging folder when it is there; refuses anything there
     /// that warmup-shard or warmup-spawn did not put there (a folder where a file belongs).
-    fn set_aside(&mut self, path: &Path, is_dir: bool, aside: &str) -> Result<()> {
+    fn set_aside(&mut self, path: &Path, is_dir: bool) -> Result<()> {
         let meta = match fs::symlink_metadata(path) {
             Ok(meta) => meta,
             Err(e) if e.kind() == ErrorKind::NotFound => return Ok(()),
@@ -63,7 +63,10 @@ impl Transaction {
                 path.display()
             );
         }
-        let to = self.staging.path().join(aside);
+        let to = self
+            .staging
+            .path()
+            .join(format!("aside-{}", self.done.len()));
         self.rename(path, &to)
     }
 
@@ -82,6 +85,16 @@ impl Transaction {
             }
         }
     }
+}
+
+/// Where shard i's new file waits in the staging folder.
+fn staged_shard(staging: &tempfile::TempDir, i: usize) -> PathBuf {
+    staging.path().join(format!("shard-{i}"))
+}
+
+/// Where the new plan waits in the staging folder.
+fn staged_plan(staging: &tempfile::TempDir) -> PathBuf {
+    staging.path().join("plan")
 }
 
 /// Writes `bytes` to a new file at `path` and syncs it.
@@ -134,11 +147,11 @@ fn stage(scratch: &Scratch, shards: &[&str], plan: &Plan) -> Result<Transaction>
         .tempdir_in(scratch.root())
         .with_context(|| format!("creating a staging folder in {}", scratch.root().display()))?;
     for (i, text) in shards.iter().enumerate() {
-        write_synced(&staging.path().join(format!("w{i}.yaml")), text.as_bytes())?;
+        write_synced(&staged_shard(&staging, i), text.as_bytes())?;
     }
     let mut json = serde_json::to_vec_pretty(plan).context("serialising the plan")?;
     json.push(b'\n');
-    write_synced(&staging.path().join("plan.json"), &json)?;
+    write_synced(&staged_plan(&staging), &json)?;
     Ok(Transaction {
         staging,
         done: Vec::new(),
@@ -164,12 +177,12 @@ fn put_in_place(tx: &mut Transaction, scratch: &Scratch, k: usize) -> Result<Rep
                 })
             }
         }
-        tx.set_aside(&scratch.shapes(i), false, &format!("old-w{i}-shapes.yaml"))?;
+        tx.set_aside(&scratch.shapes(i), false)?;
         // What child i of the earlier run left: none of it may pass for the new run's.
-        tx.set_aside(&scratch.record_dir(i), true, &format!("old-w{i}-rec"))?;
-        tx.set_aside(&scratch.log(i), false, &format!("old-w{i}-worker.log"))?;
-        tx.set_aside(&scratch.status(i), false, &format!("old-w{i}-status.json"))?;
-        let staged = tx.staging.path().join(format!("w{i}.yaml"));
+        tx.set_aside(&scratch.record_dir(i), true)?;
+        tx.set_aside(&scratch.log(i), false)?;
+        tx.set_aside(&scratch.status(i), false)?;
+        let staged = staged_shard(&tx.staging, i);
         tx.rename(&staged, &scratch.shapes(i))?;
     }
     let workers = scratch
@@ -177,11 +190,11 @@ fn put_in_place(tx: &mut Transaction, scratch: &Scratch, k: usize) -> Result<Rep
         .with_context(|| format!("listing {}", scratch.root().display()))?;
     for (index, path) in workers {
         if index >= k {
-            tx.set_aside(&path, true, &format!("old-w{index}"))?;
+            tx.set_aside(&path, true)?;
             replaced.removed.push(path);
         }
     }
-    let staged = tx.staging.path().join("plan.json");
+    let staged = staged_plan(&tx.staging);
     tx.rename(&staged, &scratch.plan())?;
     tx.done.clear();
     for i in 0..k {
