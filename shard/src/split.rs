@@ -1,4 +1,4 @@
-//! The op's entry cut into round-robin shards, each rendered as a complete shape file in memory,
+//! One entry's shapes cut into round-robin shards, each rendered as a complete shape file in memory,
 //! so that nothing is written unless every shard could be built.
 
 use crate::emit::{expanded_size, Emitter, MAX_NODES};
