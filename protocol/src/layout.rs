@@ -12,6 +12,9 @@ pub const CONFLICTS: &str = "conflicts.json";
 /// `SCRATCH/.lock`, relative to the scratch folder: the scratch lock's file.
 pub const LOCK: &str = ".lock";
 
+/// A shard's shape file name inside its `w<i>` folder.
+const SHAPES: &str = "shapes.yaml";
+
 /// The scratch folder of one run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Scratch {
@@ -55,7 +58,23 @@ impl Scratch {
 
     /// `SCRATCH/w<i>/shapes.yaml`: shard i's shape file.
     pub fn shapes(&self, shard: usize) -> PathBuf {
-        self.worker(shard).join("shapes.yaml")
+        self.root.join(shapes_in_scratch(shard))
+    }
+
+    /// The `w<i>` folders present in the scratch, as (i, path), in no particular order. Only
+    /// names [`worker_dir`] spells count: `w01`, `w1x` or a file named `w1` are not shard folders.
+    pub fn workers(&self) -> std::io::Result<Vec<(usize, PathBuf)>> {
+        let mut found = Vec::new();
+        for entry in std::fs::read_dir(&self.root)? {
+            let entry = entry?;
+            let Some(index) = worker_index(&entry.file_name()) else {
+                continue;
+            };
+            if entry.file_type()?.is_dir() {
+                found.push((index, entry.path()));
+            }
+        }
+        Ok(found)
     }
 
     /// `SCRATCH/w<i>/rec`: child i's record folder.
@@ -108,6 +127,17 @@ pub fn worker_dir(shard: usize) -> String {
     format!("w{shard}")
 }
 
+/// The shard index a folder name spells (`w7` -> 7), if it is exactly what [`worker_dir`] writes.
+pub fn worker_index(name: &std::ffi::OsStr) -> Option<usize> {
+    let index: usize = name.to_str()?.strip_prefix('w')?.parse().ok()?;
+    (name.to_str()? == worker_dir(index)).then_some(index)
+}
+
+/// `w<i>/shapes.yaml`: shard i's shape file relative to the scratch folder, as the plan records it.
+pub fn shapes_in_scratch(shard: usize) -> PathBuf {
+    Path::new(&worker_dir(shard)).join(SHAPES)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -123,6 +153,26 @@ mod tests {
         assert_eq!(s.log(1), Path::new("/tmp/run/w1/worker.log"));
         assert_eq!(s.status(1), Path::new("/tmp/run/w1/status.json"));
         assert_eq!(s.triton_cache(2), Path::new("/tmp/run/w2/.triton_cache"));
+    }
+
+    #[test]
+    fn only_the_names_worker_dir_writes_are_worker_folders() {
+        use std::ffi::OsStr;
+        assert_eq!(worker_index(OsStr::new("w0")), Some(0));
+        assert_eq!(worker_index(OsStr::new("w12")), Some(12));
+        for name in ["w", "w01", "w1x", "x1", "w-1", "w+1", "W1", "w 1"] {
+            assert_eq!(worker_index(OsStr::new(name)), None, "{name}");
+        }
+        let dir = tempfile::tempdir().expect("tempdir");
+        let s = Scratch::new(dir.path());
+        for name in ["w0", "w3", "w01", "keep"] {
+            std::fs::create_dir(dir.path().join(name)).expect("mkdir");
+        }
+        std::fs::write(dir.path().join("w5"), "a file").expect("file");
+        let mut found = s.workers().expect("list");
+        found.sort();
+        assert_eq!(found, vec![(0, s.worker(0)), (3, s.worker(3))]);
+        assert_eq!(shapes_in_scratch(2), Path::new("w2/shapes.yaml"));
     }
 
     #[test]

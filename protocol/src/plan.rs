@@ -17,6 +17,11 @@ pub struct Plan {
     pub version: u32,
     /// The op whose shapes were split.
     pub op: String,
+    /// The shape file's top-level key the shapes were split from, and under which each shard
+    /// file holds them; absent (in plans of earlier builds) means the op. Read it with
+    /// [`Plan::entry`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entry: Option<String>,
     /// The shape file the shards were cut from, as an absolute path.
     pub source: PathBuf,
     /// How shapes were assigned to shards: `round-robin` (shape j to shard j mod k).
@@ -39,6 +44,11 @@ pub struct Shard {
 }
 
 impl Plan {
+    /// The top-level key of the shape file and of every shard file that holds the shapes.
+    pub fn entry(&self) -> &str {
+        self.entry.as_deref().unwrap_or(&self.op)
+    }
+
     /// Reads and checks a plan; returns it with the scratch folder it describes.
     pub fn load(path: &Path) -> Result<(Plan, Scratch)> {
         let text = std::fs::read_to_string(path).with_context(|| {
@@ -100,6 +110,7 @@ mod tests {
         Plan {
             version: VERSION,
             op: "mm".into(),
+            entry: Some("BlasBenchmark".into()),
             source: "/data/shapes.yaml".into(),
             strategy: "round-robin".into(),
             shapes: 3,
@@ -126,6 +137,18 @@ mod tests {
         let (plan, loaded) = Plan::load(&scratch.plan()).expect("load");
         assert_eq!(plan, sample());
         assert_eq!(loaded, scratch);
+    }
+
+    #[test]
+    fn a_plan_without_an_entry_reads_the_op_as_its_entry() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("plan.json");
+        let mut json = serde_json::to_value(sample()).expect("json");
+        json.as_object_mut().expect("object").remove("entry");
+        std::fs::write(&path, json.to_string()).expect("write");
+        let (plan, _) = Plan::load(&path).expect("an earlier build's plan loads");
+        assert_eq!(plan.entry, None);
+        assert_eq!(plan.entry(), "mm");
     }
 
     #[test]

@@ -3,8 +3,7 @@
 //! text is plain-safe and resolves to the same tag; otherwise double-quoted, with `!!tag` where
 //! the tag is not `str`. Aliases are written out in full (bounded by [`MAX_NODES`]).
 
-use crate::resolve;
-use crate::schema::plain_keeps;
+use crate::resolve::{self, plain_keeps};
 use crate::tree::{Doc, Kind, NodeId};
 use std::fmt::Write;
 
@@ -45,6 +44,51 @@ impl<'d> Emitter<'d> {
             doc,
             out: String::new(),
         }
+    }
+
+    /// One shard's shape file: the `comment` line, then the entry's key (`key`) holding its
+    /// `pairs` in order, the `shapes` pair (`pairs[shapes_at]`) holding only the `picked` items.
+    /// A `shapes` list with a tag of its own is written as a flow list under that tag.
+    pub fn shard_file(
+        mut self,
+        comment: &str,
+        key: NodeId,
+        pairs: &[(NodeId, NodeId)],
+        shapes_at: usize,
+        picked: &[NodeId],
+    ) -> String {
+        self.out
+            .push_str(&comment.replace(['\n', '\r', '\u{85}', '\u{2028}', '\u{2029}'], " "));
+        self.out.push('\n');
+        self.key(key, 0);
+        self.out.push('\n');
+        for (i, &(k, v)) in pairs.iter().enumerate() {
+            if i != shapes_at {
+                self.pair(k, v, 2, false);
+                continue;
+            }
+            self.indent(2);
+            self.key(k, 2);
+            let tag = &self.doc.nodes[v].tag;
+            if tag == resolve::SEQ {
+                self.out.push('\n');
+                for &item in picked {
+                    self.item(item, 4, false);
+                }
+            } else {
+                self.out.push(' ');
+                self.out.push_str(&short_tag(tag));
+                self.out.push_str(" [");
+                for (n, &item) in picked.iter().enumerate() {
+                    if n > 0 {
+                        self.out.push_str(", ");
+                    }
+                    self.flow(item);
+                }
+                self.out.push_str("]\n");
+            }
+        }
+        self.out
     }
 
     fn indent(&mut self, n: usize) {

@@ -1,14 +1,17 @@
 //! `warmup-shard`: splits one op's shapes in a PyYAML shape file round-robin into per-shard shape
 //! files under a scratch folder, and writes the plan the other tools read.
 
-pub mod emit;
-pub mod resolve;
-pub mod schema;
-pub mod split;
-pub mod tree;
+mod commit;
+mod emit;
+mod parse;
+mod resolve;
+mod scan;
+mod schema;
+mod split;
+mod tree;
 
 use anyhow::{Context, Result};
-use protocol::layout::{worker_dir, Scratch};
+use protocol::layout::{shapes_in_scratch, Scratch};
 use protocol::plan::{Plan, Shard, VERSION};
 use protocol::Status;
 use std::io::Write;
@@ -21,6 +24,8 @@ pub const TOOL: &str = "warmup-shard";
 const EXAMPLES: &str = "EXAMPLES:
   warmup-shard --op mm --shards 4 --out /tmp/run core_shapes.yaml
       writes /tmp/run/w0/shapes.yaml .. w3/shapes.yaml and /tmp/run/plan.json
+  warmup-shard --op mm --entry BlasBenchmark --shards 2 --out /tmp/run core_shapes.yaml
+      FlagGems keeps mm's shapes under its benchmark class name; each shard keeps that key
   FLAGGEMS_PERF_CURRENT_OP=addmm warmup-shard --shards 8 --out \"$SCRATCH\" shapes.yaml | xargs wc -l";
 
 /// Split an op's shapes in a shape file round-robin into shard files a child reads with
@@ -30,6 +35,10 @@ const EXAMPLES: &str = "EXAMPLES:
 pub struct Args {
     #[command(flatten)]
     pub op: protocol::cli::OpArg,
+    /// The top-level key whose "shapes" to split, kept as the key in every shard file: where the
+    /// benchmark looks the op's shapes up (FlagGems: its benchmark class name) [default: the op]
+    #[arg(long, value_name = "KEY")]
+    pub entry: Option<String>,
     /// How many shards to make at most (fewer when the op has fewer shapes)
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub shards: u64,
@@ -53,7 +62,15 @@ pub fn run(args: &Args) -> Result<Status> {
     let source =
         std::fs::canonicalize(path).with_context(|| format!("resolving the path of {name}"))?;
     let shards = usize::try_from(args.shards).unwrap_or(usize::MAX);
-    let cut = split(&bytes, &name, &source.display().to_string(), &op, shards)?;
+    let entry = args.entry.as_deref();
+    let cut = split(
+        &bytes,
+        &name,
+        &source.display().to_string(),
+        &op,
+        entry,
+        shards,
+    )?;
     if cut.pieces.len() < 2 {
         eprintln!(
             "{TOOL}: op {op:?} has {} shape(s) in {name} and --shards is {}: fewer than 2 shards would result, nothing to do",
@@ -61,25 +78,10 @@ pub fn run(args: &Args) -> Result<Status> {
         );
         return Ok(Status::NothingToDo);
     }
-    write(args, &op, source, &cut)
-}
-
-/// Writes every shard file, then the plan, then clears a previous run's surplus shard folders.
-fn write(args: &Args, op: &str, source: PathBuf, cut: &Split) -> Result<Status> {
-    let scratch = Scratch::new(&args.out);
-    std::fs::create_dir_all(scratch.root())
-        .with_context(|| format!("creating scratch folder {}", args.out.display()))?;
-    let _lock = scratch.lock()?;
-    let replacing = scratch.plan().exists();
-    for (i, piece) in cut.pieces.iter().enumerate() {
-        let dir = scratch.worker(i);
-        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-        scratch.clear_outputs(i)?;
-        protocol::atomic::write(&scratch.shapes(i), piece.text.as_bytes())?;
-    }
     let plan = Plan {
         version: VERSION,
-        op: op.to_owned(),
+        op: op.clone(),
+        entry: Some(entry.unwrap_or(&op).to_owned()),
         source,
         strategy: "round-robin".to_owned(),
         shapes: cut.total,
@@ -89,18 +91,22 @@ fn write(args: &Args, op: &str, source: PathBuf, cut: &Split) -> Result<Status> 
             .enumerate()
             .map(|(i, p)| Shard {
                 index: i,
-                shape_file: PathBuf::from(worker_dir(i)).join("shapes.yaml"),
+                shape_file: shapes_in_scratch(i),
                 shapes: p.shapes.clone(),
             })
             .collect(),
     };
-    plan.save(&scratch)?;
-    if replacing {
+    let scratch = Scratch::new(&args.out);
+    let texts: Vec<&str> = cut.pieces.iter().map(|p| p.text.as_str()).collect();
+    let replaced = commit::replace(&scratch, &texts, &plan)?;
+    if replaced.plan {
         eprintln!(
             "{TOOL}: replaced the plan in {} from an earlier run",
             args.out.display()
         );
-        remove_stale(&scratch, cut.pieces.len())?;
+    }
+    for path in &replaced.removed {
+        eprintln!("{TOOL}: removed {} left by the earlier run", path.display());
     }
     let sizes: Vec<String> = cut
         .pieces
@@ -120,30 +126,4 @@ fn write(args: &Args, op: &str, source: PathBuf, cut: &Split) -> Result<Status> 
     }
     out.flush().context("writing to stdout")?;
     Ok(Status::Done)
-}
-
-/// Removes `w<i>` folders with i >= k left by an earlier, wider run.
-fn remove_stale(scratch: &Scratch, k: usize) -> Result<()> {
-    let entries = std::fs::read_dir(scratch.root())
-        .with_context(|| format!("listing {}", scratch.root().display()))?;
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(index) = name
-            .to_str()
-            .and_then(|n| n.strip_prefix('w'))
-            .filter(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
-            .and_then(|d| d.parse::<usize>().ok())
-        else {
-            continue;
-        };
-        if index >= k && entry.file_type().is_ok_and(|t| t.is_dir()) {
-            std::fs::remove_dir_all(entry.path())
-                .with_context(|| format!("removing stale {}", entry.path().display()))?;
-            eprintln!(
-                "{TOOL}: removed {} left by the earlier run",
-                entry.path().display()
-            );
-        }
-    }
-    Ok(())
 }

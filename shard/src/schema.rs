@@ -2,8 +2,8 @@
 //! flattened as `flatten_mapping` does, dict keys compared as Python compares them, and every
 //! construction `safe_load` would refuse found up front, so bad input never yields shards.
 
-use crate::resolve::{self, implicit};
-use crate::tree::{at, Doc, Kind, NodeId};
+use crate::resolve::{self, construct_float, construct_int, PyInt};
+use crate::tree::{Doc, Kind, NodeId};
 use anyhow::Result;
 use std::collections::{HashMap, HashSet};
 
@@ -35,6 +35,8 @@ pub struct Schema<'d> {
     pub doc: &'d Doc,
     pub name: &'d str,
     flat: HashMap<NodeId, Vec<(NodeId, NodeId)>>,
+    /// Mappings whose merges are being flattened: reaching one again is a merge into itself.
+    flattening: HashSet<NodeId>,
 }
 
 impl<'d> Schema<'d> {
@@ -43,12 +45,16 @@ impl<'d> Schema<'d> {
             doc,
             name,
             flat: HashMap::new(),
+            flattening: HashSet::new(),
         }
     }
 
     fn err(&self, id: NodeId, what: impl std::fmt::Display) -> anyhow::Error {
-        let n = &self.doc.nodes[id];
-        at(self.name, n.line, n.col, what)
+        self.doc.error_at(self.name, id, what)
+    }
+
+    fn too_many_merged(&self, map: NodeId) -> anyhow::Error {
+        self.err(map, format!("merge keys (<<) expand this mapping to more than {MAX_MERGED} entries: refusing; write the mapping out with fewer merges"))
     }
 
     fn is_merge_key(&self, id: NodeId) -> bool {
@@ -64,6 +70,9 @@ impl<'d> Schema<'d> {
         let Kind::Map(pairs) = &self.doc.nodes[map].kind else {
             return Err(self.err(map, "expected a mapping"));
         };
+        if !self.flattening.insert(map) {
+            return Err(self.err(map, "a merge key (<<) that merges this mapping into itself (through aliases): PyYAML reads it, warmup-shard refuses it; merge a copy of the data instead of an alias to a mapping that holds this merge"));
+        }
         let mut merged = Vec::new();
         let mut seen: HashSet<Ident> = HashSet::new();
         let mut own = Vec::new();
@@ -94,10 +103,11 @@ impl<'d> Schema<'d> {
                 }
             }
             if merged.len() > MAX_MERGED {
-                return Err(self.err(map, "merge keys expand to too many entries"));
+                return Err(self.too_many_merged(map));
             }
         }
         merged.extend(own);
+        self.flattening.remove(&map);
         self.flat.insert(map, merged.clone());
         Ok(merged)
     }
@@ -136,7 +146,7 @@ impl<'d> Schema<'d> {
             for source in sources {
                 merged.extend(self.flatten_spec(source)?);
                 if merged.len() > MAX_MERGED {
-                    return Err(self.err(map, "merge keys expand to too many entries"));
+                    return Err(self.too_many_merged(map));
                 }
             }
         }
@@ -174,8 +184,12 @@ impl<'d> Schema<'d> {
         Ok(now)
     }
 
-    /// A node as warmup-shard writes it in flow style: equal texts are equal values.
+    /// A node as warmup-shard writes it in flow style: equal texts are equal values. A node that
+    /// reaches a cycle cannot be written out; it is equal only to itself.
     fn text(&self, id: NodeId) -> String {
+        if self.doc.reaches_cycle[id] {
+            return format!("<recursive node {id}>");
+        }
         let mut e = crate::emit::Emitter::new(self.doc);
         e.flow(id);
         e.out
@@ -217,10 +231,11 @@ impl<'d> Schema<'d> {
                 value.to_lowercase().as_str(),
                 "yes" | "true" | "on"
             ))),
-            resolve::INT => int_value(value)
-                .map(Key::Int)
-                .unwrap_or_else(|| Key::Other(node.tag.clone(), value.clone())),
-            resolve::FLOAT => match float_value(value) {
+            resolve::INT => match construct_int(value) {
+                Some(PyInt::Fits(n)) => Key::Int(n),
+                _ => Key::Other(node.tag.clone(), value.clone()),
+            },
+            resolve::FLOAT => match construct_float(value) {
                 Some(f) if f.is_nan() => Key::Unique(id),
                 Some(f) if f.fract() == 0.0 && f.abs() < 1e36 => Key::Int(f as i128),
                 Some(f) => Key::Float((f + 0.0).to_bits()),
@@ -260,7 +275,7 @@ impl<'d> Schema<'d> {
                                     todo.push(pairs[0].0);
                                     todo.push(pairs[0].1);
                                 }
-                                _ => return Err(self.err(item, "each item of an !!omap or !!pairs list must be a one-entry mapping")),
+                                _ => return Err(self.err(item, "each item of an !!omap or !!pairs list must be a one-entry mapping: safe_load rejects this one; write it as `- key: value`")),
                             }
                         }
                     } else {
@@ -295,66 +310,4 @@ fn unknown_tag(tag: &str, what: &str) -> String {
     } else {
         format!("tag {shown} on a {what}: safe_load has no constructor for it; remove the tag or use a standard one (!!str, !!int, !!float, !!bool, !!null, !!binary, !!timestamp, !!seq, !!map, !!set, !!omap, !!pairs)")
     }
-}
-
-/// The integer `construct_yaml_int` builds, when it fits in an i128.
-pub fn int_value(value: &str) -> Option<i128> {
-    let v: String = value.chars().filter(|&c| c != '_').collect();
-    let v = v.trim();
-    let (neg, v) = match v.strip_prefix('-') {
-        Some(rest) => (true, rest),
-        None => (false, v.strip_prefix('+').unwrap_or(v)),
-    };
-    let n = if v == "0" {
-        0
-    } else if let Some(rest) = v.strip_prefix("0b") {
-        i128::from_str_radix(rest, 2).ok()?
-    } else if let Some(rest) = v.strip_prefix("0x") {
-        i128::from_str_radix(rest, 16).ok()?
-    } else if v.starts_with('0') {
-        i128::from_str_radix(v.trim_start_matches("0o"), 8).ok()?
-    } else if v.contains(':') {
-        let mut n: i128 = 0;
-        for part in v.split(':') {
-            n = n
-                .checked_mul(60)?
-                .checked_add(part.trim().parse::<i128>().ok()?)?;
-        }
-        n
-    } else {
-        v.parse().ok()?
-    };
-    Some(if neg { -n } else { n })
-}
-
-/// The float `construct_yaml_float` builds.
-pub fn float_value(value: &str) -> Option<f64> {
-    let v: String = value
-        .chars()
-        .filter(|&c| c != '_')
-        .collect::<String>()
-        .to_lowercase();
-    let v = v.trim();
-    let (sign, v) = match v.strip_prefix('-') {
-        Some(rest) => (-1.0, rest),
-        None => (1.0, v.strip_prefix('+').unwrap_or(v)),
-    };
-    let f = match v {
-        ".inf" => f64::INFINITY,
-        ".nan" => f64::NAN,
-        _ if v.contains(':') => {
-            let mut f = 0.0;
-            for part in v.split(':') {
-                f = f * 60.0 + part.trim().parse::<f64>().ok()?;
-            }
-            f
-        }
-        _ => v.parse().ok()?,
-    };
-    Some(sign * f)
-}
-
-/// Whether a plain scalar with this text resolves to `tag` (used by the emitter).
-pub fn plain_keeps(value: &str, tag: &str) -> bool {
-    implicit(value) == tag
 }

@@ -1,10 +1,10 @@
-//! The op's entry cut into round-robin shards, each rendered as a complete shape file in memory,
+//! One entry's shapes cut into round-robin shards, each rendered as a complete shape file in memory,
 //! so that nothing is written unless every shard could be built.
 
 use crate::emit::{expanded_size, Emitter, MAX_NODES};
 use crate::resolve;
 use crate::schema::{Key, Schema};
-use crate::tree::{self, Kind, NodeId};
+use crate::tree::{self, Doc, Kind, NodeId};
 use anyhow::Result;
 
 /// One shard: which source shapes it holds and its shape file's text.
@@ -22,66 +22,74 @@ pub struct Split {
     pub pieces: Vec<Piece>,
 }
 
-/// Cuts `op`'s shapes in the shape file `bytes` into at most `shards` round-robin shards.
+/// Cuts the shapes of one top-level entry of the shape file `bytes` into at most `shards`
+/// round-robin shards. The entry is `entry` when given, else the op's own name; each shard file
+/// keeps the entry's key, so the child finds its shapes where the benchmark looks for them.
 ///
-/// `name` is how errors name the file; `source` goes into each shard's leading comment.
-pub fn split(bytes: &[u8], name: &str, source: &str, op: &str, shards: usize) -> Result<Split> {
+/// `name` is how errors name the file; `source` and `op` go into each shard's leading comment.
+pub fn split(
+    bytes: &[u8],
+    name: &str,
+    source: &str,
+    op: &str,
+    entry: Option<&str>,
+    shards: usize,
+) -> Result<Split> {
     let text = tree::prepare(bytes, name)?;
     let doc = tree::compose(&text, name)?;
     let mut schema = Schema::new(&doc, name);
     schema.validate()?;
-    let root = doc.root;
-    let root_node = &doc.nodes[root];
-    if !matches!(root_node.kind, Kind::Map(_)) || root_node.tag != resolve::MAP {
-        return Err(tree::at(
+    let root = &doc.nodes[doc.root];
+    if !matches!(root.kind, Kind::Map(_)) || root.tag != resolve::MAP {
+        return Err(doc.error_at(
             name,
-            root_node.line,
-            root_node.col,
+            doc.root,
             "the top level is not a mapping of ops: a shape file maps each op name to its entry",
         ));
     }
-    let top = schema.dict_any_pyyaml(root)?;
-    let Some(&(_, op_key, entry)) = top.iter().find(|(k, _, _)| *k == Key::Str(op.to_owned()))
+    let top = schema.dict_any_pyyaml(doc.root)?;
+    let wanted = entry.unwrap_or(op);
+    let Some(&(_, entry_key, entry_id)) = top
+        .iter()
+        .find(|(k, _, _)| *k == Key::Str(wanted.to_owned()))
     else {
-        let ops: Vec<String> = top
-            .iter()
-            .map(|&(_, k, _)| match &doc.nodes[k].kind {
-                Kind::Scalar(v) => v.clone(),
-                _ => "?".to_owned(),
-            })
-            .collect();
-        anyhow::bail!(
-            "{name}: no op {op:?} in this file (ops in this file: {}): pass --op or set FLAGGEMS_PERF_CURRENT_OP",
-            ops.join(", ")
-        );
+        return Err(missing_entry(&doc, &top, name, op, entry));
     };
-    let entry_node = &doc.nodes[entry];
+    let what = match entry {
+        Some(e) if e != op => format!("entry {e:?} (op {op:?})"),
+        _ => format!("op {op:?}"),
+    };
+    let entry_node = &doc.nodes[entry_id];
     if !matches!(entry_node.kind, Kind::Map(_)) || entry_node.tag != resolve::MAP {
-        return Err(tree::at(
+        return Err(doc.error_at(
             name,
-            entry_node.line,
-            entry_node.col,
-            format!("op {op:?} is not a mapping: give it a \"shapes\" list"),
+            entry_id,
+            format!("{what} is not a mapping: give it a \"shapes\" list"),
         ));
     }
-    let pairs = schema.dict_any_pyyaml(entry)?;
-    let Some(&(_, _, shapes)) = pairs.iter().find(|(k, _, _)| is_shapes(k)) else {
-        return Err(tree::at(
+    let pairs = schema.dict_any_pyyaml(entry_id)?;
+    let Some(shapes_at) = pairs.iter().position(|(k, _, _)| is_shapes(k)) else {
+        return Err(doc.error_at(
             name,
-            entry_node.line,
-            entry_node.col,
-            format!("op {op:?} has no \"shapes\" list: add one"),
+            entry_id,
+            format!("{what} has no \"shapes\" list: add one"),
         ));
     };
-    let shapes_node = &doc.nodes[shapes];
-    let Kind::Seq(items) = &shapes_node.kind else {
-        return Err(tree::at(
+    let shapes = pairs[shapes_at].2;
+    let Kind::Seq(items) = &doc.nodes[shapes].kind else {
+        return Err(doc.error_at(
             name,
-            shapes_node.line,
-            shapes_node.col,
-            format!("op {op:?}: \"shapes\" is not a list: make it a list of shapes"),
+            shapes,
+            format!("{what}: \"shapes\" is not a list: make it a list of shapes"),
         ));
     };
+    if doc.reaches_cycle[entry_id] {
+        return Err(doc.error_at(
+            name,
+            entry_id,
+            format!("{what} holds a recursive structure (an alias inside the collection it names): PyYAML reads it, but no shard file can write it out; replace that alias with a copy of the data it stands for"),
+        ));
+    }
     let total = items.len();
     let k = shards.min(total);
     if k < 2 {
@@ -93,28 +101,37 @@ pub fn split(bytes: &[u8], name: &str, source: &str, op: &str, shards: usize) ->
 
     let mut memo = vec![None; doc.nodes.len()];
     let mut siblings = 0u64;
-    for (id, key, value) in &pairs {
-        siblings = siblings.saturating_add(expanded_size(&doc, *key, &mut memo));
-        if !is_shapes(id) {
-            siblings = siblings.saturating_add(expanded_size(&doc, *value, &mut memo));
+    for (i, &(_, key, value)) in pairs.iter().enumerate() {
+        siblings = siblings.saturating_add(expanded_size(&doc, key, &mut memo));
+        if i != shapes_at {
+            siblings = siblings.saturating_add(expanded_size(&doc, value, &mut memo));
         }
     }
     let all_shapes = expanded_size(&doc, shapes, &mut memo);
     if siblings.saturating_mul(k as u64).saturating_add(all_shapes) > MAX_NODES {
-        return Err(tree::at(
+        return Err(doc.error_at(
             name,
-            entry_node.line,
-            entry_node.col,
-            format!("op {op:?} expands to more than {MAX_NODES} nodes once aliases are written out: refusing"),
+            entry_id,
+            format!("{what} expands to more than {MAX_NODES} nodes once aliases are written out: refusing"),
         ));
     }
 
+    let pairs: Vec<(NodeId, NodeId)> = pairs.iter().map(|&(_, k, v)| (k, v)).collect();
     let pieces = (0..k)
         .map(|i| {
             let picked: Vec<usize> = (i..total).step_by(k).collect();
-            let text = render(
-                &schema, op, source, i, k, op_key, &pairs, shapes, items, &picked,
+            let mut listed: Vec<String> = picked.iter().take(3).map(usize::to_string).collect();
+            if picked.len() > 3 {
+                listed.push("...".to_owned());
+            }
+            let comment = format!(
+                "# shard {i} of {k}: {} from {source} (shapes {})",
+                what.replace('"', ""),
+                listed.join(", ")
             );
+            let items: Vec<NodeId> = picked.iter().map(|&j| items[j]).collect();
+            let text =
+                Emitter::new(&doc).shard_file(&comment, entry_key, &pairs, shapes_at, &items);
             Piece {
                 shapes: picked,
                 text,
@@ -124,62 +141,44 @@ pub fn split(bytes: &[u8], name: &str, source: &str, op: &str, shards: usize) ->
     Ok(Split { total, pieces })
 }
 
-#[allow(clippy::too_many_arguments)]
-fn render(
-    schema: &Schema<'_>,
+/// No top-level key is the entry: list the keys there are, and say how to name the right one.
+fn missing_entry(
+    doc: &Doc,
+    top: &[(Key, NodeId, NodeId)],
+    name: &str,
     op: &str,
-    source: &str,
-    index: usize,
-    k: usize,
-    op_key: NodeId,
-    pairs: &[(Key, NodeId, NodeId)],
-    shapes: NodeId,
-    items: &[NodeId],
-    picked: &[usize],
-) -> String {
-    let doc = schema.doc;
-    let mut e = Emitter::new(doc);
-    let mut listed: Vec<String> = picked.iter().take(3).map(usize::to_string).collect();
-    if picked.len() > 3 {
-        listed.push("...".to_owned());
+    entry: Option<&str>,
+) -> anyhow::Error {
+    let keys: Vec<String> = top
+        .iter()
+        .map(|&(_, k, _)| match &doc.nodes[k].kind {
+            Kind::Scalar(v) => v.clone(),
+            _ => "?".to_owned(),
+        })
+        .collect();
+    const SHOWN: usize = 30;
+    let mut listed = keys
+        .iter()
+        .take(SHOWN)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if keys.len() > SHOWN {
+        listed.push_str(&format!(" and {} more", keys.len() - SHOWN));
     }
-    let comment = format!(
-        "# shard {index} of {k}: op {op} from {source} (shapes {})",
-        listed.join(", ")
-    );
-    e.out
-        .push_str(&comment.replace(['\n', '\r', '\u{85}', '\u{2028}', '\u{2029}'], " "));
-    e.out.push('\n');
-    e.key(op_key, 0);
-    e.out.push('\n');
-    let shapes_tag = doc.nodes[shapes].tag.clone();
-    for (id, key, value) in pairs {
-        let (key, value) = (*key, *value);
-        if !is_shapes(id) {
-            e.pair(key, value, 2, false);
-            continue;
-        }
-        e.out.push_str("  ");
-        e.key(key, 2);
-        if shapes_tag == resolve::SEQ {
-            e.out.push('\n');
-            for &j in picked {
-                e.item(items[j], 4, false);
-            }
-        } else {
-            e.out.push(' ');
-            e.out.push_str(&crate::emit::short_tag(&shapes_tag));
-            e.out.push_str(" [");
-            for (n, &j) in picked.iter().enumerate() {
-                if n > 0 {
-                    e.out.push_str(", ");
-                }
-                e.flow(items[j]);
-            }
-            e.out.push_str("]\n");
-        }
+    if let Some(entry) = entry {
+        return anyhow::anyhow!(
+            "{name}: no top-level key {entry:?} (--entry) in this file (top-level keys: {listed}): pass --entry with the key the benchmark reads op {op:?}'s shapes from"
+        );
     }
-    e.out
+    // FlagGems' benchmarks look for a missing op under their benchmark class names.
+    let example = keys
+        .iter()
+        .find(|k| k.ends_with("Benchmark"))
+        .map_or("KEY", String::as_str);
+    anyhow::anyhow!(
+        "{name}: no op {op:?} in this file (top-level keys: {listed}): pass --op or set FLAGGEMS_PERF_CURRENT_OP to the op, or, where the benchmark finds the op's shapes under another key (FlagGems falls back to its benchmark class names), pass --entry {example}"
+    )
 }
 
 fn is_shapes(key: &Key) -> bool {

@@ -1,18 +1,21 @@
-//! The document as PyYAML's composer sees it: a node graph (aliases are the same node) built from
-//! saphyr's events, every scalar carrying the tag `safe_load` would construct it with.
+//! The document as PyYAML's composer sees it: a node graph (aliases are the same node, and may
+//! make cycles, as in PyYAML) built from [`crate::parse`]'s events, every scalar carrying the tag
+//! `safe_load` would construct it with.
 //!
-//! Why an event parser and not serde_yaml (named in the design card): serde_yaml resolves
-//! scalars by YAML 1.2 rules (`yes` is a string to it, `017` decimal, `1:30` a string), so values
-//! it hands back are not the ones PyYAML's YAML 1.1 `safe_load` builds; it cannot say where a node
-//! is in the file for error messages; and it is archived upstream. saphyr-parser gives the raw
-//! events with positions, and `resolve` applies PyYAML's own rules to them.
+//! The events come from a port of PyYAML's own scanner and parser rather than from a YAML library:
+//! the contract is what `yaml.safe_load` reads, and PyYAML departs from the YAML spec both ways
+//! (it reads `- [1,` continued on a less indented line and `[1, 2]#c`; it refuses a tab between
+//! tokens and `[|1]`), so any spec parser accepts some files PyYAML refuses and refuses some it
+//! reads. Scalars are then resolved by PyYAML's rules in `resolve`.
 
+use crate::parse::{Ev, Parser};
 use crate::resolve;
+use crate::scan::YamlError;
 use anyhow::{bail, Result};
-use saphyr_parser::{Event, Parser, ScalarStyle};
 use std::collections::HashMap;
 
-/// Nesting deeper than this is refused (PyYAML itself would hit Python's recursion limit).
+/// Nesting deeper than this is refused: PyYAML's composer recurses twice per level and hits
+/// Python's default recursion limit (1000) near 500 levels, earlier when called from deep code.
 const MAX_DEPTH: usize = 400;
 
 pub type NodeId = usize;
@@ -40,6 +43,16 @@ pub struct Node {
 pub struct Doc {
     pub nodes: Vec<Node>,
     pub root: NodeId,
+    /// Per node: whether it reaches a cycle (an alias to a collection that contains it).
+    pub reaches_cycle: Vec<bool>,
+}
+
+impl Doc {
+    /// An error at node `id`'s position in the file `name`.
+    pub fn error_at(&self, name: &str, id: NodeId, what: impl std::fmt::Display) -> anyhow::Error {
+        let node = &self.nodes[id];
+        at(name, node.line, node.col, what)
+    }
 }
 
 /// Where an error is reported: `name:line:col: what`.
@@ -47,24 +60,31 @@ pub fn at(name: &str, line: usize, col: usize, what: impl std::fmt::Display) -> 
     anyhow::anyhow!("{name}:{line}:{col}: {what}")
 }
 
-/// Checks the text the way PyYAML's Reader would and returns it ready for saphyr: without a
-/// leading BOM and with every line break as `\n` (PyYAML folds CRLF and CR to `\n` too).
+/// Checks the text the way PyYAML's Reader would and returns it ready for the scanner: without a
+/// leading BOM and with `\r\n` and `\r` as `\n`, as Python's text-mode `open` hands it to PyYAML.
 pub fn prepare(bytes: &[u8], name: &str) -> Result<String> {
     let text = match std::str::from_utf8(bytes) {
         Ok(t) => t,
         Err(e) => {
-            let good = &bytes[..e.valid_up_to()];
-            let line = good.iter().filter(|&&b| b == b'\n').count() + 1;
-            bail!(
-                "{name}:{line}: not UTF-8 text (byte {}): give a YAML shape file",
-                e.valid_up_to()
-            );
+            // The valid prefix is UTF-8 by definition; the place is where decoding stops.
+            let good = String::from_utf8_lossy(&bytes[..e.valid_up_to()]);
+            let line = good.matches('\n').count() + 1;
+            let col = good.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+            return Err(at(
+                name,
+                line,
+                col,
+                format!(
+                    "not UTF-8 text (byte {}): safe_load cannot decode it; save the shape file as UTF-8",
+                    e.valid_up_to()
+                ),
+            ));
         }
     };
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let (mut line, mut col) = (1, 1);
     for c in text.chars() {
-        let printable = matches!(c, '\t' | '\n' | '\r' | '\x20'..='\x7e' | '\u{a0}'..='\u{d7ff}' | '\u{e000}'..='\u{fffd}' | '\u{10000}'..);
+        let printable = matches!(c, '\t' | '\n' | '\r' | '\x20'..='\x7e' | '\u{85}' | '\u{a0}'..='\u{d7ff}' | '\u{e000}'..='\u{fffd}' | '\u{10000}'..);
         if !printable {
             return Err(at(
                 name,
@@ -76,18 +96,7 @@ pub fn prepare(bytes: &[u8], name: &str) -> Result<String> {
                 ),
             ));
         }
-        if matches!(c, '\u{85}' | '\u{2028}' | '\u{2029}') {
-            return Err(at(
-                name,
-                line,
-                col,
-                format!(
-                    "U+{:04X} is a line break to PyYAML but not to this parser: write it as an escape in a double-quoted string",
-                    c as u32
-                ),
-            ));
-        }
-        if c == '\n' {
+        if matches!(c, '\n' | '\u{85}' | '\u{2028}' | '\u{2029}') {
             line += 1;
             col = 1;
         } else {
@@ -102,24 +111,69 @@ enum Frame {
     Map(NodeId, Option<NodeId>),
 }
 
-/// Builds the node graph of the single document in `text`.
+/// A PyYAML scanner or parser error, with PyYAML's own words and what to do about it.
+fn syntax(name: &str, e: &YamlError) -> anyhow::Error {
+    let context = match &e.context {
+        Some((what, m)) if (m.line, m.column) != (e.mark.line, e.mark.column) => {
+            format!(
+                " ({what} started at line {}, column {})",
+                m.line + 1,
+                m.column + 1
+            )
+        }
+        Some((what, _)) => format!(" ({what})"),
+        None => String::new(),
+    };
+    let hint = if e.problem.contains("'\\t'") {
+        "PyYAML allows a tab only inside a quoted or block scalar or a comment: use spaces there"
+    } else if e.problem.ends_with("but found ':'") {
+        "a mapping key is missing before the ':' (PyYAML reads no empty key there): write the key, or quote a value that starts with ':'"
+    } else if e.problem.contains("cannot start any token") || e.problem.ends_with("but got '?'") {
+        "quote the scalar that holds this character"
+    } else {
+        "fix the YAML at that place"
+    };
+    at(
+        name,
+        e.mark.line + 1,
+        e.mark.column + 1,
+        format!(
+            "{}{context}: yaml.safe_load refuses this file; {hint}",
+            e.problem
+        ),
+    )
+}
+
+/// Builds the node graph of the single document in `text`, as PyYAML's `compose` does.
 pub fn compose(text: &str, name: &str) -> Result<Doc> {
-    let chars: Vec<char> = text.chars().collect();
     let mut nodes: Vec<Node> = Vec::new();
-    let mut anchors: HashMap<usize, NodeId> = HashMap::new();
+    let mut anchors: HashMap<String, NodeId> = HashMap::new();
     let mut open: Vec<Frame> = Vec::new();
     let mut root: Option<NodeId> = None;
     let mut documents = 0usize;
-    let mut parser = Parser::new_from_str(text);
-    let mut events = std::iter::from_fn(|| parser.next_event()).peekable();
-    while let Some(item) = events.next() {
-        let (event, span) = item.map_err(|e| {
-            let m = e.marker();
-            at(name, m.line(), m.col() + 1, e.info())
-        })?;
-        let (line, col) = (span.start.line(), span.start.col() + 1);
-        let new = match event {
-            Event::DocumentStart(_) => {
+    let mut parser = Parser::new(text);
+    while let Some(event) = parser.next_event().map_err(|e| syntax(name, &e))? {
+        let (line, col) = (event.start.line + 1, event.start.column + 1);
+        let mut anchor_new = |anchor: Option<String>, id: NodeId, nodes: &[Node]| -> Result<()> {
+            let Some(anchor) = anchor else {
+                return Ok(());
+            };
+            if let Some(&first) = anchors.get(&anchor) {
+                return Err(at(
+                    name,
+                    line,
+                    col,
+                    format!(
+                        "duplicate anchor &{anchor} (first defined at line {}, column {}): yaml.safe_load refuses one anchor defined twice; rename one of them and the aliases meant for it",
+                        nodes[first].line, nodes[first].col
+                    ),
+                ));
+            }
+            anchors.insert(anchor, id);
+            Ok(())
+        };
+        let new = match event.ev {
+            Ev::DocumentStart => {
                 documents += 1;
                 if documents > 1 {
                     return Err(at(
@@ -131,97 +185,55 @@ pub fn compose(text: &str, name: &str) -> Result<Doc> {
                 }
                 continue;
             }
-            Event::Alias(id) => match anchors.get(&id) {
-                Some(&node) => {
-                    if is_open(&open, node) {
-                        return Err(at(
-                            name,
-                            line,
-                            col,
-                            "an alias to a node that contains it (recursive structure): not supported; write the data out",
-                        ));
-                    }
-                    node
-                }
-                None => return Err(at(name, line, col, "alias to an unknown anchor")),
-            },
-            Event::Scalar(value, style, anchor, tag) => {
-                let in_flow = open
-                    .iter()
-                    .any(|f| matches!(f, Frame::Seq(i) | Frame::Map(i, _) if nodes[*i].flow));
-                if style == ScalarStyle::Plain
-                    && value.starts_with('?')
-                    && (in_flow || value.len() == 1)
-                {
+            Ev::Alias(anchor) => match anchors.get(&anchor) {
+                Some(&node) => node,
+                None => {
                     return Err(at(
                         name,
                         line,
                         col,
-                        "a plain scalar starting with \"?\": PyYAML reads the \"?\" as a mapping key indicator and this parser does not; quote the scalar or write the key explicitly",
-                    ));
+                        format!("alias *{anchor} to an unknown anchor: yaml.safe_load refuses it; define &{anchor} before its first alias"),
+                    ))
                 }
-                let tag = match tag.map(|t| format!("{}{}", t.handle, t.suffix)) {
-                    None if style == ScalarStyle::Plain => resolve::implicit(&value).to_owned(),
-                    None => resolve::STR.to_owned(),
-                    Some(t) if t == "!" => resolve::implicit(&value).to_owned(),
-                    Some(t) => t,
+            },
+            Ev::Scalar {
+                anchor,
+                tag,
+                plain_implicit,
+                value,
+            } => {
+                let tag = match tag {
+                    Some(t) if t != "!" => t,
+                    _ if plain_implicit => resolve::implicit(&value).to_owned(),
+                    _ => resolve::STR.to_owned(),
                 };
-                let id = push(
-                    &mut nodes,
-                    Kind::Scalar(value.into_owned()),
-                    tag,
-                    false,
-                    line,
-                    col,
-                );
-                if anchor != 0 {
-                    anchors.insert(anchor, id);
-                }
+                let id = push(&mut nodes, Kind::Scalar(value), tag, false, line, col);
+                anchor_new(anchor, id, &nodes)?;
                 id
             }
-            Event::SequenceStart(anchor, ref tag) | Event::MappingStart(anchor, ref tag) => {
+            ev @ (Ev::SequenceStart { .. } | Ev::MappingStart { .. }) => {
+                let is_seq = matches!(ev, Ev::SequenceStart { .. });
+                let (Ev::SequenceStart { anchor, tag, flow } | Ev::MappingStart { anchor, tag, flow }) = ev
+                else {
+                    unreachable!("matched above")
+                };
                 if open.len() >= MAX_DEPTH {
                     return Err(at(
                         name,
                         line,
                         col,
-                        format!("nesting deeper than {MAX_DEPTH} levels"),
+                        format!("nesting deeper than {MAX_DEPTH} levels: PyYAML may read it up to its recursion limit, warmup-shard refuses it; flatten the nesting"),
                     ));
                 }
-                let is_seq = matches!(event, Event::SequenceStart(..));
-                let tag = match tag.as_ref().map(|t| format!("{}{}", t.handle, t.suffix)) {
-                    None => None,
-                    Some(t) if t == "!" => None,
-                    Some(t) => Some(t),
-                };
+                let tag = tag.filter(|t| t != "!");
                 let (kind, tag) = if is_seq {
-                    (
-                        Kind::Seq(Vec::new()),
-                        tag.unwrap_or_else(|| resolve::SEQ.to_owned()),
-                    )
+                    (Kind::Seq(Vec::new()), tag.unwrap_or_else(|| resolve::SEQ.to_owned()))
                 } else {
-                    (
-                        Kind::Map(Vec::new()),
-                        tag.unwrap_or_else(|| resolve::MAP.to_owned()),
-                    )
+                    (Kind::Map(Vec::new()), tag.unwrap_or_else(|| resolve::MAP.to_owned()))
                 };
-                // An indentless block sequence (`key:` then `- item` at the key's own indent)
-                // starts where its first item does; when that item is a flow collection, both
-                // starts share one position, and the first of the two is the block sequence.
-                let shares_start_with_child = matches!(
-                    events.peek(),
-                    Some(Ok((Event::SequenceStart(..) | Event::MappingStart(..), next)))
-                        if next.start.index() == span.start.index()
-                );
-                let in_flow = open.last().is_some_and(|f| match f {
-                    Frame::Seq(i) | Frame::Map(i, _) => nodes[*i].flow,
-                });
-                let flow =
-                    in_flow || (!shares_start_with_child && is_flow(&chars, span.start.index()));
                 let id = push(&mut nodes, kind, tag, flow, line, col);
-                if anchor != 0 {
-                    anchors.insert(anchor, id);
-                }
+                // Registered before its content, as PyYAML does: an alias inside may refer to it.
+                anchor_new(anchor, id, &nodes)?;
                 open.push(if is_seq {
                     Frame::Seq(id)
                 } else {
@@ -229,7 +241,7 @@ pub fn compose(text: &str, name: &str) -> Result<Doc> {
                 });
                 continue;
             }
-            Event::SequenceEnd | Event::MappingEnd => {
+            Ev::SequenceEnd | Ev::MappingEnd => {
                 let done = match open.pop() {
                     Some(Frame::Seq(id) | Frame::Map(id, _)) => id,
                     None => bail!("{name}: parser closed a collection that was never opened"),
@@ -237,12 +249,19 @@ pub fn compose(text: &str, name: &str) -> Result<Doc> {
                 attach(&mut nodes, &mut open, &mut root, done);
                 continue;
             }
-            Event::StreamStart | Event::StreamEnd | Event::DocumentEnd | Event::Nothing => continue,
+            Ev::StreamStart | Ev::StreamEnd | Ev::DocumentEnd => continue,
         };
         attach(&mut nodes, &mut open, &mut root, new);
     }
     match root {
-        Some(root) => Ok(Doc { nodes, root }),
+        Some(root) => {
+            let reaches_cycle = reaches_cycle(&nodes);
+            Ok(Doc {
+                nodes,
+                root,
+                reaches_cycle,
+            })
+        }
         None => {
             bail!("{name}: empty file: no YAML document; give the shape file with the op's entry")
         }
@@ -267,11 +286,6 @@ fn push(
     nodes.len() - 1
 }
 
-fn is_open(open: &[Frame], node: NodeId) -> bool {
-    open.iter()
-        .any(|f| matches!(f, Frame::Seq(i) | Frame::Map(i, _) if *i == node))
-}
-
 /// Adds a finished node to the collection being built, or makes it the root.
 fn attach(nodes: &mut [Node], open: &mut [Frame], root: &mut Option<NodeId>, id: NodeId) {
     match open.last_mut() {
@@ -292,21 +306,88 @@ fn attach(nodes: &mut [Node], open: &mut [Frame], root: &mut Option<NodeId>, id:
     }
 }
 
-/// Whether the collection starting at char `index` is a flow one: its node properties
-/// (`&anchor`, `!tag`) skipped, the next character opens a flow collection.
-fn is_flow(chars: &[char], mut index: usize) -> bool {
-    loop {
-        match chars.get(index) {
-            Some('[' | '{') => return true,
-            Some('&' | '!') => {
-                while chars.get(index).is_some_and(|c| !c.is_whitespace()) {
-                    index += 1;
+fn children(node: &Node) -> Vec<NodeId> {
+    match &node.kind {
+        Kind::Scalar(_) => Vec::new(),
+        Kind::Seq(items) => items.clone(),
+        Kind::Map(pairs) => pairs.iter().flat_map(|&(k, v)| [k, v]).collect(),
+    }
+}
+
+/// For each node, whether a cycle can be reached from it: a depth-first walk (iterative, so deep
+/// documents cannot overflow the stack) where an edge back to a node still open closes a cycle,
+/// and a node reaches one when any of its children does.
+fn reaches_cycle(nodes: &[Node]) -> Vec<bool> {
+    #[derive(Clone, Copy, PartialEq)]
+    enum Seen {
+        New,
+        Open,
+        Done,
+    }
+    let mut seen = vec![Seen::New; nodes.len()];
+    let mut reach = vec![false; nodes.len()];
+    for start in 0..nodes.len() {
+        if seen[start] != Seen::New {
+            continue;
+        }
+        seen[start] = Seen::Open;
+        let mut stack = vec![(start, children(&nodes[start]), 0usize)];
+        while let Some((id, kids, next)) = stack.last_mut() {
+            let id = *id;
+            let Some(&kid) = kids.get(*next) else {
+                seen[id] = Seen::Done;
+                stack.pop();
+                if let Some((parent, _, _)) = stack.last() {
+                    reach[*parent] |= reach[id];
                 }
-                while chars.get(index).is_some_and(|c| c.is_whitespace()) {
-                    index += 1;
+                continue;
+            };
+            *next += 1;
+            match seen[kid] {
+                Seen::Open => reach[id] = true,
+                Seen::Done => reach[id] |= reach[kid],
+                Seen::New => {
+                    seen[kid] = Seen::Open;
+                    stack.push((kid, children(&nodes[kid]), 0));
                 }
             }
-            _ => return false,
+        }
+    }
+    reach
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn aliases_share_nodes_and_a_self_reference_is_a_cycle() {
+        let doc = compose("a: &x [1, *x]\nb: &y [2]\nc: *y\n", "t.yaml").expect("PyYAML reads it");
+        let Kind::Map(pairs) = &doc.nodes[doc.root].kind else {
+            panic!("root is a mapping")
+        };
+        let (a, b, c) = (pairs[0].1, pairs[1].1, pairs[2].1);
+        assert_eq!(b, c, "an alias is the anchored node itself");
+        assert!(doc.reaches_cycle[a] && doc.reaches_cycle[doc.root]);
+        assert!(!doc.reaches_cycle[b]);
+    }
+
+    #[test]
+    fn what_pyyaml_refuses_is_an_error_at_its_place() {
+        for (text, want) in [
+            (
+                "a: &x 1\nb: &x 2\n",
+                "t.yaml:2:4: duplicate anchor &x (first defined at line 1, column 4)",
+            ),
+            ("a: *x\n", "t.yaml:1:4: alias *x to an unknown anchor"),
+            (
+                "- [1, 2]\t\n",
+                "t.yaml:1:9: found character '\\t' that cannot start any token",
+            ),
+            ("a: 1\n---\nb: 2\n", "t.yaml:2:1: a second YAML document"),
+        ] {
+            let err = format!("{:#}", compose(text, "t.yaml").expect_err(text));
+            assert!(err.starts_with(want), "{text:?}: {err}");
         }
     }
 }

@@ -4,21 +4,16 @@ use assert_cmd::Command;
 use assert_fs::prelude::*;
 use assert_fs::TempDir;
 use predicates::prelude::*;
-use std::path::Path;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
 const SHAPES: &str = "mm:\n  shapes:\n    - [1, 2]\n    - [3, 4]\n    - [5, 6]\n  shape_desc: M, N\nbmm:\n  shapes: [[1]]\n";
 
 fn shard() -> Command {
-    let mut cmd = Command::cargo_bin("warmup-shard").expect("binary is built");
-    for (key, _) in std::env::vars() {
-        if key.starts_with("FLAGGEMS_") || key.starts_with("PARALLEL_WARMUP_") {
-            cmd.env_remove(key);
-        }
-    }
-    cmd
+    testkit::tool(env!("CARGO_BIN_EXE_warmup-shard"))
 }
 
-fn source(dir: &TempDir, text: &str) -> std::path::PathBuf {
+fn source(dir: &TempDir, text: &str) -> PathBuf {
     let file = dir.child("shapes.yaml");
     file.write_str(text).expect("write source");
     file.path().to_path_buf()
@@ -26,6 +21,30 @@ fn source(dir: &TempDir, text: &str) -> std::path::PathBuf {
 
 fn assert_nothing_written(out: &Path) {
     assert!(!out.exists(), "{} was created", out.display());
+}
+
+/// Every file and folder under `root` (relative path -> contents, `None` for a folder), but the
+/// scratch lock's file, which holds the pid of whichever run took the lock last.
+fn snapshot(root: &Path) -> BTreeMap<PathBuf, Option<String>> {
+    let mut found = BTreeMap::new();
+    let mut todo = vec![root.to_path_buf()];
+    while let Some(dir) = todo.pop() {
+        for entry in std::fs::read_dir(&dir).expect("list") {
+            let path = entry.expect("entry").path();
+            let rel = path.strip_prefix(root).expect("inside").to_path_buf();
+            if rel == Path::new(protocol::layout::LOCK) {
+                continue;
+            }
+            if path.is_dir() {
+                found.insert(rel, None);
+                todo.push(path);
+            } else {
+                let bytes = std::fs::read(&path).expect("read");
+                found.insert(rel, Some(String::from_utf8_lossy(&bytes).into_owned()));
+            }
+        }
+    }
+    found
 }
 
 #[test]
@@ -46,6 +65,7 @@ fn stdout_lists_one_shard_file_per_line_and_the_plan_records_them() {
         ));
     let (plan, _) = protocol::plan::Plan::load(&out.join("plan.json")).expect("plan loads");
     assert_eq!(plan.op, "mm");
+    assert_eq!(plan.entry(), "mm");
     assert_eq!(plan.strategy, "round-robin");
     assert_eq!(plan.shapes, 3);
     assert_eq!(plan.source, src.canonicalize().expect("abs"));
@@ -71,21 +91,67 @@ fn the_op_comes_from_the_environment_trimmed_when_no_flag() {
     assert!(out.join("w2/shapes.yaml").exists() && !out.join("w3").exists());
 }
 
+const BLAS: &str = "BlasBenchmark:\n  shapes:\n    - [2, 384, 384, 384]\n    - [16, 1024, 1024, 1024]\n  shape_desc: \"B, M, N, K\"\nmv:\n  shapes: [[1, 2]]\n";
+
 #[test]
-fn a_missing_op_is_an_input_error_listing_the_ops() {
+fn an_entry_under_another_key_is_split_and_kept_under_that_key() {
     let dir = TempDir::new().expect("tempdir");
-    let src = source(&dir, SHAPES);
+    let src = source(&dir, BLAS);
     let out = dir.path().join("run");
     shard()
-        .args(["--op", "addmm", "--shards", "2", "--out"])
+        .args([
+            "--op",
+            "mm",
+            "--entry",
+            "BlasBenchmark",
+            "--shards",
+            "2",
+            "--out",
+        ])
+        .arg(&out)
+        .arg(&src)
+        .assert()
+        .success();
+    let (plan, _) = protocol::plan::Plan::load(&out.join("plan.json")).expect("plan");
+    assert_eq!((plan.op.as_str(), plan.entry()), ("mm", "BlasBenchmark"));
+    let w1 = std::fs::read_to_string(out.join("w1/shapes.yaml")).expect("shard 1");
+    assert!(
+        w1.contains("\nBlasBenchmark:\n  shapes:\n    - [16, 1024, 1024, 1024]\n"),
+        "{w1}"
+    );
+}
+
+#[test]
+fn a_missing_op_lists_the_top_level_keys_and_suggests_an_entry() {
+    let dir = TempDir::new().expect("tempdir");
+    let src = source(&dir, BLAS);
+    let out = dir.path().join("run");
+    shard()
+        .args(["--op", "mm", "--shards", "2", "--out"])
         .arg(&out)
         .arg(&src)
         .assert()
         .code(2)
         .stdout("")
         .stderr(
-            predicate::str::contains("warmup-shard: ")
-                .and(predicate::str::contains("ops in this file: mm, bmm")),
+            predicate::str::starts_with("warmup-shard: ")
+                .and(predicate::str::contains("no op \"mm\""))
+                .and(predicate::str::contains(
+                    "top-level keys: BlasBenchmark, mv",
+                ))
+                .and(predicate::str::contains("--entry BlasBenchmark")),
+        );
+    assert_nothing_written(&out);
+    shard()
+        .args(["--op", "mm", "--entry", "Blas", "--shards", "2", "--out"])
+        .arg(&out)
+        .arg(&src)
+        .assert()
+        .code(2)
+        .stderr(
+            predicate::str::contains("no top-level key \"Blas\" (--entry)").and(
+                predicate::str::contains("top-level keys: BlasBenchmark, mv"),
+            ),
         );
     assert_nothing_written(&out);
 }
@@ -108,6 +174,139 @@ fn one_shape_or_one_shard_is_nothing_to_do() {
     }
 }
 
+/// Where a bad input comes from: bytes written to a file of that name, or a path as it is.
+enum Input {
+    File(&'static [u8]),
+    Dir,
+    Missing,
+}
+
+#[test]
+fn bad_inputs_are_errors_naming_the_file_and_write_nothing() {
+    use Input::*;
+    let cases: &[(&str, Input, &str)] = &[
+        ("empty.yaml", File(b""), "empty file"),
+        (
+            "garbage.yaml",
+            File(&[0xff, 0xfe, 0x00, 0x81, 0x13]),
+            "not UTF-8",
+        ),
+        ("ctrl.yaml", File(b"mm:\x01\n"), "control character"),
+        (
+            "list.yaml",
+            File(b"- a\n- b\n"),
+            "top level is not a mapping",
+        ),
+        ("scalar_op.yaml", File(b"mm: 3\n"), "is not a mapping"),
+        (
+            "no_shapes.yaml",
+            File(b"mm:\n  other: 1\n"),
+            "no \"shapes\" list",
+        ),
+        (
+            "shapes_map.yaml",
+            File(b"mm:\n  shapes: {a: 1}\n"),
+            "\"shapes\" is not a list",
+        ),
+        (
+            "tuple.yaml",
+            File(b"mm:\n  shapes: [!!python/tuple [1], 2]\n"),
+            "tuple.yaml:2:",
+        ),
+        (
+            "two_docs.yaml",
+            File(b"mm: {shapes: [1, 2]}\n---\nx: 1\n"),
+            "second YAML document",
+        ),
+        (
+            "unhashable.yaml",
+            File(b"mm: {shapes: [1, 2], [1]: 2}\n"),
+            "cannot hash",
+        ),
+        (
+            "bad_int.yaml",
+            File(b"mm: {shapes: [!!int \"abc\", 2]}\n"),
+            "not a valid !!int",
+        ),
+        (
+            "syntax.yaml",
+            File(b"mm: {shapes: [1, 2}\n"),
+            "syntax.yaml:1:",
+        ),
+        // What PyYAML 6.0.4's safe_load refuses, each at its place, with PyYAML's reason.
+        (
+            "dup_anchor.yaml",
+            File(b"a: &x 1\nb: &x 2\nmm:\n  shapes: [1, 2]\n"),
+            "dup_anchor.yaml:2:4: duplicate anchor &x",
+        ),
+        (
+            "empty_key_top.yaml",
+            File(b": 4\nmm:\n  shapes: [1, 2]\n"),
+            "empty_key_top.yaml:1:1: expected <block end>, but found ':'",
+        ),
+        (
+            "empty_key_op.yaml",
+            File(b"mm:\n  : 3\n  shapes: [1, 2]\n"),
+            "empty_key_op.yaml:2:3: expected <block end>, but found ':'",
+        ),
+        (
+            "q_in_flow.yaml",
+            File(b"mm:\n  shapes:\n    - [1?]\n    - 2\n"),
+            "q_in_flow.yaml:3:9: expected ',' or ']', but got '?'",
+        ),
+        (
+            "bar_in_flow.yaml",
+            File(b"mm:\n  shapes:\n    - [|1]\n    - 2\n"),
+            "bar_in_flow.yaml:3:8: found character '|' that cannot start any token",
+        ),
+        (
+            "gt_in_flow.yaml",
+            File(b"mm:\n  shapes:\n    - [>2, 3]\n    - 2\n"),
+            "gt_in_flow.yaml:3:8: found character '>'",
+        ),
+        (
+            "colon_in_flow.yaml",
+            File(b"mm:\n  shapes:\n    - [1, :]\n    - 2\n"),
+            "colon_in_flow.yaml:3:11: expected the node content, but found ':'",
+        ),
+        (
+            "tab_after.yaml",
+            File(b"mm:\n  shapes:\n    - [1, 2]\t\n    - 2\n"),
+            "tab_after.yaml:3:13: found character '\\t'",
+        ),
+        (
+            "dash_tab.yaml",
+            File(b"mm:\n  shapes:\n    -\t[1, 2]\n    - 2\n"),
+            "dash_tab.yaml:3:6: found character '\\t'",
+        ),
+        ("a_folder", Dir, "is a directory"),
+        ("missing.yaml", Missing, "missing.yaml"),
+    ];
+    let dir = TempDir::new().expect("tempdir");
+    for (name, input, message) in cases {
+        let path = dir.path().join(name);
+        match input {
+            File(bytes) => std::fs::write(&path, bytes).expect("write"),
+            Dir => std::fs::create_dir(&path).expect("mkdir"),
+            Missing => {}
+        }
+        let out = dir.path().join(format!("out-{name}"));
+        shard()
+            .args(["--op", "mm", "--shards", "2", "--out"])
+            .arg(&out)
+            .arg(&path)
+            .assert()
+            .code(2)
+            .stdout("")
+            .stderr(
+                predicate::str::starts_with("warmup-shard: ")
+                    .and(predicate::str::contains(*message))
+                    .and(predicate::str::contains(*name)),
+            );
+        assert_nothing_written(&out);
+    }
+}
+
 #[test]
 fn zero_shards_is_a_usage_error() {
     let dir = TempDir::new().expect("tempdir");
@@ -120,99 +319,18 @@ fn zero_shards_is_a_usage_error() {
         .code(2);
 }
 
-#[test]
-fn bad_inputs_are_errors_naming_the_file_and_write_nothing() {
-    let dir = TempDir::new().expect("tempdir");
-    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
-        ("empty.yaml", Vec::new(), "empty file"),
-        (
-            "garbage.yaml",
-            vec![0xff, 0xfe, 0x00, 0x81, 0x13],
-            "not UTF-8",
-        ),
-        ("ctrl.yaml", b"mm:\x01\n".to_vec(), "control character"),
-        (
-            "list.yaml",
-            b"- a\n- b\n".to_vec(),
-            "top level is not a mapping",
-        ),
-        ("scalar_op.yaml", b"mm: 3\n".to_vec(), "is not a mapping"),
-        (
-            "no_shapes.yaml",
-            b"mm:\n  other: 1\n".to_vec(),
-            "no \"shapes\" list",
-        ),
-        (
-            "shapes_map.yaml",
-            b"mm:\n  shapes: {a: 1}\n".to_vec(),
-            "\"shapes\" is not a list",
-        ),
-        (
-            "tuple.yaml",
-            b"mm:\n  shapes: [!!python/tuple [1], 2]\n".to_vec(),
-            "tuple.yaml:2:",
-        ),
-        (
-            "two_docs.yaml",
-            b"mm: {shapes: [1, 2]}\n---\nx: 1\n".to_vec(),
-            "second YAML document",
-        ),
-        (
-            "unhashable.yaml",
-            b"mm: {shapes: [1, 2], [1]: 2}\n".to_vec(),
-            "cannot hash",
-        ),
-        (
-            "bad_int.yaml",
-            b"mm: {shapes: [!!int \"abc\", 2]}\n".to_vec(),
-            "not a valid !!int",
-        ),
-        (
-            "syntax.yaml",
-            b"mm: {shapes: [1, 2}\n".to_vec(),
-            "syntax.yaml:1:",
-        ),
-    ];
-    for (name, bytes, message) in cases {
-        let file = dir.child(name);
-        file.write_binary(&bytes).expect("write");
-        let out = dir.path().join(format!("out-{name}"));
-        shard()
-            .args(["--op", "mm", "--shards", "2", "--out"])
-            .arg(&out)
-            .arg(file.path())
-            .assert()
-            .code(2)
-            .stdout("")
-            .stderr(predicate::str::contains(message).and(predicate::str::contains(name)));
-        assert_nothing_written(&out);
-    }
-    let out = dir.path().join("out-dir");
-    shard()
-        .args(["--op", "mm", "--shards", "2", "--out"])
-        .arg(&out)
-        .arg(dir.path())
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("is a directory"));
-    shard()
-        .args(["--op", "mm", "--shards", "2", "--out"])
-        .arg(&out)
-        .arg(dir.path().join("missing.yaml"))
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("missing.yaml"));
-    assert_nothing_written(&out);
+fn six_shapes(dir: &TempDir) -> PathBuf {
+    let text = format!(
+        "mm:\n  shapes:\n{}",
+        (0..6).map(|i| format!("    - [{i}]\n")).collect::<String>()
+    );
+    source(dir, &text)
 }
 
 #[test]
 fn a_rerun_replaces_the_plan_and_removes_only_stale_shard_folders() {
     let dir = TempDir::new().expect("tempdir");
-    let text = format!(
-        "mm:\n  shapes:\n{}",
-        (0..6).map(|i| format!("    - [{i}]\n")).collect::<String>()
-    );
-    let src = source(&dir, &text);
+    let src = six_shapes(&dir);
     let out = dir.path().join("run");
     let run = |n: &str| {
         shard()
@@ -224,6 +342,7 @@ fn a_rerun_replaces_the_plan_and_removes_only_stale_shard_folders() {
     run("5").success();
     std::fs::create_dir_all(out.join("keep")).expect("mkdir");
     std::fs::create_dir_all(out.join("w9x")).expect("mkdir");
+    std::fs::create_dir_all(out.join("w05")).expect("mkdir");
     // What the earlier run's child 1 left: none of it may pass for the next run's.
     std::fs::create_dir_all(out.join("w1/rec")).expect("mkdir");
     std::fs::create_dir_all(out.join("w1/.triton_cache")).expect("mkdir");
@@ -236,11 +355,9 @@ fn a_rerun_replaces_the_plan_and_removes_only_stale_shard_folders() {
     for i in 2..5 {
         assert!(!out.join(format!("w{i}")).exists(), "w{i} is stale");
     }
-    assert!(
-        out.join("w1/shapes.yaml").exists()
-            && out.join("keep").exists()
-            && out.join("w9x").exists()
-    );
+    for kept in ["w1/shapes.yaml", "keep", "w9x", "w05"] {
+        assert!(out.join(kept).exists(), "{kept} was removed");
+    }
     for stale in ["w1/rec", "w1/worker.log", "w1/status.json"] {
         assert!(!out.join(stale).exists(), "{stale} survived the rerun");
     }
@@ -250,13 +367,65 @@ fn a_rerun_replaces_the_plan_and_removes_only_stale_shard_folders() {
     );
     let (plan, _) = protocol::plan::Plan::load(&out.join("plan.json")).expect("plan");
     assert_eq!(plan.shards.len(), 2);
+    let names: Vec<String> = std::fs::read_dir(&out)
+        .expect("list")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        names
+            .iter()
+            .all(|n| !n.starts_with('.') || n == protocol::layout::LOCK),
+        "a temporary was left: {names:?}"
+    );
+}
+
+#[test]
+fn a_rerun_that_fails_part_way_leaves_the_earlier_plan_shards_and_outputs_and_no_temporaries() {
+    // The earlier run had 2 shards; the rerun asks for 3 and fails after shards 0 and 1 could be
+    // replaced: shard 2's folder cannot be made (a file has its name), or shard 1's file is a
+    // folder. Root ignores read-only modes, so the failure is made with names, as a bad disk
+    // would make it with errors.
+    for (blocker, is_dir) in [("w2", false), ("w1/shapes.yaml", true)] {
+        let dir = TempDir::new().expect("tempdir");
+        let src = six_shapes(&dir);
+        let out = dir.path().join("run");
+        let run = |n: &str| {
+            shard()
+                .args(["--op", "mm", "--shards", n, "--out"])
+                .arg(&out)
+                .arg(&src)
+                .assert()
+        };
+        run("2").success();
+        std::fs::create_dir_all(out.join("w0/rec")).expect("mkdir");
+        std::fs::write(out.join("w0/rec/mm.json"), "{\"k\": {}}").expect("record");
+        std::fs::write(out.join("w1/worker.log"), "log").expect("log");
+        let blocked = out.join(blocker);
+        if is_dir {
+            std::fs::remove_file(&blocked).expect("rm");
+            std::fs::create_dir(&blocked).expect("mkdir");
+            std::fs::write(blocked.join("x"), "x").expect("fill");
+        } else {
+            std::fs::write(&blocked, "not a folder").expect("file");
+        }
+        let before = snapshot(&out);
+        run("3")
+            .code(2)
+            .stdout("")
+            .stderr(predicate::str::contains(blocker));
+        assert_eq!(
+            snapshot(&out),
+            before,
+            "the failed rerun with {blocker} in the way changed the scratch"
+        );
+    }
 }
 
 #[test]
 fn help_shows_examples_and_exit_statuses() {
-    shard()
-        .arg("--help")
-        .assert()
-        .success()
-        .stdout(predicate::str::contains("EXAMPLES").and(predicate::str::contains("EXIT STATUS")));
+    shard().arg("--help").assert().success().stdout(
+        predicate::str::contains("EXAMPLES")
+            .and(predicate::str::contains("EXIT STATUS"))
+            .and(predicate::str::contains("--entry <KEY>")),
+    );
 }

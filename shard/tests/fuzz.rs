@@ -22,24 +22,25 @@ proptest! {
 
     #[test]
     fn arbitrary_text_never_panics(text in "\\PC{0,200}", n in 1usize..6) {
-        let _ = shard::split(text.as_bytes(), "x.yaml", "/x.yaml", "op", n);
+        let _ = shard::split(text.as_bytes(), "x.yaml", "/x.yaml", "op", None, n);
     }
 
     #[test]
     fn mutated_shape_files_never_panic(
         edits in proptest::collection::vec((0usize..200, prop::sample::select(vec![
-            '\u{0}', ' ', '\n', ':', '-', '[', ']', '{', '}', '&', '*', '!', '?', '|', '>', '"', '\'', '#', '<', 'a', '1', '\t',
+            '\u{0}', ' ', '\n', ':', '-', '[', ']', '{', '}', '&', '*', '!', '?', '|', '>', '"', '\'', '#', '<', 'a', '1', '\t', '\u{2028}', '\u{85}', '%', ',',
         ])), 0..6),
         n in 1usize..6,
     ) {
         let text = mutate(SEED, &edits);
-        let _ = shard::split(text.as_bytes(), "x.yaml", "/x.yaml", "op", n);
+        let _ = shard::split(text.as_bytes(), "x.yaml", "/x.yaml", "op", None, n);
     }
 }
 
 #[test]
 fn the_seed_itself_shards() {
-    let cut = shard::split(SEED.as_bytes(), "x.yaml", "/x.yaml", "op", 2).expect("valid seed");
+    let cut =
+        shard::split(SEED.as_bytes(), "x.yaml", "/x.yaml", "op", None, 2).expect("valid seed");
     assert_eq!(cut.total, 5);
     assert_eq!(cut.pieces.len(), 2);
     assert_eq!(cut.pieces[1].shapes, vec![1, 3]);

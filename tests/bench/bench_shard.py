@@ -43,6 +43,17 @@ def python_path(src: Path, out: Path, op: str) -> None:
             yaml.safe_dump({op: body}, sort_keys=False, default_flow_style=None, allow_unicode=True))
 
 
+def check(src: Path, files: list[str], op: str) -> None:
+    """Every shard reads back as the source's round-robin slice (libyaml's loader, for speed: these
+    are plain int lists, which both loaders read alike)."""
+    load = lambda path: yaml.load(Path(path).read_text(encoding="utf-8"), Loader=yaml.CSafeLoader)  # noqa: E731
+    entry = load(src)[op]
+    for i, f in enumerate(files):
+        want = {op: {k: (entry["shapes"][i::len(files)] if k == "shapes" else v) for k, v in entry.items()}}
+        if load(f) != want:
+            raise SystemExit(f"{f}: not shard {i} of the source")
+
+
 def main() -> int:
     binary = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "target" / "release" / "warmup-shard"
     with tempfile.TemporaryDirectory() as tmp:
@@ -50,9 +61,10 @@ def main() -> int:
         src = tmp / "big.yaml"
         make_source(src)
         t0 = time.perf_counter()
-        subprocess.run([str(binary), "--op", "mm", "--shards", str(SHARDS), "--out", str(tmp / "rust"), str(src)],
-                       check=True, stdout=subprocess.DEVNULL)
+        done = subprocess.run([str(binary), "--op", "mm", "--shards", str(SHARDS), "--out", str(tmp / "rust"),
+                               str(src)], check=True, stdout=subprocess.PIPE, text=True)
         rust = time.perf_counter() - t0
+        check(src, done.stdout.splitlines(), "mm")
         t0 = time.perf_counter()
         python_path(src, tmp / "py", "mm")
         py = time.perf_counter() - t0
