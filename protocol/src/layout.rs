@@ -61,6 +61,16 @@ impl Scratch {
         self.worker(shard).join(".triton_cache")
     }
 
+    /// `SCRATCH/.lock`: the scratch lock (docs/CONTRACT.md, "The scratch lock").
+    pub fn lock(&self) -> PathBuf {
+        self.root.join(".lock")
+    }
+
+    /// `SCRATCH/w<i>/.lock`: held by a run of shard i alone (`warmup-spawn --only`).
+    pub fn shard_lock(&self, shard: usize) -> PathBuf {
+        self.worker(shard).join(".lock")
+    }
+
     /// Removes what child i left in an earlier run (its records, log and status), so that none
     /// of it can pass for a new run's: a shard that dies, or never starts, must leave no record
     /// and no status. The Triton cache stays: it only makes the next sweep faster.
@@ -99,6 +109,8 @@ mod tests {
         assert_eq!(s.log(1), Path::new("/tmp/run/w1/worker.log"));
         assert_eq!(s.status(1), Path::new("/tmp/run/w1/status.json"));
         assert_eq!(s.triton_cache(2), Path::new("/tmp/run/w2/.triton_cache"));
+        assert_eq!(s.lock(), Path::new("/tmp/run/.lock"));
+        assert_eq!(s.shard_lock(2), Path::new("/tmp/run/w2/.lock"));
     }
 
     #[test]

@@ -20,6 +20,9 @@ pub struct Job {
     pub triton_cache: PathBuf,
     pub log: PathBuf,
     pub status: PathBuf,
+    /// false: the child keeps the caller's visibility variables as they are (a Slurm task that
+    /// holds one GPU), and the device is only reported.
+    pub pinned: bool,
 }
 
 impl Job {
@@ -32,6 +35,7 @@ impl Job {
             triton_cache: scratch.triton_cache(shard),
             log: scratch.log(shard),
             status: scratch.status(shard),
+            pinned: true,
         }
     }
 
@@ -62,8 +66,7 @@ impl Job {
     /// The child's environment changes when pinned to `device` on `backend`.
     pub fn env(&self, backend: &Backend, device: &str) -> EnvChanges {
         let path = |p: &PathBuf| p.to_string_lossy().into_owned();
-        let set = vec![
-            (backend.vars[0].to_owned(), device.to_owned()),
+        let mut set = vec![
             (env::WARMUP_WORKER.to_owned(), "1".to_owned()),
             (env::RECORD_DIR.to_owned(), path(&self.record_dir)),
             (env::TRITON_CACHE_DIR.to_owned(), path(&self.triton_cache)),
@@ -71,7 +74,11 @@ impl Job {
             // The log is a file: without this Python buffers it and a killed child's last words are lost.
             ("PYTHONUNBUFFERED".to_owned(), "1".to_owned()),
         ];
-        let mut unset: Vec<String> = backend.vars[1..].iter().map(|v| (*v).to_owned()).collect();
+        let mut unset: Vec<String> = Vec::new();
+        if self.pinned {
+            set.insert(0, (backend.vars[0].to_owned(), device.to_owned()));
+            unset.extend(backend.vars[1..].iter().map(|v| (*v).to_owned()));
+        }
         unset.extend([env::REPLAY_DIR, env::GPUS, env::TTGIR_DUMP_DIR].map(str::to_owned));
         EnvChanges { set, unset }
     }

@@ -7,6 +7,7 @@
 pub mod backend;
 pub mod job;
 pub mod progress;
+pub mod select;
 pub mod shell;
 pub mod signal;
 pub mod status;
@@ -32,6 +33,12 @@ const EXAMPLES: &str = "EXAMPLES:
 
   # see what would run, as copy-pastable env lines; runs and writes nothing
   warmup-spawn --plan /tmp/run/plan.json --dry-run -- pytest ...
+
+  # shards 3 and 5 to 7 only (re-running failed ones: only their outputs are replaced)
+  warmup-spawn --plan /tmp/run/plan.json --only 3,5-7 -- pytest ...
+
+  # in a Slurm array task (sbatch --array=0-7): that task's shard, on the GPU Slurm gave it
+  warmup-spawn --plan /shared/run/plan.json --index-from-env SLURM_ARRAY_TASK_ID -- pytest ...
 
   # the device tokens a run would use
   CUDA_VISIBLE_DEVICES=GPU-8f2a,GPU-77c1 warmup-spawn --list-devices
@@ -78,6 +85,16 @@ pub struct Args {
     #[arg(long, value_name = "SECS", value_parser = seconds, default_value = "10")]
     pub grace: Duration,
 
+    /// Run only these shards: indices and ranges, e.g. 3, 0,4,8, 2-5; only their outputs are
+    /// cleared and written
+    #[arg(long, value_name = "LIST", requires = "plan")]
+    pub only: Option<String>,
+
+    /// Run only the shard whose index this variable holds (SLURM_ARRAY_TASK_ID, SLURM_PROCID,
+    /// JOB_COMPLETION_INDEX); a task that sees one device keeps it as it is
+    #[arg(long, value_name = "VAR", requires = "plan", conflicts_with = "only")]
+    pub index_from_env: Option<String>,
+
     /// Print each shard's device, environment changes and argv as `env` lines; run nothing
     #[arg(long)]
     pub dry_run: bool,
@@ -122,11 +139,19 @@ pub fn run(args: &Args) -> Result<Status> {
         .plan
         .as_deref()
         .context("--plan is required: give the plan.json warmup-shard wrote")?;
-    let (plan, scratch) = Plan::load(plan_path)?;
+    let (mut plan, scratch) = Plan::load(plan_path)?;
     let root = std::path::absolute(scratch.root())
         .with_context(|| format!("resolving {}", scratch.root().display()))?;
     let scratch = Scratch::new(root);
-    let jobs = jobs(&plan, &scratch, plan_path)?;
+    let choice = select::Choice::from_args(
+        args.only.as_deref(),
+        args.index_from_env.as_deref(),
+        |var| std::env::var_os(var),
+    )?;
+    if let Some(choice) = &choice {
+        choice.narrow(&mut plan, plan_path)?;
+    }
+    let mut jobs = jobs(&plan, &scratch, plan_path)?;
     if args.command.is_empty() {
         bail!(
             "no COMMAND: give it after --, e.g. warmup-spawn --plan {} -- pytest ...",
@@ -136,6 +161,9 @@ pub fn run(args: &Args) -> Result<Status> {
     check_command(&args.command[0])?;
     let backend = backend::select(&args.backend, &env)?;
     let devices = backend::devices(backend, args.devices.as_deref(), &env)?;
+    if let Some(choice) = &choice {
+        choice.place(&mut jobs, args.devices.is_some(), &devices);
+    }
     if jobs.is_empty() {
         eprintln!(
             "{TOOL}: {}: the plan has no shards; nothing to run",
@@ -157,6 +185,12 @@ pub fn run(args: &Args) -> Result<Status> {
         }
         return Ok(Status::Done);
     }
+
+    // Tasks of one job array share the scratch, one shard each; see docs/CONTRACT.md.
+    let _claim = match &choice {
+        Some(choice) => Some(select::Claim::take(&scratch, &choice.shards)?),
+        None => None,
+    };
 
     // Before any child starts, so that a shard a signal keeps from starting leaves nothing
     // of an earlier run behind either: a missing status.json means "not started".

@@ -8,7 +8,12 @@ use assert_cmd::Command;
 use std::path::Path;
 
 /// Variables that steer the tools or the harness: removed from every test's environment.
-const SCRUB_PREFIXES: [&str; 4] = ["FLAGGEMS_", "PARALLEL_WARMUP_", "TRITON_", "WARMUP_FIXTURE_"];
+const SCRUB_PREFIXES: [&str; 4] = [
+    "FLAGGEMS_",
+    "PARALLEL_WARMUP_",
+    "TRITON_",
+    "WARMUP_FIXTURE_",
+];
 /// Device visibility lists of every backend (`CUDA_VISIBLE_DEVICES`, `ASCEND_RT_VISIBLE_DEVICES`, ...).
 const SCRUB_SUFFIXES: [&str; 1] = ["_VISIBLE_DEVICES"];
 /// Single variables that change output (colour).
@@ -39,10 +44,18 @@ mod tests {
 
     #[test]
     fn harness_and_visibility_variables_are_scrubbed_and_others_kept() {
-        for name in ["FLAGGEMS_PERF_CURRENT_OP", "PARALLEL_WARMUP_GPUS", "TRITON_CACHE_DIR"] {
+        for name in [
+            "FLAGGEMS_PERF_CURRENT_OP",
+            "PARALLEL_WARMUP_GPUS",
+            "TRITON_CACHE_DIR",
+        ] {
             assert!(scrubbed(name), "{name}");
         }
-        for name in ["CUDA_VISIBLE_DEVICES", "ASCEND_RT_VISIBLE_DEVICES", "NO_COLOR"] {
+        for name in [
+            "CUDA_VISIBLE_DEVICES",
+            "ASCEND_RT_VISIBLE_DEVICES",
+            "NO_COLOR",
+        ] {
             assert!(scrubbed(name), "{name}");
         }
         for name in ["PATH", "HOME", "FLAGGEMS", "VISIBLE_DEVICES_X"] {
