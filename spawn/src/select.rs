@@ -10,7 +10,7 @@ use anyhow::{bail, Context, Result};
 use nix::errno::Errno;
 use nix::fcntl::{Flock, FlockArg};
 use protocol::layout::Scratch;
-use protocol::plan::{Plan, Shard};
+use protocol::plan::Plan;
 use std::ffi::OsString;
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, Write};
@@ -272,6 +272,7 @@ fn hostname() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use protocol::plan::Shard;
 
     fn err(list: &str) -> String {
         format!("{:#}", parse_list(list).expect_err(list))
