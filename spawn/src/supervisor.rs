@@ -122,7 +122,12 @@ pub fn supervise(
                 match start(job, command, backend, &devices[slot], signals, limits) {
                     Ok(child) => {
                         progress.started(slot, job.shard, child.pid.as_raw().unsigned_abs());
-                        running.push(Running { slot, ..child });
+                        // `job` indexes `jobs`, which hold only the shards this run was given.
+                        running.push(Running {
+                            slot,
+                            job: next - 1,
+                            ..child
+                        });
                     }
                     Err(status) => {
                         write_failed |= !write_status(job, &status, progress);
