@@ -38,7 +38,8 @@ def cluster():
     try:
         yield c
     finally:
-        c.stop()
+        left = c.stop()
+    assert not left, f"processes of the cluster outlived every job and daemon: {left}"
 
 
 def slurm_env(cluster: Cluster, work: Path, **extra: str) -> dict[str, str]:

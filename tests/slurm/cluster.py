@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import pwd
 import shutil
+import signal
 import socket
 import string
 import subprocess
@@ -168,10 +169,27 @@ class Cluster:
                 parts.append(f"--- {f}\n" + "\n".join(tail))
         return "\n".join(parts)
 
+    def processes(self) -> list[int]:
+        """Pids of the live processes this cluster started (its daemons' and jobs' alike): those
+        whose environment names this cluster's configuration."""
+        mark = f"SLURM_CONF={self.conf}".encode()
+        found = []
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit() or int(entry.name) == os.getpid():
+                continue
+            try:
+                env = (entry / "environ").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if mark in env and alive(int(entry.name)):
+                found.append(int(entry.name))
+        return found
+
     # --- stop ----------------------------------------------------------------------------------
-    def stop(self) -> None:
-        """Cancels every job, stops each daemon by its pid (TERM, then KILL), reaps it, and
-        removes the cluster's folder."""
+    def stop(self) -> list[str]:
+        """Cancels every job, stops each daemon by its pid (TERM, then KILL), reaps it, stops any
+        process of the cluster still alive after that, and removes the cluster's folder. Returns
+        what had to be stopped that way (nothing, when every job ended as it should)."""
         slurmctld = dict(self.daemons).get("slurmctld")
         if slurmctld is not None and slurmctld.poll() is None:
             self.client("scancel", "--full", "--user", "root", check=False)
@@ -190,4 +208,20 @@ class Cluster:
                     proc.kill()
                     proc.wait(timeout=15)
         self.daemons.clear()
+        left = self._stop_leftovers()
         shutil.rmtree(self.base, ignore_errors=True)
+        return left
+
+    def _stop_leftovers(self) -> list[str]:
+        end = time.monotonic() + 10
+        while self.processes() and time.monotonic() < end:
+            time.sleep(0.1)
+        left = []
+        for pid in self.processes():
+            try:
+                argv = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                continue
+            left.append(f"pid {pid}: {argv.decode(errors='replace')}")
+        return left
