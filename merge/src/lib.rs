@@ -15,6 +15,7 @@ pub const TOOL: &str = "warmup-merge";
 
 const EXAMPLES: &str = "EXAMPLES:
   warmup-merge /tmp/run -o merged.json --conflicts conflicts.json
+  warmup-merge --in-scratch /tmp/run --summary -     # /tmp/run/merged.json, conflicts.json
   warmup-merge --op mm w0/rec/mm.json w1/rec/mm.json > merged.json
   warmup-merge --strict /tmp/run | warmup-publish --op mm -
 
@@ -29,21 +30,90 @@ pub struct Args {
     #[arg(long, env = protocol::env::CURRENT_OP)]
     pub op: Option<String>,
 
-    /// Write the merged records to FILE, atomically; `-` is stdout
-    #[arg(short = 'o', long = "output", value_name = "FILE", default_value = "-")]
-    pub output: PathBuf,
+    /// Write the merged records to FILE, atomically; `-` is stdout [default: -]
+    #[arg(
+        short = 'o',
+        long = "output",
+        value_name = "FILE",
+        conflicts_with = "in_scratch"
+    )]
+    pub output: Option<PathBuf>,
 
     /// Write every conflicting key (kernel, key, kept value, differing values) as JSON to FILE
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with = "in_scratch")]
     pub conflicts: Option<PathBuf>,
+
+    /// Write SCRATCH/merged.json and SCRATCH/conflicts.json instead of -o and --conflicts;
+    /// INPUT defaults to SCRATCH
+    #[arg(long, value_name = "SCRATCH")]
+    pub in_scratch: Option<PathBuf>,
+
+    /// Write the run summary (inputs, kernels, configs, conflicts, files written) to FILE,
+    /// atomically, as docs/CONTRACT.md "Run summaries" says; `-` is stdout
+    #[arg(long, value_name = "FILE")]
+    pub summary: Option<PathBuf>,
 
     /// Exit 2, writing nothing, when any input or bucket would be skipped
     #[arg(long)]
     pub strict: bool,
 
     /// Record files (<op>.json) and SCRATCH folders (their shards' w<i>/rec/<op>.json, in order)
-    #[arg(value_name = "INPUT", required = true)]
+    #[arg(value_name = "INPUT", required_unless_present = "in_scratch")]
     pub inputs: Vec<PathBuf>,
+}
+
+/// Where each output goes: `None` for one not asked for, `-` for stdout.
+struct Targets {
+    merged: PathBuf,
+    conflicts: Option<PathBuf>,
+    summary: Option<PathBuf>,
+}
+
+impl Targets {
+    /// The targets the arguments ask for, checked before anything is read: at most one goes to
+    /// stdout, every file's folder exists, and a summary can name every file.
+    fn of(args: &Args) -> Result<Targets> {
+        let targets = match &args.in_scratch {
+            Some(scratch) => {
+                let scratch = protocol::layout::Scratch::new(scratch);
+                Targets {
+                    merged: scratch.merged(),
+                    conflicts: Some(scratch.conflicts()),
+                    summary: args.summary.clone(),
+                }
+            }
+            None => Targets {
+                merged: args.output.clone().unwrap_or_else(|| PathBuf::from("-")),
+                conflicts: args.conflicts.clone(),
+                summary: args.summary.clone(),
+            },
+        };
+        let all = [
+            ("-o", Some(&targets.merged)),
+            ("--conflicts", targets.conflicts.as_ref()),
+            ("--summary", targets.summary.as_ref()),
+        ];
+        let to_stdout: Vec<&str> = all
+            .iter()
+            .filter(|(_, t)| t.is_some_and(|t| is_stdout(t)))
+            .map(|(flag, _)| *flag)
+            .collect();
+        if to_stdout.len() > 1 {
+            bail!(
+                "{} all go to stdout: give all but one a FILE (-o FILE, or --in-scratch SCRATCH)",
+                to_stdout.join(" and ")
+            );
+        }
+        for (_, target) in all {
+            if let Some(target) = target {
+                check_writable_folder(target)?;
+                if targets.summary.is_some() && !is_stdout(target) {
+                    protocol::summary::check_path(target)?;
+                }
+            }
+        }
+        Ok(targets)
+    }
 }
 
 fn is_stdout(path: &Path) -> bool {
@@ -51,22 +121,18 @@ fn is_stdout(path: &Path) -> bool {
 }
 
 pub fn run(args: &Args) -> Result<Status> {
-    let conflicts_out = args.conflicts.as_deref();
-    if conflicts_out.is_some_and(is_stdout) && is_stdout(&args.output) {
-        bail!("--conflicts - and the merged records cannot both go to stdout: give -o FILE");
-    }
-    for target in [Some(args.output.as_path()), conflicts_out]
-        .into_iter()
-        .flatten()
-    {
-        check_writable_folder(target)?;
-    }
+    let targets = Targets::of(args)?;
+    let conflicts_out = targets.conflicts.as_deref();
     let op = args
         .op
         .as_deref()
         .map(str::trim)
         .filter(|op| !op.is_empty());
-    let sources = input::sources(&args.inputs, op)?;
+    let inputs = match (&args.in_scratch, args.inputs.is_empty()) {
+        (Some(scratch), true) => std::slice::from_ref(scratch),
+        _ => args.inputs.as_slice(),
+    };
+    let sources = input::sources(inputs, op)?;
 
     let mut merged = union::Union::new(sources.len());
     let (mut read, mut skipped, mut problems) = (0, 0, 0);
@@ -124,7 +190,17 @@ pub fn run(args: &Args) -> Result<Status> {
             merged.kernels(),
             merged.configs()
         );
+        let mut report = protocol::summary::Summary::new();
+        report
+            .value("inputs", sources.len())
+            .value("recovered", read)
+            .value("kernels", merged.kernels())
+            .value("configs", merged.configs())
+            .value("conflicts", merged.conflicts().len());
         if merged.configs() == 0 {
+            if let Some(path) = &targets.summary {
+                report.write(path)?;
+            }
             eprintln!("{TOOL}: {summary}; no configs recovered, nothing written");
             return Ok(Status::NothingToDo);
         }
@@ -134,16 +210,28 @@ pub fn run(args: &Args) -> Result<Status> {
             (n, Some(path)) => format!("{n} conflicting key(s), listed in {}", name(path)),
             (n, None) => format!("{n} conflicting key(s); list them with --conflicts FILE"),
         };
-        emit(&args.output, |out| merged.write(out))?;
+        emit(&targets.merged, |out| merged.write(out))?;
         if let Some(path) = conflicts_out {
             emit(path, |out| write_conflicts(out, &merged, &sources))?;
+        }
+        if let Some(path) = &targets.summary {
+            let written = [
+                ("merged", Some(targets.merged.as_path())),
+                ("conflicts_file", conflicts_out),
+            ];
+            for (name, file) in written {
+                if let Some(file) = file.filter(|f| !is_stdout(f)) {
+                    report.path(name, &[], file)?;
+                }
+            }
+            report.write(path)?;
         }
         // As with the texts: the process ends right after, and freeing the maps one entry at a
         // time would take longer than the OS takes to drop them whole.
         std::mem::forget(merged);
         eprintln!(
             "{TOOL}: {summary}; {conflict_note}; merged records in {}",
-            name(&args.output)
+            name(&targets.merged)
         );
         Ok(Status::Done)
     })

@@ -212,3 +212,61 @@ fn no_conflicts_writes_an_empty_list() {
         .stderr(contains("no conflicting keys"));
     conflicts.assert("[]\n");
 }
+
+#[test]
+fn in_scratch_writes_the_layouts_files_and_the_summary_on_stdout() {
+    let dir = TempDir::new().expect("tempdir");
+    scratch(&dir, "mm");
+    let root = dir.path().display().to_string();
+    merge()
+        .args(["--in-scratch", &root, "--summary", "-"])
+        .assert()
+        .code(0)
+        .stdout(format!(
+            "version 1\ninputs 3\nrecovered 2\nkernels 1\nconfigs 3\nconflicts 1\n\
+             merged {root}/merged.json\nconflicts_file {root}/conflicts.json\n"
+        ));
+    dir.child("merged.json")
+        .assert("{\n  \"k\": {\n    \"a\": 1,\n    \"b\": 2,\n    \"c\": 4\n  }\n}\n");
+    dir.child("conflicts.json")
+        .assert(predicate::str::contains("\"shard\": 1"));
+}
+
+#[test]
+fn a_summary_file_is_written_when_nothing_was_recovered() {
+    let dir = TempDir::new().expect("tempdir");
+    dir.child("e.json")
+        .write_str(r#"{"k": {}}"#)
+        .expect("write");
+    let summary = dir.child("s.txt");
+    merge()
+        .arg(dir.child("e.json").path())
+        .arg("--summary")
+        .arg(summary.path())
+        .assert()
+        .code(3)
+        .stdout("");
+    summary.assert("version 1\ninputs 1\nrecovered 1\nkernels 1\nconfigs 0\nconflicts 0\n");
+}
+
+#[test]
+fn two_outputs_on_stdout_or_in_scratch_with_o_are_usage_errors() {
+    let dir = TempDir::new().expect("tempdir");
+    let good = with_good(&dir);
+    merge()
+        .args(["--summary", "-", &good])
+        .assert()
+        .code(2)
+        .stdout("")
+        .stderr(contains("-o and --summary all go to stdout"));
+    merge()
+        .args([
+            "--in-scratch",
+            &dir.path().display().to_string(),
+            "-o",
+            "x.json",
+        ])
+        .assert()
+        .code(2)
+        .stderr(contains("--in-scratch"));
+}

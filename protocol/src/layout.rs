@@ -5,6 +5,10 @@ use std::path::{Path, PathBuf};
 
 /// `SCRATCH/plan.json`, relative to the scratch folder.
 pub const PLAN: &str = "plan.json";
+/// `SCRATCH/merged.json`, relative to the scratch folder.
+pub const MERGED: &str = "merged.json";
+/// `SCRATCH/conflicts.json`, relative to the scratch folder.
+pub const CONFLICTS: &str = "conflicts.json";
 
 /// The scratch folder of one run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,6 +28,17 @@ impl Scratch {
     /// `SCRATCH/plan.json`.
     pub fn plan(&self) -> PathBuf {
         self.root.join(PLAN)
+    }
+
+    /// `SCRATCH/merged.json`: what `warmup-merge --in-scratch` writes and `warmup-publish
+    /// SCRATCH` publishes.
+    pub fn merged(&self) -> PathBuf {
+        self.root.join(MERGED)
+    }
+
+    /// `SCRATCH/conflicts.json`: the conflicts list `warmup-merge --in-scratch` writes.
+    pub fn conflicts(&self) -> PathBuf {
+        self.root.join(CONFLICTS)
     }
 
     /// `SCRATCH/w<i>`.
@@ -104,6 +119,8 @@ mod tests {
     fn paths_follow_the_contract() {
         let s = Scratch::new("/tmp/run");
         assert_eq!(s.plan(), Path::new("/tmp/run/plan.json"));
+        assert_eq!(s.merged(), Path::new("/tmp/run/merged.json"));
+        assert_eq!(s.conflicts(), Path::new("/tmp/run/conflicts.json"));
         assert_eq!(s.shapes(3), Path::new("/tmp/run/w3/shapes.yaml"));
         assert_eq!(s.record_file(0, "mm"), Path::new("/tmp/run/w0/rec/mm.json"));
         assert_eq!(s.log(1), Path::new("/tmp/run/w1/worker.log"));

@@ -11,5 +11,7 @@ pub mod fxhash;
 pub mod layout;
 pub mod plan;
 pub mod pyjson;
+pub mod shell;
+pub mod summary;
 
 pub use exit::{exit, Status};

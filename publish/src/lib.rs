@@ -7,6 +7,7 @@ pub mod replay;
 
 use anyhow::{bail, Context, Result};
 use protocol::env::RECORD_DIR;
+use protocol::layout::Scratch;
 use protocol::Status;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -17,6 +18,7 @@ pub const TOOL: &str = "warmup-publish";
 
 const EXAMPLES: &str = "EXAMPLES:
   eval \"$(warmup-publish --op mm merged.json)\"
+  warmup-merge --in-scratch /tmp/run && eval \"$(warmup-publish --op mm /tmp/run)\"
   warmup-merge /tmp/run | warmup-publish --fallback-dir /tmp/run/merged -
   warmup-publish --format make merged.json > replay.mk    # then: include replay.mk
   warmup-publish --format json --record-dir out merged.json
@@ -44,7 +46,8 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = Format::Sh)]
     pub format: Format,
 
-    /// The merged record file warmup-merge wrote; `-` is stdin
+    /// The merged record file warmup-merge wrote, or a SCRATCH folder (then its merged.json,
+    /// which `warmup-merge --in-scratch SCRATCH` writes); `-` is stdin
     #[arg(value_name = "MERGED")]
     pub merged: PathBuf,
 }
@@ -54,14 +57,19 @@ pub fn run(args: &Args) -> Result<Status> {
     if op.contains(['/', '\0']) || op == "." || op == ".." {
         bail!("op {op:?} cannot be a file name; give --op a plain name such as mm");
     }
-    let merged = record::read(&args.merged)?;
+    let source = if args.merged.is_dir() {
+        Scratch::new(&args.merged).merged()
+    } else {
+        args.merged.clone()
+    };
+    let merged = record::read(&source)?;
     if merged.configs == 0 {
         eprintln!(
             "{TOOL}: {}: no configs ({} kernel(s)); nothing written",
-            if args.merged.as_os_str() == "-" {
+            if source.as_os_str() == "-" {
                 "<stdin>".into()
             } else {
-                args.merged.display().to_string()
+                source.display().to_string()
             },
             merged.kernels
         );

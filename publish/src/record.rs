@@ -29,7 +29,9 @@ pub fn read(path: &Path) -> Result<Merged> {
         if path.is_dir() {
             bail!("{name}: is a folder; give the merged record file warmup-merge wrote");
         }
-        let bytes = std::fs::read(path).with_context(|| format!("reading {name}"))?;
+        let bytes = std::fs::read(path).with_context(|| {
+            format!("reading {name} (give the file warmup-merge wrote, or the SCRATCH folder it merged into with --in-scratch)")
+        })?;
         (name, bytes)
     };
     let (kernels, configs) = check(&bytes).map_err(|why| anyhow::anyhow!("{name}{why}"))?;

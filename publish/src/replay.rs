@@ -27,17 +27,11 @@ pub fn render(format: Format, dir: &Path, file: &Path) -> Result<Vec<u8>> {
     }
 }
 
-/// Single quotes carry every byte but `'` literally; a `'` becomes `'\''`.
+/// Quoted by the shell rule `warmup-spawn --dry-run` uses too, for `eval`.
 fn sh(path: &[u8]) -> Vec<u8> {
-    let mut out = format!("unset {RECORD_DIR}\nexport {REPLAY_DIR}='").into_bytes();
-    for &b in path {
-        if b == b'\'' {
-            out.extend_from_slice(b"'\\''");
-        } else {
-            out.push(b);
-        }
-    }
-    out.extend_from_slice(b"'\n");
+    let mut out = format!("unset {RECORD_DIR}\nexport {REPLAY_DIR}=").into_bytes();
+    out.extend(protocol::shell::quote_bytes(path));
+    out.push(b'\n');
     out
 }
 
@@ -94,6 +88,8 @@ mod tests {
     fn sh_quotes_single_quotes() {
         let out = String::from_utf8(sh(b"/a b/it's")).expect("utf-8");
         assert!(out.ends_with("='/a b/it'\\''s'\n"), "{out}");
+        let plain = String::from_utf8(sh(b"/tmp/rec")).expect("utf-8");
+        assert!(plain.ends_with("=/tmp/rec\n"), "{plain}");
         assert!(out.starts_with("unset FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR\n"));
     }
 

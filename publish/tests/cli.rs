@@ -60,8 +60,9 @@ fn a_bucket_that_is_not_an_object_is_refused() {
 }
 
 #[test]
-fn a_missing_or_folder_merged_is_refused() {
+fn a_missing_merged_file_or_a_folder_in_its_place_is_refused() {
     let dir = TempDir::new().expect("tempdir");
+    dir.child("merged.json").create_dir_all().expect("mkdir");
     publish()
         .args(["--record-dir", "r"])
         .arg(dir.child("none.json").path())
@@ -170,4 +171,26 @@ fn an_op_with_a_slash_is_refused() {
         .assert()
         .code(2)
         .stderr(contains("plain name"));
+}
+
+#[test]
+fn a_scratch_folder_publishes_its_merged_json() {
+    let dir = TempDir::new().expect("tempdir");
+    dir.child("run/merged.json")
+        .write_str(MERGED)
+        .expect("merged");
+    let rec = dir.child("rec");
+    publish()
+        .args(["--op", "mm", "--record-dir"])
+        .arg(rec.path())
+        .arg(dir.child("run").path())
+        .assert()
+        .code(0);
+    rec.child("mm.json").assert(MERGED);
+    publish()
+        .args(["--record-dir", "r"])
+        .arg(dir.path())
+        .assert()
+        .code(2)
+        .stderr(contains("merged.json").and(contains("--in-scratch")));
 }

@@ -3,16 +3,7 @@
 
 use crate::status::EnvChanges;
 
-/// `word` quoted for a POSIX shell: as is when it holds only safe characters, else in single
-/// quotes with each `'` written as `'\''`.
-pub fn quote(word: &str) -> String {
-    let safe = |c: char| c.is_ascii_alphanumeric() || "_@%+=:,./-".contains(c);
-    if !word.is_empty() && word.chars().all(safe) {
-        word.to_owned()
-    } else {
-        format!("'{}'", word.replace('\'', r"'\''"))
-    }
-}
+use protocol::shell::quote;
 
 /// The `env` line that runs `argv` with `env`'s changes.
 pub fn env_line(env: &EnvChanges, argv: &[String]) -> String {
@@ -35,15 +26,6 @@ pub fn env_line(env: &EnvChanges, argv: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn quoting_survives_the_shell() {
-        assert_eq!(quote("GPU-8f2a/1"), "GPU-8f2a/1");
-        assert_eq!(quote(""), "''");
-        assert_eq!(quote("a b"), "'a b'");
-        assert_eq!(quote("it's"), r"'it'\''s'");
-        assert_eq!(quote("$HOME"), "'$HOME'");
-    }
 
     #[test]
     fn env_line_unsets_then_sets_then_runs() {
