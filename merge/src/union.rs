@@ -1,10 +1,13 @@
 //! The union of the shards' `{kernel: {key: config}}` maps, as the plugin's `_merge` built it:
 //! kernels and keys in first-seen order, the first value of a key wins. Unlike the plugin, every
 //! key whose later values differ (by Python's `==`) is kept as a conflict with all its values,
-//! so one can see how far parallel interference moved the sweep.
+//! so one can see how far parallel interference moved the sweep. Both outputs, the merged
+//! records and the conflicts list, are written from here, straight from the inputs' texts,
+//! which the union borrows from their owner for as long as it lives.
 
-use protocol::fxhash::{self, FxHashMap};
-use protocol::pyjson;
+use crate::input::Source;
+use protocol::records::Records;
+use rustc_hash::{FxHashMap, FxHasher};
 use std::collections::hash_map::Entry;
 use std::hash::{Hash, Hasher};
 use std::io::{self, Write};
@@ -32,8 +35,10 @@ struct Key<'a> {
 
 impl<'a> Key<'a> {
     fn new(text: &'a str) -> Self {
+        let mut hasher = FxHasher::default();
+        hasher.write(text.as_bytes());
         Key {
-            hash: fxhash::hash_bytes(text.as_bytes()),
+            hash: hasher.finish(),
             text,
         }
     }
@@ -86,7 +91,7 @@ impl<'a> Union<'a> {
     ///
     /// Kernel, keys and configs are the text `json.dumps(merged, indent=2, ensure_ascii=False)`
     /// writes for them (configs as nested under kernel and key), as
-    /// [`pyjson::loads_outline`] gives them: a string has one such text, so keys compare as
+    /// [`protocol::records::Records`] holds them: a string has one such text, so keys compare as
     /// text, and equal configs mostly have equal texts.
     pub fn add(
         &mut self,
@@ -133,6 +138,19 @@ impl<'a> Union<'a> {
                     });
                 }
             }
+        }
+    }
+
+    /// Adds every good bucket of one input's record file.
+    pub fn add_records(&mut self, origin: Origin, records: &'a Records) {
+        let text = records.text.as_str();
+        for (kernel, keys) in &records.buckets {
+            self.add(
+                origin,
+                &text[kernel.clone()],
+                keys.iter()
+                    .map(|(key, config)| (&text[key.clone()], &text[config.clone()])),
+            );
         }
     }
 
@@ -190,36 +208,69 @@ impl<'a> Union<'a> {
         });
         flush(&mut buf, 0)
     }
+
+    /// The conflicts list, one object per conflicting key, as `json.dumps(conflicts, indent=2,
+    /// ensure_ascii=False) + "\n"` writes it; `sources[origin]` says where each value came from.
+    ///
+    /// A config's text is its `dumps` under kernel and key; here it sits one level deeper
+    /// (`kept.value`) or two (`differing[i].value`), and as `dumps` never leaves a raw newline
+    /// inside a string, going deeper only means indenting its lines further.
+    pub fn write_conflicts(&self, out: &mut dyn Write, sources: &[Source]) -> io::Result<()> {
+        if self.conflicts.is_empty() {
+            return out.write_all(b"[]\n");
+        }
+        // `{input, shard, value}` closing at indent 2 * depth.
+        let origin = |out: &mut dyn Write, depth: usize, from: Origin, config: &str| {
+            let source = &sources[from];
+            let pad = "  ".repeat(depth + 1);
+            let shard = source
+                .shard
+                .map_or_else(|| "null".to_owned(), |s| s.to_string());
+            let input = pyjson::PyStr::new(&source.path.to_string_lossy());
+            let value = config.replace('\n', &format!("\n{}", "  ".repeat(depth - 1)));
+            write!(
+                out,
+                "{{\n{pad}\"input\": {input},\n{pad}\"shard\": {shard},\n{pad}\"value\": {value}\n{}}}",
+                "  ".repeat(depth)
+            )
+        };
+        for (n, c) in self.conflicts.iter().enumerate() {
+            out.write_all(if n == 0 { b"[\n  {\n" } else { b",\n  {\n" })?;
+            write!(
+                out,
+                "    \"kernel\": {},\n    \"key\": {},\n    \"kept\": ",
+                c.kernel, c.key
+            )?;
+            origin(out, 2, c.kept.0, c.kept.1)?;
+            out.write_all(b",\n    \"differing\": [")?;
+            for (m, (from, config)) in c.differing.iter().enumerate() {
+                out.write_all(if m == 0 { b"\n      " } else { b",\n      " })?;
+                origin(out, 3, *from, config)?;
+            }
+            out.write_all(b"\n    ]\n  }")?;
+        }
+        out.write_all(b"\n]\n")
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use protocol::pyjson::Outline;
 
-    /// The (key, config) texts of a bucket written as JSON, as a record file would give them.
-    fn keys(bucket: &str) -> Vec<(&'static str, &'static str)> {
-        let mut out = String::new();
-        let outline = pyjson::loads_outline(&format!("{{\"k\": {bucket}}}"), 2, &mut out)
-            .expect("valid JSON");
-        let out: &'static str = out.leak();
-        let Outline::Object(kernels) = outline else {
-            panic!("not an object")
-        };
-        let Outline::Object(entries) = &kernels[0].1 else {
-            panic!("bucket not an object")
-        };
-        entries
+    /// Each input's record file `{"k": BUCKET}`, for a union to borrow.
+    fn records(buckets: &[&str]) -> Vec<Records> {
+        buckets
             .iter()
-            .map(|(key, config)| match config {
-                Outline::Text(text) => (&out[key.clone()], &out[text.clone()]),
-                other => panic!("not text: {other:?}"),
-            })
+            .map(|b| Records::parse(format!("{{\"k\": {b}}}").as_bytes()).expect("valid"))
             .collect()
     }
 
-    fn add(u: &mut Union<'static>, origin: Origin, bucket: &str) {
-        u.add(origin, "\"k\"", keys(bucket).into_iter());
+    fn union(records: &[Records]) -> Union<'_> {
+        let mut u = Union::new(records.len());
+        for (origin, r) in records.iter().enumerate() {
+            u.add_records(origin, r);
+        }
+        u
     }
 
     fn written(u: &Union) -> String {
@@ -228,25 +279,19 @@ mod tests {
         String::from_utf8(out).expect("UTF-8")
     }
 
-    fn conflicting(u: &Union) -> Vec<&'static str> {
-        u.conflicts()
-            .iter()
-            .map(|c| match c.key {
-                "\"a\"" => "a",
-                "\"b\"" => "b",
-                "\"c\"" => "c",
-                other => panic!("unexpected key {other}"),
-            })
-            .collect()
+    fn conflicting<'a>(u: &Union<'a>) -> Vec<&'a str> {
+        u.conflicts().iter().map(|c| c.key).collect()
     }
 
     #[test]
     fn conflicting_keys_keep_first_shard_value() {
-        let mut u = Union::new(4);
-        add(&mut u, 0, r#"{"a": 1, "b": 2}"#);
-        add(&mut u, 1, r#"{"a": 1.0, "b": 3, "c": 4}"#);
-        add(&mut u, 2, r#"{"b": 2, "c": 5}"#);
-        add(&mut u, 3, r#"{"b": 7}"#);
+        let r = records(&[
+            r#"{"a": 1, "b": 2}"#,
+            r#"{"a": 1.0, "b": 3, "c": 4}"#,
+            r#"{"b": 2, "c": 5}"#,
+            r#"{"b": 7}"#,
+        ]);
+        let u = union(&r);
         assert_eq!((u.kernels(), u.configs()), (1, 3));
         let c: Vec<_> = u
             .conflicts()
@@ -268,32 +313,20 @@ mod tests {
 
     #[test]
     fn a_top_level_nan_conflicts_but_a_nested_one_does_not() {
-        let mut u = Union::default();
-        add(&mut u, 0, r#"{"a": NaN, "b": [NaN], "c": {"x": NaN}}"#);
-        add(&mut u, 1, r#"{"a": NaN, "b": [NaN], "c": {"x": NaN}}"#);
-        assert_eq!(conflicting(&u), ["a"]);
+        let both = r#"{"a": NaN, "b": [NaN], "c": {"x": NaN}}"#;
+        let r = records(&[both, both]);
+        assert_eq!(conflicting(&union(&r)), ["\"a\""]);
     }
 
     #[test]
     fn equal_values_written_differently_do_not_conflict() {
-        let mut u = Union::default();
-        add(
-            &mut u,
-            0,
+        let r = records(&[
             r#"{"a": 0, "b": {"x": 1, "y": [true]}, "c": 1e2}"#,
-        );
-        add(
-            &mut u,
-            1,
             r#"{"a": -0.0, "b": {"y": [1.0], "x": 1}, "c": 100}"#,
-        );
-        assert_eq!(conflicting(&u), Vec::<&str>::new());
-        add(
-            &mut u,
-            2,
             r#"{"a": 0.5, "b": {"y": [2], "x": 1}, "c": "100"}"#,
-        );
-        assert_eq!(conflicting(&u), ["a", "b", "c"]);
+        ]);
+        assert_eq!(conflicting(&union(&r[..2])), Vec::<&str>::new());
+        assert_eq!(conflicting(&union(&r)), ["\"a\"", "\"b\"", "\"c\""]);
     }
 
     #[test]
@@ -306,11 +339,53 @@ mod tests {
 
     #[test]
     fn output_is_what_python_dumps_writes() {
-        let mut u = Union::default();
-        add(&mut u, 0, r#"{"é\n": {"b": [1, {"c": []}], "a": 1e-05}}"#);
+        let r = records(&[r#"{"é\n": {"b": [1, {"c": []}], "a": 1e-05}, "\ud800": 1}"#]);
+        let mut u = union(&r);
         u.add(1, "\"z\"", std::iter::empty());
-        let tree = pyjson::loads(r#"{"k": {"é\n": {"b": [1, {"c": []}], "a": 1e-05}}, "z": {}}"#)
-            .expect("valid JSON");
+        let tree = pyjson::loads(
+            r#"{"k": {"é\n": {"b": [1, {"c": []}], "a": 1e-05}, "\ud800": 1}, "z": {}}"#,
+        )
+        .expect("valid JSON");
         assert_eq!(written(&u), pyjson::dumps(&tree));
+    }
+
+    #[test]
+    fn the_conflicts_list_names_each_value_and_where_it_came_from() {
+        let r = records(&[r#"{"a": [1]}"#, r#"{"a": [2]}"#]);
+        let u = union(&r);
+        let sources: Vec<Source> = ["x.json", "y \"q\".json"]
+            .iter()
+            .map(|p| Source {
+                path: p.into(),
+                shard: None,
+                clues: None,
+            })
+            .collect();
+        let mut out = Vec::new();
+        u.write_conflicts(&mut out, &sources).expect("to memory");
+        let want = r#"[
+  {
+    "kernel": "k",
+    "key": "a",
+    "kept": {
+      "input": "x.json",
+      "shard": null,
+      "value": [
+        1
+      ]
+    },
+    "differing": [
+      {
+        "input": "y \"q\".json",
+        "shard": null,
+        "value": [
+          2
+        ]
+      }
+    ]
+  }
+]
+"#;
+        assert_eq!(String::from_utf8_lossy(&out), want);
     }
 }

@@ -1,5 +1,5 @@
 //! warmup-merge driven as a process: bad inputs are named and skipped, `--strict` refuses them,
-//! and the exit statuses follow the contract.
+//! outputs are written all or none, and the exit statuses follow the contract.
 
 use assert_cmd::Command;
 use assert_fs::prelude::*;
@@ -8,88 +8,62 @@ use predicates::prelude::*;
 use predicates::str::contains;
 
 fn merge() -> Command {
-    let mut cmd = Command::cargo_bin("warmup-merge").expect("binary built");
-    for (key, _) in std::env::vars() {
-        if key.starts_with("FLAGGEMS_") || key.starts_with("PARALLEL_WARMUP_") {
-            cmd.env_remove(key);
-        }
-    }
-    cmd
+    testkit::tool(env!("CARGO_BIN_EXE_warmup-merge"))
 }
 
 const GOOD: &str = r#"{"k": {"a": 1}}"#;
+const GOOD_MERGED: &str = "{\n  \"k\": {\n    \"a\": 1\n  }\n}\n";
 
 fn with_good(dir: &TempDir) -> String {
     dir.child("good.json").write_str(GOOD).expect("write");
     dir.child("good.json").path().display().to_string()
 }
 
-fn skips(content: &[u8], reason: &str) {
-    let dir = TempDir::new().expect("tempdir");
-    let good = with_good(&dir);
-    dir.child("bad.json").write_binary(content).expect("write");
-    let bad = dir.child("bad.json");
-    merge()
-        .arg(&good)
-        .arg(bad.path())
-        .assert()
-        .code(0)
-        .stdout("{\n  \"k\": {\n    \"a\": 1\n  }\n}\n")
-        .stderr(
-            contains("bad.json")
-                .and(contains(reason))
-                .and(contains("skipped")),
-        );
-    merge()
-        .arg("--strict")
-        .arg(&good)
-        .arg(bad.path())
-        .assert()
-        .code(2)
-        .stdout("")
-        .stderr(contains("--strict"));
-}
+/// Every input warmup-merge skips (and `--strict` refuses): what the file holds, and what the
+/// message must say about it. `None` is a file that is not there; `Some(None)` a folder.
+const SKIPPED: &[(&str, Option<&[u8]>, &str)] = &[
+    ("an empty file", Some(b""), "bad:"),
+    ("binary garbage", Some(b"\xff\xfe\x00garbage"), "not UTF-8"),
+    ("torn JSON", Some(b"{\"k\": {\"a\": [1, 2"), "bad:1:18: "),
+    ("an array", Some(b"[1, 2]"), "top level is an array"),
+    (
+        "a bucket not an object",
+        Some(br#"{"x": 3}"#),
+        "kernel \"x\" holds an integer",
+    ),
+    ("a missing file", None, "bad: cannot read"),
+];
 
 #[test]
-fn an_empty_file_is_skipped() {
-    skips(b"", "empty file");
-}
-
-#[test]
-fn binary_garbage_is_skipped() {
-    skips(b"\xff\xfe\x00garbage", "not UTF-8");
-}
-
-#[test]
-fn torn_json_is_skipped_with_line_and_column() {
-    skips(b"{\"k\": {\"a\": [1, 2", "bad.json:1:18: ");
-}
-
-#[test]
-fn an_array_top_level_is_skipped() {
-    skips(b"[1, 2]", "top level is an array");
-}
-
-#[test]
-fn a_bucket_that_is_not_an_object_is_skipped() {
-    skips(br#"{"x": 3}"#, "kernel \"x\" holds an integer");
-}
-
-#[test]
-fn a_missing_file_is_skipped() {
-    let dir = TempDir::new().expect("tempdir");
-    let good = with_good(&dir);
-    merge()
-        .arg(&good)
-        .arg(dir.child("missing.json").path())
-        .assert()
-        .code(0)
-        .stderr(contains("missing.json: cannot read"));
-    merge()
-        .args(["--strict", &good])
-        .arg(dir.child("missing.json").path())
-        .assert()
-        .code(2);
+fn bad_inputs_are_named_and_skipped_and_strict_refuses_them() {
+    for (what, content, reason) in SKIPPED {
+        let dir = TempDir::new().expect("tempdir");
+        let good = with_good(&dir);
+        let bad = dir.child("bad");
+        if let Some(content) = content {
+            bad.write_binary(content).expect("write");
+        }
+        merge()
+            .arg(&good)
+            .arg(bad.path())
+            .assert()
+            .code(0)
+            .stdout(GOOD_MERGED)
+            .stderr(contains(*reason).and(contains("skipped")));
+        let out = dir.child("out.json");
+        merge()
+            .arg("--strict")
+            .arg(&good)
+            .arg(bad.path())
+            .arg("-o")
+            .arg(out.path())
+            .assert()
+            .code(2)
+            .stdout("")
+            .stderr(contains("--strict"));
+        out.assert(predicate::path::missing());
+        let _ = what;
+    }
 }
 
 #[test]
@@ -103,6 +77,92 @@ fn a_folder_without_plan_is_skipped() {
         .assert()
         .code(0)
         .stderr(contains("folder without plan.json"));
+}
+
+/// Command lines refused before anything is read: exit 2, nothing written, and the message.
+#[test]
+fn usage_errors_are_exit_2_and_write_nothing() {
+    let dir = TempDir::new().expect("tempdir");
+    let good = with_good(&dir);
+    let d = dir.path().display().to_string();
+    dir.child("real").create_dir_all().expect("mkdir");
+    std::os::unix::fs::symlink(dir.child("real").path(), dir.child("link").path())
+        .expect("symlink");
+    let cases: &[(&[&str], &str)] = &[
+        (&[], "warmup-merge: error:"),
+        (&["--no-such-flag", &good], "warmup-merge: error:"),
+        (
+            &["-o", &format!("{d}/no/out.json"), &good],
+            "does not exist",
+        ),
+        (&["-o", &d, &good], "is a folder"),
+        (
+            &["--summary", "-", &good],
+            "-o and --summary all go to stdout",
+        ),
+        (
+            &["--conflicts", "-", &good],
+            "-o and --conflicts all go to stdout",
+        ),
+        (&["--in-scratch", &d, "-o", "x.json"], "--in-scratch"),
+        (
+            &[
+                "-o",
+                &format!("{d}/x"),
+                "--conflicts",
+                &format!("{d}/x"),
+                &good,
+            ],
+            "are one file",
+        ),
+        (
+            &[
+                "-o",
+                &format!("{d}/real/x"),
+                "--summary",
+                &format!("{d}/link/../real/x"),
+                &good,
+            ],
+            "are one file",
+        ),
+        (
+            &[
+                "-o",
+                &format!("{d}/real/x"),
+                "--conflicts",
+                &format!("{d}/link/x"),
+                &good,
+            ],
+            "are one file",
+        ),
+    ];
+    for (args, message) in cases {
+        let before = listing(dir.path());
+        merge()
+            .args(*args)
+            .assert()
+            .code(2)
+            .stdout("")
+            .stderr(contains(*message));
+        assert_eq!(listing(dir.path()), before, "{args:?} wrote something");
+    }
+}
+
+/// Every path under `dir`, for a before/after comparison.
+fn listing(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for entry in std::fs::read_dir(&d).expect("list") {
+            let path = entry.expect("entry").path();
+            if path.is_dir() && !path.is_symlink() {
+                todo.push(path.clone());
+            }
+            out.push(path);
+        }
+    }
+    out.sort();
+    out
 }
 
 #[test]
@@ -120,24 +180,6 @@ fn no_configs_is_exit_3_and_writes_nothing() {
         .code(3)
         .stderr(contains("no configs recovered"));
     out.assert(predicate::path::missing());
-}
-
-#[test]
-fn no_input_is_a_usage_error() {
-    merge().assert().code(2).stderr(contains("INPUT"));
-}
-
-#[test]
-fn a_missing_output_folder_is_exit_2() {
-    let dir = TempDir::new().expect("tempdir");
-    let good = with_good(&dir);
-    merge()
-        .arg(&good)
-        .arg("-o")
-        .arg(dir.child("no/out.json").path())
-        .assert()
-        .code(2)
-        .stderr(contains("does not exist"));
 }
 
 fn scratch(dir: &TempDir, op: &str) {
@@ -192,7 +234,7 @@ fn an_op_other_than_the_plans_is_exit_2() {
         .code(2)
         .stderr(contains("not \"bmm\""));
     merge()
-        .env("FLAGGEMS_PERF_CURRENT_OP", "mm")
+        .env("FLAGGEMS_PERF_CURRENT_OP", " mm ")
         .arg(dir.path())
         .assert()
         .code(0);
@@ -250,23 +292,27 @@ fn a_summary_file_is_written_when_nothing_was_recovered() {
 }
 
 #[test]
-fn two_outputs_on_stdout_or_in_scratch_with_o_are_usage_errors() {
+fn an_output_that_cannot_be_written_leaves_the_others_unwritten() {
     let dir = TempDir::new().expect("tempdir");
     let good = with_good(&dir);
-    merge()
-        .args(["--summary", "-", &good])
-        .assert()
-        .code(2)
-        .stdout("")
-        .stderr(contains("-o and --summary all go to stdout"));
-    merge()
-        .args([
-            "--in-scratch",
-            &dir.path().display().to_string(),
-            "-o",
-            "x.json",
-        ])
-        .assert()
-        .code(2)
-        .stderr(contains("--in-scratch"));
+    let out = dir.child("out.json");
+    // /proc exists, so the check before reading passes, but no file can be made there, not even
+    // by root: the write itself fails, after -o's was written.
+    for late in [
+        ["--conflicts", "/proc/warmup-merge-test.json"],
+        ["--summary", "/proc/warmup-merge-test.txt"],
+    ] {
+        out.write_str("old").expect("seed");
+        merge()
+            .arg(&good)
+            .arg("-o")
+            .arg(out.path())
+            .args(late)
+            .assert()
+            .code(2)
+            .stdout("")
+            .stderr(contains("/proc"));
+        out.assert("old");
+        assert_eq!(listing(dir.path()).len(), 2, "temporaries left behind");
+    }
 }

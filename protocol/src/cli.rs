@@ -1,8 +1,13 @@
-//! Command-line plumbing every tool shares: parsing, and the shell completions and man pages
-//! that `make install` generates from the same clap definitions the tools parse with.
+//! Command-line plumbing every tool shares: parsing (usage errors named by the tool, exit 2),
+//! the `--op` argument, and the shell completions and man pages that `make install` generates
+//! from the same clap definitions the tools parse with.
 
+use crate::env::{CURRENT_OP, DEFAULT_OP};
+use crate::plan::Plan;
+use anyhow::{bail, Result};
 use clap::Parser;
 use std::io::Write;
+use std::path::Path;
 
 /// The hidden first argument that prints a generated asset instead of running the tool:
 /// `--generate=bash|zsh|fish|man`. `make install` calls it; it is not part of the contract.
@@ -13,7 +18,54 @@ pub fn after_help(examples: &str) -> String {
     format!("{examples}\n\n{}", crate::exit::EXIT_STATUS_HELP)
 }
 
-/// Parses the tool's arguments, or prints a completion script or man page and exits 0.
+/// `--op OP`, one argument for every tool (`#[command(flatten)]`), so that each reads
+/// [`CURRENT_OP`] and trims it by the same rule, and each `--help` says so alike.
+#[derive(Debug, Clone, Default, PartialEq, Eq, clap::Args)]
+pub struct OpArg {
+    /// The op: its entry in the shape file, its record file <op>.json. Trimmed; blank means
+    /// unset [default: the plan's op where a plan is read, else "default"]
+    #[arg(long = "op", value_name = "OP", env = CURRENT_OP)]
+    op: Option<String>,
+}
+
+impl OpArg {
+    /// `--op` as if given as `op` (`None`: not given), for callers of a tool's `run`.
+    pub fn new(op: Option<&str>) -> Self {
+        OpArg {
+            op: op.map(str::to_owned),
+        }
+    }
+
+    /// The op given by `--op` or [`CURRENT_OP`], trimmed; `None` when unset or blank.
+    pub fn given(&self) -> Option<&str> {
+        self.op
+            .as_deref()
+            .map(str::trim)
+            .filter(|op| !op.is_empty())
+    }
+
+    /// The op as the harness derives it: the one given, else [`DEFAULT_OP`].
+    pub fn name(&self) -> &str {
+        self.given().unwrap_or(DEFAULT_OP)
+    }
+
+    /// The plan's op, checked against the one given, if any: the records and shards of another
+    /// op than the plan's would be the wrong ones.
+    pub fn for_plan<'p>(&self, plan: &'p Plan, plan_path: &Path) -> Result<&'p str> {
+        match self.given() {
+            Some(op) if op != plan.op => bail!(
+                "{}: the plan is for op {:?}, not {op:?}; drop --op (and {CURRENT_OP}) or give \
+                 the matching op",
+                plan_path.display(),
+                plan.op
+            ),
+            _ => Ok(&plan.op),
+        }
+    }
+}
+
+/// Parses the tool's arguments, or prints a completion script or man page and exits 0. A usage
+/// error is printed as `TOOL: error: ...`, like every other message of the tool, and exits 2.
 pub fn parse<A: Parser>() -> A {
     if let Some(kind) = std::env::args()
         .nth(1)
@@ -28,7 +80,15 @@ pub fn parse<A: Parser>() -> A {
         };
         std::process::exit(code);
     }
-    A::parse()
+    A::try_parse().unwrap_or_else(|err| {
+        if !err.use_stderr() {
+            // --help and --version: clap prints them to stdout and exits 0.
+            err.exit();
+        }
+        let name = A::command().get_name().to_owned();
+        eprint!("{name}: {}", err.render());
+        std::process::exit(i32::from(crate::exit::USAGE));
+    })
 }
 
 /// Writes the completion script for `kind` (`bash`, `zsh`, `fish`) or the man page (`man`).
@@ -44,4 +104,17 @@ pub fn generate(mut cmd: clap::Command, kind: &str, out: &mut dyn Write) -> anyh
     };
     clap_complete::generate(shell, &mut cmd, name, out);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_blank_op_means_default() {
+        assert_eq!(OpArg::new(None).name(), "default");
+        assert_eq!(OpArg::new(Some("  \t")).name(), "default");
+        assert_eq!(OpArg::new(Some("  \t")).given(), None);
+        assert_eq!(OpArg::new(Some(" mm \n")).name(), "mm");
+    }
 }

@@ -2,7 +2,7 @@
 //!
 //! These are the harness's names; the tools take them as defaults, never as the only way in.
 
-/// Op name, trimmed; empty or unset means [`DEFAULT_OP`].
+/// Op name, trimmed; empty or unset means [`DEFAULT_OP`] (the rule: `cli::OpArg`).
 pub const CURRENT_OP: &str = "FLAGGEMS_PERF_CURRENT_OP";
 /// GPUs asked for; unset, not an integer, or < 2 disables the warmup.
 pub const GPUS: &str = "PARALLEL_WARMUP_GPUS";
@@ -21,33 +21,5 @@ pub const COLOR: &str = "FLAGGEMS_PERF_COLOR";
 /// The vendor FlagGems runs on; `warmup-spawn --backend auto` follows it when set.
 pub const VENDOR: &str = "FLAGGEMS_VENDOR";
 
-/// The op name used when [`CURRENT_OP`] is unset or blank.
+/// The op name used when `--op` and [`CURRENT_OP`] are unset or blank.
 pub const DEFAULT_OP: &str = "default";
-
-/// The op name as the harness derives it: trimmed, and [`DEFAULT_OP`] when blank.
-pub fn op_name(raw: Option<&str>) -> String {
-    match raw.map(str::trim) {
-        Some(op) if !op.is_empty() => op.to_owned(),
-        _ => DEFAULT_OP.to_owned(),
-    }
-}
-
-/// The op name from `--op` if given, else from [`CURRENT_OP`] in this process's environment.
-pub fn op_from(flag: Option<&str>) -> String {
-    match flag {
-        Some(op) => op_name(Some(op)),
-        None => op_name(std::env::var(CURRENT_OP).ok().as_deref()),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn blank_op_means_default() {
-        assert_eq!(op_name(None), "default");
-        assert_eq!(op_name(Some("  \t")), "default");
-        assert_eq!(op_name(Some(" mm \n")), "mm");
-    }
-}

@@ -9,6 +9,8 @@ pub const PLAN: &str = "plan.json";
 pub const MERGED: &str = "merged.json";
 /// `SCRATCH/conflicts.json`, relative to the scratch folder.
 pub const CONFLICTS: &str = "conflicts.json";
+/// `SCRATCH/.lock`, relative to the scratch folder: the scratch lock's file.
+pub const LOCK: &str = ".lock";
 
 /// The scratch folder of one run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,6 +41,11 @@ impl Scratch {
     /// `SCRATCH/conflicts.json`: the conflicts list `warmup-merge --in-scratch` writes.
     pub fn conflicts(&self) -> PathBuf {
         self.root.join(CONFLICTS)
+    }
+
+    /// `SCRATCH/.lock`: the file the scratch lock is taken on (see [`Scratch::lock`]).
+    pub fn lock_file(&self) -> PathBuf {
+        self.root.join(LOCK)
     }
 
     /// `SCRATCH/w<i>`.

@@ -6,6 +6,7 @@ pub mod record;
 pub mod replay;
 
 use anyhow::{bail, Context, Result};
+use protocol::cli::OpArg;
 use protocol::env::RECORD_DIR;
 use protocol::layout::Scratch;
 use protocol::Status;
@@ -30,9 +31,8 @@ DIR is --record-dir, else $FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR when set and not bl
 #[derive(Debug, clap::Parser)]
 #[command(name = TOOL, version, after_long_help = protocol::cli::after_help(EXAMPLES))]
 pub struct Args {
-    /// Op name: the file written is DIR/<op>.json [default: `default`]
-    #[arg(long, env = protocol::env::CURRENT_OP)]
-    pub op: Option<String>,
+    #[command(flatten)]
+    pub op: OpArg,
 
     /// Folder to publish into [default: $FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR when not blank]
     #[arg(long, value_name = "DIR")]
@@ -53,7 +53,7 @@ pub struct Args {
 }
 
 pub fn run(args: &Args) -> Result<Status> {
-    let op = protocol::env::op_from(args.op.as_deref());
+    let op = args.op.name();
     if op.contains(['/', '\0']) || op == "." || op == ".." {
         bail!("op {op:?} cannot be a file name; give --op a plain name such as mm");
     }
@@ -63,15 +63,15 @@ pub fn run(args: &Args) -> Result<Status> {
         args.merged.clone()
     };
     let merged = record::read(&source)?;
-    if merged.configs == 0 {
+    if merged.counts.configs == 0 {
         eprintln!(
-            "{TOOL}: {}: no configs ({} kernel(s)); nothing written",
+            "{TOOL}: {}: no configs ({}); nothing written",
             if source.as_os_str() == "-" {
                 "<stdin>".into()
             } else {
                 source.display().to_string()
             },
-            merged.kernels
+            merged.counts
         );
         return Ok(Status::NothingToDo);
     }
@@ -89,12 +89,7 @@ pub fn run(args: &Args) -> Result<Status> {
     out.write_all(&env)
         .and_then(|()| out.flush())
         .context("writing to stdout")?;
-    eprintln!(
-        "{TOOL}: wrote {} kernel(s), {} config(s) to {}",
-        merged.kernels,
-        merged.configs,
-        file.display()
-    );
+    eprintln!("{TOOL}: wrote {} to {}", merged.counts, file.display());
     Ok(Status::Done)
 }
 

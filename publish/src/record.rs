@@ -3,7 +3,7 @@
 //! fail, or silently sweep again, far from the step that broke it.
 
 use anyhow::{bail, Context, Result};
-use protocol::pyjson::{self, Value};
+use protocol::records::{Counts, Records};
 use std::io::Read;
 use std::path::Path;
 
@@ -11,8 +11,7 @@ use std::path::Path;
 #[derive(Debug)]
 pub struct Merged {
     pub bytes: Vec<u8>,
-    pub kernels: usize,
-    pub configs: usize,
+    pub counts: Counts,
 }
 
 /// Reads MERGED (`-` is stdin) and checks its shape; the error names the file and position.
@@ -34,58 +33,12 @@ pub fn read(path: &Path) -> Result<Merged> {
         })?;
         (name, bytes)
     };
-    let (kernels, configs) = check(&bytes).map_err(|why| anyhow::anyhow!("{name}{why}"))?;
-    Ok(Merged {
-        bytes,
-        kernels,
-        configs,
-    })
-}
-
-/// Counts kernels and configs, or says (starting with `:` or `: `) what is wrong.
-fn check(bytes: &[u8]) -> std::result::Result<(usize, usize), String> {
-    let text = std::str::from_utf8(bytes).map_err(|e| {
-        format!(
-            ": not UTF-8 text (bad byte at offset {}); give the file warmup-merge wrote",
-            e.valid_up_to()
-        )
-    })?;
-    let value = pyjson::loads(text)
-        .map_err(|e| format!(":{e}; not a JSON record file, rerun warmup-merge"))?;
-    let Value::Object(buckets) = &value else {
-        return Err(format!(
-            ": top level is {}, not an object {{kernel: {{key: config}}}}",
-            value.kind()
-        ));
+    let counts = match Records::parse(&bytes) {
+        Ok(records) => match records.bad_buckets.first() {
+            Some(bad) => bail!("{name}: {bad}; give the file warmup-merge wrote"),
+            None => records.counts(),
+        },
+        Err(why) => bail!("{}; give the file warmup-merge wrote", why.located(&name)),
     };
-    for (kernel, bucket) in buckets {
-        if !matches!(bucket, Value::Object(_)) {
-            return Err(format!(
-                ": kernel {kernel:?} holds {}, not an object {{key: config}}",
-                bucket.kind()
-            ));
-        }
-    }
-    Ok((buckets.len(), pyjson::count_configs(&value)))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_record_file_is_counted() {
-        assert_eq!(check(br#"{"k": {"a": 1, "b": 2}, "e": {}}"#), Ok((2, 2)));
-    }
-
-    #[test]
-    fn wrong_shapes_are_named() {
-        let why = check(br#"{"k": [1]}"#).expect_err("bucket");
-        assert!(why.contains("\"k\" holds an array"), "{why}");
-        let why = check(b"[]").expect_err("top");
-        assert!(why.contains("top level is an array"), "{why}");
-        let why = check(b"{\n\"k\": ").expect_err("torn");
-        assert!(why.starts_with(":2:6: "), "{why}");
-        assert!(check(b"\xff\xfe").is_err());
-    }
+    Ok(Merged { bytes, counts })
 }

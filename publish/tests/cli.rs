@@ -8,55 +8,36 @@ use predicates::prelude::*;
 use predicates::str::contains;
 
 fn publish() -> Command {
-    let mut cmd = Command::cargo_bin("warmup-publish").expect("binary built");
-    for (key, _) in std::env::vars() {
-        if key.starts_with("FLAGGEMS_") || key.starts_with("PARALLEL_WARMUP_") {
-            cmd.env_remove(key);
-        }
-    }
-    cmd
+    testkit::tool(env!("CARGO_BIN_EXE_warmup-publish"))
 }
 
 const MERGED: &str = "{\n  \"k\": {\n    \"a\": NaN\n  }\n}\n";
 
-fn refused(content: &[u8], reason: &str) {
-    let dir = TempDir::new().expect("tempdir");
-    dir.child("m.json").write_binary(content).expect("write");
-    let rec = dir.child("rec");
-    publish()
-        .arg("--record-dir")
-        .arg(rec.path())
-        .arg(dir.child("m.json").path())
-        .assert()
-        .code(2)
-        .stdout("")
-        .stderr(contains("m.json").and(contains(reason)));
-    rec.assert(predicate::path::missing());
-}
+/// Every MERGED warmup-publish refuses: what it holds and what the message must say.
+const REFUSED: &[(&[u8], &str)] = &[
+    (b"", "m.json: empty file"),
+    (b"\x00\x9f\x92", "not UTF-8"),
+    (b"{\"k\": {\"a\": 1", "m.json:1:14: expecting ',' delimiter"),
+    (b"[]", "top level is an array"),
+    (br#"{"k": "x"}"#, "kernel \"k\" holds a string"),
+];
 
 #[test]
-fn an_empty_file_is_refused() {
-    refused(b"", "1:1: expecting value");
-}
-
-#[test]
-fn binary_garbage_is_refused() {
-    refused(b"\x00\x9f\x92", "not UTF-8");
-}
-
-#[test]
-fn torn_json_is_refused() {
-    refused(b"{\"k\": {\"a\": 1", "m.json:1:14: expecting ',' delimiter");
-}
-
-#[test]
-fn an_array_top_level_is_refused() {
-    refused(b"[]", "top level is an array");
-}
-
-#[test]
-fn a_bucket_that_is_not_an_object_is_refused() {
-    refused(br#"{"k": "x"}"#, "kernel \"k\" holds a string");
+fn bad_merged_files_are_refused_and_nothing_is_written() {
+    for (content, reason) in REFUSED {
+        let dir = TempDir::new().expect("tempdir");
+        dir.child("m.json").write_binary(content).expect("write");
+        let rec = dir.child("rec");
+        publish()
+            .arg("--record-dir")
+            .arg(rec.path())
+            .arg(dir.child("m.json").path())
+            .assert()
+            .code(2)
+            .stdout("")
+            .stderr(contains(*reason).and(contains("warmup-merge")));
+        rec.assert(predicate::path::missing());
+    }
 }
 
 #[test]

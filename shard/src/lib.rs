@@ -28,9 +28,8 @@ const EXAMPLES: &str = "EXAMPLES:
 #[derive(Debug, clap::Parser)]
 #[command(name = TOOL, version, after_long_help = protocol::cli::after_help(EXAMPLES))]
 pub struct Args {
-    /// The op whose shapes to split [default: $FLAGGEMS_PERF_CURRENT_OP trimmed, else "default"]
-    #[arg(long)]
-    pub op: Option<String>,
+    #[command(flatten)]
+    pub op: protocol::cli::OpArg,
     /// How many shards to make at most (fewer when the op has fewer shapes)
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub shards: u64,
@@ -43,7 +42,7 @@ pub struct Args {
 }
 
 pub fn run(args: &Args) -> Result<Status> {
-    let op = protocol::env::op_from(args.op.as_deref());
+    let op = args.op.name().to_owned();
     let path = &args.shape_file;
     let name = path.display().to_string();
     if path.is_dir() {
@@ -70,6 +69,7 @@ fn write(args: &Args, op: &str, source: PathBuf, cut: &Split) -> Result<Status> 
     let scratch = Scratch::new(&args.out);
     std::fs::create_dir_all(scratch.root())
         .with_context(|| format!("creating scratch folder {}", args.out.display()))?;
+    let _lock = scratch.lock()?;
     let replacing = scratch.plan().exists();
     for (i, piece) in cut.pieces.iter().enumerate() {
         let dir = scratch.worker(i);

@@ -63,6 +63,9 @@ FILES:
     after_long_help = protocol::cli::after_help(EXAMPLES)
 )]
 pub struct Args {
+    #[command(flatten)]
+    pub op: protocol::cli::OpArg,
+
     /// The plan warmup-shard wrote (SCRATCH/plan.json)
     #[arg(long, value_name = "PLAN", required_unless_present = "list_devices")]
     pub plan: Option<PathBuf>,
@@ -140,6 +143,7 @@ pub fn run(args: &Args) -> Result<Status> {
         .as_deref()
         .context("--plan is required: give the plan.json warmup-shard wrote")?;
     let (mut plan, scratch) = Plan::load(plan_path)?;
+    args.op.for_plan(&plan, plan_path)?;
     let root = std::path::absolute(scratch.root())
         .with_context(|| format!("resolving {}", scratch.root().display()))?;
     let scratch = Scratch::new(root);
@@ -194,6 +198,7 @@ pub fn run(args: &Args) -> Result<Status> {
 
     // Before any child starts, so that a shard a signal keeps from starting leaves nothing
     // of an earlier run behind either: a missing status.json means "not started".
+    let _lock = scratch.lock()?;
     for job in &jobs {
         scratch.clear_outputs(job.shard)?;
     }

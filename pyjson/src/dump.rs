@@ -34,7 +34,7 @@ pub(super) fn write_value(out: &mut String, value: &Value, level: usize) {
         Value::Bool(false) => out.push_str("false"),
         Value::Int(text) => out.push_str(text),
         Value::Float(f) => write_float(out, *f),
-        Value::Str(s) => write_str(out, s),
+        Value::Str(s) => out.push_str(s.json()),
         Value::Array(items) if items.is_empty() => out.push_str("[]"),
         Value::Array(items) => {
             out.push('[');
@@ -56,7 +56,7 @@ pub(super) fn write_value(out: &mut String, value: &Value, level: usize) {
                     out.push(',');
                 }
                 newline_indent(out, level + 1);
-                write_str(out, key);
+                out.push_str(key.json());
                 out.push_str(": ");
                 write_value(out, item, level + 1);
             }
@@ -72,27 +72,40 @@ pub(super) fn write_str(out: &mut String, s: &str) {
     out.push('"');
     let mut run = 0;
     for (i, b) in s.bytes().enumerate() {
-        let esc = match b {
-            b'"' => "\\\"",
-            b'\\' => "\\\\",
-            b'\n' => "\\n",
-            b'\r' => "\\r",
-            b'\t' => "\\t",
-            0x08 => "\\b",
-            0x0c => "\\f",
-            0..=0x1f => "",
-            _ => continue,
-        };
-        out.push_str(&s[run..i]);
-        if esc.is_empty() {
-            let _ = write!(out, "\\u{b:04x}");
-        } else {
-            out.push_str(esc);
+        if b == b'"' || b == b'\\' || b < 0x20 {
+            out.push_str(&s[run..i]);
+            write_escape(out, b);
+            run = i + 1;
         }
-        run = i + 1;
     }
     out.push_str(&s[run..]);
     out.push('"');
+}
+
+/// One character of a string as [`write_str`] writes it.
+pub(super) fn write_char(out: &mut String, c: char) {
+    match u8::try_from(c) {
+        Ok(b) if b == b'"' || b == b'\\' || b < 0x20 => write_escape(out, b),
+        _ => out.push(c),
+    }
+}
+
+/// The escape `dumps` writes for `"`, `\` or a control character `b`.
+fn write_escape(out: &mut String, b: u8) {
+    let esc = match b {
+        b'"' => "\\\"",
+        b'\\' => "\\\\",
+        b'\n' => "\\n",
+        b'\r' => "\\r",
+        b'\t' => "\\t",
+        0x08 => "\\b",
+        0x0c => "\\f",
+        _ => {
+            let _ = write!(out, "\\u{b:04x}");
+            return;
+        }
+    };
+    out.push_str(esc);
 }
 
 /// A float as Python's `json` writes it: `repr(f)` (shortest digits that read back the same,
@@ -246,7 +259,8 @@ fn may_tie(a: f64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pyjson::tests::load;
+    use crate::tests::load;
+    use crate::PyStr;
 
     #[test]
     fn float_repr_matches_python() {
@@ -293,7 +307,9 @@ mod tests {
 
     #[test]
     fn strings_escape_only_what_python_escapes() {
-        let v = Value::Str("q\"b\\n\n\r\t\u{8}\u{c}\u{1}\u{1f}\u{7f}\u{2028}é😀/".into());
+        let v = Value::Str(PyStr::new(
+            "q\"b\\n\n\r\t\u{8}\u{c}\u{1}\u{1f}\u{7f}\u{2028}é😀/",
+        ));
         assert_eq!(
             dumps(&v),
             "\"q\\\"b\\\\n\\n\\r\\t\\b\\f\\u0001\\u001f\u{7f}\u{2028}é😀/\"\n"

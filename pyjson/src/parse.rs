@@ -1,9 +1,11 @@
 //! The strict parser behind `json.loads`: what Python accepts and rejects, with its errors, and
 //! the cursor that the outline and the text comparison walk documents with.
 
-use super::{Error, Value};
-use crate::fxhash::FxHashMap;
+use super::dump::write_char;
+use super::{Error, PyStr, Value};
+use rustc_hash::FxHashMap;
 use std::convert::identity;
+use std::fmt::Write as _;
 
 /// Deeper nesting than this is an error rather than a stack overflow (Python raises
 /// `RecursionError` at about the same depth).
@@ -185,7 +187,7 @@ impl<'a> Parser<'a> {
             entries.push((key, p.value()?));
             Ok(())
         })?;
-        let found = repeats(entries.iter().map(|(k, _)| k.as_str()));
+        let found = repeats(entries.iter().map(|(k, _)| k.json()));
         dedup(&mut entries, found);
         Ok(Value::Object(entries))
     }
@@ -248,12 +250,22 @@ impl<'a> Parser<'a> {
         Ok((&self.text[start..i], i == int_end))
     }
 
-    /// The string whose opening quote is at `pos`, unescaped.
-    pub(super) fn string(&mut self) -> Result<String, Fail> {
+    /// The string whose opening quote is at `pos`.
+    pub(super) fn string(&mut self) -> Result<PyStr, Fail> {
+        let mut json = String::new();
+        self.string_text(&mut json)?;
+        Ok(PyStr(json))
+    }
+
+    /// Appends the [`PyStr`] text (what `dumps` writes, quotes included) of the string whose
+    /// opening quote is at `pos`: runs without escapes are copied, escapes are decoded and
+    /// written again as `dumps` writes their characters. A `\uXXXX` surrogate that does not
+    /// pair up, which Python keeps in its `str`, stays an escape, in lowercase.
+    pub(super) fn string_text(&mut self, out: &mut String) -> Result<(), Fail> {
         let quote = self.pos;
         let unterminated = || (quote, "unterminated string".to_owned());
         let b = self.bytes;
-        let mut out = String::new();
+        out.push('"');
         let mut i = quote + 1;
         loop {
             let run = i;
@@ -265,7 +277,8 @@ impl<'a> Parser<'a> {
                 None => return Err(unterminated()),
                 Some(b'"') => {
                     self.pos = i + 1;
-                    return Ok(out);
+                    out.push('"');
+                    return Ok(());
                 }
                 Some(b'\\') => {
                     let esc = *b.get(i + 1).ok_or_else(unterminated)?;
@@ -282,7 +295,7 @@ impl<'a> Parser<'a> {
                         _ => return Err((i, "invalid \\escape".into())),
                     };
                     if let Some(c) = simple {
-                        out.push(c);
+                        write_char(out, c);
                         i += 2;
                         continue;
                     }
@@ -290,28 +303,34 @@ impl<'a> Parser<'a> {
                         .hex4(i + 2)
                         .ok_or((i, "invalid \\uXXXX escape".into()))?;
                     i += 6;
-                    let code = match unit {
-                        0xD800..=0xDBFF => {
-                            let low = (b.get(i) == Some(&b'\\') && b.get(i + 1) == Some(&b'u'))
-                                .then(|| self.hex4(i + 2))
-                                .flatten()
-                                .filter(|u| (0xDC00..=0xDFFF).contains(u));
-                            match low {
-                                Some(low) => {
-                                    i += 6;
-                                    0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00)
-                                }
-                                None => return Err(lone_surrogate(i - 6, unit)),
-                            }
+                    let low = (0xD800..=0xDBFF)
+                        .contains(&unit)
+                        .then(|| self.low_surrogate(i))
+                        .flatten();
+                    match low.map(|low| 0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00)) {
+                        Some(pair) => {
+                            i += 6;
+                            out.extend(char::from_u32(pair));
                         }
-                        0xDC00..=0xDFFF => return Err(lone_surrogate(i - 6, unit)),
-                        _ => unit,
-                    };
-                    out.push(char::from_u32(code).ok_or((i, "invalid \\uXXXX escape".into()))?);
+                        None => match char::from_u32(unit) {
+                            Some(c) => write_char(out, c),
+                            None => {
+                                let _ = write!(out, "\\u{unit:04x}");
+                            }
+                        },
+                    }
                 }
                 Some(_) => return Err((i, "invalid control character in string".into())),
             }
         }
+    }
+
+    /// The low surrogate of a `\uXXXX` escape at `at`, if one is there.
+    fn low_surrogate(&self, at: usize) -> Option<u32> {
+        (self.bytes.get(at) == Some(&b'\\') && self.bytes.get(at + 1) == Some(&b'u'))
+            .then(|| self.hex4(at + 2))
+            .flatten()
+            .filter(|u| (0xDC00..=0xDFFF).contains(u))
     }
 
     fn hex4(&self, at: usize) -> Option<u32> {
@@ -321,13 +340,6 @@ impl<'a> Parser<'a> {
         }
         u32::from_str_radix(std::str::from_utf8(digits).ok()?, 16).ok()
     }
-}
-
-fn lone_surrogate(at: usize, unit: u32) -> Fail {
-    (
-        at,
-        format!("lone surrogate \\u{unit:04x} cannot be written as UTF-8"),
-    )
 }
 
 /// An int's text as Python prints the int: `-0` is `0`; too many digits is Python's error.
@@ -394,22 +406,30 @@ pub(super) fn dedup<K, V>(entries: &mut Vec<(K, V)>, repeats: Vec<(usize, usize)
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pyjson::tests::{err, load};
+    use crate::tests::{err, load};
 
     #[test]
-    fn escapes_and_surrogate_pairs_decode() {
-        assert_eq!(
-            load(r#""\ud83d\ude00 \u00e9 \/ \b""#),
-            Value::Str("😀 é / \u{8}".into())
-        );
-        assert_eq!(load(r#""\u00E9""#), Value::Str("é".into()));
+    fn escapes_decode_to_the_text_dumps_writes() {
+        let text = |s: &str| match load(s) {
+            Value::Str(s) => s.json().to_owned(),
+            other => panic!("not a string: {other:?}"),
+        };
+        assert_eq!(text(r#""\ud83d\ude00 \u00e9 \/ \b""#), "\"😀 é / \\b\"");
+        assert_eq!(text(r#""\u00E9\u0022\u005c\u001F""#), r#""é\"\\\u001f""#);
     }
 
     #[test]
-    fn lone_surrogates_are_errors() {
-        assert!(err(r#""\ud800""#).message.contains("lone surrogate"));
-        assert!(err(r#""\udc00x""#).message.contains("lone surrogate"));
-        assert!(err(r#""\ud800\u0041""#).message.contains("lone surrogate"));
+    fn lone_surrogates_are_kept_as_python_keeps_them() {
+        let text = |s: &str| match load(s) {
+            Value::Str(s) => s.json().to_owned(),
+            other => panic!("not a string: {other:?}"),
+        };
+        assert_eq!(text(r#""\ud800""#), r#""\ud800""#);
+        assert_eq!(text(r#""\uDC00x""#), r#""\udc00x""#);
+        assert_eq!(text(r#""\ud800\u0041""#), r#""\ud800A""#);
+        assert_eq!(text(r#""\ud800\ud800\udc00""#), "\"\\ud800\u{10000}\"");
+        assert_eq!(load(r#""\ud800""#), load(r#""\uD800""#));
+        assert_ne!(load(r#""\ud800""#), load(r#""\\ud800""#));
     }
 
     #[test]
@@ -470,16 +490,17 @@ mod tests {
     fn repeated_keys_keep_first_position_and_last_value() {
         let v = load(r#"{"a": 1, "b": 2, "a": 3}"#);
         let want = Value::Object(vec![
-            ("a".into(), Value::Int("3".into())),
-            ("b".into(), Value::Int("2".into())),
+            (PyStr::new("a"), Value::Int("3".into())),
+            (PyStr::new("b"), Value::Int("2".into())),
         ]);
         assert_eq!(v, want);
         let many: Vec<String> = (0..20).map(|i| format!("\"k{}\": {i}", i % 7)).collect();
         let Value::Object(entries) = load(&format!("{{{}}}", many.join(","))) else {
             panic!("not an object");
         };
-        let keys: Vec<&str> = entries.iter().map(|(k, _)| k.as_str()).collect();
-        assert_eq!(keys, ["k0", "k1", "k2", "k3", "k4", "k5", "k6"]);
+        let keys: Vec<&str> = entries.iter().map(|(k, _)| k.json()).collect();
+        let want: Vec<String> = (0..7).map(|i| format!("\"k{i}\"")).collect();
+        assert_eq!(keys, want);
         assert_eq!(entries[0].1, Value::Int("14".into()));
     }
 }

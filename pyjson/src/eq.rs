@@ -2,8 +2,8 @@
 //! which warmup-merge compares a config's copies with, mostly without parsing them.
 
 use super::parse::Parser;
-use super::{loads, Value};
-use crate::fxhash::FxHashMap;
+use super::{loads, PyStr, Value};
+use rustc_hash::FxHashMap;
 
 /// Python's `a == b` on two values `json.loads` returned.
 ///
@@ -89,7 +89,7 @@ fn eq(a: &Value, b: &Value, nested: bool) -> bool {
     }
 }
 
-fn object_eq(x: &[(String, Value)], y: &[(String, Value)]) -> bool {
+fn object_eq(x: &[(PyStr, Value)], y: &[(PyStr, Value)]) -> bool {
     if x.len() <= 8 {
         return x.iter().all(|(k, v)| {
             y.iter()
@@ -97,9 +97,9 @@ fn object_eq(x: &[(String, Value)], y: &[(String, Value)]) -> bool {
                 .is_some_and(|(_, w)| eq(v, w, true))
         });
     }
-    let index: FxHashMap<&str, &Value> = y.iter().map(|(k, v)| (k.as_str(), v)).collect();
+    let index: FxHashMap<&str, &Value> = y.iter().map(|(k, v)| (k.json(), v)).collect();
     x.iter()
-        .all(|(k, v)| index.get(k.as_str()).is_some_and(|w| eq(v, w, true)))
+        .all(|(k, v)| index.get(k.json()).is_some_and(|w| eq(v, w, true)))
 }
 
 enum Num<'a> {
@@ -157,8 +157,8 @@ impl<'a> Parser<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pyjson::dump::write_value;
-    use crate::pyjson::tests::load;
+    use crate::dump::write_value;
+    use crate::tests::load;
 
     #[test]
     fn equality_is_pythons() {
@@ -221,5 +221,7 @@ mod tests {
         assert!(!eq(r#"["a\"b"]"#, r#"["a\"c"]"#));
         assert!(!eq("9007199254740993", "9007199254740992.0"));
         assert!(eq("[1e400]", "[Infinity]"));
+        assert!(eq(r#"["\ud800"]"#, r#"["\uD800"]"#));
+        assert!(!eq(r#"["\ud800"]"#, r#"["\udc00"]"#));
     }
 }

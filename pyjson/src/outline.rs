@@ -2,7 +2,7 @@
 //! document, and every value below a chosen depth only as its `dumps` text, copied straight
 //! from the input where it already is that text.
 
-use super::dump::{newline_indent, write_float, write_str, write_value};
+use super::dump::{newline_indent, write_float, write_value};
 use super::parse::{canonical_int, dedup, parse_document, repeats, Fail, Parser};
 use super::Error;
 use std::convert::identity;
@@ -49,13 +49,7 @@ impl<'a> Parser<'a> {
         let mut entries = Vec::new();
         self.items(b'}', identity, |p| {
             let start = out.len();
-            p.key(|p| {
-                match p.plain_string() {
-                    Some(key) => out.push_str(key),
-                    None => write_str(out, &p.string()?),
-                }
-                Ok(())
-            })?;
+            p.key(|p| p.string_text(out))?;
             let key = start..out.len();
             entries.push((key, p.outline(level + 1, depth, out)?));
             Ok(())
@@ -81,12 +75,12 @@ impl<'a> Parser<'a> {
         Ok(())
     }
 
-    /// [`Self::value_text`] without a tree: text that is already what `dumps` writes (strings
-    /// without escapes, ints, words) is copied, floats are rewritten in repr's form. `None`
-    /// where that does not suffice.
+    /// [`Self::value_text`] without a tree: text that is already what `dumps` writes (ints,
+    /// words, strings without escapes) is copied, strings with escapes and floats are rewritten
+    /// in `dumps`'s form. `None` where that does not suffice.
     fn copy_text(&mut self, out: &mut String, level: usize) -> Option<()> {
         match *self.bytes.get(self.pos)? {
-            b'"' => out.push_str(self.plain_string()?),
+            b'"' => self.string_text(out).ok()?,
             b'{' => self.object_text(out, level)?,
             b'[' => self.container_text(out, level, b']', |p, out| p.copy_text(out, level + 1))?,
             b'n' => self.copy_word("null", out)?,
@@ -116,37 +110,22 @@ impl<'a> Parser<'a> {
         })
     }
 
-    /// The string at `pos`, quotes included, when it holds no escape (so `dumps` writes it
-    /// back unchanged); `None`, not moving, otherwise.
-    fn plain_string(&mut self) -> Option<&'a str> {
-        let b = self.bytes;
-        if b.get(self.pos) != Some(&b'"') {
-            return None;
-        }
-        let mut i = self.pos + 1;
-        while i < b.len() && b[i] != b'"' && b[i] != b'\\' && b[i] >= 0x20 {
-            i += 1;
-        }
-        if b.get(i) != Some(&b'"') {
-            return None;
-        }
-        let text = &self.text[self.pos..=i];
-        self.pos = i + 1;
-        Some(text)
-    }
-
     fn object_text(&mut self, out: &mut String, level: usize) -> Option<()> {
         // Configs hold a few keys; a bigger object is left to the tree and its hashed dedup.
-        let mut keys = [""; 16];
+        let mut keys = [(0, 0); 16];
         let mut n = 0;
         self.container_text(out, level, b'}', |p, out| {
-            let key = p.plain_string()?;
-            if n == keys.len() || keys[..n].contains(&key) {
+            if n == keys.len() || p.bytes.get(p.pos) != Some(&b'"') {
                 return None;
             }
-            keys[n] = key;
+            let start = out.len();
+            p.string_text(out).ok()?;
+            let key = &out[start..];
+            if keys[..n].iter().any(|&(a, b)| &out[a..b] == key) {
+                return None;
+            }
+            keys[n] = (start, out.len());
             n += 1;
-            out.push_str(key);
             if !p.colon() {
                 return None;
             }
@@ -189,8 +168,8 @@ impl<'a> Parser<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pyjson::tests::{err, load};
-    use crate::pyjson::{dumps, Value, MAX_DEPTH};
+    use crate::tests::{err, load};
+    use crate::{Value, MAX_DEPTH};
 
     /// Checks an outline against the tree: same keys in the same order, texts as `dumps`.
     fn same_as_tree(out: &str, outline: &Outline, tree: &Value, level: usize) {
@@ -198,10 +177,7 @@ mod tests {
             (Outline::Object(entries), Value::Object(tree)) => {
                 assert_eq!(entries.len(), tree.len());
                 for ((key, o), (name, t)) in entries.iter().zip(tree) {
-                    assert_eq!(
-                        &out[key.clone()],
-                        dumps(&Value::Str(name.clone())).trim_end()
-                    );
+                    assert_eq!(&out[key.clone()], name.json());
                     same_as_tree(out, o, t, level + 1);
                 }
             }
@@ -224,6 +200,7 @@ mod tests {
                 .to_owned(),
             r#"{"k": {"a": {"x": 1, "y": 2, "x": [3]}, "b": {}, "c": [], "d": [[{}]]}}"#.to_owned(),
             r#"{"k\"": {"a\\": 1, "b": 2, "a\\": 3}, "j": [1], "k\"": {"c": 4}}"#.to_owned(),
+            r#"{"k\ud800": {"\ud800": ["\udc00", {"\ud800": "\uD800\u0041"}]}}"#.to_owned(),
             format!(
                 r#"{{"k": {{"big": {{{}}}, "n": 123456789012345678901234567890}}}}"#,
                 many.join(",")
@@ -250,7 +227,7 @@ mod tests {
             r#"{"k": {"a": [1, 2"#,
             r#"{"k": {"a": 01}}"#,
             r#"{"k": {"a": {"b" 1}}}"#,
-            r#"{"k": {"a": "\ud800"}}"#,
+            r#"{"k": {"a": "\x"}}"#,
             r#"{"k": {"a": 1}} x"#,
             "\u{feff}{}",
             r#"{"k": {"a": [1,]}}"#,
