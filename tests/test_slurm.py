@@ -137,6 +137,26 @@ def test_options_slurm_refuses_exit_2_submitting_and_writing_nothing(cluster, tm
     assert job_ids(bad.stdout) == {}
 
 
+def test_a_scratch_with_jobs_still_queued_is_refused_to_a_second_sweep_rerun_or_finish(cluster, tmp_path):
+    scratch = tmp_path / "shared"
+    held = warmup_slurm(cluster, tmp_path, "--scratch", str(scratch), "--shards", "4", "--op", "mm",
+                        "--sbatch-arg=--hold", "--", *bench_command())
+    assert held.returncode == 0, held.stderr
+    ids = job_ids(held.stdout)
+    plan = (scratch / "plan.json").stat()
+    try:
+        for args in (["--shards", "2", "--op", "mm", "--", *bench_command()], ["--rerun", "1"],
+                     ["--finish"]):
+            again = warmup_slurm(cluster, tmp_path, "--scratch", str(scratch), *args)
+            assert again.returncode == 2, (args, again.stderr)
+            assert f"{scratch} is in use by array job {ids['array']}, still queued" in again.stderr
+            assert job_ids(again.stdout) == {}
+        assert (scratch / "plan.json").stat().st_mtime_ns == plan.st_mtime_ns
+        assert not (scratch / "merged.json").exists()
+    finally:
+        cluster.client("scancel", ids["array"], ids["finish"])
+
+
 def test_rerunning_an_index_the_plan_lacks_exits_2_submitting_nothing(tmp_path):
     scratch = tmp_path / "shared"
     done = run_tool("shard", "--op", "mm", "--shards", "4", "--out", scratch, EXAMPLE)

@@ -83,12 +83,7 @@ impl Scratch {
         self.worker(shard).join(".triton_cache")
     }
 
-    /// `SCRATCH/.lock`: the scratch lock (docs/CONTRACT.md, "The scratch lock").
-    pub fn lock(&self) -> PathBuf {
-        self.root.join(".lock")
-    }
-
-    /// `SCRATCH/w<i>/.lock`: held by a run of shard i alone (`warmup-spawn --only`).
+    /// `SCRATCH/w<i>/.lock`: held by a run of some shards (`warmup-spawn --only`) for shard i.
     pub fn shard_lock(&self, shard: usize) -> PathBuf {
         self.worker(shard).join(".lock")
     }
@@ -133,7 +128,7 @@ mod tests {
         assert_eq!(s.log(1), Path::new("/tmp/run/w1/worker.log"));
         assert_eq!(s.status(1), Path::new("/tmp/run/w1/status.json"));
         assert_eq!(s.triton_cache(2), Path::new("/tmp/run/w2/.triton_cache"));
-        assert_eq!(s.lock(), Path::new("/tmp/run/.lock"));
+        assert_eq!(s.lock_file(), Path::new("/tmp/run/.lock"));
         assert_eq!(s.shard_lock(2), Path::new("/tmp/run/w2/.lock"));
     }
 

@@ -190,15 +190,9 @@ pub fn run(args: &Args) -> Result<Status> {
         return Ok(Status::Done);
     }
 
-    // Tasks of one job array share the scratch, one shard each; see docs/CONTRACT.md.
-    let _claim = match &choice {
-        Some(choice) => Some(select::Claim::take(&scratch, &choice.shards)?),
-        None => None,
-    };
-
     // Before any child starts, so that a shard a signal keeps from starting leaves nothing
     // of an earlier run behind either: a missing status.json means "not started".
-    let _lock = scratch.lock()?;
+    let _lock = select::Claim::take(&scratch, choice.as_ref())?;
     for job in &jobs {
         scratch.clear_outputs(job.shard)?;
     }

@@ -10,15 +10,12 @@ use anyhow::{bail, Context, Result};
 use nix::errno::Errno;
 use nix::fcntl::{Flock, FlockArg};
 use protocol::layout::Scratch;
+use protocol::lock::{held_by_caller, ScratchLock};
 use protocol::plan::Plan;
 use std::ffi::OsString;
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, Write};
-use std::os::unix::fs::MetadataExt;
 use std::path::Path;
-
-/// The variable through which a caller that holds a scratch's lock lends it to the tools it runs.
-pub const LOCK_FD: &str = "WARMUP_SCRATCH_LOCK_FD";
 
 /// The shards a run was asked for, and how the request was spelled, for messages.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -162,31 +159,46 @@ fn index(text: &str) -> Result<usize> {
         .with_context(|| format!("{text:?} is too large"))
 }
 
-/// What a run limited to some shards holds while it runs: a shared lock on `SCRATCH/.lock`
-/// (unless the caller lent its own through [`LOCK_FD`]) and an exclusive lock on each chosen
-/// shard's `w<i>/.lock`. Released when dropped, or when the process dies however it dies.
+/// What a run holds on its scratch while it runs (docs/CONTRACT.md, "The scratch lock"). A run
+/// of every shard: the scratch lock itself, exclusive. A run of some shards: a shared lock on
+/// `SCRATCH/.lock` (unless the caller lent its own through [`protocol::lock::LOCK_FD`]), so that the tasks of one
+/// job array run side by side while whole-scratch runs are kept out, and an exclusive lock on
+/// each chosen shard's `w<i>/.lock`. Released when dropped, or when the process dies however.
 #[derive(Debug)]
 pub struct Claim {
-    _locks: Vec<Flock<File>>,
+    _whole: Option<ScratchLock>,
+    _shared: Vec<Flock<File>>,
 }
 
 impl Claim {
-    /// Takes the locks, or refuses (an error: exit 2) naming who holds them. Writes nothing else.
-    pub fn take(scratch: &Scratch, shards: &[usize]) -> Result<Claim> {
+    /// Takes the locks, or refuses (an error: exit 2) naming who holds them. Writes nothing but
+    /// the lock files.
+    pub fn take(scratch: &Scratch, choice: Option<&Choice>) -> Result<Claim> {
+        let Some(choice) = choice else {
+            return Ok(Claim {
+                _whole: Some(scratch.lock()?),
+                _shared: Vec::new(),
+            });
+        };
         let mut locks = Vec::new();
-        let scratch_lock = scratch.lock();
-        if !lent(&scratch_lock) {
-            locks.extend(lock(&scratch_lock, FlockArg::LockSharedNonblock, || {
+        let whole = scratch.lock_file();
+        if !held_by_caller(&whole) {
+            let file = lock(&whole, FlockArg::LockSharedNonblock, || {
                 format!(
-                    "the scratch {} is in use by another run ({}); wait for it to end, or use another scratch",
+                    "{}: this scratch folder is in use by another run ({}); wait for it to end, \
+                     or give another scratch folder",
                     scratch.root().display(),
-                    holder(&scratch_lock)
+                    holder(&whole)
                 )
-            })?);
+            })?;
+            // The pid there is a whole run's, which has ended: it would name the wrong holder.
+            file.set_len(0)
+                .with_context(|| format!("clearing {}", whole.display()))?;
+            locks.push(file);
         }
-        for &i in shards {
+        for &i in &choice.shards {
             let path = scratch.shard_lock(i);
-            let held = lock(&path, FlockArg::LockExclusiveNonblock, || {
+            let mut file = lock(&path, FlockArg::LockExclusiveNonblock, || {
                 format!(
                     "shard {i} of {} is being run by {}; wait for that run to end (or cancel it: \
                      scancel the task) before running shard {i} again",
@@ -194,62 +206,38 @@ impl Claim {
                     holder(&path)
                 )
             })?;
-            if let Some(mut file) = held {
-                let me = format!("{} on {}\n", std::process::id(), hostname());
-                file.set_len(0)
-                    .and_then(|()| file.rewind())
-                    .and_then(|()| file.write_all(me.as_bytes()))
-                    .with_context(|| format!("writing this run's pid into {}", path.display()))?;
-                locks.push(file);
-            }
+            let me = format!("{} on {}\n", std::process::id(), hostname());
+            file.set_len(0)
+                .and_then(|()| file.rewind())
+                .and_then(|()| file.write_all(me.as_bytes()))
+                .with_context(|| format!("writing this run's pid into {}", path.display()))?;
+            locks.push(file);
         }
-        Ok(Claim { _locks: locks })
+        Ok(Claim {
+            _whole: None,
+            _shared: locks,
+        })
     }
 }
 
-/// Locks `path` (created if missing); `Ok(None)` when its filesystem cannot lock at all, after
-/// saying so: the run goes on unguarded rather than not at all.
-fn lock(path: &Path, how: FlockArg, held: impl Fn() -> String) -> Result<Option<Flock<File>>> {
+/// Locks `path`, created if missing.
+fn lock(path: &Path, how: FlockArg, held: impl Fn() -> String) -> Result<Flock<File>> {
     let file = OpenOptions::new()
         .read(true)
         .write(true)
         .create(true)
         .truncate(false)
         .open(path)
-        .with_context(|| format!("opening the lock file {}", path.display()))?;
-    match Flock::lock(file, how) {
-        Ok(locked) => Ok(Some(locked)),
-        Err((_, Errno::EWOULDBLOCK)) => bail!(held()),
-        Err((_, e @ (Errno::ENOLCK | Errno::ENOSYS | Errno::EOPNOTSUPP | Errno::EINVAL))) => {
-            eprintln!(
-                "{}: warning: cannot lock {} ({e}: its filesystem offers no flock); running without \
-                 the guard against two runs on one shard",
-                crate::TOOL,
+        .with_context(|| {
+            format!(
+                "opening the lock file {} (is the scratch writable?)",
                 path.display()
-            );
-            Ok(None)
-        }
+            )
+        })?;
+    match Flock::lock(file, how) {
+        Ok(locked) => Ok(locked),
+        Err((_, Errno::EWOULDBLOCK)) => bail!(held()),
         Err((_, e)) => Err(e).with_context(|| format!("locking {}", path.display())),
-    }
-}
-
-/// Whether the caller lends its hold on `path` through [`LOCK_FD`]: that descriptor is open on
-/// this same file.
-fn lent(path: &Path) -> bool {
-    let Some(fd) = std::env::var(LOCK_FD)
-        .ok()
-        .and_then(|v| v.trim().parse::<u32>().ok())
-    else {
-        return false;
-    };
-    let same =
-        |a: std::fs::Metadata, b: std::fs::Metadata| a.dev() == b.dev() && a.ino() == b.ino();
-    match (
-        std::fs::metadata(format!("/proc/self/fd/{fd}")),
-        std::fs::metadata(path),
-    ) {
-        (Ok(a), Ok(b)) => same(a, b),
-        _ => false,
     }
 }
 
@@ -258,8 +246,8 @@ fn holder(path: &Path) -> String {
     let mut text = String::new();
     let _ = File::open(path).and_then(|mut f| f.read_to_string(&mut text));
     match text.trim() {
-        "" => format!("a process that did not say its pid in {}", path.display()),
-        who => format!("pid {who} (from {})", path.display()),
+        "" => format!("runs of single shards hold {}", path.display()),
+        who => format!("pid {who} holds {}", path.display()),
     }
 }
 
@@ -393,38 +381,58 @@ mod tests {
         assert!(pinned(&only, false, &["3"]), "--only pins as usual");
     }
 
+    fn claim(s: &Scratch, list: &str) -> Result<Claim> {
+        let choice = Choice::from_args(Some(list), None, env(&[]))?;
+        Claim::take(s, choice.as_ref())
+    }
+
+    fn scratch(dir: &Path, shards: usize) -> Scratch {
+        let s = Scratch::new(dir);
+        for i in 0..shards {
+            std::fs::create_dir_all(s.worker(i)).expect("w");
+        }
+        s
+    }
+
     #[test]
     fn two_claims_on_one_shard_exclude_each_other_but_not_on_two() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let s = Scratch::new(dir.path());
-        for i in 0..2 {
-            std::fs::create_dir_all(s.worker(i)).expect("w");
-        }
-        let first = Claim::take(&s, &[0]).expect("first");
-        let other = Claim::take(&s, &[1]).expect("another shard runs alongside");
-        let e = format!("{:#}", Claim::take(&s, &[0]).expect_err("same shard"));
+        let s = scratch(dir.path(), 2);
+        let first = claim(&s, "0").expect("first");
+        let other = claim(&s, "1").expect("another shard runs alongside");
+        let e = format!("{:#}", claim(&s, "0-1").expect_err("same shard"));
         assert!(
-            e.contains("shard 0 of") && e.contains(&format!("pid {}", std::process::id())),
+            e.contains("shard 0 of") && e.contains(&format!("pid {} on", std::process::id())),
             "{e}"
         );
         drop(first);
-        Claim::take(&s, &[0]).expect("free again once the first is gone");
+        claim(&s, "0").expect("free again once the first is gone");
         drop(other);
     }
 
     #[test]
-    fn a_whole_scratch_run_keeps_shard_runs_out() {
+    fn a_whole_scratch_run_and_runs_of_some_shards_keep_each_other_out() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let s = Scratch::new(dir.path());
-        std::fs::create_dir_all(s.worker(0)).expect("w");
-        let file = File::create(s.lock()).expect("lock file");
-        let _whole = Flock::lock(file, FlockArg::LockExclusiveNonblock).expect("exclusive");
-        std::fs::write(s.lock(), "4242\n").expect("pid");
-        let e = format!("{:#}", Claim::take(&s, &[0]).expect_err("held"));
-        assert!(e.contains("in use by another run (pid 4242"), "{e}");
+        let s = scratch(dir.path(), 1);
+        let whole = Claim::take(&s, None).expect("a whole run");
+        let e = format!("{:#}", claim(&s, "0").expect_err("held"));
+        assert!(
+            e.contains(&format!(
+                "in use by another run (pid {}",
+                std::process::id()
+            )),
+            "{e}"
+        );
         assert!(
             !s.shard_lock(0).exists(),
             "refused before touching the shard"
         );
+        drop(whole);
+
+        let some = claim(&s, "0").expect("a run of shard 0");
+        let e = format!("{:#}", Claim::take(&s, None).expect_err("held"));
+        assert!(e.contains("in use by another run"), "{e}");
+        drop(some);
+        Claim::take(&s, None).expect("free again");
     }
 }

@@ -1,7 +1,8 @@
 //! warmup-spawn running some shards of a plan, driven as a process: `--only LIST` and
 //! `--index-from-env VAR` run only those shards and touch only their outputs, a task that holds
 //! one device keeps it as it is, bad lists and indices exit 2 writing nothing, and two runs of
-//! one shard exclude each other while runs of different shards share the scratch.
+//! one shard exclude each other while runs of different shards share the scratch and keep a
+//! whole-scratch run out.
 
 use assert_cmd::Command;
 use serde_json::Value;
@@ -293,6 +294,17 @@ fn one_shard_runs_once_at_a_time_while_other_shards_share_the_scratch() {
     assert!(
         !dir.path().join("w1/status.json").exists(),
         "refused before running shard 1"
+    );
+
+    let whole = spawn_cmd()
+        .args(["--plan", plan, "--devices", "0", "--backend", "cuda"])
+        .args(["--", "sh", "-c", RECORDER])
+        .assert()
+        .code(2);
+    let stderr = String::from_utf8_lossy(&whole.get_output().stderr).into_owned();
+    assert!(
+        stderr.contains("this scratch folder is in use by another run"),
+        "{stderr}"
     );
 
     spawn_cmd()
