@@ -178,6 +178,7 @@ def test_rerunning_an_index_the_plan_lacks_exits_2_submitting_nothing(tmp_path):
     (["--scratch", "s", "--", "pytest"], "--shards N is required"),
     (["--scratch", "s", "--shards", "x", "--", "pytest"], "--shards 'x' is not a whole number"),
     (["--scratch", "s", "--shards", "4", "--", "pytest"], "COMMAND has no --shape_file"),
+    (["--scratch", "s", "--shards", "4", "--max-parallel", "0", "--", "pytest"], "give at least 1"),
     (["--scratch", "s", "--shards", "4", "--sbatch-arg", 'a"b', "--", "pytest", "--shape_file",
       str(EXAMPLE)], "holds a newline or a double quote"),
     (["--scratch", "s", "--rerun", "1"], "s/slurm/shard.sbatch is missing"),
