@@ -161,13 +161,14 @@ fn index(text: &str) -> Result<usize> {
 
 /// What a run holds on its scratch while it runs (docs/CONTRACT.md, "The scratch lock"). A run
 /// of every shard: the scratch lock itself, exclusive. A run of some shards: a shared lock on
-/// `SCRATCH/.lock` (unless the caller lent its own through [`protocol::lock::LOCK_FD`]), so that the tasks of one
-/// job array run side by side while whole-scratch runs are kept out, and an exclusive lock on
-/// each chosen shard's `w<i>/.lock`. Released when dropped, or when the process dies however.
+/// `SCRATCH/.lock` (unless the caller lent its own through [`protocol::lock::LOCK_FD`]), so
+/// that the tasks of one job array run side by side while whole-scratch runs are kept out, and
+/// an exclusive lock on each chosen shard's `w<i>/.lock`. Released when dropped, or when the
+/// process dies, however it dies.
 #[derive(Debug)]
 pub struct Claim {
     _whole: Option<ScratchLock>,
-    _shared: Vec<Flock<File>>,
+    _shards: Vec<Flock<File>>,
 }
 
 impl Claim {
@@ -177,7 +178,7 @@ impl Claim {
         let Some(choice) = choice else {
             return Ok(Claim {
                 _whole: Some(scratch.lock()?),
-                _shared: Vec::new(),
+                _shards: Vec::new(),
             });
         };
         let mut locks = Vec::new();
@@ -215,7 +216,7 @@ impl Claim {
         }
         Ok(Claim {
             _whole: None,
-            _shared: locks,
+            _shards: locks,
         })
     }
 }
