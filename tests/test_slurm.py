@@ -94,7 +94,9 @@ def test_a_job_array_merges_what_one_machine_merges_and_a_failed_shard_reruns_al
     assert set(job_ids(first.stdout)) == {"array", "finish"}, first.stdout
     assert f"shard {FAILING_SHARD} failed; log: {scratch}/w{FAILING_SHARD}/worker.log" in first.stderr
     assert f"--rerun {FAILING_SHARD} --scratch {scratch}" in first.stderr, first.stderr
-    assert "merged 2 kernels" in first.stderr and "from 3 of 4 shards" in first.stderr
+    # The failed shard's record holds its other shapes' configs: merged too.
+    assert "merged 2 kernels" in first.stderr, first.stderr
+    assert "from the records of 4 of 4 shards (3 finished)" in first.stderr, first.stderr
     assert (scratch / "merged.json").read_bytes() != expected, "shard 2's shape is missing"
     assert (records / "mm.json").read_bytes() == (scratch / "merged.json").read_bytes()
 
@@ -116,7 +118,7 @@ def test_a_job_array_merges_what_one_machine_merges_and_a_failed_shard_reruns_al
     again = warmup_slurm(cluster, tmp_path, "--rerun", str(FAILING_SHARD), "--scratch", str(scratch),
                          "--wait")
     assert again.returncode == 0, again.stderr
-    assert "from 4 of 4 shards" in again.stderr, again.stderr
+    assert "from the records of 4 of 4 shards (4 finished)" in again.stderr, again.stderr
     for i in others:
         assert snapshot(scratch, i) == before[i], f"shard {i}'s outputs were rewritten"
     status = json.loads((scratch / f"w{FAILING_SHARD}" / "status.json").read_text())
@@ -170,6 +172,34 @@ def test_rerunning_an_index_the_plan_lacks_exits_2_submitting_nothing(tmp_path):
     assert "shard 9 is not in the plan, which has 4 shards (indices 0-3)" in rerun.stderr, rerun.stderr
     assert rerun.stdout == ""
     assert not (scratch / "slurm" / "jobs").exists()
+
+
+def test_finish_names_each_shard_from_its_tasks_run_summary(tmp_path):
+    """--finish without a cluster: shards 0-2 ran as their array tasks run them, writing their
+    run summaries (shard 2 failing); shard 3's task never started, so it has none."""
+    scratch, records = tmp_path / "shared", tmp_path / "records"
+    done = run_tool("shard", "--op", "mm", "--shards", "4", "--out", scratch, EXAMPLE)
+    assert done.returncode == 0, done.stderr
+    (scratch / "slurm").mkdir()
+    env = {"FLAGGEMS_PERF_CURRENT_OP": "mm", "WARMUP_FIXTURE_SWEEP_SECONDS": "0.01",
+           "WARMUP_FIXTURE_FAIL_SHAPES": FAILING_SHAPE}
+    for i in range(3):
+        ran = run_tool("spawn", "--plan", scratch, "--only", i, "--devices", "0", "--backend",
+                       "cuda", "--summary", scratch / "slurm" / f"shard-{i}.summary", "--",
+                       *bench_command(), env=env, cwd=tmp_path)
+        assert ran.returncode == (1 if i == FAILING_SHARD else 0), ran.stderr
+    finish = subprocess.run([str(SCRIPT), "--finish", "--scratch", str(scratch), "--op", "mm",
+                             "--record-dir", str(records)],
+                            env=clean_env(WARMUP_BIN_DIR=str(BIN_DIR)), cwd=tmp_path,
+                            capture_output=True, text=True, timeout=120)
+    assert finish.returncode == 1, finish.stderr
+    assert f"shard 2 failed; log: {scratch}/w2/worker.log" in finish.stderr, finish.stderr
+    assert f"shard 3 did not start or was refused (no run summary; see {scratch}/slurm/" in finish.stderr
+    assert "shard 0 " not in finish.stderr and "shard 1 " not in finish.stderr, finish.stderr
+    assert f"--rerun 2,3 --scratch {scratch}" in finish.stderr, finish.stderr
+    assert "from the records of 3 of 4 shards (2 finished)" in finish.stderr, finish.stderr
+    assert "FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR=" in finish.stdout, finish.stdout
+    assert (records / "mm.json").read_bytes() == (scratch / "merged.json").read_bytes()
 
 
 @pytest.mark.parametrize(("args", "needle"), [
