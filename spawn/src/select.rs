@@ -247,7 +247,7 @@ fn holder(path: &Path) -> String {
     let mut text = String::new();
     let _ = File::open(path).and_then(|mut f| f.read_to_string(&mut text));
     match text.trim() {
-        "" => format!("runs of single shards hold {}", path.display()),
+        "" => format!("runs of some shards hold {}", path.display()),
         who => format!("pid {who} holds {}", path.display()),
     }
 }

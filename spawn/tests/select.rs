@@ -330,3 +330,73 @@ fn one_shard_runs_once_at_a_time_while_other_shards_share_the_scratch() {
     assert!(first.wait().expect("wait").success());
     assert_eq!(status(dir.path(), 0)["exit_code"], 0);
 }
+
+#[test]
+fn the_summary_of_a_run_of_some_shards_covers_those_shards_alone() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let plan = plan(dir.path(), 5);
+    // The child's argv ends with `--shape_file <its shard file>`: sh -c gives it as $1.
+    let child = r#"case $1 in */w3/*) exit 4 ;; esac"#;
+    let out = spawn_cmd()
+        .args(["--plan", plan.to_str().expect("utf-8"), "--only", "1,3"])
+        .args(["--devices", "0", "--backend", "cuda", "--summary", "-"])
+        .args(["--", "sh", "-c", child])
+        .assert()
+        .code(1);
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    let lines: Vec<&str> = stdout.lines().collect();
+    let d = dir.path().display();
+    for want in [
+        "version 1",
+        "op mm",
+        "shards 2",
+        "ok 1",
+        "failed 1",
+        "not_started 0",
+    ] {
+        assert!(lines.contains(&want), "{want:?} missing: {stdout}");
+    }
+    let shards: Vec<&str> = lines
+        .iter()
+        .copied()
+        .filter(|l| l.starts_with("shard "))
+        .collect();
+    assert_eq!(
+        shards,
+        [
+            format!("shard 1 ok {d}/w1/worker.log"),
+            format!("shard 3 failed {d}/w3/worker.log"),
+        ],
+        "{stdout}"
+    );
+}
+
+#[test]
+fn a_run_of_some_shards_runs_under_a_callers_whole_scratch_lock() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let plan = plan(dir.path(), 2);
+    // As scripts/warmup holds the scratch: flock on SCRATCH/.lock, its descriptor lent.
+    let caller = r#"exec 9>>"$0/.lock" && flock -xn 9 && WARMUP_SCRATCH_LOCK_FD=9 exec "$@""#;
+    let ran = std::process::Command::new("sh")
+        .args(["-c", caller])
+        .arg(dir.path())
+        .arg(assert_cmd::cargo::cargo_bin("warmup-spawn"))
+        .args(["--plan", plan.to_str().expect("utf-8"), "--only", "1"])
+        .args([
+            "--devices",
+            "0",
+            "--backend",
+            "cuda",
+            "--",
+            "sh",
+            "-c",
+            RECORDER,
+        ])
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").expect("PATH"))
+        .status()
+        .expect("sh");
+    assert!(ran.success(), "refused under the caller's lock: {ran}");
+    assert_eq!(status(dir.path(), 1)["exit_code"], 0);
+    assert!(!dir.path().join("w0/status.json").exists());
+}
