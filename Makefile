@@ -55,7 +55,7 @@ test-python: $(VENV)/ready
 lint: $(VENV)/ready
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
 	$(CARGO) fmt --all --check
-	$(VENV)/bin/shellcheck scripts/warmup .ci/run
+	$(VENV)/bin/shellcheck scripts/warmup scripts/warmup-slurm .ci/run
 
 # RELEASE=target/debug installs a debug build without building a release one (the tests do).
 install: $(if $(filter target/release,$(RELEASE)),build) $(if $(HARNESS_PYTHON),install-harness)
@@ -70,6 +70,7 @@ install: $(if $(filter target/release,$(RELEASE)),build) $(if $(HARNESS_PYTHON),
 		"$(RELEASE)/$$t" --generate=fish > "$$dest/share/fish/vendor_completions.d/$$t.fish"; \
 	done; \
 	install -m 755 scripts/warmup "$$dest/bin/warmup"; \
+	install -m 755 scripts/warmup-slurm "$$dest/bin/warmup-slurm"; \
 	echo "installed into $$dest"
 
 install-harness:

@@ -323,28 +323,35 @@ def test_the_callers_death_stops_the_run_with_the_grace(tmp_path):
     assert status["interrupted"] is True and status["exit_code"] == 0
 
 
-def test_a_device_is_handed_on_only_once_a_shards_escaped_processes_are_gone(tmp_path):
-    """Shard 0 leaves a sleeper in a session of its own and exits 0; shard 1, on the same
-    device, looks for it as it starts."""
-    plan = write_plan(tmp_path / "scratch", SHARDS[:2])
+@pytest.mark.parametrize(("only", "first", "second"), [([], 0, 1), (["--only", "1,2"], 1, 2)])
+def test_a_device_is_handed_on_only_once_a_shards_escaped_processes_are_gone(
+        tmp_path, only, first, second):
+    """The first shard leaves a sleeper in a session of its own and exits 0 once the sleeper has
+    left its process group; the second, on the same device, looks for it as it starts. With
+    --only, a shard's marker is its index in the plan, not its place in the run."""
+    scratch = tmp_path / "scratch"
+    plan = write_plan(scratch, SHARDS[:second + 1])
     sleeper = tmp_path / "sleeper"
-    child = r"""
+    child = rf"""
 case "$FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR" in
-  */w0/rec) setsid sleep 300 & echo $! > "$0" ;;
+  */w{first}/rec) setsid sleep 300 & echo $! > "$0"
+     # Exit only once it has left this group: then only its marker finds it.
+     n=0; until [ "$(cut -d' ' -f5 /proc/$!/stat)" = $! ] || [ $n -ge 3000 ]; do
+       sleep 0.01; n=$((n + 1)); done ;;
   *) state=$(cut -d' ' -f3 "/proc/$(cat "$0")/stat" 2>/dev/null)
      if [ -n "$state" ] && [ "$state" != Z ]; then echo "sleeper alive"; exit 9; fi ;;
 esac
 """
     done = subprocess.run(
-        [tool("spawn"), "--plan", str(plan), "--backend", "cuda", "--devices", "0",
+        [tool("spawn"), "--plan", str(plan), *only, "--backend", "cuda", "--devices", "0",
          "--grace", "5", "--", "sh", "-c", child, str(sleeper)],
         env=clean_env(), capture_output=True, text=True, timeout=120)
     left = [p for p in read_pids(sleeper) if alive(p)]
     assert_all_gone(read_pids(sleeper))
-    assert done.returncode == 0, done.stderr + (tmp_path / "scratch/w1/worker.log").read_text()
+    assert done.returncode == 0, done.stderr + (scratch / f"w{second}/worker.log").read_text()
     assert not left
     assert "exited, leaving processes behind" in done.stderr, done.stderr
-    status = json.loads((tmp_path / "scratch" / "w0" / "status.json").read_text())
+    status = json.loads((scratch / f"w{first}" / "status.json").read_text())
     assert status["exit_code"] == 0 and status["interrupted"] is False
 
 

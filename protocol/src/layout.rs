@@ -102,6 +102,11 @@ impl Scratch {
         self.worker(shard).join(".triton_cache")
     }
 
+    /// `SCRATCH/w<i>/.lock`: held by a run of some shards (`warmup-spawn --only`) for shard i.
+    pub fn shard_lock(&self, shard: usize) -> PathBuf {
+        self.worker(shard).join(".lock")
+    }
+
     /// Removes what child i left in an earlier run (its records, log and status), so that none
     /// of it can pass for a new run's: a shard that dies, or never starts, must leave no record
     /// and no status. The Triton cache stays: it only makes the next sweep faster.
@@ -153,6 +158,8 @@ mod tests {
         assert_eq!(s.log(1), Path::new("/tmp/run/w1/worker.log"));
         assert_eq!(s.status(1), Path::new("/tmp/run/w1/status.json"));
         assert_eq!(s.triton_cache(2), Path::new("/tmp/run/w2/.triton_cache"));
+        assert_eq!(s.lock_file(), Path::new("/tmp/run/.lock"));
+        assert_eq!(s.shard_lock(2), Path::new("/tmp/run/w2/.lock"));
     }
 
     #[test]

@@ -101,7 +101,7 @@ fn write_pid(file: &File) -> io::Result<()> {
 
 /// Whether [`LOCK_FD`] names a descriptor of this process open on `path` itself (same device
 /// and inode): a stale or foreign value is ignored, and the tool takes its own lock.
-fn held_by_caller(path: &Path) -> bool {
+pub fn held_by_caller(path: &Path) -> bool {
     let Some(fd) = std::env::var(LOCK_FD)
         .ok()
         .and_then(|fd| fd.trim().parse::<u32>().ok())

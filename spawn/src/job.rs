@@ -26,6 +26,9 @@ pub struct Job {
     pub record_dir: PathBuf,
     pub log: PathBuf,
     pub status: PathBuf,
+    /// false: the child keeps the caller's visibility variables as they are (a Slurm task that
+    /// holds one device, `select`), and its device is only reported.
+    pub pinned: bool,
 }
 
 impl Job {
@@ -53,28 +56,35 @@ impl Job {
             // Inherited by all it starts, so that its processes are found wherever they go.
             (crate::process::MARKER.to_owned(), marker.to_string()),
         ];
-        let mut unset: Vec<String> = backend.vars[1..].iter().map(|v| (*v).to_owned()).collect();
-        unset.extend([env::REPLAY_DIR, env::GPUS, env::TTGIR_DUMP_DIR].map(str::to_owned));
+        let unset = [env::REPLAY_DIR, env::GPUS, env::TTGIR_DUMP_DIR].map(str::to_owned);
         Job {
             shard,
             argv: child_argv(command, shape_file.into_os_string()),
-            env: EnvChanges { set, unset },
+            env: EnvChanges {
+                set,
+                unset: unset.into(),
+            },
             backend,
             record_dir,
             log: scratch.log(shard),
             status: scratch.status(shard),
+            pinned: true,
         }
     }
 
-    /// The child's environment changes when pinned to `device`: the backend's visibility
-    /// variable first, then the rest.
+    /// The child's environment changes on `device`. Pinned: the backend's visibility variable
+    /// set first and its others removed, then the rest. Not pinned: the rest alone, the
+    /// visibility the child inherits left as it is.
     pub fn env_on(&self, device: &str) -> EnvChanges {
-        let mut set = vec![(self.backend.vars[0].to_owned(), device.to_owned())];
-        set.extend(self.env.set.iter().cloned());
-        EnvChanges {
-            set,
-            unset: self.env.unset.clone(),
+        if !self.pinned {
+            return self.env.clone();
         }
+        let vars = self.backend.vars;
+        let mut set = vec![(vars[0].to_owned(), device.to_owned())];
+        set.extend(self.env.set.iter().cloned());
+        let mut unset: Vec<String> = vars[1..].iter().map(|v| (*v).to_owned()).collect();
+        unset.extend(self.env.unset.iter().cloned());
+        EnvChanges { set, unset }
     }
 }
 
@@ -206,5 +216,24 @@ mod tests {
         assert!(env
             .set
             .contains(&("WARMUP_SPAWN_SHARD".into(), "r/1".into())));
+    }
+
+    #[test]
+    fn an_unpinned_child_keeps_every_visibility_variable_it_inherits() {
+        let mut job = job(&["pytest"], "rocm");
+        job.pinned = false;
+        let env = job.env_on("3");
+        let names = env.set.iter().map(|(k, _)| k).chain(&env.unset);
+        assert!(
+            names.into_iter().all(|k| !k.ends_with("_VISIBLE_DEVICES")),
+            "{env:?}"
+        );
+        assert!(env.set.contains(&(
+            "FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR".into(),
+            "/s/w1/rec".into()
+        )));
+        assert!(env
+            .unset
+            .contains(&"FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR".to_owned()));
     }
 }

@@ -8,7 +8,8 @@
 //! loop) over `child` (one child's life), `process` (groups, markers, orphans), `signal`,
 //! `watchdog` (what stops the children if warmup-spawn is killed), `log` (a child's output),
 //! `status` (status.json and the run summary), `progress` (what a person sees), `shell`
-//! (`--dry-run` lines). Only `backend` is public: the rest serves this tool alone.
+//! (`--dry-run` lines), `select` (which shards run: `--only`, `--index-from-env`, and what such a
+//! run holds on the scratch). Only `backend` is public: the rest serves this tool alone.
 
 pub mod backend;
 mod child;
@@ -16,6 +17,7 @@ mod job;
 mod log;
 mod process;
 mod progress;
+mod select;
 mod shell;
 mod signal;
 mod status;
@@ -42,6 +44,12 @@ const EXAMPLES: &str = "EXAMPLES:
 
   # see what would run, as copy-pastable env lines; runs and writes nothing
   warmup-spawn --plan /tmp/run/plan.json --dry-run -- pytest ...
+
+  # shards 3 and 5 to 7 only (re-running failed ones: only their outputs are replaced)
+  warmup-spawn --plan /tmp/run/plan.json --only 3,5-7 -- pytest ...
+
+  # in a Slurm array task (sbatch --array=0-7): that task's shard, on the GPU Slurm gave it
+  warmup-spawn --plan /shared/run/plan.json --index-from-env SLURM_ARRAY_TASK_ID -- pytest ...
 
   # the device tokens a run would use
   CUDA_VISIBLE_DEVICES=GPU-8f2a,GPU-77c1 warmup-spawn --list-devices
@@ -111,6 +119,16 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     pub summary: Option<PathBuf>,
 
+    /// Run only these shards: indices and ranges, e.g. 3, 0,4,8, 2-5; only their outputs are
+    /// cleared and written
+    #[arg(long, value_name = "LIST", requires = "plan")]
+    pub only: Option<String>,
+
+    /// Run only the shard whose index this variable holds (SLURM_ARRAY_TASK_ID, SLURM_PROCID,
+    /// JOB_COMPLETION_INDEX); a task that sees one device keeps it as it is
+    #[arg(long, value_name = "VAR", requires = "plan", conflicts_with = "only")]
+    pub index_from_env: Option<String>,
+
     /// Print each shard's device, environment changes and argv as `env` lines; run nothing
     #[arg(long, conflicts_with = "summary")]
     pub dry_run: bool,
@@ -175,11 +193,19 @@ pub fn run(args: &Args) -> Result<Status> {
     // A SCRATCH folder stands for its plan: a script composing the tools names no file in it.
     let plan_file = plan_arg.is_dir().then(|| Scratch::new(plan_arg).plan());
     let plan_path = plan_file.as_deref().unwrap_or(plan_arg);
-    let (plan, scratch) = Plan::load(plan_path)?;
+    let (mut plan, scratch) = Plan::load(plan_path)?;
     args.op.for_plan(&plan, plan_path)?;
     let root = std::path::absolute(scratch.root())
         .with_context(|| format!("resolving {}", scratch.root().display()))?;
     let scratch = Scratch::new(root);
+    let choice = select::Choice::from_args(
+        args.only.as_deref(),
+        args.index_from_env.as_deref(),
+        |var| std::env::var_os(var),
+    )?;
+    if let Some(choice) = &choice {
+        choice.narrow(&mut plan, plan_path)?;
+    }
     if args.command.is_empty() {
         bail!(
             "no COMMAND: give it after --, e.g. warmup-spawn --plan {} -- pytest ...",
@@ -190,7 +216,10 @@ pub fn run(args: &Args) -> Result<Status> {
     let backend = backend::select(&args.backend, &env)?;
     let devices = backend::devices(backend, args.devices.as_deref(), &env)?;
     let run_id = process::run_id();
-    let jobs = jobs(&plan, &scratch, plan_path, &args.command, backend, &run_id)?;
+    let mut jobs = jobs(&plan, &scratch, plan_path, &args.command, backend, &run_id)?;
+    if let Some(choice) = &choice {
+        choice.place(&mut jobs, args.devices.is_some(), &devices);
+    }
     if let Some(target) = &args.summary {
         check_summary(target, &plan, &jobs)?;
     }
@@ -220,7 +249,8 @@ pub fn run(args: &Args) -> Result<Status> {
     for job in &jobs {
         check_writable(&scratch.worker(job.shard), job.shard)?;
     }
-    let _lock = scratch.lock()?;
+    // The whole scratch, or a shared hold on it and each chosen shard (`select`).
+    let _claim = select::Claim::take(&scratch, choice.as_ref())?;
     // Before any child starts, so that a shard a signal keeps from starting leaves nothing
     // of an earlier run behind either: a missing status.json means "not started".
     for job in &jobs {

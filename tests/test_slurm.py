@@ -1,0 +1,222 @@
+"""scripts/warmup-slurm on a real one-node Slurm cluster (tests/slurm/cluster.py): the sweep as a
+job array over the fixture harness, one shard per task on its own (fake) GPU, merged by a
+dependent job into exactly what one machine's warmup-spawn run merges; a failed shard re-run
+alone replaces only its own outputs. Skipped, saying why, only where Slurm is not installed."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from slurm.cluster import Cluster, unavailable
+from support import BIN_DIR, ROOT, clean_env, run_tool
+
+SCRIPT = ROOT / "scripts" / "warmup-slurm"
+HARNESS = ROOT / "tests" / "harness" / "test_bench.py"
+EXAMPLE = ROOT / "examples" / "shapes.yaml"
+# examples/shapes.yaml's third shape of op mm: round-robin over 4 shards puts it in shard 2.
+FAILING_SHAPE, FAILING_SHARD = "256x256x256", 2
+OUTPUTS = ("rec/mm.json", "worker.log", "status.json")
+
+
+def bench_command() -> list[str]:
+    return [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(HARNESS),
+            "--shape_file", str(EXAMPLE)]
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    why = unavailable()
+    if why:
+        pytest.skip(why)
+    c = Cluster(gpus=4)
+    c.start()
+    try:
+        yield c
+    finally:
+        left = c.stop()
+    assert not left, f"processes of the cluster outlived every job and daemon: {left}"
+
+
+def slurm_env(cluster: Cluster, work: Path, **extra: str) -> dict[str, str]:
+    return clean_env(**cluster.env, WARMUP_BIN_DIR=str(BIN_DIR), TMPDIR=str(work),
+                     WARMUP_FIXTURE_TRACE=str(work / "trace.jsonl"),
+                     WARMUP_FIXTURE_SWEEP_SECONDS="0.01", **extra)
+
+
+def warmup_slurm(cluster: Cluster, work: Path, *args: str, **extra: str) -> subprocess.CompletedProcess:
+    done = subprocess.run([str(SCRIPT), *args], env=slurm_env(cluster, work, **extra), cwd=work,
+                          capture_output=True, text=True, timeout=120)
+    if done.returncode not in (0, 1, 2, 3):
+        pytest.fail(f"warmup-slurm exit {done.returncode}\n{done.stderr}\n{cluster.logs()}")
+    return done
+
+
+def single_machine_merge(work: Path) -> bytes:
+    """What warmup-spawn on one machine with 4 devices, then warmup-merge, make of the example."""
+    scratch = work / "one-machine"
+    env = {"FLAGGEMS_PERF_CURRENT_OP": "mm", "WARMUP_FIXTURE_SWEEP_SECONDS": "0.01"}
+    for args in (["shard", "--op", "mm", "--shards", "4", "--out", scratch, EXAMPLE],
+                 ["spawn", "--plan", scratch / "plan.json", "--devices", "0,1,2,3", "--backend",
+                  "cuda", "--", *bench_command()],
+                 ["merge", "--op", "mm", "-o", scratch / "merged.json", scratch]):
+        done = run_tool(*args, env=env, cwd=work)
+        assert done.returncode == 0, f"{args[0]}: {done.stderr}"
+    return (scratch / "merged.json").read_bytes()
+
+
+def snapshot(scratch: Path, shard: int) -> dict[str, tuple[bytes, int, int]]:
+    """Each output of a shard: its bytes, mtime and inode (a rewrite changes one of them)."""
+    out = {}
+    for name in OUTPUTS:
+        path = scratch / f"w{shard}" / name
+        st = path.stat()
+        out[name] = (path.read_bytes(), st.st_mtime_ns, st.st_ino)
+    return out
+
+
+def job_ids(stdout: str) -> dict[str, str]:
+    return dict(line.split() for line in stdout.splitlines())
+
+
+def test_a_job_array_merges_what_one_machine_merges_and_a_failed_shard_reruns_alone(cluster, tmp_path):
+    expected = single_machine_merge(tmp_path)
+    scratch, records = tmp_path / "shared", tmp_path / "records"
+
+    first = warmup_slurm(cluster, tmp_path, "--scratch", str(scratch), "--shards", "4", "--op", "mm",
+                         "--record-dir", str(records), "--wait", "--", *bench_command(),
+                         WARMUP_FIXTURE_FAIL_SHAPES=FAILING_SHAPE)
+    assert first.returncode == 1, first.stderr
+    assert set(job_ids(first.stdout)) == {"array", "finish"}, first.stdout
+    assert f"shard {FAILING_SHARD} failed; log: {scratch}/w{FAILING_SHARD}/worker.log" in first.stderr
+    assert f"--rerun {FAILING_SHARD} --scratch {scratch}" in first.stderr, first.stderr
+    # The failed shard's record holds its other shapes' configs: merged too.
+    assert "merged 2 kernels" in first.stderr, first.stderr
+    assert "from the records of 4 of 4 shards (3 finished)" in first.stderr, first.stderr
+    assert (scratch / "merged.json").read_bytes() != expected, "shard 2's shape is missing"
+    assert (records / "mm.json").read_bytes() == (scratch / "merged.json").read_bytes()
+
+    # Each task's child kept the GPU Slurm gave its task: warmup-spawn did not re-pin it.
+    children = [json.loads(line) for line in (tmp_path / "trace.jsonl").read_text().splitlines()]
+    assert len(children) == 4
+    for i in range(4):
+        status = json.loads((scratch / f"w{i}" / "status.json").read_text())
+        assert "CUDA_VISIBLE_DEVICES" not in status["env"]["set"], status
+        [child] = [c for c in children if c["shape_file"] == str(scratch / f"w{i}" / "shapes.yaml")]
+        assert child["env"]["CUDA_VISIBLE_DEVICES"] == status["device"] in {"0", "1", "2", "3"}
+        assert child["env"]["FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR"] == str(scratch / f"w{i}" / "rec")
+
+    others = [i for i in range(4) if i != FAILING_SHARD]
+    before = {i: snapshot(scratch, i) for i in others}
+    failed_log = (scratch / f"w{FAILING_SHARD}" / "worker.log").read_text()
+    assert "injected failure" in failed_log
+
+    again = warmup_slurm(cluster, tmp_path, "--rerun", str(FAILING_SHARD), "--scratch", str(scratch),
+                         "--wait")
+    assert again.returncode == 0, again.stderr
+    assert "from the records of 4 of 4 shards (4 finished)" in again.stderr, again.stderr
+    for i in others:
+        assert snapshot(scratch, i) == before[i], f"shard {i}'s outputs were rewritten"
+    status = json.loads((scratch / f"w{FAILING_SHARD}" / "status.json").read_text())
+    assert status["exit_code"] == 0 and status["shard"] == FAILING_SHARD
+    assert "injected failure" not in (scratch / f"w{FAILING_SHARD}" / "worker.log").read_text()
+    assert (scratch / "merged.json").read_bytes() == expected
+    assert (records / "mm.json").read_bytes() == expected
+
+
+def test_options_slurm_refuses_exit_2_submitting_and_writing_nothing(cluster, tmp_path):
+    scratch = tmp_path / "shared"
+    bad = warmup_slurm(cluster, tmp_path, "--scratch", str(scratch), "--shards", "4",
+                       "--partition", "nosuch", "--", *bench_command())
+    assert bad.returncode == 2, bad.stderr
+    assert "invalid partition" in bad.stderr.lower(), bad.stderr
+    assert "nothing was submitted or written" in bad.stderr
+    assert not scratch.exists()
+    assert job_ids(bad.stdout) == {}
+
+
+def test_a_scratch_with_jobs_still_queued_is_refused_to_a_second_sweep_rerun_or_finish(cluster, tmp_path):
+    scratch = tmp_path / "shared"
+    held = warmup_slurm(cluster, tmp_path, "--scratch", str(scratch), "--shards", "4", "--op", "mm",
+                        "--sbatch-arg=--hold", "--", *bench_command())
+    assert held.returncode == 0, held.stderr
+    ids = job_ids(held.stdout)
+    plan = (scratch / "plan.json").stat()
+    try:
+        for args in (["--shards", "2", "--op", "mm", "--", *bench_command()], ["--rerun", "1"],
+                     ["--finish"]):
+            again = warmup_slurm(cluster, tmp_path, "--scratch", str(scratch), *args)
+            assert again.returncode == 2, (args, again.stderr)
+            assert f"{scratch} is in use by array job {ids['array']}, still queued" in again.stderr
+            assert job_ids(again.stdout) == {}
+        assert (scratch / "plan.json").stat().st_mtime_ns == plan.st_mtime_ns
+        assert not (scratch / "merged.json").exists()
+    finally:
+        cluster.client("scancel", ids["array"], ids["finish"])
+
+
+def test_rerunning_an_index_the_plan_lacks_exits_2_submitting_nothing(tmp_path):
+    scratch = tmp_path / "shared"
+    done = run_tool("shard", "--op", "mm", "--shards", "4", "--out", scratch, EXAMPLE)
+    assert done.returncode == 0, done.stderr
+    (scratch / "slurm").mkdir()
+    (scratch / "slurm" / "shard.sbatch").write_text("#!/bin/bash\nexit 99\n")
+    rerun = subprocess.run([str(SCRIPT), "--rerun", "3,9", "--scratch", str(scratch)],
+                           env=clean_env(WARMUP_BIN_DIR=str(BIN_DIR)), cwd=tmp_path,
+                           capture_output=True, text=True, timeout=60)
+    assert rerun.returncode == 2, rerun.stderr
+    assert "shard 9 is not in the plan, which has 4 shards (indices 0-3)" in rerun.stderr, rerun.stderr
+    assert rerun.stdout == ""
+    assert not (scratch / "slurm" / "jobs").exists()
+
+
+def test_finish_names_each_shard_from_its_tasks_run_summary(tmp_path):
+    """--finish without a cluster: shards 0-2 ran as their array tasks run them, writing their
+    run summaries (shard 2 failing); shard 3's task never started, so it has none."""
+    scratch, records = tmp_path / "shared", tmp_path / "records"
+    done = run_tool("shard", "--op", "mm", "--shards", "4", "--out", scratch, EXAMPLE)
+    assert done.returncode == 0, done.stderr
+    (scratch / "slurm").mkdir()
+    env = {"FLAGGEMS_PERF_CURRENT_OP": "mm", "WARMUP_FIXTURE_SWEEP_SECONDS": "0.01",
+           "WARMUP_FIXTURE_FAIL_SHAPES": FAILING_SHAPE}
+    for i in range(3):
+        ran = run_tool("spawn", "--plan", scratch, "--only", i, "--devices", "0", "--backend",
+                       "cuda", "--summary", scratch / "slurm" / f"shard-{i}.summary", "--",
+                       *bench_command(), env=env, cwd=tmp_path)
+        assert ran.returncode == (1 if i == FAILING_SHARD else 0), ran.stderr
+    finish = subprocess.run([str(SCRIPT), "--finish", "--scratch", str(scratch), "--op", "mm",
+                             "--record-dir", str(records)],
+                            env=clean_env(WARMUP_BIN_DIR=str(BIN_DIR)), cwd=tmp_path,
+                            capture_output=True, text=True, timeout=120)
+    assert finish.returncode == 1, finish.stderr
+    assert f"shard 2 failed; log: {scratch}/w2/worker.log" in finish.stderr, finish.stderr
+    assert f"shard 3 did not start or was refused (no run summary; see {scratch}/slurm/" in finish.stderr
+    assert "shard 0 " not in finish.stderr and "shard 1 " not in finish.stderr, finish.stderr
+    assert f"--rerun 2,3 --scratch {scratch}" in finish.stderr, finish.stderr
+    assert "from the records of 3 of 4 shards (2 finished)" in finish.stderr, finish.stderr
+    assert "FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR=" in finish.stdout, finish.stdout
+    assert (records / "mm.json").read_bytes() == (scratch / "merged.json").read_bytes()
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    ([], "--scratch DIR is required"),
+    (["--scratch", "s"], "no COMMAND"),
+    (["--scratch", "s", "--", "pytest"], "--shards N is required"),
+    (["--scratch", "s", "--shards", "x", "--", "pytest"], "--shards 'x' is not a whole number"),
+    (["--scratch", "s", "--shards", "4", "--", "pytest"], "COMMAND has no --shape_file"),
+    (["--scratch", "s", "--shards", "4", "--max-parallel", "0", "--", "pytest"], "give at least 1"),
+    (["--scratch", "s", "--shards", "4", "--sbatch-arg", 'a"b', "--", "pytest", "--shape_file",
+      str(EXAMPLE)], "holds a newline or a double quote"),
+    (["--scratch", "s", "--rerun", "1"], "s/slurm/shard.sbatch is missing"),
+    (["--scratch", "s", "--finish", "--", "pytest"], "--finish takes no COMMAND"),
+])
+def test_usage_errors_exit_2_and_write_nothing(tmp_path, args, needle):
+    done = subprocess.run([str(SCRIPT), *args], env=clean_env(WARMUP_BIN_DIR=str(BIN_DIR)),
+                          cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert needle in done.stderr, done.stderr
+    assert list(tmp_path.iterdir()) == []
