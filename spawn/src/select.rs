@@ -322,6 +322,7 @@ mod tests {
         Plan {
             version: 1,
             op: "mm".into(),
+            entry: None,
             source: "/s.yaml".into(),
             strategy: "round-robin".into(),
             shapes: n,
