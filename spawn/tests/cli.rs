@@ -532,8 +532,9 @@ fn the_summary_counts_outcomes_and_names_each_shards_log() {
         );
     }
     let seconds = |name: &str| got[name].parse::<f64>().expect("seconds");
+    // Children this quick can round to 0.00: the values must be there and be seconds.
     assert!(
-        seconds("summed_seconds") >= 0.0 && seconds("wall_seconds") > 0.0,
+        seconds("summed_seconds") >= 0.0 && seconds("wall_seconds") >= 0.0,
         "{text}"
     );
     // The people's summary stays on stderr.
