@@ -52,7 +52,7 @@ def pytest_configure(config):
     try:
         mode = env.mode_from_env(os.environ)
         policy = env.miss_policy(os.environ, config.getoption("warmup_replay_miss"))
-        session = Session.start(mode, policy) if mode else None
+        session = Session.start(mode, policy, lambda line: _say(config, [line])) if mode else None
     except (env.ProtocolError, records.RecordError) as exc:  # refuse to measure anything
         raise pytest.UsageError(f"warmup-harness: {exc}") from None
     if session is None:
