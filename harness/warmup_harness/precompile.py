@@ -349,7 +349,7 @@ class CompilePool:
     """Where compile jobs run: spawned processes, threads, or, with one worker, the caller."""
 
     def __init__(self, mode: str, workers: int, preload: tuple[str, ...] = ()):
-        self.mode = mode
+        self.mode = mode if workers > 1 else "inline"  # as the reports name it
         self.workers = workers
         self.preload = preload
         self._executor: cf.Executor | None = None
@@ -606,12 +606,12 @@ class Precompiler:
         _active = self
 
     def describe(self) -> str:
-        s = self.settings
-        compiling = ("precompile off" if self.pool is None else
-                     f"precompile: a new key's configs are compiled ahead, {s.mode} x{s.workers}"
-                     + (f" (each worker imports {', '.join(s.preload)} first)" if s.mode == "processes" and s.preload
-                        else ""))
-        return f"{compiling}; configs are timed one at a time per device (locks in {s.lock_dir})"
+        pool = self.pool
+        compiling = ("precompile off" if pool is None else
+                     f"precompile: a new key's configs are compiled ahead, {pool.mode} x{pool.workers}"
+                     + (f" (each worker imports {', '.join(pool.preload)} first)"
+                        if pool.mode == "processes" and pool.preload else ""))
+        return f"{compiling}; configs are timed one at a time per device (locks in {self.settings.lock_dir})"
 
     def start_early(self) -> None:
         """Starts the pool's workers now (record mode: a sweep is coming), unless the benchmark put
@@ -652,7 +652,7 @@ class Precompiler:
         if not self.reports:
             return None
         total = lambda name: sum(getattr(r, name) for r in self.reports)  # noqa: E731
-        return (f"precompile ({self.settings.mode} x{self.settings.workers}): {len(self.reports)} key(s), "
+        return (f"precompile ({self.pool.mode} x{self.pool.workers}): {len(self.reports)} key(s), "
                 f"{total('compiled')} configs compiled, {total('found')} found compiled, {total('left')} left to "
                 f"Triton, {total('capture_s') + total('compile_s'):.1f}s; {self.timing_lock.waited_s:.1f}s waiting "
                 f"for the device's timing lock")
