@@ -399,3 +399,12 @@ def test_without_protocol_variables_nothing_is_precompiled(tmp_path):
     assert "[warmup-harness]" not in plain["stderr"]
     assert plain["compiled"] == {"sweep": CONFIGS_COMPILED, "other_threads": 0}
     assert not (tmp_path / "locks").exists()
+
+
+def test_an_unusable_setting_stops_the_session_before_any_test(tmp_path):
+    proc = start(tmp_path, "bad", FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "rec"),
+                 WARMUP_HARNESS_COMPILE_WORKERS="many")
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 4, out + err
+    assert "WARMUP_HARNESS_COMPILE_WORKERS='many' is not a whole number of at least 1" in err
+    assert not (tmp_path / "bad.json").exists(), "a test ran"

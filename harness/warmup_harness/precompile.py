@@ -180,7 +180,7 @@ def capture(tuner: Any, configs: list, launch: dict) -> Capture:
     out = Capture()
     taken: list[tuple[Any, str]] = []
 
-    def hook(*, key, repr, fn, compile, is_manual_warmup, already_compiled):  # noqa: A002
+    def hook(*, fn, compile, **_):  # noqa: A002
         taken.append((fn.jit_function, compile["specialization_data"]))
         return True
 

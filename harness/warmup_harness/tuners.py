@@ -266,18 +266,18 @@ def install(policy: Policy, precompiler: Any = None) -> None:
             before_timing(self, configs, args[0] if args else kwargs.get("kwargs", {}))
         return configs
 
-    original_bench = Autotuner._bench
-
-    def _bench(self, *args, config, **meta):
-        return precompiler.bench(self, args, config, meta,
-                                 lambda: original_bench(self, *args, config=config, **meta))
-
     _installed = {name: Autotuner.__dict__.get(name, _MISSING)
                   for name in ("cache", "cache_results", "prune_configs", "_bench")}
     Autotuner.cache = property(get_cache, set_cache, del_cache)
     Autotuner.cache_results = property(get_cache_results, set_cache_results)
     Autotuner.prune_configs = prune_configs
     if precompiler is not None:
+        original_bench = Autotuner._bench
+
+        def _bench(self, *args, config, **meta):
+            return precompiler.bench(self, args, config, meta,
+                                     lambda: original_bench(self, *args, config=config, **meta))
+
         Autotuner._bench = _bench
         _precompiler = precompiler
 
