@@ -408,3 +408,38 @@ def test_an_unusable_setting_stops_the_session_before_any_test(tmp_path):
     assert proc.returncode == 4, out + err
     assert "WARMUP_HARNESS_COMPILE_WORKERS='many' is not a whole number of at least 1" in err
     assert not (tmp_path / "bad.json").exists(), "a test ran"
+
+
+def test_a_tuner_with_its_own_bench_is_timed_holding_the_device_lock_too(cpu, monkeypatch):
+    from triton.runtime.autotuner import Autotuner
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    held = []
+
+    class OwnBench(Autotuner):
+        def _bench(self, *args, config, **meta):  # times without calling Autotuner's
+            with open(cpu / "locks" / "gpu-0.lock") as probe:
+                try:
+                    fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    held.append(False)
+                except BlockingIOError:
+                    held.append(True)
+            return [1.0, 1.0, 1.0]
+
+    class Launcher:  # what Autotuner calls `fn`, over a plain function: nothing compiles
+        arg_names = ["n"]
+        fn = staticmethod(lambda n: None)
+
+        def run(self, *args, **kwargs):
+            pass
+
+    compiler = pc.Precompiler(settings("off", lock_dir=cpu / "locks"), lambda line: None)
+    tuner = OwnBench(Launcher(), ["n"], SCALE_CONFIGS, ["n"], None, None, do_bench=cpu_fakes.fake_bench)
+    try:
+        tuners.install(tuners.Recorder(lambda *a: None), compiler)
+        tuner.run(7, grid=(1,), warmup=False)
+    finally:
+        tuners.uninstall()
+        compiler.close()
+    assert held == [True] * len(SCALE_CONFIGS)
+    assert OwnBench.__dict__["_bench"].__qualname__.endswith("OwnBench._bench"), "not taken off"

@@ -263,29 +263,48 @@ def install(policy: Policy, precompiler: Any = None) -> None:
         state = _state(self, policy)
         if state.pending is not None:
             state.pending = None
+            if precompiler is not None:
+                _time_through(precompiler, type(self))
             before_timing(self, configs, args[0] if args else kwargs.get("kwargs", {}))
         return configs
 
     _installed = {name: Autotuner.__dict__.get(name, _MISSING)
-                  for name in ("cache", "cache_results", "prune_configs", "_bench")}
+                  for name in ("cache", "cache_results", "prune_configs")}
     Autotuner.cache = property(get_cache, set_cache, del_cache)
     Autotuner.cache_results = property(get_cache_results, set_cache_results)
     Autotuner.prune_configs = prune_configs
     if precompiler is not None:
-        original_bench = Autotuner._bench
-
-        def _bench(self, *args, config, **meta):
-            return precompiler.bench(self, args, config, meta,
-                                     lambda: original_bench(self, *args, config=config, **meta))
-
-        Autotuner._bench = _bench
+        _time_through(precompiler, Autotuner)
         _precompiler = precompiler
+
+
+_benches: list[tuple[type, Any]] = []  # (class, its own _bench) for each class whose _bench is wrapped
+
+
+def _time_through(precompiler: Any, cls: type) -> None:
+    """Sends each timing of `cls`'s tuners (`_bench`, where one config is timed) through the
+    precompiler: Autotuner's when the hooks go in, and a subclass's own `_bench`, should it have
+    one, at its first new key."""
+    owner = next((c for c in cls.__mro__ if "_bench" in c.__dict__), None)
+    if owner is None or getattr(owner.__dict__["_bench"], "_warmup_harness", False):
+        return
+    original = owner.__dict__["_bench"]
+
+    def _bench(self, *args, config, **meta):
+        return precompiler.bench(self, args, config, meta, lambda: original(self, *args, config=config, **meta))
+
+    _bench._warmup_harness = True
+    _benches.append((owner, original))
+    owner._bench = _bench
 
 
 def uninstall() -> None:
     """Takes the hooks off; every tuner's store is as the tuner left it."""
     global _installed, _precompiler
     _precompiler = None
+    while _benches:
+        cls, original = _benches.pop()
+        cls._bench = original
     if _installed is None:
         return
     for name, value in _installed.items():
