@@ -240,7 +240,8 @@ def summarize_reports(reports: list) -> dict:
         return {}
     total = lambda name: sum(r[name] for r in reports)  # noqa: E731
     return {"keys": len(reports), "compiled": total("compiled"), "found": total("found"),
-            "waited": total("waited"), "left": total("left"), "compile_s": round(total("compile_s"), 2),
+            "waited": total("waited"), "left": total("left"),
+            "compile_s": round(total("capture_s") + total("compile_s"), 2),
             "first_key_s": round(reports[0]["capture_s"] + reports[0]["compile_s"], 2),
             "mode": reports[0]["mode"], "workers": reports[0]["workers"]}
 
