@@ -51,6 +51,7 @@ def test_real_pytest_children_get_the_contract_argv_env_and_shard(tmp_path):
         FLAGGEMS_PERF_TTGIR_DUMP_DIR="/ir",
         FLAGGEMS_PERF_COLOR="always",
         FLAGGEMS_PERF_CURRENT_OP="mm",
+        TRITON_CACHE_DIR="/home/u/.triton/cache",  # inherited: the children share the caller's cache
     )
     command = [sys.executable, "-m", "pytest", "-q", "--shape_file", "caller.yaml",
                str(FIXTURE / "probe_child.py"), "--shape_file=other.yaml"]
@@ -73,7 +74,7 @@ def test_real_pytest_children_get_the_contract_argv_env_and_shard(tmp_path):
             "CUDA_VISIBLE_DEVICES": devices[i],
             "FLAGGEMS_PERF_WARMUP_WORKER": "1",
             "FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR": str(w / "rec"),
-            "TRITON_CACHE_DIR": str(w / ".triton_cache"),
+            "WARMUP_SPAWN_CHILDREN": "3",
             "FLAGGEMS_PERF_COLOR": "never",
             "PYTHONUNBUFFERED": "1",
         })

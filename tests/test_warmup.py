@@ -128,6 +128,20 @@ def test_keep_leaves_the_scratch_with_plan_logs_and_statuses(work):
         assert (scratch / name).exists(), name
 
 
+def test_children_share_the_callers_triton_cache_unless_each_gets_its_own(work):
+    (work / "shared").mkdir()
+    (work / "own").mkdir()
+    shared = warmup(work / "shared", "--gpus", "2", "--devices", "0,1", TRITON_CACHE_DIR=str(work / "cache"))
+    assert shared.returncode == 0, shared.stderr
+    assert [c["env"]["TRITON_CACHE_DIR"] for c in shared.children] == [str(work / "cache")] * 2
+    own = warmup(work / "own", "--gpus", "2", "--devices", "0,1", "--cache-per-child", "--scratch", str(work / "s"),
+                 TRITON_CACHE_DIR=str(work / "cache"))
+    assert own.returncode == 0, own.stderr
+    caches = sorted(c["env"]["TRITON_CACHE_DIR"] for c in own.children)
+    assert caches == [str(work / "s" / f"w{i}" / ".triton_cache") for i in (0, 1)]
+    assert own.measurement["env"]["TRITON_CACHE_DIR"] == str(work / "cache")
+
+
 @pytest.mark.parametrize(
     "opts, env, reason",
     [

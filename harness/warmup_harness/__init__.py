@@ -8,11 +8,15 @@ FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR set it does nothing at all. With one of them s
   file rewritten atomically after each new key, with `<dir>/<op>.meta.json` beside it (versions,
   device, seconds each key took to tune);
 * replay: the recorded configs are pinned and nothing is swept; a key the record lacks is swept
-  live and reported at the end (or fails the test with `--warmup-replay-miss=fail`).
+  live and reported at the end (or fails the test with `--warmup-replay-miss=fail`);
+* in both, a key that is swept has its configs compiled ahead, in parallel and once across the
+  processes sharing a Triton cache, and each config is timed holding its device's lock
+  (precompile.py).
 
 docs/CONTRACT.md ("The record/replay harness") is the surface; README.md shows how to run a
 benchmark under `scripts/warmup`. Loading imports only the standard library: Triton is imported
-when a protocol variable is set, FlagGems never.
+when a protocol variable is set, FlagGems never (compile workers, processes of their own, import
+what the kernels they compile need: precompile.py).
 """
 
 from __future__ import annotations
@@ -52,7 +56,7 @@ def pytest_configure(config):
     try:
         mode = env.mode_from_env(os.environ)
         policy = env.miss_policy(os.environ, config.getoption("warmup_replay_miss"))
-        session = Session.start(mode, policy) if mode else None
+        session = Session.start(mode, policy, lambda line: _say(config, [line])) if mode else None
     except (env.ProtocolError, records.RecordError) as exc:  # refuse to measure anything
         raise pytest.UsageError(f"warmup-harness: {exc}") from None
     if session is None:

@@ -5,27 +5,36 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Callable
 
-from . import env, records
+from . import env, precompile, records
 
 
 class Session:
-    def __init__(self, mode: env.Mode, policy, notes: list[str], writer=None):
+    def __init__(self, mode: env.Mode, policy, notes: list[str], compiler: precompile.Precompiler,
+                 writer=None):
         self.mode = mode
         self.policy = policy  # tuners.Recorder or tuners.Replayer
         self.notes = notes  # said at the end: warnings found on the way
+        self.compiler = compiler  # compiles a new key's configs ahead, times one config per device
         self.writer = writer  # record mode's RecordWriter
         self.closed = False  # the closing lines were said
 
     @classmethod
-    def start(cls, mode: env.Mode, miss_policy: str) -> "Session":
-        """Checks the files before anything runs, then puts the hooks in; raises RecordError."""
-        if mode.kind == "record":
-            return cls._start_record(mode)
-        return cls._start_replay(mode, miss_policy)
+    def start(cls, mode: env.Mode, miss_policy: str, say: Callable[[str], None]) -> "Session":
+        """Checks the settings and files before anything runs, then puts the hooks in; raises
+        ProtocolError or RecordError. `say` writes a line where a child's log shows it."""
+        compiler = precompile.Precompiler(precompile.Settings.from_env(os.environ), say)
+        try:
+            if mode.kind == "record":
+                return cls._start_record(mode, compiler)
+            return cls._start_replay(mode, miss_policy, compiler)
+        except BaseException:
+            compiler.close()
+            raise
 
     @classmethod
-    def _start_record(cls, mode: env.Mode) -> "Session":
+    def _start_record(cls, mode: env.Mode, compiler: precompile.Precompiler) -> "Session":
         from . import tuners
 
         path = records.record_path(mode.directory, mode.op)
@@ -38,11 +47,12 @@ class Session:
             records.load_records(path)
         writer = records.RecordWriter(mode.directory, mode.op, tuners.device_name)
         policy = tuners.Recorder(writer.add)
-        tuners.install(policy)
-        return cls(mode, policy, [], writer=writer)
+        tuners.install(policy, compiler)
+        compiler.start_early()  # its workers' imports overlap pytest's collection
+        return cls(mode, policy, [], compiler, writer=writer)
 
     @classmethod
-    def _start_replay(cls, mode: env.Mode, miss_policy: str) -> "Session":
+    def _start_replay(cls, mode: env.Mode, miss_policy: str, compiler: precompile.Precompiler) -> "Session":
         path = records.record_path(mode.directory, mode.op)
         if not path.exists():
             raise records.RecordError(
@@ -72,8 +82,8 @@ class Session:
                 )
 
         policy = tuners.Replayer(recorded, str(path), miss_policy == "fail", check_device)
-        tuners.install(policy)
-        return cls(mode, policy, notes)
+        tuners.install(policy, compiler)  # its pool starts at the first key swept live, if any
+        return cls(mode, policy, notes, compiler)
 
     def opening_lines(self) -> list[str]:
         path = records.record_path(self.mode.directory, self.mode.op)
@@ -81,7 +91,8 @@ class Session:
             what = f"record mode, op {self.mode.op}: every autotuner decision goes to {path}"
         else:
             what = f"replay mode, op {self.mode.op}: configs pinned from {path}"
-        return [what, "Triton's on-disk autotune cache is off: no config from an earlier run answers a key"]
+        return [what, "Triton's on-disk autotune cache is off: no config from an earlier run answers a key",
+                self.compiler.describe()]
 
     def closing_lines(self) -> list[str]:
         op = self.mode.op
@@ -104,12 +115,13 @@ class Session:
                 f"WARNING several autotuners run one function ({', '.join(shared)}): their keys share "
                 f"one entry of the record, so one's decision can answer the other's key"
             )
-        return [line, *self.notes]
+        return [line, self.compiler.summary(), *self.notes]
 
     def stop(self) -> None:
         from . import tuners
 
         tuners.uninstall()
+        self.compiler.close()
 
 
 def _present(directory: Path) -> str:

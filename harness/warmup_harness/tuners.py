@@ -20,6 +20,10 @@ than `self.cache` is not seen. Heuristics-only kernels are not autotuners and ar
 `cache_results` becomes a property too, always False while the hooks are in: Triton's on-disk
 autotune cache (3.4+) would turn a sweep into a lookup the same way a warm FlagGems store does.
 
+On a miss, Triton's and FlagGems' tuners prune their configs (`prune_configs`) right before they
+time them: the hook there hands the pruned configs to the session's precompiler (precompile.py),
+which compiles them all at once, and `_bench`, where each config is timed, goes through it too.
+
 This module imports Triton; the plugin imports it only when a protocol variable is set.
 """
 
@@ -83,13 +87,15 @@ def device_name() -> str | None:
         return None
 
 
-def before_timing(tuner: Any, configs: list, launch_kwargs: dict) -> None:
-    """Runs once per new key, after the tuner pruned its configs and before it times them.
+_precompiler: Any = None  # the session's precompile.Precompiler while the hooks are in
 
-    The place for work that a key's sweep needs before its first timing (compiling the pruned
-    configs in parallel, waiting for the device's timing slot). `tuner.nargs` holds the launch's
-    positional arguments by name, `launch_kwargs` the rest. Nothing to do yet.
-    """
+
+def before_timing(tuner: Any, configs: list, launch_kwargs: dict) -> None:
+    """Runs once per new key, after the tuner pruned its configs and before it times them:
+    the session's precompiler compiles them (`tuner.nargs` holds the launch's positional arguments
+    by name, `launch_kwargs` the rest)."""
+    if _precompiler is not None:
+        _precompiler.before_timing(kernel_id(tuner), tuner, configs, launch_kwargs)
 
 
 class TunerState:
@@ -217,9 +223,11 @@ def _state(tuner: Any, policy: Policy) -> TunerState:
 _installed: dict[str, Any] | None = None
 
 
-def install(policy: Policy) -> None:
-    """Puts the hooks on `Autotuner`, for every subclass and every instance, existing or future."""
-    global _installed
+def install(policy: Policy, precompiler: Any = None) -> None:
+    """Puts the hooks on `Autotuner`, for every subclass and every instance, existing or future.
+    With a precompiler, a new key's configs go to it before they are timed, and each timing
+    (`Autotuner._bench`, which FlagGems' LibTuner calls too) goes through its `bench`."""
+    global _installed, _precompiler
     if _installed is not None:
         raise RuntimeError("warmup-harness: the autotuner hooks are already installed")
 
@@ -255,6 +263,8 @@ def install(policy: Policy) -> None:
         state = _state(self, policy)
         if state.pending is not None:
             state.pending = None
+            if precompiler is not None:
+                _time_through(precompiler, type(self))
             before_timing(self, configs, args[0] if args else kwargs.get("kwargs", {}))
         return configs
 
@@ -263,11 +273,38 @@ def install(policy: Policy) -> None:
     Autotuner.cache = property(get_cache, set_cache, del_cache)
     Autotuner.cache_results = property(get_cache_results, set_cache_results)
     Autotuner.prune_configs = prune_configs
+    if precompiler is not None:
+        _time_through(precompiler, Autotuner)
+        _precompiler = precompiler
+
+
+_benches: list[tuple[type, Any]] = []  # (class, its own _bench) for each class whose _bench is wrapped
+
+
+def _time_through(precompiler: Any, cls: type) -> None:
+    """Sends each timing of `cls`'s tuners (`_bench`, where one config is timed) through the
+    precompiler: Autotuner's when the hooks go in, and a subclass's own `_bench`, should it have
+    one, at its first new key."""
+    owner = next((c for c in cls.__mro__ if "_bench" in c.__dict__), None)
+    if owner is None or getattr(owner.__dict__["_bench"], "_warmup_harness", False):
+        return
+    original = owner.__dict__["_bench"]
+
+    def _bench(self, *args, config, **meta):
+        return precompiler.bench(self, args, config, meta, lambda: original(self, *args, config=config, **meta))
+
+    _bench._warmup_harness = True
+    _benches.append((owner, original))
+    owner._bench = _bench
 
 
 def uninstall() -> None:
     """Takes the hooks off; every tuner's store is as the tuner left it."""
-    global _installed
+    global _installed, _precompiler
+    _precompiler = None
+    while _benches:
+        cls, original = _benches.pop()
+        cls._bench = original
     if _installed is None:
         return
     for name, value in _installed.items():

@@ -12,8 +12,12 @@ pub const WARMUP_WORKER: &str = "FLAGGEMS_PERF_WARMUP_WORKER";
 pub const RECORD_DIR: &str = "FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR";
 /// The harness reads `<dir>/<op>.json` and pins those configs instead of sweeping.
 pub const REPLAY_DIR: &str = "FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR";
-/// Triton's kernel cache; one per child so that children never share a cache folder.
+/// Triton's kernel cache. Children inherit the caller's, so they share their compiles and a
+/// second run finds them; `warmup-spawn --cache-per-child` gives each child its own instead.
 pub const TRITON_CACHE_DIR: &str = "TRITON_CACHE_DIR";
+/// How many children warmup-spawn runs at once on this machine, in each child: the harness divides
+/// the CPUs among them for its compile workers.
+pub const SPAWN_CHILDREN: &str = "WARMUP_SPAWN_CHILDREN";
 /// The harness's IR dump folder; the IR comes from the measurement run, never from a child.
 pub const TTGIR_DUMP_DIR: &str = "FLAGGEMS_PERF_TTGIR_DUMP_DIR";
 /// The harness's colour switch; `never` in a child, whose output goes to a log file.

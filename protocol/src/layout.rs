@@ -97,7 +97,8 @@ impl Scratch {
         self.worker(shard).join("status.json")
     }
 
-    /// `SCRATCH/w<i>/.triton_cache`: child i's Triton cache.
+    /// `SCRATCH/w<i>/.triton_cache`: child i's Triton cache under `warmup-spawn
+    /// --cache-per-child` (by default children share the caller's cache).
     pub fn triton_cache(&self, shard: usize) -> PathBuf {
         self.worker(shard).join(".triton_cache")
     }

@@ -14,6 +14,16 @@ use std::path::PathBuf;
 /// The flag the harness reads its shape file from.
 pub const SHAPE_FLAG: &str = "--shape_file";
 
+/// What every child of a run shares: how many run at once, and whose Triton cache they use.
+#[derive(Debug, Clone, Copy)]
+pub struct Sharing {
+    /// Children running at once (`WARMUP_SPAWN_CHILDREN`): at most one per listed device.
+    pub children: usize,
+    /// A Triton cache per child (`SCRATCH/w<i>/.triton_cache`), the plugin's design, instead of
+    /// the caller's `TRITON_CACHE_DIR`, which children inherit by default.
+    pub cache_per_child: bool,
+}
+
 /// A shard's child, ready to start on any device.
 #[derive(Debug, Clone)]
 pub struct Job {
@@ -40,22 +50,24 @@ impl Job {
         command: &[OsString],
         backend: &'static Backend,
         marker: Marker,
+        sharing: Sharing,
     ) -> Job {
         let path = |p: PathBuf| p.to_string_lossy().into_owned();
         let record_dir = scratch.record_dir(shard);
-        let set = vec![
+        let mut set = vec![
             (env::WARMUP_WORKER.to_owned(), "1".to_owned()),
             (env::RECORD_DIR.to_owned(), path(record_dir.clone())),
-            (
-                env::TRITON_CACHE_DIR.to_owned(),
-                path(scratch.triton_cache(shard)),
-            ),
             (env::COLOR.to_owned(), "never".to_owned()),
             // The log is a pipe: without this Python buffers it and a killed child's last words are lost.
             ("PYTHONUNBUFFERED".to_owned(), "1".to_owned()),
             // Inherited by all it starts, so that its processes are found wherever they go.
             (crate::process::MARKER.to_owned(), marker.to_string()),
+            (env::SPAWN_CHILDREN.to_owned(), sharing.children.to_string()),
         ];
+        if sharing.cache_per_child {
+            let cache = path(scratch.triton_cache(shard));
+            set.insert(2, (env::TRITON_CACHE_DIR.to_owned(), cache));
+        }
         let unset = [env::REPLAY_DIR, env::GPUS, env::TTGIR_DUMP_DIR].map(str::to_owned);
         Job {
             shard,
@@ -152,7 +164,16 @@ mod tests {
         args.iter().map(OsString::from).collect()
     }
 
+    const SHARED: Sharing = Sharing {
+        children: 2,
+        cache_per_child: false,
+    };
+
     fn job(command: &[&str], backend: &str) -> Job {
+        job_sharing(command, backend, SHARED)
+    }
+
+    fn job_sharing(command: &[&str], backend: &str, sharing: Sharing) -> Job {
         let backend = crate::backend::BACKENDS
             .iter()
             .find(|b| b.name == backend)
@@ -164,6 +185,7 @@ mod tests {
             &os(command),
             backend,
             Marker::new("r", 1),
+            sharing,
         )
     }
 
@@ -235,5 +257,29 @@ mod tests {
         assert!(env
             .unset
             .contains(&"FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR".to_owned()));
+    }
+
+    #[test]
+    fn children_keep_the_callers_triton_cache_unless_each_gets_its_own() {
+        let cache_of = |env: EnvChanges| {
+            env.set
+                .into_iter()
+                .find(|(name, _)| name == "TRITON_CACHE_DIR")
+                .map(|(_, value)| value)
+        };
+        let shared = job(&["pytest"], "cuda").env_on("0");
+        assert!(shared
+            .set
+            .contains(&("WARMUP_SPAWN_CHILDREN".into(), "2".into())));
+        assert_eq!(cache_of(shared), None);
+        let own = Sharing {
+            children: 3,
+            cache_per_child: true,
+        };
+        let env = job_sharing(&["pytest"], "cuda", own).env_on("0");
+        assert!(env
+            .set
+            .contains(&("WARMUP_SPAWN_CHILDREN".into(), "3".into())));
+        assert_eq!(cache_of(env), Some("/s/w1/.triton_cache".into()));
     }
 }

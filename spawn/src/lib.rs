@@ -67,9 +67,12 @@ BACKENDS (--backend; auto: FLAGGEMS_VENDOR, else the visibility variable that is
   iluvatar CUDA_VISIBLE_DEVICES
 
 FILES:
-  SCRATCH/w<i>/worker.log   child i's stdout and stderr (truncated at its start; --max-log caps it)
-  SCRATCH/w<i>/rec/         child i's FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR
-  SCRATCH/w<i>/status.json  child i's outcome; absent when the shard never started";
+  SCRATCH/w<i>/worker.log     child i's stdout and stderr (truncated at its start; --max-log caps it)
+  SCRATCH/w<i>/rec/           child i's FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR
+  SCRATCH/w<i>/status.json    child i's outcome; absent when the shard never started
+  SCRATCH/w<i>/.triton_cache  child i's TRITON_CACHE_DIR, with --cache-per-child only: by default
+                              children share the caller's Triton cache, so each kernel is compiled
+                              once for all of them, and a later run finds it compiled";
 
 /// Run one pinned, supervised child per shard over a device pool.
 #[derive(Debug, clap::Parser)]
@@ -113,6 +116,11 @@ pub struct Args {
     /// rest is read and dropped, and the log says so [default: no limit]
     #[arg(long, value_name = "SIZE", value_parser = log::parse_size)]
     pub max_log: Option<u64>,
+
+    /// Give each child a Triton cache of its own (SCRATCH/w<i>/.triton_cache), as the pytest
+    /// plugin did, instead of the caller's TRITON_CACHE_DIR, which children share by default
+    #[arg(long)]
+    pub cache_per_child: bool,
 
     /// Write the run summary (counts by outcome, seconds, each shard's outcome and log) to
     /// FILE, atomically, as docs/CONTRACT.md "Run summaries" says; `-` is stdout
@@ -216,7 +224,19 @@ pub fn run(args: &Args) -> Result<Status> {
     let backend = backend::select(&args.backend, &env)?;
     let devices = backend::devices(backend, args.devices.as_deref(), &env)?;
     let run_id = process::run_id();
-    let mut jobs = jobs(&plan, &scratch, plan_path, &args.command, backend, &run_id)?;
+    let sharing = job::Sharing {
+        children: plan.shards.len().min(devices.len()),
+        cache_per_child: args.cache_per_child,
+    };
+    let mut jobs = jobs(
+        &plan,
+        &scratch,
+        plan_path,
+        &args.command,
+        backend,
+        &run_id,
+        sharing,
+    )?;
     if let Some(choice) = &choice {
         choice.place(&mut jobs, args.devices.is_some(), &devices);
     }
@@ -298,6 +318,7 @@ fn jobs(
     command: &[OsString],
     backend: &'static backend::Backend,
     run_id: &str,
+    sharing: job::Sharing,
 ) -> Result<Vec<job::Job>> {
     plan.shards
         .iter()
@@ -319,6 +340,7 @@ fn jobs(
                 command,
                 backend,
                 marker,
+                sharing,
             ))
         })
         .collect()

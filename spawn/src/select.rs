@@ -370,6 +370,10 @@ mod tests {
             &["pytest".into()],
             &crate::backend::BACKENDS[0],
             crate::process::Marker::new("r", 0),
+            crate::job::Sharing {
+                children: 1,
+                cache_per_child: false,
+            },
         )];
         let devices: Vec<String> = devices.iter().map(|d| (*d).to_owned()).collect();
         choice.place(&mut jobs, devices_flag, &devices);

@@ -57,6 +57,7 @@ fn children_get_the_shard_file_and_the_contract_environment() {
         .env("FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR", "/replay")
         .env("PARALLEL_WARMUP_GPUS", "2")
         .env("FLAGGEMS_PERF_TTGIR_DUMP_DIR", "/ir")
+        .env("TRITON_CACHE_DIR", "/home/u/.triton/cache")
         .env("KEEP_ME", "yes")
         .args([
             "--",
@@ -90,10 +91,9 @@ fn children_get_the_shard_file_and_the_contract_environment() {
             "FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR={}",
             rec.display()
         )));
-        assert!(has(&format!(
-            "TRITON_CACHE_DIR={}",
-            root.join(format!("w{i}/.triton_cache")).display()
-        )));
+        // The caller's cache, shared: each kernel is compiled once for every child.
+        assert!(has("TRITON_CACHE_DIR=/home/u/.triton/cache"), "{env}");
+        assert!(has("WARMUP_SPAWN_CHILDREN=2"), "{env}");
         assert!(has("FLAGGEMS_PERF_COLOR=never"));
         assert!(has("PYTHONUNBUFFERED=1"));
         assert!(has("KEEP_ME=yes"));
@@ -159,6 +159,38 @@ fn dry_run_prints_env_lines_and_writes_nothing() {
         !dir.path().join("w0/worker.log").exists(),
         "dry run created a log"
     );
+}
+
+#[test]
+fn cache_per_child_gives_each_child_its_own_triton_cache_in_the_scratch() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let plan = plan(dir.path(), 3);
+    let out = spawn_cmd()
+        .args(["--plan", plan.to_str().expect("utf-8"), "--dry-run"])
+        .args(["--devices", "0,1", "--backend", "cuda", "--cache-per-child"])
+        .args(["--", "true"])
+        .env("TRITON_CACHE_DIR", "/home/u/.triton/cache")
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(out).expect("utf-8");
+    let root = std::path::absolute(dir.path()).expect("absolute");
+    for i in 0..3 {
+        let line = text
+            .lines()
+            .filter(|l| l.starts_with("env "))
+            .nth(i)
+            .expect("an env line per shard");
+        let cache = root.join(format!("w{i}/.triton_cache"));
+        assert!(
+            line.contains(&format!(" TRITON_CACHE_DIR={} ", cache.display())),
+            "{line}"
+        );
+        // Three shards on two devices: two children at a time.
+        assert!(line.contains(" WARMUP_SPAWN_CHILDREN=2 "), "{line}");
+    }
 }
 
 #[test]

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # bench_compile.sh: issue 10's benchmark, one device call: the precompile micro-benchmark
-# (bench_precompile.py: serial vs threads vs processes), then per benchmark the serial sweep, the
-# plugin's design (a Triton cache per child, no precompile, round-robin shards) and ours (one
-# shared cache, precompile, per-device timing locks): sweep wall time, speedup over serial, and
-# the replayed latency of the picks against the serial picks (proof.py's tables).
+# (bench_precompile.py: Triton's own path vs threads vs processes), then per benchmark the serial
+# sweep (precompile off), the plugin's design (scripts/warmup --cache-per-child, precompile off)
+# and ours (the harness's defaults: the children share one Triton cache, precompile in processes,
+# one timing at a time per device): sweep wall time, speedup over serial, where each child's time
+# went, and the replayed latency of the picks against the serial picks (proof.py's tables).
 #
 #   2 GPUs:    serial, plugin2, ours2, ours1x2 (the last on GPU 0 alone, two children)
 #   --one-gpu: serial, plugin1x2, ours1x2, ours1x4 (--devices 0,0 and 0,0,0,0)

@@ -1,15 +1,16 @@
 #!/usr/bin/env python3
-"""Issue 10's micro-benchmark: compiling one specialization's autotune configs one after another,
-in N threads, in N spawned processes (a cold pool, paying Python's, torch's and Triton's import,
-and a warm one), each into an empty Triton cache; then loading them back as the tuner's launch
-does (cache hits). Prints a table, writes JSON.
+"""Issue 10's micro-benchmark: compiling one specialization's autotune configs through Triton's own
+path (one after another, as a tuner's sweep does), and with the harness's precompile
+(warmup_harness.precompile) in N threads or N spawned processes (a cold pool, paying Python's,
+torch's and Triton's import, and a warm one), each into an empty Triton cache; then loading them
+back as the tuner's launch does (cache hits). Prints a table, writes JSON.
 
 Kernels: ``matmul`` (gpu_bench_kernels, 112 configs; M=1000 so M is not a multiple of 16) and
 ``flaggems_mm`` (FlagGems' Hopper TMA mm with its pre-hook, when flag_gems imports);
 ``cpu_matmul``: the matmul compiled on a machine without a GPU (a check of this script).
 
   python3 tests/gpu/bench_precompile.py --kernels matmul,flaggems_mm --configs 64 \\
-      --modes triton,serial,threads:8,threads:16,threads:32,processes:16,processes:32 --out $OUT
+      --modes triton,threads:1,threads:8,threads:16,processes:16,processes:32 --out $OUT
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+sys.path.insert(1, str(HERE.parent / "compile_fixture"))  # cpu_fakes
 
 
 def matmul_case(limit: int):
@@ -97,21 +99,24 @@ def load_all(tuner, configs, args, kwargs) -> float:
     return time.perf_counter() - start
 
 
-def trial(pc, tuner, configs, args, kwargs, mode: str, workers: int, root: Path) -> dict:
-    fresh_cache(root, f"{mode}{workers}")
+def trial(pc, tuner, configs, args, kwargs, mode: str, pool, root: Path) -> dict:
+    """One compile of `configs` into an empty cache: Triton's own path (`pool` None), or the
+    harness's precompile in `pool`."""
+    fresh_cache(root, f"{mode}{pool.workers if pool else 1}")
     pc.jit_function(tuner).device_caches.clear()
     start = time.perf_counter()
-    if mode == "triton":  # Triton's own path, one config after another, as a plain sweep compiles
+    if pool is None:  # Triton's own path, one config after another, as a plain sweep compiles
         load_all(tuner, configs, args, kwargs)
         report = None
     else:
-        report = pc.precompile(tuner, configs, args, kwargs, mode=mode, workers=workers)
+        launch = {**dict(zip(tuner.arg_names, args)), **kwargs}
+        report = pc.precompile(tuner, configs, launch, pool)
     seconds = time.perf_counter() - start
-    row = {"mode": mode, "workers": workers, "configs": len(configs), "seconds": round(seconds, 3)}
+    row = {"mode": mode, "workers": pool.workers if pool else 1, "configs": len(configs), "seconds": round(seconds, 3)}
     if report is not None:
         pc.jit_function(tuner).device_caches.clear()
         seconds_load = load_all(tuner, configs, args, kwargs)
-        row.update(compiled=report.compiled, hits=report.hits, failed=report.failed, fallback=report.fallback,
+        row.update(compiled=report.compiled, found=report.found, left=report.left,
                    capture_s=round(report.capture_s, 3), compile_s=round(report.compile_s, 3),
                    load_s=round(seconds_load, 3), errors=report.errors[:3])
     return row
@@ -121,13 +126,14 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--kernels", default="matmul")
     p.add_argument("--configs", type=int, default=64, help="first N configs of each kernel")
-    p.add_argument("--modes", default="triton,serial,threads:8,threads:16,threads:32,processes:16,processes:32",
-                   help="triton (Triton's own compile, one by one), serial, threads:N, processes:N")
+    p.add_argument("--modes", default="triton,threads:8,threads:16,threads:32,processes:16,processes:32",
+                   help="triton (Triton's own compile, one by one), threads:N, processes:N (threads:1: the "
+                        "harness's precompile in the caller)")
     p.add_argument("--out", default=os.environ.get("OUT", "."))
     p.add_argument("--budget", type=float, default=300, help="stop starting trials after this many seconds")
     args = p.parse_args()
 
-    import precompile_draft as pc
+    from warmup_harness import precompile as pc
 
     root = Path(tempfile.mkdtemp(prefix="bench_precompile-"))
     began = time.monotonic()
@@ -158,15 +164,17 @@ def main() -> int:
             if time.monotonic() - began > args.budget:
                 rows.append({"mode": mode, "workers": workers, "skipped": "budget"})
                 continue
-            if mode == "processes":
-                pc.shutdown_pools()  # cold: the pool starts, and imports, inside the trial
-                rows.append({**trial(pc, tuner, configs, kargs, kwargs, mode, workers, root), "pool": "cold"})
-                rows.append({**trial(pc, tuner, configs, kargs, kwargs, mode, workers, root), "pool": "warm"})
+            if mode == "triton":
+                rows.append(trial(pc, tuner, configs, kargs, kwargs, mode, None, root))
+            elif mode == "processes":  # cold: the pool starts, and imports, inside the first trial
+                pool = pc.CompilePool(mode, workers, pc.Settings.from_env(os.environ).preload)
+                rows.append({**trial(pc, tuner, configs, kargs, kwargs, mode, pool, root), "pool": "cold"})
+                rows.append({**trial(pc, tuner, configs, kargs, kwargs, mode, pool, root), "pool": "warm"})
+                pool.close()
             else:
-                rows.append(trial(pc, tuner, configs, kargs, kwargs, mode, workers, root))
+                rows.append(trial(pc, tuner, configs, kargs, kwargs, mode, pc.CompilePool(mode, workers), root))
             print(json.dumps(rows[-1]), flush=True)
             (out / "bench_precompile.json").write_text(json.dumps(doc, indent=2))
-        pc.shutdown_pools()
     (out / "bench_precompile.json").write_text(json.dumps(doc, indent=2))
     print(render(doc))
     return 0
@@ -174,7 +182,7 @@ def main() -> int:
 
 def render(doc: dict) -> str:
     lines = [f"precompile micro-benchmark: {doc.get('device')} , {doc['cpus']} CPUs, triton {doc.get('triton')}", "",
-             "| kernel | mode | workers | pool | configs | seconds | speedup vs triton | load s | compiled/hits/failed |",
+             "| kernel | mode | workers | pool | configs | seconds | speedup vs triton | load s | compiled/found/left |",
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for name, rows in doc["kernels"].items():
         base = next((r["seconds"] for r in rows if r.get("mode") == "triton" and "seconds" in r), None)
@@ -184,7 +192,7 @@ def render(doc: dict) -> str:
                              f"{r.get('error') or 'skipped: ' + r['skipped']} | | | |")
                 continue
             speed = f"{base / r['seconds']:.2f}x" if base and r["seconds"] else "-"
-            counts = f"{r['compiled']}/{r['hits']}/{r['failed']}" if "compiled" in r else "-"
+            counts = f"{r['compiled']}/{r['found']}/{r['left']}" if "compiled" in r else "-"
             lines.append(f"| {name} | {r['mode']} | {r['workers']} | {r.get('pool', '')} | {r['configs']} | "
                          f"{r['seconds']:.2f} | {speed} | {r.get('load_s', '-')} | {counts} |")
     return "\n".join(lines)

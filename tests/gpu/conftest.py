@@ -10,13 +10,12 @@
   timing: its timings are discarded, and it would disturb a sibling's sweep on a shared GPU.
 * ``$GPU_BENCH_RESULT``: where the session writes its latencies as JSON (not in warmup children).
 * Every session says on stderr which device it saw (a warmup child's log so names its GPU).
-* ``$WARMUP_PRECOMPILE`` / ``$WARMUP_DEVICE_LOCK_DIR`` / ``$WARMUP_TRITON_CACHE_DIR``: switch on
-  precompile_draft (issue 10) when the harness does not provide it itself.
+* A warmup child holds the harness's device timing lock around its own GPU work (inputs, the
+  reference), so that a sibling sharing the GPU never times a config meanwhile.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
@@ -79,33 +78,6 @@ def pytest_generate_tests(metafunc):
     metafunc.parametrize("shape", shapes, ids=[shape_id(s) for s in shapes])
 
 
-# --- precompile draft (issue 10) ---------------------------------------------------------------
-
-
-def _activate_precompile_draft():
-    wanted = any(os.environ.get(k, "").strip() for k in
-                 ("WARMUP_PRECOMPILE", "WARMUP_DEVICE_LOCK_DIR", "WARMUP_TRITON_CACHE_DIR"))
-    if not wanted:
-        return
-    try:
-        import warmup_harness.precompile  # noqa: F401  the harness has it: it installs itself
-        return
-    except ImportError:
-        pass
-    sys.path.insert(0, str(HERE))
-    import precompile_draft
-
-    shared = precompile_draft.use_shared_cache()
-    installed = precompile_draft.install()
-    print(f"gpu-bench: precompile draft mode={precompile_draft.mode_from_env()} "
-          f"workers={precompile_draft.workers_from_env()} installed={installed} shared_cache={shared} "
-          f"device_locks={os.environ.get('WARMUP_DEVICE_LOCK_DIR') or None}", file=sys.stderr, flush=True)
-    if precompile_draft.mode_from_env() == "processes":
-        start = time.perf_counter()
-        precompile_draft.warm_pool()
-        print(f"gpu-bench: precompile pool ready in {time.perf_counter() - start:.1f}s", file=sys.stderr, flush=True)
-
-
 # --- the session's record ----------------------------------------------------------------------
 
 
@@ -154,7 +126,6 @@ RESULTS = Results()
 
 def pytest_configure(config):
     RESULTS.started_at = time.time()
-    _activate_precompile_draft()
 
 
 def describe_device() -> dict:
@@ -185,21 +156,16 @@ def pytest_sessionfinish(session, exitstatus):
     path = os.environ.get("GPU_BENCH_RESULT", "").strip()
     if path and not is_warmup_child():
         RESULTS.write(path, os.environ.get("FLAGGEMS_PERF_CURRENT_OP", "").strip() or None)
-    draft = sys.modules.get("precompile_draft")
-    if draft is not None:
-        draft.shutdown_pools()  # a pool's workers must not outlive the session
 
 
 class Bench:
     """What a test uses: check a result, time the op, record the shape's figures."""
 
     def gpu_lock(self):
-        """The device timing lock (issue 10) when one is in use, else nothing: a warmup child holds
-        it around its own GPU work (inputs, the reference) so that a sibling sharing the GPU never
-        times a config meanwhile."""
-        draft = sys.modules.get("warmup_harness.precompile") or sys.modules.get("precompile_draft")
-        lock = getattr(draft, "device_timing_lock", None)
-        return lock() if lock else contextlib.nullcontext()
+        """The harness's device timing lock (a no-op outside a harness session)."""
+        from warmup_harness.precompile import device_timing_lock
+
+        return device_timing_lock()
 
     def check(self, out, ref, tol: float) -> float:
         """Relative error ||out - ref|| / ||ref|| (ref in float32 or wider); fails above tol."""

@@ -5,20 +5,26 @@ For the benchmark (``triton``: tests/gpu/test_triton_bench.py, ``flaggems``:
 tests/gpu/test_flaggems_bench.py), each variant sweeps every shape with a cold Triton cache and
 records the winners; then the picks are measured, replaying, on GPU 0:
 
-``serial``        one pytest process in record mode on the first GPU (the baseline)
-``serial-pc``     the same with precompile_draft on (compile work spread over the cores)
-``pluginG[xC]``   ``scripts/warmup --gpus G*C``, C children per GPU, as the plugin did: a Triton
-                  cache per child, no precompile
-``oursG[xC]``     the same with one shared cache, precompile and per-device timing locks
+``serial``        one pytest process in record mode on the first GPU, the harness's precompile off:
+                  Triton compiles each config as it times it (the baseline)
+``serial-pc``     the same with the harness's precompile (compile work spread over the cores)
+``pluginG[xC]``   ``scripts/warmup --gpus G*C --cache-per-child``, C children per GPU, as the plugin
+                  did: a Triton cache per child, precompile off (the harness's per-device timing
+                  lock stays: it serializes pluginGx2's timings)
+``oursG[xC]``     ``scripts/warmup``: the children share one Triton cache; the harness precompiles
+                  (``--precompile-mode``, workers: the CPUs divided among the children unless
+                  ``--compile-workers``) and times one config at a time per device
 
 G GPUs with one child each are found by the tools (no ``--devices``); otherwise ``--devices``
 lists each GPU C times (``ours1x2``: ``--devices 0,0``). The serial picks are replayed right after
 the serial sweep and once more at the end, which gives the run-to-run noise; a warmup variant's
-own measurement (the command scripts/warmup execs) replays its merged picks.
+own measurement (the command scripts/warmup execs) replays its merged picks. Each variant starts
+with an empty Triton cache.
 
 Per variant: wall time of the sweep and its speedup over the serial sweep, keys recorded,
-conflicts, the replay's ``replayed N, swept M live`` line, each child's device and precompile
-reports, and the replayed latency against the serial picks (per shape and geometric mean).
+conflicts, the replay's ``replayed N, swept M live`` line, each child's device and where its time
+went (start-up before pytest's clock, tuning, compiling ahead, waiting for the timing lock), and
+the replayed latency against the serial picks (per shape and geometric mean).
 Written to ``OUT/proof_<bench>.md`` and ``.json`` after every step (a run cut short still leaves
 its tables); everything else (logs, records, measurements) goes to ``OUT/logs_<bench>.tar.gz``.
 """
@@ -43,8 +49,7 @@ from typing import Optional
 
 REPO = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import precompile_draft  # noqa: E402  (its report parser; nothing here imports Triton)
+from warmup_harness import precompile  # noqa: E402  (names and its report parser; no Triton import)
 
 BENCHES = {
     "triton": ("tests/gpu/test_triton_bench.py", "gpu_triton"),
@@ -55,10 +60,12 @@ VARIANT = re.compile(r"^(serial|serial-pc|plugin|ours)(?:(\d+)(?:x(\d+))?)?$")
 HARNESS_LINE = re.compile(r"replayed (\d+), swept (\d+) live")
 SWEEP_LINE = re.compile(r"\[parallel-warmup\] sweep done in (\d+)s on (\d+) devices.*")
 FELL_BACK = re.compile(r"\[parallel-warmup\] .*(falling back|skipping)")
+PASSED_IN = re.compile(r"\d+ passed.* in ([\d.]+)s")
+TUNING = re.compile(r"\(([\d.]+)s of tuning\)")
+LOCK_WAIT = re.compile(r"([\d.]+)s waiting for the device's timing lock")
 CLEAN_ENV = ("FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR", "FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR", "PARALLEL_WARMUP_GPUS",
              "FLAGGEMS_PERF_WARMUP_WORKER", "TRITON_CACHE_DIR", "GPU_BENCH_RESULT", "CUDA_VISIBLE_DEVICES",
-             precompile_draft.ENV_MODE, precompile_draft.ENV_WORKERS, precompile_draft.ENV_LOCK_DIR,
-             precompile_draft.ENV_SHARED_CACHE, "WARMUP_SHARDS")
+             precompile.MODE, precompile.WORKERS, precompile.PRELOAD, precompile.LOCK_DIR, precompile.CHILDREN)
 
 
 @dataclass
@@ -194,6 +201,22 @@ def harness_line(log_text: str) -> Optional[dict]:
     return {"replayed": int(replayed), "swept_live": int(swept)}
 
 
+def last_float(pattern: re.Pattern, text: str) -> Optional[float]:
+    found = pattern.findall(text)
+    return float(found[-1]) if found else None
+
+
+def time_split(text: str, seconds: Optional[float]) -> dict:
+    """Where a pytest process's time went, from its log: before pytest's clock (Python, pytest,
+    the plugin, torch and the device: the conftest's session start), the tests, their tuning (the
+    harness's total of each key's miss to decision), compiling ahead, waiting for the timing lock."""
+    pytest_s = last_float(PASSED_IN, text)
+    return {"startup_s": round(seconds - pytest_s, 2) if seconds is not None and pytest_s is not None else None,
+            "pytest_s": pytest_s, "tuning_s": last_float(TUNING, text),
+            "precompile": summarize_reports(precompile.parse_reports(text)),
+            "lock_wait_s": last_float(LOCK_WAIT, text)}
+
+
 def children_of(scratch: Path) -> list:
     out = []
     for status_file in sorted(scratch.glob("w*/status.json"), key=lambda p: int(p.parent.name[1:])):
@@ -201,14 +224,13 @@ def children_of(scratch: Path) -> list:
         log = status_file.parent / "worker.log"
         text = log.read_text(errors="replace") if log.exists() else ""
         saw = [line.strip() for line in text.splitlines() if line.startswith("gpu-bench: warmup child")]
-        reports = list(precompile_draft.iter_reports(text))
         out.append({
             "shard": status.get("shard"),
             "device": status.get("device"),
             "exit_code": status.get("exit_code"),
             "seconds": status.get("seconds"),
             "saw": saw[0] if saw else None,
-            "precompile": summarize_reports(reports),
+            **time_split(text, status.get("seconds")),
         })
     return out
 
@@ -216,16 +238,12 @@ def children_of(scratch: Path) -> list:
 def summarize_reports(reports: list) -> dict:
     if not reports:
         return {}
-    return {
-        "keys": len(reports),
-        "compiled": sum(r["compiled"] for r in reports),
-        "hits": sum(r["hits"] for r in reports),
-        "deferred": sum(r["deferred"] for r in reports),
-        "failed": sum(r["failed"] for r in reports),
-        "compile_s": round(sum(r["compile_s"] for r in reports), 2),
-        "mode": reports[0]["mode"],
-        "workers": reports[0]["workers"],
-    }
+    total = lambda name: sum(r[name] for r in reports)  # noqa: E731
+    return {"keys": len(reports), "compiled": total("compiled"), "found": total("found"),
+            "waited": total("waited"), "left": total("left"),
+            "compile_s": round(total("capture_s") + total("compile_s"), 2),
+            "first_key_s": round(reports[0]["capture_s"] + reports[0]["compile_s"], 2),
+            "mode": reports[0]["mode"], "workers": reports[0]["workers"]}
 
 
 def flaggems_store(home: Path) -> dict:
@@ -259,6 +277,8 @@ class Proof:
             "op": self.op,
             "shape_file": str(args.shape_file),
             "precompile_mode": args.precompile_mode,
+            "compile_workers": args.compile_workers,
+            "preload": args.preload,
             "cpus": self.cpus,
             "gpus": args.gpus,
             "started": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
@@ -289,21 +309,25 @@ class Proof:
 
     # one variant --------------------------------------------------------------------------------
 
-    def precompile_env(self, name: str, children: int) -> dict:
-        return {
-            precompile_draft.ENV_MODE: self.args.precompile_mode,
-            precompile_draft.ENV_WORKERS: max(1, self.cpus // children),
-            precompile_draft.ENV_SHARED_CACHE: self.work / name / "triton_cache",
-            precompile_draft.ENV_LOCK_DIR: self.work / name / "device_locks",
-        }
+    def harness_env(self, v: Variant) -> dict:
+        """The harness's compile settings for a variant; every variant's timing locks in a folder
+        of its own."""
+        env = {precompile.LOCK_DIR: self.work / v.name / "device_locks"}
+        if not v.precompiles:
+            env[precompile.MODE] = "off"
+            return env
+        env[precompile.MODE] = self.args.precompile_mode
+        if self.args.compile_workers:
+            env[precompile.WORKERS] = self.args.compile_workers
+        if self.args.preload is not None:
+            env[precompile.PRELOAD] = self.args.preload
+        return env
 
     def serial(self, v: Variant) -> dict:
         d = self.work / v.name
         records = d / "records"
         extra = {"FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR": records, "GPU_BENCH_RESULT": d / "measure.json",
-                 "CUDA_VISIBLE_DEVICES": self.args.first_gpu}
-        if v.precompiles:
-            extra.update(self.precompile_env(v.name, 1))
+                 "CUDA_VISIBLE_DEVICES": self.args.first_gpu, **self.harness_env(v)}
         r = run(self.pytest_cmd(), self.env(v.name, **extra), d / "run.log", self.clock)
         measure = read_json(d / "measure.json")
         timing = (measure or {}).get("timing_s", 0.0)
@@ -312,18 +336,16 @@ class Proof:
         return {**r, "design": v.design, "devices": self.args.first_gpu, "children": 1,
                 "sweep_s": round(r["wall_s"] - timing, 2) if r["exit_code"] in (0, 1) and not r["timed_out"] else None,
                 "measure_timing_s": round(timing, 2), "keys": count_keys(record),
-                "precompile": summarize_reports(list(precompile_draft.iter_reports(text))),
-                "record": str(records / f"{self.op}.json")}
+                **time_split(text, r["wall_s"]), "record": str(records / f"{self.op}.json")}
 
     def warmup(self, v: Variant) -> dict:
         d = self.work / v.name
         records = d / "records"
-        extra = {"FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR": records, "GPU_BENCH_RESULT": d / "measure.json"}
-        if v.precompiles:
-            extra.update(self.precompile_env(v.name, v.children))
-        else:
-            extra[precompile_draft.ENV_MODE] = "off"
+        extra = {"FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR": records, "GPU_BENCH_RESULT": d / "measure.json",
+                 **self.harness_env(v)}
         cmd = [REPO / "scripts/warmup", "--gpus", v.children, "--keep", "--scratch", d / "scratch"]
+        if v.design == "plugin":
+            cmd.append("--cache-per-child")
         if v.devices:
             cmd += ["--devices", v.devices]
         if self.args.backend:
@@ -470,7 +492,8 @@ def fmt(value, digits=2, suffix=""):
 def render(doc: dict) -> str:
     lines = [
         f"## {doc['bench']} (op {doc['op']}): {doc['started']}, {doc['gpus']} GPU(s), {doc['cpus']} CPUs, "
-        f"precompile mode {doc['precompile_mode']}",
+        f"precompile mode {doc['precompile_mode']}, compile workers {doc.get('compile_workers') or 'default'}, "
+        f"preload {doc.get('preload') if doc.get('preload') is not None else 'default'}",
         "",
         "| variant | devices | children | exit | sweep wall s | speedup vs serial | keys | conflicts | "
         "replay: replayed / swept live | latency geomean vs serial picks | picks differing |",
@@ -500,22 +523,19 @@ def render(doc: dict) -> str:
               f"{fmt(noise, 4)} (run-to-run noise)."]
     if doc.get("flaggems_store_rows") is not None:
         lines.append(f"FlagGems config store rows under FLAGGEMS_CACHE_DIR after all runs: {doc['flaggems_store_rows']}")
+    split_rows = []
     for name, v in doc["variants"].items():
-        children = v.get("children_info") or []
-        if children:
-            lines += ["", f"### {name}: children", "",
-                      "| shard | device | exit | seconds | saw | precompile |", "| --- | --- | --- | --- | --- | --- |"]
-            for c in children:
-                pcs = c.get("precompile") or {}
-                pc_text = (f"{pcs['keys']} keys: {pcs['compiled']} compiled, {pcs['hits']} hits "
-                           f"({pcs['deferred']} deferred), {pcs['compile_s']}s {pcs['mode']} x{pcs['workers']}"
-                           if pcs else "-")
-                lines.append(f"| {c['shard']} | {c['device']} | {c['exit_code']} | {fmt(c['seconds'], 1)} | "
-                             f"{(c.get('saw') or '-').replace('gpu-bench: ', '')} | {pc_text} |")
-        elif v.get("precompile"):
-            pcs = v["precompile"]
-            lines += ["", f"{name}: precompile {pcs['keys']} keys, {pcs['compiled']} compiled, "
-                      f"{pcs['compile_s']}s {pcs['mode']} x{pcs['workers']}"]
+        for c in v.get("children_info") or ([v] if "pytest_s" in v else []):
+            split_rows.append(render_split(name, c))
+    if split_rows:
+        lines += ["", "### where each sweep process's time went (s)", "",
+                  "| variant | shard | device | exit | wall | start-up | tests | tuning | precompile: keys, "
+                  "compiled / found (waited) / left | compiling ahead (first key) | timing-lock wait |",
+                  "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |", *split_rows]
+    devices = [f"{name} shard {c['shard']}: {c['saw'].replace('gpu-bench: ', '')}"
+               for name, v in doc["variants"].items() for c in v.get("children_info") or [] if c.get("saw")]
+    if devices:
+        lines += ["", "Devices the children saw:", "", *[f"- {d}" for d in devices]]
     shape_ids = []
     for v in doc["variants"].values():
         for sid in (v.get("latency_vs_serial_picks") or {}).get("per_shape", {}):
@@ -540,6 +560,17 @@ def render(doc: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def render_split(name: str, c: dict) -> str:
+    pcs = c.get("precompile") or {}
+    compiled = (f"{pcs['keys']}, {pcs['compiled']} / {pcs['found']} ({pcs['waited']}) / {pcs['left']} "
+                f"{pcs['mode']} x{pcs['workers']}" if pcs else "-")
+    ahead = f"{pcs['compile_s']} ({pcs['first_key_s']})" if pcs else "-"
+    wall = c.get("seconds", c.get("wall_s"))
+    return (f"| {name} | {c.get('shard', '-')} | {c.get('device', '-')} | {c.get('exit_code')} | {fmt(wall, 1)} | "
+            f"{fmt(c.get('startup_s'), 1)} | {fmt(c.get('pytest_s'), 1)} | {fmt(c.get('tuning_s'), 1)} | {compiled} | "
+            f"{ahead} | {fmt(c.get('lock_wait_s'), 1)} |")
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--bench", choices=sorted(BENCHES), required=True)
@@ -551,7 +582,13 @@ def main(argv=None) -> int:
     p.add_argument("--backend", default=None, help="scripts/warmup --backend (default: its own detection)")
     p.add_argument("--serial-baseline", default=None, metavar="PROOF_JSON",
                    help="take the serial sweep from an earlier call's proof_<bench>.json instead of running it")
-    p.add_argument("--precompile-mode", default="threads", choices=precompile_draft.MODES[1:])
+    p.add_argument("--precompile-mode", default="processes", choices=("processes", "threads"),
+                   help="the harness's precompile in serial-pc and ours variants (default: %(default)s)")
+    p.add_argument("--compile-workers", type=int, default=None,
+                   help="compile workers per process (default: the harness's, the CPUs divided among the children)")
+    p.add_argument("--preload", default=None, metavar="MODULES",
+                   help="modules each compile worker imports when it starts, comma-separated (default: the "
+                        "harness's, torch)")
     p.add_argument("--budget", type=float, default=540, help="seconds this proof may take in all")
     p.add_argument("--work", default="/tmp/gpu_proof")
     p.add_argument("--out", default=os.environ.get("OUT", "gpu_proof_out"))

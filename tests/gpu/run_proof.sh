@@ -9,11 +9,19 @@
 # proof_<bench>.md/.json + logs_<bench>.tar.gz per benchmark).
 #
 # usage: tests/gpu/run_proof.sh [--bench triton,flaggems] [--variants LIST] [--one-gpu]
-#            [--budget SECS] [--precompile-mode serial|threads|processes] [--micro]
-#            [--micro-args 'ARGS'] [--serial-from DIR] [--dry]
+#            [--budget SECS] [--precompile-mode processes|threads] [--compile-workers N]
+#            [--preload MODULES] [--micro] [--micro-args 'ARGS'] [--serial-from DIR] [--dry]
 #
 #   --variants LIST   proof.py variants (default: serial,plugin2,ours2; with --one-gpu or a
-#                     machine of one GPU: serial,plugin1x2,ours1x2)
+#                     machine of one GPU: serial,plugin1x2,ours1x2). serial: precompile off;
+#                     pluginG[xC]: --cache-per-child, precompile off; oursG[xC]: the harness's
+#                     defaults (shared cache, precompile, timing locks)
+#   --precompile-mode the harness's WARMUP_HARNESS_PRECOMPILE in ours and serial-pc (default
+#                     processes)
+#   --compile-workers WARMUP_HARNESS_COMPILE_WORKERS there (default: the harness's, the CPUs
+#                     divided among the children running at once)
+#   --preload MODULES WARMUP_HARNESS_COMPILE_PRELOAD there (default: the harness's, torch), e.g.
+#                     torch,flag_gems: the workers import FlagGems while pytest collects
 #   --one-gpu         sweep on GPU 0 only (--devices 0,0), when only one GPU is lent
 #   --budget SECS     the whole call's time (default 560: a device call stops at 600)
 #   --micro           first run bench_precompile.py (issue 10's compile micro-benchmark)
@@ -31,7 +39,9 @@ benches=triton,flaggems
 variants=
 one_gpu=0
 budget=560
-precompile_mode=threads
+precompile_mode=processes
+compile_workers=
+preload=
 micro=0
 micro_args=
 serial_from=
@@ -43,6 +53,8 @@ while [ $# -gt 0 ]; do
         --one-gpu) one_gpu=1; shift ;;
         --budget) budget=$2; shift 2 ;;
         --precompile-mode) precompile_mode=$2; shift 2 ;;
+        --compile-workers) compile_workers=$2; shift 2 ;;
+        --preload) preload=$2; shift 2 ;;
         --micro) micro=1; shift ;;
         --micro-args) micro_args=$2; shift 2 ;;
         --serial-from) serial_from=$2; shift 2 ;;
@@ -132,7 +144,7 @@ fi
 if [ -z "$variants" ]; then
     if [ "$gpus" -ge 2 ]; then variants=serial,plugin2,ours2; else variants=serial,plugin1x2,ours1x2; fi
 fi
-say "variants: $variants; precompile mode for 'ours': $precompile_mode"
+say "variants: $variants; precompile for 'ours': $precompile_mode x${compile_workers:-default}"
 
 # --- issue 10's micro-benchmark ----------------------------------------------------------------
 left() { echo $((budget - (SECONDS - start))); }
@@ -154,6 +166,8 @@ for bench in "${bench_list[@]}"; do
     n=$((n - 1))
     args=(--bench "$bench" --gpus "$gpus" --variants "$variants" --precompile-mode "$precompile_mode"
           --budget "$share" --out "$OUT" "${backend_args[@]}")
+    [ -z "$compile_workers" ] || args+=(--compile-workers "$compile_workers")
+    [ -z "$preload" ] || args+=(--preload "$preload")
     if [ -n "$serial_from" ]; then
         if [ -f "$serial_from/proof_$bench.json" ]; then
             args+=(--serial-baseline "$serial_from/proof_$bench.json")

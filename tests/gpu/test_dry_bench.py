@@ -1,8 +1,8 @@
 """A CPU dry run of the GPU proof's plumbing (``GPU_BENCH_DRY=1``; skipped otherwise).
 
-Real Triton compiles a real ``@triton.autotune`` kernel for an H200's target (cpu_fakes.py fakes
-the device queries), so the harness, precompile_draft, scripts/warmup and proof.py run as they do
-on the GPU machine. Only the launch and the timer are stubbed: a "launch" compiles and returns,
+Real Triton compiles a real ``@triton.autotune`` kernel for an H200's target
+(tests/compile_fixture/cpu_fakes.py fakes the device queries), so the harness with its precompile,
+scripts/warmup and proof.py run as they do on the GPU machine. Only the launch and the timer are stubbed: a "launch" compiles and returns,
 and a config "times" as a pure function of kernel, config and shape, so a replay of the same
 picks measures the same latency.
 
@@ -15,6 +15,8 @@ import hashlib
 import itertools
 import json
 import os
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -26,6 +28,7 @@ import triton.language as tl  # noqa: E402
 from triton.runtime.driver import driver  # noqa: E402
 from triton.runtime.jit import JITFunction  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "compile_fixture"))
 import cpu_fakes  # noqa: E402
 
 OP = "gpu_dry"

@@ -1,8 +1,9 @@
-"""The least a CPU-only machine needs to drive Triton's real JIT and compiler: a driver that
+"""The least a machine without a GPU needs to drive Triton's real JIT and compiler: a driver that
 answers "which device, which stream, which target" (Hopper, sm_90), and tensors that have a dtype
 and a data pointer. Compilation (Triton's passes, LLVM, the bundled ptxas) is real; nothing runs.
 
-Also a tiny autotuned kernel whose configs compile in well under a second each.
+Also small autotuned kernels whose configs compile in well under a second each. Used by
+tests/test_precompile.py, this folder's benchmark, and tests/gpu's dry run and micro-benchmark.
 """
 
 from __future__ import annotations

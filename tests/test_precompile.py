@@ -1,0 +1,445 @@
+"""warmup_harness.precompile on a machine without a GPU: real Triton (its JIT, its passes, LLVM, the
+bundled ptxas) compiling for an H200's target, only the device queries and tensors faked
+(tests/compile_fixture/cpu_fakes.py). In this process: what a key's precompile compiles, finds
+and leaves to Triton. Across processes (tests/compile_fixture driven by real pytest under the
+plugin): one cache shared by two children compiles each config once, a second run compiles
+nothing, and children on one device never time two configs at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import importlib
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import triton
+from triton import knobs
+from triton.runtime.driver import driver
+
+from support import ROOT, clean_env
+
+FIXTURE = ROOT / "tests" / "compile_fixture"
+sys.path.insert(0, str(ROOT / "harness"))
+sys.path.insert(0, str(FIXTURE))
+import cpu_fakes  # noqa: E402
+from cpu_fakes import SCALE_CONFIGS, TMA_CONFIGS, Tensor, scale_even_kernel, scale_kernel, tma_args  # noqa: E402
+from warmup_harness import precompile as pc  # noqa: E402
+from warmup_harness import tuners  # noqa: E402
+from warmup_harness.env import ProtocolError  # noqa: E402
+
+
+@pytest.fixture
+def cpu(tmp_path, monkeypatch):
+    """A fake H200 and a fresh, empty Triton cache for one test."""
+    saved = driver._active
+    driver.set_active(cpu_fakes.CpuDriver())
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
+    yield tmp_path
+    tuners.uninstall()
+    driver._active = saved
+
+
+@pytest.fixture(scope="module")
+def processes():
+    """One pool of two worker processes for the tests here that need one (each start costs their
+    imports)."""
+    pool = pc.CompilePool("processes", 2)
+    yield pool
+    pool.close()
+
+
+class Compiles:
+    """Triton's compiles in this process, through its compilation listener: (cache misses, hits)."""
+
+    def __init__(self):
+        self.misses = 0
+        self.hits = 0
+
+    def __call__(self, *, src, metadata, metadata_group, times, cache_hit):
+        if cache_hit:
+            self.hits += 1
+        else:
+            self.misses += 1
+
+
+@pytest.fixture
+def compiles():
+    counts = Compiles()
+    saved, knobs.compilation.listener = knobs.compilation.listener, counts
+    yield counts
+    knobs.compilation.listener = saved
+
+
+def forget_compiled(kernel):
+    """Drops the JIT's kernels in memory, as a new process starts."""
+    pc.jit_function(kernel).device_caches.clear()
+
+
+def launch_each(kernel, args, configs):
+    """The path each config's timed launch takes, without launching."""
+    for config in configs:
+        kernel.fn.run(*args, grid=(1,), warmup=True, **config.all_kwargs())
+
+
+def scale_launch(n=1000) -> tuple[tuple, dict]:
+    args = (Tensor(), Tensor(), n)
+    return args, {"x_ptr": args[0], "y_ptr": args[1], "n": n, "grid": (1,)}
+
+
+def settings(mode="threads", workers=2, lock_dir: Path | None = None) -> pc.Settings:
+    return pc.Settings(mode, workers, (), lock_dir or Path("/nonexistent"), False)
+
+
+# --- one key, in this process ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["threads", "processes"])
+def test_precompiled_configs_are_cache_hits_on_the_tuners_launch_path(cpu, compiles, processes, mode):
+    forget_compiled(scale_kernel)
+    pool = processes if mode == "processes" else pc.CompilePool("threads", 2)
+    args, launch = scale_launch()
+    report = pc.precompile(scale_kernel, SCALE_CONFIGS, launch, pool)
+    assert report.errors == []
+    assert (report.compiled, report.found, report.left) == (len(SCALE_CONFIGS), 0, 0)
+    compiled_here = compiles.misses
+    launch_each(scale_kernel, args, SCALE_CONFIGS)
+    assert compiles.misses == compiled_here, "the launch path compiled a config again"
+    assert compiles.hits == len(SCALE_CONFIGS)
+
+
+def test_configs_this_process_holds_already_are_not_compiled_again(cpu):
+    forget_compiled(scale_kernel)
+    args, launch = scale_launch()
+    launch_each(scale_kernel, args, SCALE_CONFIGS[:2])
+    report = pc.precompile(scale_kernel, SCALE_CONFIGS, launch, pc.CompilePool("threads", 2))
+    assert (report.loaded, report.compiled) == (2, len(SCALE_CONFIGS) - 2)
+
+
+def test_a_new_specialization_is_compiled_even_when_its_configs_were(cpu):
+    forget_compiled(scale_kernel)
+    pool = pc.CompilePool("threads", 2)
+    # 1024 and 2048 are multiples of 16, 1000 is not: Triton compiles those apart.
+    first, second, third = (pc.precompile(scale_kernel, SCALE_CONFIGS, scale_launch(n)[1], pool)
+                            for n in (1024, 1000, 2048))
+    assert first.compiled == second.compiled == len(SCALE_CONFIGS)
+    assert third.compiled == 0 and third.found == len(SCALE_CONFIGS)
+
+
+def test_heuristics_under_the_tuner_are_applied_per_config(cpu, compiles):
+    forget_compiled(scale_even_kernel)
+    args, launch = scale_launch(1024)
+    report = pc.precompile(scale_even_kernel, SCALE_CONFIGS, launch, pc.CompilePool("threads", 2))
+    assert (report.compiled, report.left) == (len(SCALE_CONFIGS), 0)
+    before = compiles.misses
+    launch_each(scale_even_kernel, args, SCALE_CONFIGS)
+    assert compiles.misses == before
+
+
+def test_a_tma_pre_hook_sets_each_configs_block_shape_before_its_specialization_is_taken(cpu, compiles):
+    forget_compiled(cpu_fakes.tma_copy_kernel)
+    args = tma_args()
+    launch = {"x_desc": args[0], "y_desc": args[1], "n": args[2], "grid": (1,)}
+    report = pc.precompile(cpu_fakes.tma_copy_kernel, TMA_CONFIGS, launch, pc.CompilePool("threads", 2))
+    assert (report.compiled, report.left) == (len(TMA_CONFIGS), 0), report.errors
+    before = compiles.misses
+    for config in TMA_CONFIGS:  # as the tuner times a config: its pre-hook, then the launch
+        config.pre_hook({**launch, **config.all_kwargs()})
+        cpu_fakes.tma_copy_kernel.fn.run(*args, grid=(1,), warmup=True, **config.all_kwargs())
+    assert compiles.misses == before, "a descriptor's block shape was not part of what was precompiled"
+
+
+def test_a_config_that_cannot_be_prepared_is_left_to_triton_and_the_rest_compile(cpu):
+    forget_compiled(scale_kernel)
+    bad = triton.Config({"BLOCK": 64, "NOT_A_PARAMETER": 1}, num_warps=1)
+    report = pc.precompile(scale_kernel, [bad, SCALE_CONFIGS[0]], scale_launch()[1], pc.CompilePool("threads", 1))
+    assert (report.compiled, report.left) == (1, 1)
+    assert "NOT_A_PARAMETER" in report.errors[0]
+
+
+def test_a_kernel_another_process_is_compiling_is_waited_for_then_found_compiled(cpu):
+    forget_compiled(scale_kernel)
+    taken = pc.capture(scale_kernel, SCALE_CONFIGS[:1], scale_launch()[1])
+    (fn, job), = taken.jobs
+    assert pc.compile_job(fn, job, wait=True) == pc.COMPILED  # to learn its entry's folder
+    (entry,) = [p.parent for p in Path(job.cache_dir).glob("*/scale_kernel.json")]
+    for file in entry.iterdir():
+        file.unlink()
+    holder = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(f"""
+            import fcntl, os, sys
+            fd = os.open({str(entry)!r}, os.O_RDONLY); fcntl.flock(fd, fcntl.LOCK_EX)
+            print("held", flush=True); sys.stdin.readline()
+        """)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        assert pc.compile_job(fn, job, wait=False) == pc.BUSY
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=60)
+    assert pc.compile_job(fn, job, wait=True) == pc.COMPILED
+    assert pc.compile_job(fn, job, wait=True) == pc.FOUND
+
+
+def make_package(root: Path) -> Path:
+    """vendorpkg/arch/kern.py holding cpu_fakes' kernels; returns the package's folder."""
+    pkg = root / "vendorpkg" / "arch"
+    pkg.mkdir(parents=True)
+    for init in (root / "vendorpkg" / "__init__.py", pkg / "__init__.py"):
+        init.write_text("")
+    (pkg / "kern.py").write_text((FIXTURE / "cpu_fakes.py").read_text())
+    return root / "vendorpkg"
+
+
+def test_a_worker_finds_a_kernel_whose_module_was_imported_through_a_path_since_removed(cpu, processes,
+                                                                                        monkeypatch):
+    """FlagGems' case: its Hopper mm is imported as `hopper.ops.mm` through a sys.path entry it
+    removes again; a worker finds the same file as a module of the package instead."""
+    vendor = make_package(cpu / "site")
+    monkeypatch.syspath_prepend(str(cpu / "site"))
+    sys.path.insert(0, str(vendor))
+    try:
+        module = importlib.import_module("arch.kern")
+    finally:
+        sys.path.remove(str(vendor))
+        sys.modules.pop("arch.kern", None)
+        sys.modules.pop("arch", None)
+    report = pc.precompile(module.scale_kernel, module.SCALE_CONFIGS, scale_launch()[1], processes)
+    assert (report.compiled, report.left) == (len(SCALE_CONFIGS), 0), report.errors
+
+
+def test_a_key_the_workers_cannot_compile_is_compiled_by_triton_and_said(cpu, compiles):
+    """A kernel from a file no worker can import (loaded by path, outside sys.path): its configs
+    go to Triton's own compile in the sweep, and a line says why."""
+    loose = cpu / "loose" / "loose_kernels.py"  # in no folder on sys.path
+    loose.parent.mkdir()
+    loose.write_text((FIXTURE / "cpu_fakes.py").read_text())
+    spec = importlib.util.spec_from_file_location("loose_kernels", loose)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    lines: list[str] = []
+    compiler = pc.Precompiler(settings("processes", 2), lines.append)
+    tuner = triton.autotune(configs=SCALE_CONFIGS, key=["n"], do_bench=cpu_fakes.fake_bench)(
+        pc.jit_function(module.scale_kernel))
+    try:
+        tuners.install(tuners.Recorder(lambda *a: None), compiler)
+        with pytest.raises(AttributeError):  # the winner's real launch needs a GPU driver
+            tuner.run(*scale_launch()[0], grid=(1,), warmup=False)
+    finally:
+        compiler.close()
+    (report,) = pc.parse_reports("\n".join(lines))
+    assert (report["compiled"], report["left"]) == (0, len(SCALE_CONFIGS)), lines
+    assert any("left to Triton's own compile, the first because" in ln and "loose_kernels" in ln
+               for ln in lines), lines
+    assert compiles.misses == len(SCALE_CONFIGS), "the sweep did not compile the configs itself"
+
+
+def test_a_device_triton_cannot_compile_for_turns_precompile_off_with_one_line(cpu):
+    from triton.backends.compiler import GPUTarget
+
+    class Other(cpu_fakes.CpuDriver):
+        def get_current_target(self):
+            return GPUTarget("other", 0, 32)
+
+    driver.set_active(Other())
+    lines: list[str] = []
+    compiler = pc.Precompiler(settings(), lines.append)
+    assert pc.stub_device_set()
+    for n in (1, 2):
+        compiler.before_timing("k", scale_kernel, SCALE_CONFIGS, scale_launch(n)[1])
+    compiler.close()
+    assert len(lines) == 1 and lines[0].startswith("precompile off: Triton cannot compile"), lines
+
+
+# --- timing ------------------------------------------------------------------------------------
+
+
+def test_each_config_is_timed_holding_the_device_lock_after_its_kernel_was_loaded(cpu, monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    compiler = pc.Precompiler(settings(lock_dir=cpu / "locks"), lambda line: None)
+    held, loaded = [], []
+
+    def timer(kernel_call, quantiles):  # a launch needs a GPU driver: kernel_call is not called
+        with open(cpu / "locks" / "gpu-0.lock") as probe:
+            try:
+                fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                held.append(False)
+            except BlockingIOError:
+                held.append(True)
+        loaded.append(len(kernels_loaded))
+        return [1.0, 1.0, 1.0]
+
+    tuner = triton.autotune(configs=SCALE_CONFIGS, key=["n"], do_bench=timer)(pc.jit_function(scale_kernel))
+    forget_compiled(tuner)
+    kernels_loaded = pc.jit_function(scale_kernel).device_caches[0][0]
+    try:
+        tuners.install(tuners.Recorder(lambda *a: None), compiler)
+        with pytest.raises(AttributeError):  # the winner's real launch
+            tuner.run(*scale_launch()[0], grid=(1,), warmup=False)
+    finally:
+        compiler.close()
+    assert held == [True] * len(SCALE_CONFIGS)
+    assert loaded == list(range(1, len(SCALE_CONFIGS) + 1)), "a config was timed before its kernel was loaded"
+    assert isinstance(pc.device_timing_lock(), contextlib.nullcontext), "the lock outlived the session"
+
+
+def test_the_timing_lock_is_named_for_the_device_each_child_sees(tmp_path, monkeypatch):
+    lock = pc.DeviceTimingLock(tmp_path)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-8f2a/1")
+    assert lock.path(pc.device_token()).name == "gpu-GPU-8f2a_1.lock"
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,1")
+    assert lock.path(pc.device_token()).name == "gpu-3.lock"
+
+
+# --- settings and reports ----------------------------------------------------------------------
+
+
+def test_settings_default_to_processes_sharing_the_cpus_among_the_children(monkeypatch):
+    cpus = len(os.sched_getaffinity(0))
+    s = pc.Settings.from_env({})
+    assert (s.mode, s.workers, s.shared_lock_dir) == ("processes", max(1, min(pc.MAX_WORKERS, cpus)), True)
+    assert pc.Settings.from_env({pc.CHILDREN: str(cpus * 2)}).workers == 1
+    chosen = pc.Settings.from_env({pc.MODE: "Threads", pc.WORKERS: "3", pc.PRELOAD: " a, ,b ",
+                                   pc.LOCK_DIR: "locks"})
+    assert (chosen.mode, chosen.workers, chosen.preload) == ("threads", 3, ("a", "b"))
+    assert chosen.lock_dir == Path.cwd() / "locks" and not chosen.shared_lock_dir
+    assert pc.Settings.from_env({pc.PRELOAD: ""}).preload == ()
+
+
+@pytest.mark.parametrize("name, value", [(pc.MODE, "fast"), (pc.WORKERS, "0"), (pc.WORKERS, "x"),
+                                         (pc.CHILDREN, "-2")])
+def test_unusable_settings_are_named(name, value):
+    with pytest.raises(ProtocolError, match=f"{name}={value!r}"):
+        pc.Settings.from_env({name: value})
+
+
+def test_report_lines_parse_back():
+    report = pc.Report("m:k", 144, "processes", 15, compiled=140, found=4, waited=3, left=0, compile_s=4.25)
+    (parsed,) = pc.parse_reports("noise\n[warmup-harness] " + report.line() + "\n")
+    assert parsed["kernel"] == "m:k" and parsed["compiled"] == 140 and parsed["waited"] == 3
+    assert parsed["workers"] == 15 and parsed["compile_s"] == 4.25
+
+
+# --- across processes, through the plugin ------------------------------------------------------
+
+
+def fixture_env(tmp: Path, name: str, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in clean_env().items() if not k.startswith("WARMUP_HARNESS_")}
+    env.update(PYTHONPATH=str(ROOT / "harness"), HOME=str(tmp / "home"), TRITON_CACHE_DIR=str(tmp / "cache"),
+               FLAGGEMS_PERF_CURRENT_OP="scale", FIXTURE_TRACE=str(tmp / f"{name}.json"), FIXTURE_SHAPES="1024,1000",
+               CUDA_VISIBLE_DEVICES="0", WARMUP_HARNESS_DEVICE_LOCK_DIR=str(tmp / "locks"))
+    env.update(extra)
+    return env
+
+
+def start(tmp: Path, name: str, **extra: str) -> subprocess.Popen:
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "warmup_harness",
+               str(FIXTURE / "bench_scale.py")]
+    return subprocess.Popen(command, env=fixture_env(tmp, name, **extra), cwd=tmp, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def finish(tmp: Path, name: str, proc: subprocess.Popen) -> dict:
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, out + err
+    trace = json.loads((tmp / f"{name}.json").read_text())
+    return {**trace, "stderr": err, "reports": pc.parse_reports(err)}
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """Two children recording at once on device 0 with one cache (each compiles in 2 threads), then
+    a third run with that cache: each child's trace, stderr and precompile reports."""
+    tmp = tmp_path_factory.mktemp("shared")
+    (tmp / "barrier").mkdir()
+    both = {"FIXTURE_BARRIER": f"{tmp / 'barrier'}:2", "WARMUP_HARNESS_PRECOMPILE": "threads",
+            "WARMUP_HARNESS_COMPILE_WORKERS": "2"}
+    children = {name: start(tmp, name, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp / name), **both)
+                for name in ("a", "b")}
+    done = {name: finish(tmp, name, proc) for name, proc in children.items()}
+    done["again"] = finish(tmp, "again", start(tmp, "again", FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp / "c"),
+                                               WARMUP_HARNESS_PRECOMPILE="threads"))
+    return done
+
+
+# Two sizes, two specializations (1024 is a multiple of 16, 1000 is not): 6 configs each.
+CONFIGS_COMPILED = 12
+
+
+def test_two_children_sharing_a_cache_compile_each_config_once(runs):
+    a, b = runs["a"], runs["b"]
+    assert sum(r["compiled"] for r in a["reports"] + b["reports"]) == CONFIGS_COMPILED, a["stderr"] + b["stderr"]
+    assert all(r["compiled"] + r["found"] == 6 and r["left"] == 0 for r in a["reports"] + b["reports"])
+    assert a["compiled"]["sweep"] == b["compiled"]["sweep"] == 0, "a sweep compiled a config itself"
+    assert a["compiled"]["other_threads"] + b["compiled"]["other_threads"] == CONFIGS_COMPILED
+
+
+def test_a_second_run_with_the_cache_compiles_nothing(runs):
+    again = runs["again"]
+    assert [(r["compiled"], r["found"]) for r in again["reports"]] == [(0, 6), (0, 6)], again["stderr"]
+    assert again["compiled"] == {"sweep": 0, "other_threads": 0}
+
+
+def test_children_on_one_device_never_time_two_configs_at_once(runs):
+    spans = sorted(tuple(span) for name in ("a", "b") for span in runs[name]["intervals"])
+    assert len(spans) == 2 * CONFIGS_COMPILED
+    for (_, end), (begin, _) in zip(spans, spans[1:]):
+        assert begin >= end, "two configs were timed on one device at the same time"
+
+
+def test_without_protocol_variables_nothing_is_precompiled(tmp_path):
+    plain = finish(tmp_path, "plain", start(tmp_path, "plain", WARMUP_HARNESS_PRECOMPILE="processes"))
+    assert "[warmup-harness]" not in plain["stderr"]
+    assert plain["compiled"] == {"sweep": CONFIGS_COMPILED, "other_threads": 0}
+    assert not (tmp_path / "locks").exists()
+
+
+def test_an_unusable_setting_stops_the_session_before_any_test(tmp_path):
+    proc = start(tmp_path, "bad", FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "rec"),
+                 WARMUP_HARNESS_COMPILE_WORKERS="many")
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 4, out + err
+    assert "WARMUP_HARNESS_COMPILE_WORKERS='many' is not a whole number of at least 1" in err
+    assert not (tmp_path / "bad.json").exists(), "a test ran"
+
+
+def test_a_tuner_with_its_own_bench_is_timed_holding_the_device_lock_too(cpu, monkeypatch):
+    from triton.runtime.autotuner import Autotuner
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    held = []
+
+    class OwnBench(Autotuner):
+        def _bench(self, *args, config, **meta):  # times without calling Autotuner's
+            with open(cpu / "locks" / "gpu-0.lock") as probe:
+                try:
+                    fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    held.append(False)
+                except BlockingIOError:
+                    held.append(True)
+            return [1.0, 1.0, 1.0]
+
+    class Launcher:  # what Autotuner calls `fn`, over a plain function: nothing compiles
+        arg_names = ["n"]
+        fn = staticmethod(lambda n: None)
+
+        def run(self, *args, **kwargs):
+            pass
+
+    compiler = pc.Precompiler(settings("off", lock_dir=cpu / "locks"), lambda line: None)
+    tuner = OwnBench(Launcher(), ["n"], SCALE_CONFIGS, ["n"], None, None, do_bench=cpu_fakes.fake_bench)
+    try:
+        tuners.install(tuners.Recorder(lambda *a: None), compiler)
+        tuner.run(7, grid=(1,), warmup=False)
+    finally:
+        tuners.uninstall()
+        compiler.close()
+    assert held == [True] * len(SCALE_CONFIGS)
+    assert OwnBench.__dict__["_bench"].__qualname__.endswith("OwnBench._bench"), "not taken off"
