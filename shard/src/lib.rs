@@ -1,10 +1,13 @@
-//! `warmup-shard`: splits one op's shapes in a PyYAML shape file round-robin into per-shard shape
-//! files under a scratch folder, and writes the plan the other tools read.
+//! `warmup-shard`: splits one op's shapes in a PyYAML shape file into per-shard shape files under
+//! a scratch folder (round-robin, or balanced by expected costs: `strategy`), and writes the plan
+//! the other tools read.
 
 pub mod emit;
 pub mod resolve;
 pub mod schema;
+pub mod shape;
 pub mod split;
+pub mod strategy;
 pub mod tree;
 
 use anyhow::{Context, Result};
@@ -14,14 +17,19 @@ use protocol::Status;
 use std::io::Write;
 use std::path::PathBuf;
 
-pub use split::{split, Piece, Split};
+pub use split::{split, split_with, Piece, Split};
+use strategy::{Balance, Model, Strategy};
 
 pub const TOOL: &str = "warmup-shard";
 
 const EXAMPLES: &str = "EXAMPLES:
   warmup-shard --op mm --shards 4 --out /tmp/run core_shapes.yaml
       writes /tmp/run/w0/shapes.yaml .. w3/shapes.yaml and /tmp/run/plan.json
-  FLAGGEMS_PERF_CURRENT_OP=addmm warmup-shard --shards 8 --out \"$SCRATCH\" shapes.yaml | xargs wc -l";
+  FLAGGEMS_PERF_CURRENT_OP=addmm warmup-shard --shards 8 --out \"$SCRATCH\" shapes.yaml | xargs wc -l
+  warmup-shard --op mm --shards 8 --strategy lpt --costs costs.json --out /tmp/run shapes.yaml
+      balanced by the seconds a previous run measured (warmup-costs writes costs.json)
+  warmup-shard --op mm --shards 1000 --strategy lpt --out /tmp/run shapes.yaml
+      one shape per shard, largest product first: warmup-spawn runs them as a pool";
 
 /// Split an op's shapes in a shape file round-robin into shard files a child reads with
 /// `yaml.safe_load` into exactly the objects the source gives.
@@ -31,9 +39,25 @@ pub struct Args {
     /// The op whose shapes to split [default: $FLAGGEMS_PERF_CURRENT_OP trimmed, else "default"]
     #[arg(long)]
     pub op: Option<String>,
-    /// How many shards to make at most (fewer when the op has fewer shapes)
+    /// How many shards to make at most (fewer when the op has fewer shapes); more shards than
+    /// devices make warmup-spawn run them as a pool, longest expected first
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub shards: u64,
+    /// How to assign shapes to shards
+    #[arg(long, value_enum, default_value = "round-robin")]
+    pub strategy: Strategy,
+    /// A cost file of measured seconds per shape (warmup-costs writes it); shapes it lacks get
+    /// the median of the op's shapes it has
+    #[arg(long, value_name = "FILE")]
+    pub costs: Option<PathBuf>,
+    /// The cost model where there is no cost file, or it has none of the op's shapes
+    /// [default: product, with --strategy lpt or --costs]
+    #[arg(long, value_enum, value_name = "MODEL")]
+    pub cost_model: Option<Model>,
+    /// Under --cost-model product: each shape's fixed cost, in units of the op's mean product
+    /// (a shape of mean product costs 1 + this)
+    #[arg(long, value_name = "MEANS", default_value = "1", value_parser = overhead)]
+    pub overhead: f64,
     /// The scratch folder: gets w<i>/shapes.yaml per shard and plan.json (created if missing)
     #[arg(long, value_name = "SCRATCH")]
     pub out: PathBuf,
@@ -42,8 +66,25 @@ pub struct Args {
     pub shape_file: PathBuf,
 }
 
+fn overhead(text: &str) -> std::result::Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(n) if n.is_finite() && n >= 0.0 => Ok(n),
+        _ => Err(format!("{text:?}: give a number, 0 or more")),
+    }
+}
+
 pub fn run(args: &Args) -> Result<Status> {
     let op = protocol::env::op_from(args.op.as_deref());
+    let balance = Balance {
+        strategy: args.strategy,
+        costs: args
+            .costs
+            .as_deref()
+            .map(costs::CostFile::load)
+            .transpose()?,
+        model: args.cost_model,
+        overhead: args.overhead,
+    };
     let path = &args.shape_file;
     let name = path.display().to_string();
     if path.is_dir() {
@@ -54,7 +95,14 @@ pub fn run(args: &Args) -> Result<Status> {
     let source =
         std::fs::canonicalize(path).with_context(|| format!("resolving the path of {name}"))?;
     let shards = usize::try_from(args.shards).unwrap_or(usize::MAX);
-    let cut = split(&bytes, &name, &source.display().to_string(), &op, shards)?;
+    let cut = split_with(
+        &bytes,
+        &name,
+        &source.display().to_string(),
+        &op,
+        shards,
+        &balance,
+    )?;
     if cut.pieces.len() < 2 {
         eprintln!(
             "{TOOL}: op {op:?} has {} shape(s) in {name} and --shards is {}: fewer than 2 shards would result, nothing to do",
@@ -62,11 +110,17 @@ pub fn run(args: &Args) -> Result<Status> {
         );
         return Ok(Status::NothingToDo);
     }
-    write(args, &op, source, &cut)
+    write(args, &op, source, &cut, args.strategy)
 }
 
 /// Writes every shard file, then the plan, then clears a previous run's surplus shard folders.
-fn write(args: &Args, op: &str, source: PathBuf, cut: &Split) -> Result<Status> {
+fn write(
+    args: &Args,
+    op: &str,
+    source: PathBuf,
+    cut: &Split,
+    strategy: Strategy,
+) -> Result<Status> {
     let scratch = Scratch::new(&args.out);
     std::fs::create_dir_all(scratch.root())
         .with_context(|| format!("creating scratch folder {}", args.out.display()))?;
@@ -81,16 +135,31 @@ fn write(args: &Args, op: &str, source: PathBuf, cut: &Split) -> Result<Status> 
         version: VERSION,
         op: op.to_owned(),
         source,
-        strategy: "round-robin".to_owned(),
+        strategy: strategy.name().to_owned(),
+        cost_source: cut.costs.as_ref().map(|c| c.source.to_owned()),
         shapes: cut.total,
         shards: cut
             .pieces
             .iter()
             .enumerate()
-            .map(|(i, p)| Shard {
-                index: i,
-                shape_file: PathBuf::from(worker_dir(i)).join("shapes.yaml"),
-                shapes: p.shapes.clone(),
+            .map(|(i, p)| {
+                let costs: Option<Vec<f64>> = cut
+                    .costs
+                    .as_ref()
+                    .map(|c| p.shapes.iter().map(|&j| c.per_shape[j]).collect());
+                Shard {
+                    index: i,
+                    shape_file: PathBuf::from(worker_dir(i)).join("shapes.yaml"),
+                    shapes: p.shapes.clone(),
+                    shape_texts: Some(
+                        p.shapes
+                            .iter()
+                            .map(|&j| cut.shapes[j].text.clone())
+                            .collect(),
+                    ),
+                    expected_cost: costs.as_ref().map(|c| c.iter().sum()),
+                    shape_costs: costs,
+                }
             })
             .collect(),
     };
@@ -108,18 +177,35 @@ fn write(args: &Args, op: &str, source: PathBuf, cut: &Split) -> Result<Status> 
         .map(|p| p.shapes.len().to_string())
         .collect();
     eprintln!(
-        "{TOOL}: op {op}: {} shapes into {} shards of {} in {}",
+        "{TOOL}: op {op}: {} shapes into {} shards of {} in {} ({})",
         cut.total,
         sizes.len(),
         sizes.join(", "),
-        args.out.display()
+        args.out.display(),
+        strategy.name()
     );
+    if let Some(line) = expected_line(&plan) {
+        eprintln!("{TOOL}: {line}");
+    }
     let mut out = std::io::stdout().lock();
     for i in 0..cut.pieces.len() {
         writeln!(out, "{}", scratch.shapes(i).display()).context("writing to stdout")?;
     }
     out.flush().context("writing to stdout")?;
     Ok(Status::Done)
+}
+
+/// "expected cost per shard: 12.1 s (largest) to 11.8 s, ideal 11.9 s", for a plan with costs.
+fn expected_line(plan: &Plan) -> Option<String> {
+    let source = plan.cost_source.as_deref()?;
+    let loads: Vec<f64> = plan.shards.iter().filter_map(|s| s.expected_cost).collect();
+    let max = loads.iter().copied().fold(0.0, f64::max);
+    let min = loads.iter().copied().fold(f64::INFINITY, f64::min);
+    let unit = if source == "file" { " s" } else { "" };
+    Some(format!(
+        "expected cost per shard ({source}): {max:.3}{unit} (largest) to {min:.3}{unit}, mean {:.3}{unit}",
+        loads.iter().sum::<f64>() / loads.len().max(1) as f64
+    ))
 }
 
 /// Removes `w<i>` folders with i >= k left by an earlier, wider run.

@@ -1,9 +1,10 @@
-//! The op's entry cut into round-robin shards, each rendered as a complete shape file in memory,
-//! so that nothing is written unless every shard could be built.
+//! The op's entry cut into shards (by the strategy in `strategy`), each rendered as a complete
+//! shape file in memory, so that nothing is written unless every shard could be built.
 
 use crate::emit::{expanded_size, Emitter, MAX_NODES};
 use crate::resolve;
 use crate::schema::{Key, Schema};
+use crate::strategy::{self, Balance, Costs, ShapeInfo};
 use crate::tree::{self, Kind, NodeId};
 use anyhow::Result;
 
@@ -15,17 +16,31 @@ pub struct Piece {
 }
 
 /// The outcome of cutting a shape file: how many shapes the op has, and the shards (empty when
-/// fewer than 2 shards would result).
+/// fewer than 2 shards would result), with what the strategy knew of each shape and expected.
 #[derive(Debug)]
 pub struct Split {
     pub total: usize,
     pub pieces: Vec<Piece>,
+    pub shapes: Vec<ShapeInfo>,
+    pub costs: Option<Costs>,
 }
 
 /// Cuts `op`'s shapes in the shape file `bytes` into at most `shards` round-robin shards.
 ///
 /// `name` is how errors name the file; `source` goes into each shard's leading comment.
 pub fn split(bytes: &[u8], name: &str, source: &str, op: &str, shards: usize) -> Result<Split> {
+    split_with(bytes, name, source, op, shards, &Balance::round_robin())
+}
+
+/// [`split`], the shapes assigned to shards as `balance` says.
+pub fn split_with(
+    bytes: &[u8],
+    name: &str,
+    source: &str,
+    op: &str,
+    shards: usize,
+    balance: &Balance,
+) -> Result<Split> {
     let text = tree::prepare(bytes, name)?;
     let doc = tree::compose(&text, name)?;
     let mut schema = Schema::new(&doc, name);
@@ -88,6 +103,8 @@ pub fn split(bytes: &[u8], name: &str, source: &str, op: &str, shards: usize) ->
         return Ok(Split {
             total,
             pieces: Vec::new(),
+            shapes: Vec::new(),
+            costs: None,
         });
     }
 
@@ -109,9 +126,13 @@ pub fn split(bytes: &[u8], name: &str, source: &str, op: &str, shards: usize) ->
         ));
     }
 
-    let pieces = (0..k)
-        .map(|i| {
-            let picked: Vec<usize> = (i..total).step_by(k).collect();
+    let infos = strategy::describe(&mut schema, items);
+    let cut = balance.assign(op, &infos, k);
+    let pieces = cut
+        .groups
+        .into_iter()
+        .enumerate()
+        .map(|(i, picked)| {
             let text = render(
                 &schema, op, source, i, k, op_key, &pairs, shapes, items, &picked,
             );
@@ -121,7 +142,12 @@ pub fn split(bytes: &[u8], name: &str, source: &str, op: &str, shards: usize) ->
             }
         })
         .collect();
-    Ok(Split { total, pieces })
+    Ok(Split {
+        total,
+        pieces,
+        shapes: infos,
+        costs: cut.costs,
+    })
 }
 
 #[allow(clippy::too_many_arguments)]
