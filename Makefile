@@ -9,7 +9,7 @@ PREFIX  ?= /usr/local
 VENV    := .venv
 RELEASE := target/release
 DEBUG   := target/debug
-TOOLS   := warmup-shard warmup-spawn warmup-merge warmup-publish
+TOOLS   := warmup-shard warmup-spawn warmup-merge warmup-publish warmup-costs
 
 .PHONY: all build demo test test-rust test-python lint install bench clean
 
@@ -71,6 +71,7 @@ bench: build $(VENV)/ready
 	$(VENV)/bin/python tests/bench/bench_shard.py
 	$(VENV)/bin/python tests/bench/bench_merge.py
 	bash tests/bench/bench_spawn.sh
+	$(VENV)/bin/python tests/bench/bench_balance.py
 
 clean:
 	$(CARGO) clean
