@@ -15,14 +15,15 @@ profile (seconds per shape, simulated by sleeping), on 4 and 8 listed pretend de
 
 Each is warmup-spawn's wall time, and its efficiency = ideal / wall, where
 ideal = max(total / devices, largest shape) + one child start-up (measured: warmup-spawn running
-`devices` children of zero cost at once, median of 3).
+`devices` children of zero cost at once, best of 3).
 
 Profiles (costs scaled so that the 53 shapes sum to --total seconds):
   uniform     every shape the same
   ascending   cost grows linearly along the file, 1 to 10
-  heavy       heavy-tailed and larger for larger shapes: Pareto(alpha 1.1) quantiles handed out by
-              the shape's element count (largest to largest), each times a seeded log-normal
-              jitter (sigma 0.35), so size predicts cost only roughly
+  heavy       heavy-tailed and larger for larger shapes: log-normal (sigma 1) quantiles handed out
+              by the shape's element count (largest to largest), each times a seeded log-normal
+              jitter (sigma 0.35), so size predicts cost only roughly; the largest shape is about
+              a tenth of the total
   shuffled    the heavy costs handed out at random (seeded): size predicts nothing (not in the
               default run; --profiles heavy,shuffled shows where the model and the pool stop helping)
 
@@ -40,30 +41,20 @@ Run:  .venv/bin/python tests/bench/bench_balance.py [--bin target/release] [--to
 
 from __future__ import annotations
 
-import argparse
-import json
-import math
 import os
-import random
-import statistics
-import subprocess
 import sys
-import tempfile
-import time
 import types
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-HARNESS = ROOT / "tests" / "harness"
+# Only what the child needs is imported at the top: the child's start-up is part of what is measured.
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+HARNESS = os.path.join(ROOT, "tests", "harness")
 OP = "mm"
 
 
 # --- the child: the fixture harness without pytest ----------------------------------------------
 
 def child_main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--shape_file", required=True)
-    args = parser.parse_args(argv)
+    shape_file = argv[argv.index("--shape_file") + 1]  # the shard's: warmup-spawn leaves one
 
     class Failed(Exception):
         pass
@@ -77,10 +68,10 @@ def child_main(argv: list[str]) -> int:
     stub.skip = fail
     stub.UsageError = Failed
     sys.modules["pytest"] = stub
-    sys.path.insert(0, str(HARNESS))
-    import conftest as harness  # noqa: E402  (the fixture harness, run as pytest would)
+    sys.path.insert(0, HARNESS)
+    import conftest as harness  # the fixture harness, run as pytest would run it
 
-    config = types.SimpleNamespace(getoption=lambda name: args.shape_file)
+    config = types.SimpleNamespace(getoption=lambda name: shape_file)
     harness.pytest_configure(config)
     state = config._fixture_session
     failed = 0
@@ -93,6 +84,22 @@ def child_main(argv: list[str]) -> int:
     harness.pytest_sessionfinish(types.SimpleNamespace(config=config))
     return 1 if failed else 0
 
+
+if __name__ == "__main__" and sys.argv[1:2] == ["--child"]:
+    sys.exit(child_main(sys.argv[2:]))
+
+
+# --- the bench ----------------------------------------------------------------------------------
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import math  # noqa: E402
+import random  # noqa: E402
+import statistics  # noqa: E402
+import subprocess  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 # --- shapes and cost profiles -------------------------------------------------------------------
 
@@ -116,11 +123,12 @@ def profile(name: str, shape_list: list, total: float) -> list[float]:
         raw = [1 + 9 * j / (n - 1) for j in range(n)]
     elif name in ("heavy", "shuffled"):
         rng = random.Random(11)
-        pareto = sorted(1 / (1 - (r + 0.5) / n) ** (1 / 1.1) for r in range(n))
+        normal = statistics.NormalDist()
+        tail = [math.exp(normal.inv_cdf((r + 0.5) / n)) for r in range(n)]
         by_size = sorted(range(n), key=lambda j: (math.prod(shape_list[j]), j))
         raw = [0.0] * n
         for rank, j in enumerate(by_size):
-            raw[j] = pareto[rank] * math.exp(rng.gauss(0, 0.35))
+            raw[j] = tail[rank] * math.exp(rng.gauss(0, 0.35))
         if name == "shuffled":
             random.Random(5).shuffle(raw)
     else:
@@ -136,9 +144,10 @@ class Bench:
         self.bin = bin_dir
         self.work = work
         self.runs = 0
+        self.startups: dict[int, float] = {}
         if child_pytest:
             self.command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                            str(HARNESS / "test_bench.py"), "--shape_file", "-"]
+                            os.path.join(HARNESS, "test_bench.py"), "--shape_file", "-"]
         else:
             self.command = [sys.executable, str(Path(__file__).resolve()), "--child",
                             "--shape_file", "-"]
@@ -177,13 +186,16 @@ class Bench:
         return time.monotonic() - t0, scratch
 
     def startup(self, devices: int) -> float:
-        """Wall time of `devices` zero-cost children started at once: one child start-up here
-        (1 device: one child alone, as the pool's children mostly start)."""
+        """Wall time of `devices` zero-cost children started at once, best of 3: one child
+        start-up here (1 device: one child alone, as the pool's children mostly start)."""
+        if devices in self.startups:
+            return self.startups[devices]
         idle = self.work / "idle.yaml"
         idle.write_text(f"{OP}:\n  shapes:\n" + "".join(f"    - [idle, {i}]\n" for i in range(max(devices, 2))))
         shards = max(devices, 2)  # warmup-shard makes 2 shards at least
-        return statistics.median(self.sweep(devices, "--shards", shards, shape_file=idle)[0]
-                                 for _ in range(3)) / (shards // devices)
+        best = min(self.sweep(devices, "--shards", shards, shape_file=idle)[0] for _ in range(3))
+        self.startups[devices] = best / (shards // devices)
+        return self.startups[devices]
 
     def learn(self, scratch: Path, costs_file: Path, startup: float) -> dict:
         costs_file.unlink(missing_ok=True)
@@ -238,21 +250,19 @@ def startup_block(bench: Bench, devices: int, total: float, startup: float) -> d
     row = {"startup_cfg": startup, "startup": one_start, "ideal": ideal}
     row["round-robin"], _ = bench.sweep(devices, "--shards", devices)
     row["LPT model"], _ = bench.sweep(devices, "--shards", devices, "--strategy", "lpt")
-    row["pool 2x"], _ = bench.sweep(devices, "--shards", 2 * devices, "--strategy", "lpt")
+    row["pool 3x"], _ = bench.sweep(devices, "--shards", 3 * devices, "--strategy", "lpt")
     row["pool"], _ = bench.sweep(devices, "--shards", len(shape_list), "--strategy", "lpt")
     print(f"  start-up {startup} s: " + ", ".join(
-        f"{k} {cell(row[k], ideal)}" for k in ("round-robin", "LPT model", "pool 2x", "pool")),
+        f"{k} {cell(row[k], ideal)}" for k in ("round-robin", "LPT model", "pool 3x", "pool")),
         file=sys.stderr)
     return row
 
 
 def main() -> None:
-    if sys.argv[1:2] == ["--child"]:
-        sys.exit(child_main(sys.argv[2:]))
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--bin", type=Path, default=ROOT / "target" / "release")
+    ap.add_argument("--bin", type=Path, default=Path(ROOT) / "target" / "release")
     ap.add_argument("--total", type=float, default=48.0, help="the 53 shapes' summed cost, seconds")
-    ap.add_argument("--startup", type=float, default=0.1,
+    ap.add_argument("--startup", type=float, default=0.05,
                     help="WARMUP_FIXTURE_STARTUP_SECONDS: each child's simulated start-up")
     ap.add_argument("--devices", default="4,8")
     ap.add_argument("--profiles", default="uniform,ascending,heavy")
@@ -289,8 +299,8 @@ def main() -> None:
     for r in rows:
         print(f"| {r['profile']} | {r['devices']} | {r['pool_error']:.1%} | {r['rr_error']:.1%} |")
     if sweeps:
-        scols = ["round-robin", "LPT model", "pool 2x", "pool"]
-        print("\nheavy profile, 8 devices, by child start-up (pool 2x: 16 shards):\n")
+        scols = ["round-robin", "LPT model", "pool 3x", "pool"]
+        print("\nheavy profile, 8 devices, by child start-up (pool 3x: 24 shards):\n")
         print("| start-up (simulated) | measured | ideal | " + " | ".join(scols) + " |")
         print("| --- | --- | --- | " + " | ".join("---" for _ in scols) + " |")
         for r in sweeps:
