@@ -9,10 +9,9 @@
 use crate::schema::Schema;
 use crate::shape;
 use crate::tree::NodeId;
+use crate::TOOL;
 use costs::CostFile;
 use std::cmp::Ordering;
-
-pub const TOOL: &str = crate::TOOL;
 
 /// How shapes are assigned to shards.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -125,11 +124,10 @@ impl Balance {
                 return Some(costs);
             }
         }
-        let model = match (self.model, self.strategy) {
-            (Some(m), _) => m,
-            (None, Strategy::Lpt) => Model::Product,
-            (None, Strategy::RoundRobin) if self.costs.is_some() => Model::Product,
-            (None, Strategy::RoundRobin) => return None,
+        let model = match self.model {
+            Some(m) => m,
+            None if self.strategy == Strategy::Lpt || self.costs.is_some() => Model::Product,
+            None => return None,
         };
         Some(Costs {
             source: model.name(),

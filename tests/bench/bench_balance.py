@@ -22,8 +22,8 @@ Profiles (costs scaled so that the 53 shapes sum to --total seconds):
   ascending   cost grows linearly along the file, 1 to 10
   heavy       heavy-tailed and larger for larger shapes: log-normal (sigma 1) quantiles handed out
               by the shape's element count (largest to largest), each times a seeded log-normal
-              jitter (sigma 0.35), so size predicts cost only roughly; the largest shape is about
-              a tenth of the total
+              jitter (sigma 0.35), so size predicts cost only roughly; the largest shape is 15%
+              of the total, more than an eighth
   shuffled    the heavy costs handed out at random (seeded): size predicts nothing (not in the
               default run; --profiles heavy,shuffled shows where the model and the pool stop helping)
 
@@ -31,12 +31,15 @@ The children run the fixture harness's own code (configure, one case per shape, 
 through a small runner in this file (`--child`) rather than through pytest: pytest's own start-up
 costs 0.3 to 0.5 CPU-seconds, and 53 of them on this 2-core machine would measure pytest on two
 cores, not the balance. A child's start-up is WARMUP_FIXTURE_STARTUP_SECONDS (--startup) plus the
-runner's ~0.1 s. `--child-pytest` runs real pytest children instead.
+runner's own, about 0.1 s here: a ninth of a mean shape (0.75 s), as 10 s of imports are to a 90 s
+sweep. `--child-pytest` runs real pytest children instead.
 
-`--startups 0.1,0.5,1` adds a section: heavy profile, 8 devices, the no-history strategies at
-each start-up cost, to show when the pool's extra start-ups stop paying.
+`--startups 0,0.25,0.5` adds a section: heavy profile, each device count, the strategies that need
+no history at each simulated start-up, pool 3x (3 shards per device) among them, to show when
+the pool's extra start-ups stop paying.
 
-Run:  .venv/bin/python tests/bench/bench_balance.py [--bin target/release] [--total 48]
+Run:  .venv/bin/python tests/bench/bench_balance.py [--bin target/release] [--total 40]
+      (about 4 minutes; --startups adds about 1 minute per device count and start-up)
 """
 
 from __future__ import annotations
@@ -144,7 +147,7 @@ class Bench:
         self.bin = bin_dir
         self.work = work
         self.runs = 0
-        self.startups: dict[int, float] = {}
+        self.startups: dict[tuple[int, str], float] = {}
         if child_pytest:
             self.command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                             os.path.join(HARNESS, "test_bench.py"), "--shape_file", "-"]
@@ -188,14 +191,15 @@ class Bench:
     def startup(self, devices: int) -> float:
         """Wall time of `devices` zero-cost children started at once, best of 3: one child
         start-up here (1 device: one child alone, as the pool's children mostly start)."""
-        if devices in self.startups:
-            return self.startups[devices]
+        key = (devices, self.env["WARMUP_FIXTURE_STARTUP_SECONDS"])
+        if key in self.startups:
+            return self.startups[key]
         idle = self.work / "idle.yaml"
         idle.write_text(f"{OP}:\n  shapes:\n" + "".join(f"    - [idle, {i}]\n" for i in range(max(devices, 2))))
         shards = max(devices, 2)  # warmup-shard makes 2 shards at least
         best = min(self.sweep(devices, "--shards", shards, shape_file=idle)[0] for _ in range(3))
-        self.startups[devices] = best / (shards // devices)
-        return self.startups[devices]
+        self.startups[key] = best / (shards // devices)
+        return self.startups[key]
 
     def learn(self, scratch: Path, costs_file: Path, startup: float) -> dict:
         costs_file.unlink(missing_ok=True)
@@ -247,12 +251,12 @@ def startup_block(bench: Bench, devices: int, total: float, startup: float) -> d
     bench.setup(shape_file, truth, startup)
     one_start = bench.startup(devices)
     ideal = max(total / devices, max(truth.values())) + one_start
-    row = {"startup_cfg": startup, "startup": one_start, "ideal": ideal}
+    row = {"devices": devices, "startup_cfg": startup, "startup": one_start, "ideal": ideal}
     row["round-robin"], _ = bench.sweep(devices, "--shards", devices)
     row["LPT model"], _ = bench.sweep(devices, "--shards", devices, "--strategy", "lpt")
     row["pool 3x"], _ = bench.sweep(devices, "--shards", 3 * devices, "--strategy", "lpt")
     row["pool"], _ = bench.sweep(devices, "--shards", len(shape_list), "--strategy", "lpt")
-    print(f"  start-up {startup} s: " + ", ".join(
+    print(f"  {devices} devices, start-up {startup} s: " + ", ".join(
         f"{k} {cell(row[k], ideal)}" for k in ("round-robin", "LPT model", "pool 3x", "pool")),
         file=sys.stderr)
     return row
@@ -261,8 +265,8 @@ def startup_block(bench: Bench, devices: int, total: float, startup: float) -> d
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--bin", type=Path, default=Path(ROOT) / "target" / "release")
-    ap.add_argument("--total", type=float, default=48.0, help="the 53 shapes' summed cost, seconds")
-    ap.add_argument("--startup", type=float, default=0.05,
+    ap.add_argument("--total", type=float, default=40.0, help="the 53 shapes' summed cost, seconds")
+    ap.add_argument("--startup", type=float, default=0.0,
                     help="WARMUP_FIXTURE_STARTUP_SECONDS: each child's simulated start-up")
     ap.add_argument("--devices", default="4,8")
     ap.add_argument("--profiles", default="uniform,ascending,heavy")
@@ -281,8 +285,8 @@ def main() -> None:
         bench = Bench(args.bin, work, args.child_pytest)
         rows = [block(bench, p, int(d), args.total, args.startup)
                 for p in args.profiles.split(",") for d in args.devices.split(",")]
-        sweeps = [startup_block(bench, 8, args.total, float(s))
-                  for s in args.startups.split(",") if s]
+        sweeps = [startup_block(bench, int(d), args.total, float(s))
+                  for d in args.devices.split(",") for s in args.startups.split(",") if s]
 
     cols = ["round-robin", "LPT model", "pool", "LPT measured", "LPT attributed"]
     print(f"53 shapes, {args.total:g} s of sweeping in all, child start-up "
@@ -300,11 +304,11 @@ def main() -> None:
         print(f"| {r['profile']} | {r['devices']} | {r['pool_error']:.1%} | {r['rr_error']:.1%} |")
     if sweeps:
         scols = ["round-robin", "LPT model", "pool 3x", "pool"]
-        print("\nheavy profile, 8 devices, by child start-up (pool 3x: 24 shards):\n")
-        print("| start-up (simulated) | measured | ideal | " + " | ".join(scols) + " |")
-        print("| --- | --- | --- | " + " | ".join("---" for _ in scols) + " |")
+        print("\nheavy profile, by child start-up (pool 3x: 3 shards per device):\n")
+        print("| devices | start-up (simulated) | measured | ideal | " + " | ".join(scols) + " |")
+        print("| --- | --- | --- | --- | " + " | ".join("---" for _ in scols) + " |")
         for r in sweeps:
-            print(f"| {r['startup_cfg']:g} s | {r['startup']:.2f} s | {r['ideal']:.2f} s | "
+            print(f"| {r['devices']} | {r['startup_cfg']:g} s | {r['startup']:.2f} s | {r['ideal']:.2f} s | "
                   + " | ".join(cell(r[c], r["ideal"]) for c in scols) + " |")
     print(f"\nbench wall time {time.monotonic() - t0:.0f} s", file=sys.stderr)
     if args.json:
