@@ -6,6 +6,8 @@ profile (seconds per shape, simulated by sleeping), on 4 and 8 listed pretend de
 
   round-robin       warmup-shard's default, the plugin's split (k = devices)
   LPT model         --strategy lpt, expected costs from --cost-model product (k = devices)
+  pool 3x           --strategy lpt --shards 3*devices: the device pool with 3 shards per
+                    device, largest expected (product model) first
   pool              --strategy lpt --shards 53: one shape per shard, largest product first,
                     on the device pool (every shape pays a child start-up)
   LPT measured      --strategy lpt --costs FILE, FILE written by warmup-costs from the pool run
@@ -213,49 +215,55 @@ def error(learned: dict, truth: dict) -> float:
     return statistics.mean(abs(learned.get(t, 0.0) - c) for t, c in truth.items()) / mean
 
 
+COLUMNS = ["round-robin", "LPT model", "pool 3x", "pool", "LPT measured", "LPT attributed"]
+
+
 def cell(wall: float, ideal: float) -> str:
     return f"{wall:.2f} s ({ideal / wall:.2f})"
 
 
-def block(bench: Bench, name: str, devices: int, total: float, startup: float) -> dict:
+def prepare(bench: Bench, name: str, total: float, startup: float) -> dict[str, float]:
+    """Writes the shape file and the profile; returns each shape's cost by its text."""
     shape_list = shapes()
-    costs = profile(name, shape_list, total)
-    truth = {text(s): c for s, c in zip(shape_list, costs)}
+    truth = {text(s): c for s, c in zip(shape_list, profile(name, shape_list, total))}
     shape_file = bench.work / f"{name}.yaml"
-    shape_file.write_text(f"{OP}:\n  shapes:\n" + "".join(f"    - {text(s)}\n" for s in shape_list))
+    shape_file.write_text(f"{OP}:\n  shapes:\n" + "".join(f"    - {t}\n" for t in truth))
     bench.setup(shape_file, truth, startup)
+    return truth
+
+
+def block(bench: Bench, name: str, devices: int, total: float, startup: float) -> dict:
+    truth = prepare(bench, name, total, startup)
     one_start, alone = bench.startup(devices), bench.startup(1)
-    ideal = max(total / devices, max(costs)) + one_start
+    ideal = max(total / devices, max(truth.values())) + one_start
     row = {"profile": name, "devices": devices, "ideal": ideal, "startup": one_start}
-    n = len(shape_list)
+    n = len(truth)
     rr_costs, pool_costs = bench.work / "rr.json", bench.work / "pool.json"
     print(f"  {name}, {devices} devices: start-up {one_start:.2f} s, ideal {ideal:.2f} s", file=sys.stderr)
     row["round-robin"], rr = bench.sweep(devices, "--shards", devices)
     row["rr_error"] = error(bench.learn(rr, rr_costs, one_start), truth)
     row["LPT model"], _ = bench.sweep(devices, "--shards", devices, "--strategy", "lpt")
+    row["pool 3x"], _ = bench.sweep(devices, "--shards", 3 * devices, "--strategy", "lpt")
     row["pool"], pool = bench.sweep(devices, "--shards", n, "--strategy", "lpt")
     row["pool_error"] = error(bench.learn(pool, pool_costs, alone), truth)
     row["LPT measured"], _ = bench.sweep(devices, "--shards", devices, "--strategy", "lpt",
                                          "--costs", pool_costs)
     row["LPT attributed"], _ = bench.sweep(devices, "--shards", devices, "--strategy", "lpt",
                                            "--costs", rr_costs)
-    for k in ("round-robin", "LPT model", "pool", "LPT measured", "LPT attributed"):
+    for k in COLUMNS:
         print(f"    {k}: {cell(row[k], ideal)}", file=sys.stderr)
     return row
 
 
 def startup_block(bench: Bench, devices: int, total: float, startup: float) -> dict:
-    shape_list = shapes()
-    truth = {text(s): c for s, c in zip(shape_list, profile("heavy", shape_list, total))}
-    shape_file = bench.work / "heavy.yaml"
-    bench.setup(shape_file, truth, startup)
+    truth = prepare(bench, "heavy", total, startup)
     one_start = bench.startup(devices)
     ideal = max(total / devices, max(truth.values())) + one_start
     row = {"devices": devices, "startup_cfg": startup, "startup": one_start, "ideal": ideal}
     row["round-robin"], _ = bench.sweep(devices, "--shards", devices)
     row["LPT model"], _ = bench.sweep(devices, "--shards", devices, "--strategy", "lpt")
     row["pool 3x"], _ = bench.sweep(devices, "--shards", 3 * devices, "--strategy", "lpt")
-    row["pool"], _ = bench.sweep(devices, "--shards", len(shape_list), "--strategy", "lpt")
+    row["pool"], _ = bench.sweep(devices, "--shards", len(truth), "--strategy", "lpt")
     print(f"  {devices} devices, start-up {startup} s: " + ", ".join(
         f"{k} {cell(row[k], ideal)}" for k in ("round-robin", "LPT model", "pool 3x", "pool")),
         file=sys.stderr)
@@ -270,7 +278,7 @@ def main() -> None:
                     help="WARMUP_FIXTURE_STARTUP_SECONDS: each child's simulated start-up")
     ap.add_argument("--devices", default="4,8")
     ap.add_argument("--profiles", default="uniform,ascending,heavy")
-    ap.add_argument("--startups", default="", help="extra start-up costs to sweep (heavy, 8 devices)")
+    ap.add_argument("--startups", default="", help="simulated start-ups to sweep (heavy profile)")
     ap.add_argument("--child-pytest", action="store_true", help="real pytest children")
     ap.add_argument("--json", type=Path, help="write the raw results here too")
     ap.add_argument("--keep", type=Path, help="run in this folder and keep it (scratches, cost files)")
@@ -284,35 +292,46 @@ def main() -> None:
         work.mkdir(parents=True, exist_ok=True)
         bench = Bench(args.bin, work, args.child_pytest)
         rows = [block(bench, p, int(d), args.total, args.startup)
-                for p in args.profiles.split(",") for d in args.devices.split(",")]
+                for p in args.profiles.split(",") if p for d in args.devices.split(",")]
         sweeps = [startup_block(bench, int(d), args.total, float(s))
                   for d in args.devices.split(",") for s in args.startups.split(",") if s]
 
-    cols = ["round-robin", "LPT model", "pool", "LPT measured", "LPT attributed"]
     print(f"53 shapes, {args.total:g} s of sweeping in all, child start-up "
-          f"{args.startup:g} s simulated; wall time (efficiency = ideal / wall)\n")
+          f"{args.startup:g} s simulated; wall time (efficiency = ideal / wall)")
+    if rows:
+        main_tables(rows)
+    if sweeps:
+        sweep_table(sweeps)
+    print(f"\nbench wall time {time.monotonic() - t0:.0f} s", file=sys.stderr)
+    if args.json:
+        args.json.write_text(json.dumps({"rows": rows, "startups": sweeps}, indent=2))
+
+
+def main_tables(rows: list[dict]) -> None:
+    cols = COLUMNS
+    print()
     print("| profile | devices | ideal | " + " | ".join(cols) + " |")
     print("| --- | --- | --- | " + " | ".join("---" for _ in cols) + " |")
     for r in rows:
         print(f"| {r['profile']} | {r['devices']} | {r['ideal']:.2f} s | "
               + " | ".join(cell(r[c], r["ideal"]) for c in cols) + " |")
     print("\nlearned costs, mean absolute error relative to the mean shape cost "
-          "(pool: measured alone; round-robin: attributed by the model):\n")
+          "(pool run: each shape measured alone; round-robin run: each shard's time split equally "
+          "over its shapes, the plan having no expectations):\n")
     print("| profile | devices | from the pool run | from the round-robin run |")
     print("| --- | --- | --- | --- |")
     for r in rows:
         print(f"| {r['profile']} | {r['devices']} | {r['pool_error']:.1%} | {r['rr_error']:.1%} |")
-    if sweeps:
-        scols = ["round-robin", "LPT model", "pool 3x", "pool"]
-        print("\nheavy profile, by child start-up (pool 3x: 3 shards per device):\n")
-        print("| devices | start-up (simulated) | measured | ideal | " + " | ".join(scols) + " |")
-        print("| --- | --- | --- | --- | " + " | ".join("---" for _ in scols) + " |")
-        for r in sweeps:
-            print(f"| {r['devices']} | {r['startup_cfg']:g} s | {r['startup']:.2f} s | {r['ideal']:.2f} s | "
-                  + " | ".join(cell(r[c], r["ideal"]) for c in scols) + " |")
-    print(f"\nbench wall time {time.monotonic() - t0:.0f} s", file=sys.stderr)
-    if args.json:
-        args.json.write_text(json.dumps({"rows": rows, "startups": sweeps}, indent=2))
+
+
+def sweep_table(sweeps: list[dict]) -> None:
+    scols = ["round-robin", "LPT model", "pool 3x", "pool"]
+    print("\nheavy profile, by child start-up (pool 3x: 3 shards per device):\n")
+    print("| devices | start-up (simulated) | measured | ideal | " + " | ".join(scols) + " |")
+    print("| --- | --- | --- | --- | " + " | ".join("---" for _ in scols) + " |")
+    for r in sweeps:
+        print(f"| {r['devices']} | {r['startup_cfg']:g} s | {r['startup']:.2f} s | {r['ideal']:.2f} s | "
+              + " | ".join(cell(r[c], r["ideal"]) for c in scols) + " |")
 
 
 if __name__ == "__main__":
