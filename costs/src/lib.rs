@@ -40,7 +40,7 @@ pub struct Args {
 
     /// Seconds of each child's wall time that are start-up (interpreter, imports, device set-up),
     /// not sweeping; subtracted before a shard's time is split over its shapes
-    #[arg(long, value_name = "SECS", default_value = "0", value_parser = seconds)]
+    #[arg(long, value_name = "SECS", default_value = "0", value_parser = non_negative)]
     pub startup: f64,
 
     /// The finished run's scratch folder (holding plan.json and w<i>/status.json)
@@ -48,10 +48,11 @@ pub struct Args {
     pub scratch: PathBuf,
 }
 
-fn seconds(text: &str) -> std::result::Result<f64, String> {
+/// A command-line number that is finite and at least 0 (a cost, a start-up, an overhead).
+pub fn non_negative(text: &str) -> std::result::Result<f64, String> {
     match text.trim().parse::<f64>() {
         Ok(n) if n.is_finite() && n >= 0.0 => Ok(n),
-        _ => Err(format!("{text:?}: give a number of seconds, 0 or more")),
+        _ => Err(format!("{text:?}: give a number, 0 or more")),
     }
 }
 
@@ -83,11 +84,10 @@ pub fn run(args: &Args) -> Result<Status> {
         );
         return Ok(Status::NothingToDo);
     }
-    let new = m
-        .costs
-        .iter()
-        .filter(|(text, seconds)| file.set(&plan.op, text, *seconds))
-        .count();
+    let mut new = 0;
+    for (text, seconds) in &m.costs {
+        new += usize::from(file.set(&plan.op, text, *seconds));
+    }
     file.save()
         .with_context(|| format!("writing cost file {}", args.costs.display()))?;
     eprintln!(

@@ -56,7 +56,7 @@ pub struct Args {
     pub cost_model: Option<Model>,
     /// Under --cost-model product: each shape's fixed cost, in units of the op's mean product
     /// (a shape of mean product costs 1 + this)
-    #[arg(long, value_name = "MEANS", default_value = "1", value_parser = overhead)]
+    #[arg(long, value_name = "MEANS", default_value = "1", value_parser = costs::non_negative)]
     pub overhead: f64,
     /// The scratch folder: gets w<i>/shapes.yaml per shard and plan.json (created if missing)
     #[arg(long, value_name = "SCRATCH")]
@@ -64,13 +64,6 @@ pub struct Args {
     /// The shape file (YAML read by PyYAML's safe_load)
     #[arg(value_name = "SHAPE_FILE")]
     pub shape_file: PathBuf,
-}
-
-fn overhead(text: &str) -> std::result::Result<f64, String> {
-    match text.trim().parse::<f64>() {
-        Ok(n) if n.is_finite() && n >= 0.0 => Ok(n),
-        _ => Err(format!("{text:?}: give a number, 0 or more")),
-    }
 }
 
 pub fn run(args: &Args) -> Result<Status> {
