@@ -33,6 +33,9 @@ const EXAMPLES: &str = "EXAMPLES:
 #[derive(Debug, clap::Parser)]
 #[command(name = TOOL, version, about, after_long_help = protocol::cli::after_help(EXAMPLES))]
 pub struct Args {
+    #[command(flatten)]
+    pub op: protocol::cli::OpArg,
+
     /// The cost file to write or update ({"<op>": {"<shape text>": seconds}}); its other ops
     /// and shapes are kept, a measured shape's cost replaced
     #[arg(long, value_name = "FILE")]
@@ -64,7 +67,11 @@ pub fn run(args: &Args) -> Result<Status> {
             args.scratch.display()
         );
     }
+    // Held while the plan and the status files are read: a run rewriting this scratch
+    // (warmup-shard, warmup-spawn) is refused, or refuses us, rather than read half-written.
+    let _lock = scratch.lock()?;
     let (plan, scratch) = Plan::load(&scratch.plan())?;
+    args.op.for_plan(&plan, &scratch.plan())?;
     let mut file = CostFile::load_or_new(&args.costs)?;
     let m = measure::measure(&plan, &scratch, args.startup)?;
     for why in &m.skipped {
