@@ -132,25 +132,22 @@ mod tests {
         }
     }
 
-    fn status(scratch: &Scratch, i: usize, body: &str) {
-        std::fs::create_dir_all(scratch.worker(i)).expect("mkdir");
-        std::fs::write(scratch.status(i), body).expect("status");
+    /// Shard i's status.json for each i, from its exit code, timed-out flag and seconds.
+    fn statuses(scratch: &Scratch, shards: &[(&str, bool, f64)]) {
+        for (i, (code, timed_out, seconds)) in shards.iter().enumerate() {
+            std::fs::create_dir_all(scratch.worker(i)).expect("mkdir");
+            let body = format!(
+                r#"{{"exit_code": {code}, "timed_out": {timed_out}, "seconds": {seconds}}}"#
+            );
+            std::fs::write(scratch.status(i), body).expect("status");
+        }
     }
 
     #[test]
     fn a_lone_shape_gets_its_shards_time_less_the_start_up() {
         let dir = tempfile::tempdir().expect("tempdir");
         let scratch = Scratch::new(dir.path());
-        status(
-            &scratch,
-            0,
-            r#"{"exit_code": 0, "timed_out": false, "seconds": 5.5}"#,
-        );
-        status(
-            &scratch,
-            1,
-            r#"{"exit_code": 0, "timed_out": false, "seconds": 0.2}"#,
-        );
+        statuses(&scratch, &[("0", false, 5.5), ("0", false, 0.2)]);
         let p = plan(vec![(vec!["[1]"], None), (vec!["[2]"], None)]);
         let m = measure(&p, &scratch, 0.5).expect("measure");
         assert_eq!(m.costs, vec![("[1]".into(), 5.0), ("[2]".into(), 0.0)]);
@@ -161,16 +158,7 @@ mod tests {
     fn several_shapes_split_the_time_as_the_plan_expected_them() {
         let dir = tempfile::tempdir().expect("tempdir");
         let scratch = Scratch::new(dir.path());
-        status(
-            &scratch,
-            0,
-            r#"{"exit_code": 0, "timed_out": false, "seconds": 9.0}"#,
-        );
-        status(
-            &scratch,
-            1,
-            r#"{"exit_code": 0, "timed_out": false, "seconds": 4.0}"#,
-        );
+        statuses(&scratch, &[("0", false, 9.0), ("0", false, 4.0)]);
         let p = plan(vec![
             (vec!["[1]", "[2]"], Some(vec![1.0, 3.0])),
             (vec!["[3]", "[4]"], None),
@@ -185,16 +173,7 @@ mod tests {
     fn failed_timed_out_and_missing_shards_give_nothing() {
         let dir = tempfile::tempdir().expect("tempdir");
         let scratch = Scratch::new(dir.path());
-        status(
-            &scratch,
-            0,
-            r#"{"exit_code": 1, "timed_out": false, "seconds": 2.0}"#,
-        );
-        status(
-            &scratch,
-            1,
-            r#"{"exit_code": null, "timed_out": true, "seconds": 9.0}"#,
-        );
+        statuses(&scratch, &[("1", false, 2.0), ("null", true, 9.0)]);
         let p = plan(vec![
             (vec!["[1]"], None),
             (vec!["[2]"], None),
@@ -212,7 +191,8 @@ mod tests {
     fn a_torn_status_file_is_an_error_naming_it() {
         let dir = tempfile::tempdir().expect("tempdir");
         let scratch = Scratch::new(dir.path());
-        status(&scratch, 0, r#"{"exit_code": 0, "seco"#);
+        statuses(&scratch, &[("0", false, 1.0)]);
+        std::fs::write(scratch.status(0), r#"{"exit_code": 0, "seco"#).expect("torn");
         let p = plan(vec![(vec!["[1]"], None)]);
         let err = format!("{:#}", measure(&p, &scratch, 0.0).expect_err("must refuse"));
         assert!(
