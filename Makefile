@@ -10,7 +10,7 @@ PREFIX  ?= /usr/local
 VENV    := .venv
 RELEASE := target/release
 DEBUG   := target/debug
-TOOLS   := warmup-shard warmup-spawn warmup-merge warmup-publish
+TOOLS   := warmup-shard warmup-spawn warmup-merge warmup-publish warmup-costs
 # The Python that runs your benchmarks: `make install` puts the harness plugin (harness/) into its
 # environment with pip. HARNESS_PYTHON= (empty) skips that; HARNESS_PIP_FLAGS adds pip options.
 HARNESS_PYTHON    ?= $(PYTHON)
@@ -80,6 +80,7 @@ bench: build $(VENV)/ready
 	$(VENV)/bin/python tests/bench/bench_shard.py
 	$(VENV)/bin/python tests/bench/bench_merge.py
 	bash tests/bench/bench_spawn.sh
+	$(VENV)/bin/python tests/bench/bench_balance.py
 
 clean:
 	$(CARGO) clean

@@ -7,7 +7,7 @@ import sys
 
 from support import BIN_DIR, ROOT, clean_env
 
-TOOLS = ["warmup-shard", "warmup-spawn", "warmup-merge", "warmup-publish"]
+TOOLS = ["warmup-shard", "warmup-spawn", "warmup-merge", "warmup-publish", "warmup-costs"]
 
 
 def test_install_puts_tools_script_man_pages_and_completions_under_prefix(tmp_path):

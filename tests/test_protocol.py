@@ -1,4 +1,4 @@
-"""What every tool shares, checked on all four as real processes: the scratch lock (a second run on
+"""What every tool shares, checked on all five as real processes: the scratch lock (a second run on
 a scratch in use is refused and writes nothing; a caller's lock is honoured through
 WARMUP_SCRATCH_LOCK_FD), usage errors named by the tool, and one `--op` argument."""
 
@@ -14,7 +14,7 @@ import pytest
 
 from support import run_tool
 
-TOOLS = ["shard", "spawn", "merge", "publish"]
+TOOLS = ["shard", "spawn", "merge", "publish", "costs"]
 LOCK_FD = "WARMUP_SCRATCH_LOCK_FD"
 SHAPES = "mm:\n  shapes:\n    - [1, 2]\n    - [3, 4]\n    - [5, 6]\n"
 # A child that records one config under its shard's record folder.
@@ -47,6 +47,7 @@ def steps(scratch: Path) -> dict[str, list]:
         "spawn": ["spawn", "--plan", scratch / "plan.json", "--backend", "cuda", "--devices",
                   "0,1", "--", *RECORDER],
         "merge": ["merge", "--in-scratch", scratch, "--summary", scratch / "summary.txt"],
+        "costs": ["costs", "--costs", scratch.parent / "costs.json", scratch],
     }
 
 
@@ -61,7 +62,7 @@ def scratch(tmp_path):
     return scratch
 
 
-@pytest.mark.parametrize("step", ["shard", "spawn", "merge"])
+@pytest.mark.parametrize("step", ["shard", "spawn", "merge", "costs"])
 def test_a_scratch_in_use_is_refused_naming_it_and_its_holder_and_nothing_is_written(scratch, step):
     fd = hold(scratch)
     try:
@@ -86,7 +87,7 @@ def test_merge_refuses_a_scratch_input_in_use_and_writes_no_output(scratch, tmp_
         os.close(fd)
 
 
-@pytest.mark.parametrize("step", ["shard", "spawn", "merge"])
+@pytest.mark.parametrize("step", ["shard", "spawn", "merge", "costs"])
 def test_a_tool_runs_under_its_callers_lock_handed_down_by_descriptor(scratch, step):
     fd = hold(scratch)
     try:

@@ -522,6 +522,32 @@ def test_entry_names_the_key_that_holds_the_shapes(work):
     assert any("sweeping on 2 devices" in ln for ln in run.lines()), run.stderr
 
 
+def test_strategy_and_costs_reach_warmup_shard_and_a_bad_cost_file_skips(work):
+    costs = work / "costs.json"
+    # The largest shape costs more than all the others: LPT gives it a device of its own.
+    costs.write_text(json.dumps({"mm": {json.dumps(s, separators=(",", ":")): 1.0 + 20 * (i == 11)
+                                        for i, s in enumerate(SHAPES_12)}}))
+    run = warmup(work, "--gpus", "2", "--devices", "0,1", "--keep", "--strategy", "lpt",
+                 "--costs", str(costs), FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(work / "rec"))
+    assert run.returncode == 0, run.stderr
+    assert "(lpt)" in run.stderr and "expected cost per shard (file)" in run.stderr, run.stderr
+    [scratch] = scratch_folders(work)
+    plan = json.loads((scratch / "plan.json").read_text())
+    assert (plan["strategy"], plan["cost_source"]) == ("lpt", "file")
+    assert [s["shapes"] for s in plan["shards"]] == [[11], list(range(11))]
+    assert [s["expected_cost"] for s in plan["shards"]] == [21.0, 11.0]
+    assert len(run.children) == 2 and run.measurement["mode"] == "replay", run.stderr
+
+    costs.write_text("{not json")
+    again = work / "again"
+    again.mkdir()
+    run = warmup(again, "--gpus", "2", "--devices", "0,1", "--strategy", "lpt", "--costs",
+                 str(costs))
+    assert str(costs) in run.stderr, run.stderr
+    assert any("or the --costs file" in ln for ln in run.lines()), run.stderr
+    assert run.returncode == 0 and len(run.sessions) == 1 and not run.children, run.stderr
+
+
 def test_on_a_terminal_the_sweep_shows_its_live_view(work):
     """warmup-spawn runs in a process group of its own under the script; on the script's
     terminal it still draws its live lines."""

@@ -1,5 +1,6 @@
 //! `SCRATCH/plan.json`: what `warmup-shard` decided, for `warmup-spawn` and `warmup-merge` to
-//! read. Versioned: a reader refuses a plan of another version rather than guessing at it.
+//! read. Versioned: a reader refuses a plan of another version rather than guessing at it; fields
+//! added within a version are optional, so a plan an older build wrote still reads.
 //! docs/CONTRACT.md ("File formats", `SCRATCH/plan.json`) documents every field.
 
 use crate::layout::Scratch;
@@ -10,7 +11,7 @@ use std::path::{Path, PathBuf};
 /// The plan format this build writes and reads.
 pub const VERSION: u32 = 1;
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Plan {
     /// Always [`VERSION`] for plans this build writes.
@@ -24,15 +25,20 @@ pub struct Plan {
     pub entry: Option<String>,
     /// The shape file the shards were cut from, as an absolute path.
     pub source: PathBuf,
-    /// How shapes were assigned to shards: `round-robin` (shape j to shard j mod k).
+    /// How shapes were assigned to shards: `round-robin` (shape j to shard j mod k) or `lpt`
+    /// (largest expected cost first, onto the shard with the least so far).
     pub strategy: String,
+    /// Where the expected costs came from, when the plan has them: `file` (seconds, from a cost
+    /// file), `uniform` or `product` (a cost model, in its own units). Absent: no costs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_source: Option<String>,
     /// How many shapes the op has in the source.
     pub shapes: usize,
     /// One entry per shard, in shard order.
     pub shards: Vec<Shard>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Shard {
     /// The shard's index i: its folder is `w<i>`.
@@ -41,6 +47,16 @@ pub struct Shard {
     pub shape_file: PathBuf,
     /// Which of the source's shapes (0-based positions in the op's `shapes` list) it holds.
     pub shapes: Vec<usize>,
+    /// Each of those shapes' text, the key a cost file knows it by (`null` for a shape JSON
+    /// cannot hold). Absent in plans of older builds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shape_texts: Option<Vec<Option<String>>>,
+    /// Each of those shapes' expected cost, in the units `cost_source` says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shape_costs: Option<Vec<f64>>,
+    /// The shard's expected cost: the sum of `shape_costs`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_cost: Option<f64>,
 }
 
 impl Plan {
@@ -88,6 +104,18 @@ impl Plan {
                     shard.index
                 );
             }
+            let per_shape = [
+                ("shape_texts", shard.shape_texts.as_ref().map(Vec::len)),
+                ("shape_costs", shard.shape_costs.as_ref().map(Vec::len)),
+            ];
+            for (field, len) in per_shape {
+                if len.is_some_and(|n| n != shard.shapes.len()) {
+                    bail!(
+                        "{}: shard {i}'s \"{field}\" does not list one entry per shape; rewrite the plan with warmup-shard",
+                        path.display()
+                    );
+                }
+            }
         }
         let root = match path.parent() {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
@@ -113,17 +141,24 @@ mod tests {
             entry: Some("BlasBenchmark".into()),
             source: "/data/shapes.yaml".into(),
             strategy: "round-robin".into(),
+            cost_source: None,
             shapes: 3,
             shards: vec![
                 Shard {
                     index: 0,
                     shape_file: "w0/shapes.yaml".into(),
                     shapes: vec![0, 2],
+                    shape_texts: None,
+                    shape_costs: None,
+                    expected_cost: None,
                 },
                 Shard {
                     index: 1,
                     shape_file: "w1/shapes.yaml".into(),
                     shapes: vec![1],
+                    shape_texts: None,
+                    shape_costs: None,
+                    expected_cost: None,
                 },
             ],
         }
@@ -149,6 +184,52 @@ mod tests {
         let (plan, _) = Plan::load(&path).expect("an earlier build's plan loads");
         assert_eq!(plan.entry, None);
         assert_eq!(plan.entry(), "mm");
+    }
+
+    #[test]
+    fn a_version_1_plan_without_costs_or_shape_texts_still_loads() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("plan.json");
+        std::fs::write(
+            &path,
+            r#"{"version":1,"op":"mm","entry":"BlasBenchmark","source":"/data/shapes.yaml","strategy":"round-robin","shapes":3,
+                "shards":[{"index":0,"shape_file":"w0/shapes.yaml","shapes":[0,2]},
+                          {"index":1,"shape_file":"w1/shapes.yaml","shapes":[1]}]}"#,
+        )
+        .expect("write");
+        let (plan, _) = Plan::load(&path).expect("load");
+        assert_eq!(plan, sample());
+    }
+
+    #[test]
+    fn expected_costs_and_shape_texts_round_trip() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let scratch = Scratch::new(dir.path());
+        let mut plan = sample();
+        plan.strategy = "lpt".into();
+        plan.cost_source = Some("file".into());
+        plan.shards[0].shape_texts = Some(vec![Some("[1,2]".into()), None]);
+        plan.shards[0].shape_costs = Some(vec![2.5, 1.0]);
+        plan.shards[0].expected_cost = Some(3.5);
+        plan.save(&scratch).expect("save");
+        assert_eq!(Plan::load(&scratch.plan()).expect("load").0, plan);
+    }
+
+    #[test]
+    fn per_shape_lists_of_the_wrong_length_are_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let scratch = Scratch::new(dir.path());
+        let mut plan = sample();
+        plan.shards[1].shape_costs = Some(vec![1.0, 2.0]);
+        plan.save(&scratch).expect("save");
+        let err = format!(
+            "{:#}",
+            Plan::load(&scratch.plan()).expect_err("must refuse")
+        );
+        assert!(
+            err.contains("shard 1") && err.contains("shape_costs"),
+            "{err}"
+        );
     }
 
     #[test]

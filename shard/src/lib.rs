@@ -1,13 +1,17 @@
-//! `warmup-shard`: splits one op's shapes in a PyYAML shape file round-robin into per-shard shape
-//! files under a scratch folder, and writes the plan the other tools read.
+//! `warmup-shard`: splits one op's shapes in a PyYAML shape file into per-shard shape files under
+//! a scratch folder (round-robin, or balanced by expected costs: `strategy`), and writes the plan
+//! the other tools read.
 
 mod commit;
 mod emit;
 mod parse;
+mod pynum;
 mod resolve;
 mod scan;
 mod schema;
+mod shape;
 mod split;
+mod strategy;
 mod tree;
 
 use anyhow::{Context, Result};
@@ -18,6 +22,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 pub use split::{split, Piece, Split};
+pub use strategy::{Balance, Model, Strategy};
 
 pub const TOOL: &str = "warmup-shard";
 
@@ -26,10 +31,14 @@ const EXAMPLES: &str = "EXAMPLES:
       writes /tmp/run/w0/shapes.yaml .. w3/shapes.yaml and /tmp/run/plan.json
   warmup-shard --op mm --entry BlasBenchmark --shards 2 --out /tmp/run core_shapes.yaml
       FlagGems keeps mm's shapes under its benchmark class name; each shard keeps that key
-  FLAGGEMS_PERF_CURRENT_OP=addmm warmup-shard --shards 8 --out \"$SCRATCH\" shapes.yaml | xargs wc -l";
+  FLAGGEMS_PERF_CURRENT_OP=addmm warmup-shard --shards 8 --out \"$SCRATCH\" shapes.yaml | xargs wc -l
+  warmup-shard --op mm --shards 8 --strategy lpt --costs costs.json --out /tmp/run shapes.yaml
+      balanced by the seconds a previous run measured (warmup-costs writes costs.json)
+  warmup-shard --op mm --shards 1000 --strategy lpt --out /tmp/run shapes.yaml
+      one shape per shard, largest product first: warmup-spawn runs them as a pool";
 
-/// Split an op's shapes in a shape file round-robin into shard files a child reads with
-/// `yaml.safe_load` into exactly the objects the source gives.
+/// Split an op's shapes in a shape file into shard files a child reads with `yaml.safe_load`
+/// into exactly the objects the source gives; round-robin, or balanced by expected costs.
 #[derive(Debug, clap::Parser)]
 #[command(name = TOOL, version, after_long_help = protocol::cli::after_help(EXAMPLES))]
 pub struct Args {
@@ -39,9 +48,25 @@ pub struct Args {
     /// benchmark looks the op's shapes up (FlagGems: its benchmark class name) [default: the op]
     #[arg(long, value_name = "KEY")]
     pub entry: Option<String>,
-    /// How many shards to make at most (fewer when the op has fewer shapes)
+    /// How many shards to make at most (fewer when the op has fewer shapes); more shards than
+    /// devices make warmup-spawn run them as a pool, longest expected first
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub shards: u64,
+    /// How to assign shapes to shards
+    #[arg(long, value_enum, default_value = "round-robin")]
+    pub strategy: Strategy,
+    /// A cost file of measured seconds per shape (warmup-costs writes it); shapes it lacks get
+    /// the median of the op's shapes it has
+    #[arg(long, value_name = "FILE")]
+    pub costs: Option<PathBuf>,
+    /// The cost model where there is no cost file, or it has none of the op's shapes
+    /// [default: product, with --strategy lpt or --costs]
+    #[arg(long, value_enum, value_name = "MODEL")]
+    pub cost_model: Option<Model>,
+    /// Under --cost-model product: each shape's fixed cost, in units of the op's mean product
+    /// (a shape of mean product costs 1 + this)
+    #[arg(long, value_name = "MEANS", default_value = "1", value_parser = costs::non_negative)]
+    pub overhead: f64,
     /// The scratch folder: gets w<i>/shapes.yaml per shard and plan.json (created if missing)
     #[arg(long, value_name = "SCRATCH")]
     pub out: PathBuf,
@@ -52,6 +77,16 @@ pub struct Args {
 
 pub fn run(args: &Args) -> Result<Status> {
     let op = args.op.name().to_owned();
+    let balance = Balance {
+        strategy: args.strategy,
+        costs: args
+            .costs
+            .as_deref()
+            .map(costs::CostFile::load)
+            .transpose()?,
+        model: args.cost_model,
+        overhead: args.overhead,
+    };
     let path = &args.shape_file;
     let name = path.display().to_string();
     if path.is_dir() {
@@ -70,6 +105,7 @@ pub fn run(args: &Args) -> Result<Status> {
         &op,
         entry,
         shards,
+        &balance,
     )?;
     if cut.pieces.len() < 2 {
         eprintln!(
@@ -83,16 +119,31 @@ pub fn run(args: &Args) -> Result<Status> {
         op: op.clone(),
         entry: Some(entry.unwrap_or(&op).to_owned()),
         source,
-        strategy: "round-robin".to_owned(),
+        strategy: args.strategy.name().to_owned(),
+        cost_source: cut.costs.as_ref().map(|c| c.source.to_owned()),
         shapes: cut.total,
         shards: cut
             .pieces
             .iter()
             .enumerate()
-            .map(|(i, p)| Shard {
-                index: i,
-                shape_file: shapes_in_scratch(i),
-                shapes: p.shapes.clone(),
+            .map(|(i, p)| {
+                let costs: Option<Vec<f64>> = cut
+                    .costs
+                    .as_ref()
+                    .map(|c| p.shapes.iter().map(|&j| c.per_shape[j]).collect());
+                Shard {
+                    index: i,
+                    shape_file: shapes_in_scratch(i),
+                    shapes: p.shapes.clone(),
+                    shape_texts: Some(
+                        p.shapes
+                            .iter()
+                            .map(|&j| cut.shapes[j].text.clone())
+                            .collect(),
+                    ),
+                    expected_cost: costs.as_ref().map(|c| c.iter().sum()),
+                    shape_costs: costs,
+                }
             })
             .collect(),
     };
@@ -114,16 +165,34 @@ pub fn run(args: &Args) -> Result<Status> {
         .map(|p| p.shapes.len().to_string())
         .collect();
     eprintln!(
-        "{TOOL}: op {op}: {} shapes into {} shards of {} in {}",
+        "{TOOL}: op {op}: {} shapes into {} shards of {} in {} ({})",
         cut.total,
         sizes.len(),
         sizes.join(", "),
-        args.out.display()
+        args.out.display(),
+        args.strategy.name()
     );
+    if let Some(line) = expected_line(&plan) {
+        eprintln!("{TOOL}: {line}");
+    }
     let mut out = std::io::stdout().lock();
     for i in 0..cut.pieces.len() {
         writeln!(out, "{}", scratch.shapes(i).display()).context("writing to stdout")?;
     }
     out.flush().context("writing to stdout")?;
     Ok(Status::Done)
+}
+
+/// `expected cost per shard (file): 12.100 s (largest) to 11.800 s, mean 11.900 s`, for a plan
+/// with costs (model units have no `s`).
+fn expected_line(plan: &Plan) -> Option<String> {
+    let source = plan.cost_source.as_deref()?;
+    let loads: Vec<f64> = plan.shards.iter().filter_map(|s| s.expected_cost).collect();
+    let max = loads.iter().copied().fold(0.0, f64::max);
+    let min = loads.iter().copied().fold(f64::INFINITY, f64::min);
+    let unit = if source == "file" { " s" } else { "" };
+    Some(format!(
+        "expected cost per shard ({source}): {max:.3}{unit} (largest) to {min:.3}{unit}, mean {:.3}{unit}",
+        loads.iter().sum::<f64>() / loads.len().max(1) as f64
+    ))
 }

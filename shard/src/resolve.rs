@@ -2,6 +2,7 @@
 //! resolvers, same regexes, same first-character tables, same order), and whether a tagged
 //! scalar's text is one that SafeConstructor can build (so input `safe_load` rejects is refused).
 
+use crate::pynum::{construct_float, construct_int};
 use regex::Regex;
 use std::sync::OnceLock;
 
@@ -32,7 +33,6 @@ struct Resolvers {
     timestamp: Regex,
     value: Regex,
     construct_timestamp: Regex,
-    python_float: Regex,
 }
 
 fn resolvers() -> &'static Resolvers {
@@ -71,9 +71,6 @@ fn resolvers() -> &'static Resolvers {
                 r"(?:\.(?P<fraction>[0-9]*))?",
                 r"(?:[ \t]*(?P<tz>Z|(?P<tz_sign>[-+])(?P<tz_hour>[0-9][0-9]?)(?::(?P<tz_minute>[0-9][0-9]))?))?)?$"
             )),
-            python_float: re(
-                r"^[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:e[+-]?[0-9]+)?|inf|infinity|nan)$",
-            ),
         }
     })
 }
@@ -118,15 +115,22 @@ pub fn plain_keeps(value: &str, tag: &str) -> bool {
     implicit(value) == tag
 }
 
+/// `construct_yaml_bool`: the bool `safe_load` builds from a scalar's text, `None` where it
+/// raises (KeyError).
+pub fn construct_bool(value: &str) -> Option<bool> {
+    match value.to_lowercase().as_str() {
+        "yes" | "true" | "on" => Some(true),
+        "no" | "false" | "off" => Some(false),
+        _ => None,
+    }
+}
+
 /// Why SafeConstructor would fail to build a scalar of `tag` from `value`, if it would.
 pub fn construct_error(tag: &str, value: &str) -> Option<String> {
     let ok = match tag {
         INT => construct_int(value).is_some(),
         FLOAT => construct_float(value).is_some(),
-        BOOL => matches!(
-            value.to_lowercase().as_str(),
-            "yes" | "no" | "true" | "false" | "on" | "off"
-        ),
+        BOOL => construct_bool(value).is_some(),
         TIMESTAMP => timestamp_ok(value),
         BINARY => binary_ok(value),
         _ => true,
@@ -138,128 +142,6 @@ pub fn construct_error(tag: &str, value: &str) -> Option<String> {
             tag.strip_prefix(YAML).unwrap_or(tag)
         )
     })
-}
-
-/// A Python int as far as dict keys need it: its value when it fits an i128, else only that it is
-/// a valid int (Python's ints have no bound).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PyInt {
-    Fits(i128),
-    Big,
-}
-
-impl PyInt {
-    fn checked(n: Option<i128>) -> PyInt {
-        n.map_or(PyInt::Big, PyInt::Fits)
-    }
-
-    fn neg(self) -> PyInt {
-        match self {
-            PyInt::Fits(n) => PyInt::checked(n.checked_neg()),
-            PyInt::Big => PyInt::Big,
-        }
-    }
-}
-
-/// Splits off the one leading sign PyYAML's int and float constructors look at: (negative, rest).
-/// `None` for an empty text, where they raise IndexError.
-fn sign(value: &str) -> Option<(bool, &str)> {
-    let first = value.chars().next()?;
-    Some(match first {
-        '-' => (true, &value[1..]),
-        '+' => (false, &value[1..]),
-        _ => (false, value),
-    })
-}
-
-/// `construct_yaml_int`, ported: the int `safe_load` builds from a scalar's text, `None` where it
-/// raises. Underscores go, then one sign; `0b`, `0x`, a leading `0` (octal) and `:` (base 60)
-/// pick how Python's `int()` reads the rest.
-pub fn construct_int(value: &str) -> Option<PyInt> {
-    let v: String = value.chars().filter(|&c| c != '_').collect();
-    let (negative, v) = sign(&v)?;
-    let n = if v == "0" {
-        PyInt::Fits(0)
-    } else if let Some(rest) = v.strip_prefix("0b") {
-        py_int(rest, 2)?
-    } else if let Some(rest) = v.strip_prefix("0x") {
-        py_int(rest, 16)?
-    } else if v.starts_with('0') {
-        py_int(v, 8)?
-    } else if v.contains(':') {
-        let mut total = PyInt::Fits(0);
-        for part in v.split(':') {
-            total = match (total, py_int(part, 10)?) {
-                (PyInt::Fits(t), PyInt::Fits(p)) => {
-                    PyInt::checked(t.checked_mul(60).and_then(|t| t.checked_add(p)))
-                }
-                _ => PyInt::Big,
-            };
-        }
-        total
-    } else {
-        py_int(v, 10)?
-    };
-    Some(if negative { n.neg() } else { n })
-}
-
-/// Python's `int(s, base)`: surrounding whitespace, one sign, the base's own prefix (`0b`, `0o`,
-/// `0x`, any case), then at least one digit of the base.
-fn py_int(s: &str, base: u32) -> Option<PyInt> {
-    let s = s.trim_matches(char::is_whitespace);
-    let (negative, s) = sign(s).unwrap_or((false, s));
-    let prefix = match base {
-        2 => ["0b", "0B"],
-        8 => ["0o", "0O"],
-        16 => ["0x", "0X"],
-        _ => ["", ""],
-    };
-    let s = prefix
-        .iter()
-        .filter(|p| !p.is_empty())
-        .find_map(|p| s.strip_prefix(p))
-        .unwrap_or(s);
-    if s.is_empty() || !s.chars().all(|c| c.is_digit(base)) {
-        return None;
-    }
-    let n = PyInt::checked(i128::from_str_radix(s, base).ok());
-    Some(if negative { n.neg() } else { n })
-}
-
-/// `construct_yaml_float`, ported: the float `safe_load` builds from a scalar's text, `None` where
-/// it raises. Underscores go and the text is lowercased, then one sign; `.inf`, `.nan` and `:`
-/// (base 60) are YAML's, the rest is Python's `float()`.
-pub fn construct_float(value: &str) -> Option<f64> {
-    let v: String = value
-        .chars()
-        .filter(|&c| c != '_')
-        .collect::<String>()
-        .to_lowercase();
-    let (negative, v) = sign(&v)?;
-    let sign = if negative { -1.0 } else { 1.0 };
-    match v {
-        ".inf" => Some(sign * f64::INFINITY),
-        ".nan" => Some(f64::NAN),
-        _ if v.contains(':') => {
-            let mut total = 0.0;
-            for part in v.split(':') {
-                total = total * 60.0 + py_float(part)?;
-            }
-            Some(sign * total)
-        }
-        _ => Some(sign * py_float(v)?),
-    }
-}
-
-/// Python's `float(s)` for a lowercased `s`: surrounding whitespace, a sign, decimal digits with
-/// an optional point and exponent, or `inf`, `infinity`, `nan`.
-fn py_float(s: &str) -> Option<f64> {
-    let s = s.trim_matches(char::is_whitespace);
-    resolvers()
-        .python_float
-        .is_match(s)
-        .then(|| s.parse().ok())
-        .flatten()
 }
 
 fn timestamp_ok(value: &str) -> bool {
@@ -383,40 +265,5 @@ mod tests {
         assert!(construct_error(TIMESTAMP, "2000-02-29").is_none());
         assert!(construct_error(BINARY, "aGVsbG8=").is_none());
         assert!(construct_error(BINARY, "aGVsbG8").is_some());
-    }
-
-    #[test]
-    fn ints_and_floats_are_built_as_pyyaml_builds_them() {
-        for (text, want) in [
-            ("0", Some(PyInt::Fits(0))),
-            ("-0b-1", Some(PyInt::Fits(1))),
-            ("0b0b1", Some(PyInt::Fits(1))),
-            ("0o17", Some(PyInt::Fits(15))),
-            ("017", Some(PyInt::Fits(15))),
-            ("-1:30", Some(PyInt::Fits(-90))),
-            ("1:-30", Some(PyInt::Fits(30))),
-            ("1_000", Some(PyInt::Fits(1000))),
-            (" 12 ", Some(PyInt::Fits(12))),
-            (
-                "99999999999999999999999999999999999999999",
-                Some(PyInt::Big),
-            ),
-            ("", None),
-            ("-", None),
-            ("0b", None),
-            ("08", None),
-            ("abc", None),
-        ] {
-            assert_eq!(construct_int(text), want, "{text:?}");
-        }
-        assert_eq!(construct_float("-1_0.5"), Some(-10.5));
-        assert_eq!(construct_float("1:30.5"), Some(90.5));
-        assert_eq!(construct_float("-.INF"), Some(f64::NEG_INFINITY));
-        assert_eq!(construct_float("1E5"), Some(1e5));
-        assert_eq!(construct_float("--1"), Some(1.0));
-        assert!(construct_float(".NaN").is_some_and(f64::is_nan));
-        for bad in ["", "x", "1e", "."] {
-            assert_eq!(construct_float(bad), None, "{bad:?}");
-        }
     }
 }

@@ -2,7 +2,8 @@
 //! flattened as `flatten_mapping` does, dict keys compared as Python compares them, and every
 //! construction `safe_load` would refuse found up front, so bad input never yields shards.
 
-use crate::resolve::{self, construct_float, construct_int, PyInt};
+use crate::pynum::{construct_float, construct_int, PyInt};
+use crate::resolve::{self, construct_bool};
 use crate::tree::{Doc, Kind, NodeId};
 use anyhow::Result;
 use std::collections::{HashMap, HashSet};
@@ -22,12 +23,21 @@ pub enum Key {
     Str(String),
     /// int, bool, and floats with an integral value compare equal to each other.
     Int(i128),
+    /// The same, for values outside i128.
+    BigInt(PyInt),
     /// A non-integral float, by its bits; NaN keys never compare equal (see `Unique`).
     Float(u64),
     Null,
-    /// Keys compared by their tag and text (big ints, bytes, timestamps): close, not exact.
+    /// Keys compared by their tag and text (bytes, timestamps): close, not exact.
     Other(String, String),
     Unique(NodeId),
+}
+
+impl Key {
+    /// An int key: [`Key::Int`] where it fits, so that each value has one key.
+    fn int(n: PyInt) -> Key {
+        n.to_i128().map_or(Key::BigInt(n), Key::Int)
+    }
 }
 
 #[derive(Debug)]
@@ -227,17 +237,20 @@ impl<'d> Schema<'d> {
         Ok(match node.tag.as_str() {
             resolve::STR | resolve::VALUE => Key::Str(value.clone()),
             resolve::NULL => Key::Null,
-            resolve::BOOL => Key::Int(i128::from(matches!(
-                value.to_lowercase().as_str(),
-                "yes" | "true" | "on"
-            ))),
+            resolve::BOOL => match construct_bool(value) {
+                Some(b) => Key::Int(i128::from(b)),
+                None => Key::Other(node.tag.clone(), value.clone()),
+            },
             resolve::INT => match construct_int(value) {
-                Some(PyInt::Fits(n)) => Key::Int(n),
-                _ => Key::Other(node.tag.clone(), value.clone()),
+                Some(n) => Key::int(n),
+                None => Key::Other(node.tag.clone(), value.clone()),
             },
             resolve::FLOAT => match construct_float(value) {
                 Some(f) if f.is_nan() => Key::Unique(id),
-                Some(f) if f.fract() == 0.0 && f.abs() < 1e36 => Key::Int(f as i128),
+                // Python's hash: a float with an integral value is the int it equals.
+                Some(f) if f.is_finite() && f.fract() == 0.0 => {
+                    Key::int(PyInt::from_integral_f64(f))
+                }
                 Some(f) => Key::Float((f + 0.0).to_bits()),
                 None => Key::Other(node.tag.clone(), value.clone()),
             },

@@ -1,9 +1,10 @@
-//! One entry's shapes cut into round-robin shards, each rendered as a complete shape file in memory,
-//! so that nothing is written unless every shard could be built.
+//! One entry's shapes cut into shards (by the strategy in `strategy`), each rendered as a complete
+//! shape file in memory, so that nothing is written unless every shard could be built.
 
 use crate::emit::{expanded_size, Emitter, MAX_NODES};
 use crate::resolve;
 use crate::schema::{Key, Schema};
+use crate::strategy::{self, Balance, Costs, ShapeInfo};
 use crate::tree::{self, Doc, Kind, NodeId};
 use anyhow::Result;
 
@@ -14,16 +15,19 @@ pub struct Piece {
     pub text: String,
 }
 
-/// The outcome of cutting a shape file: how many shapes the op has, and the shards (empty when
-/// fewer than 2 shards would result).
+/// The outcome of cutting a shape file: how many shapes the op has, the shards (empty when
+/// fewer than 2 shards would result), what the strategy knew of each shape and the expected costs
+/// it used (both empty without shards).
 #[derive(Debug)]
 pub struct Split {
     pub total: usize,
     pub pieces: Vec<Piece>,
+    pub shapes: Vec<ShapeInfo>,
+    pub costs: Option<Costs>,
 }
 
 /// Cuts the shapes of one top-level entry of the shape file `bytes` into at most `shards`
-/// round-robin shards. The entry is `entry` when given, else the op's own name; each shard file
+/// shards, assigned as `balance` says. The entry is `entry` when given, else the op's own name; each shard file
 /// keeps the entry's key, so the child finds its shapes where the benchmark looks for them.
 ///
 /// `name` is how errors name the file; `source` and `op` go into each shard's leading comment.
@@ -34,6 +38,7 @@ pub fn split(
     op: &str,
     entry: Option<&str>,
     shards: usize,
+    balance: &Balance,
 ) -> Result<Split> {
     let text = tree::prepare(bytes, name)?;
     let doc = tree::compose(&text, name)?;
@@ -96,6 +101,8 @@ pub fn split(
         return Ok(Split {
             total,
             pieces: Vec::new(),
+            shapes: Vec::new(),
+            costs: None,
         });
     }
 
@@ -116,10 +123,14 @@ pub fn split(
         ));
     }
 
+    let infos = strategy::describe(&mut schema, items);
+    let cut = balance.assign(op, &infos, k);
     let pairs: Vec<(NodeId, NodeId)> = pairs.iter().map(|&(_, k, v)| (k, v)).collect();
-    let pieces = (0..k)
-        .map(|i| {
-            let picked: Vec<usize> = (i..total).step_by(k).collect();
+    let pieces = cut
+        .groups
+        .into_iter()
+        .enumerate()
+        .map(|(i, picked)| {
             let mut listed: Vec<String> = picked.iter().take(3).map(usize::to_string).collect();
             if picked.len() > 3 {
                 listed.push("...".to_owned());
@@ -138,7 +149,12 @@ pub fn split(
             }
         })
         .collect();
-    Ok(Split { total, pieces })
+    Ok(Split {
+        total,
+        pieces,
+        shapes: infos,
+        costs: cut.costs,
+    })
 }
 
 /// No top-level key is the entry: list the keys there are, and say how to name the right one.

@@ -22,7 +22,7 @@ proptest! {
 
     #[test]
     fn arbitrary_text_never_panics(text in "\\PC{0,200}", n in 1usize..6) {
-        let _ = shard::split(text.as_bytes(), "x.yaml", "/x.yaml", "op", None, n);
+        let _ = shard::split(text.as_bytes(), "x.yaml", "/x.yaml", "op", None, n, &shard::Balance::round_robin());
     }
 
     #[test]
@@ -33,14 +33,22 @@ proptest! {
         n in 1usize..6,
     ) {
         let text = mutate(SEED, &edits);
-        let _ = shard::split(text.as_bytes(), "x.yaml", "/x.yaml", "op", None, n);
+        let _ = shard::split(text.as_bytes(), "x.yaml", "/x.yaml", "op", None, n, &shard::Balance::round_robin());
     }
 }
 
 #[test]
 fn the_seed_itself_shards() {
-    let cut =
-        shard::split(SEED.as_bytes(), "x.yaml", "/x.yaml", "op", None, 2).expect("valid seed");
+    let cut = shard::split(
+        SEED.as_bytes(),
+        "x.yaml",
+        "/x.yaml",
+        "op",
+        None,
+        2,
+        &shard::Balance::round_robin(),
+    )
+    .expect("valid seed");
     assert_eq!(cut.total, 5);
     assert_eq!(cut.pieces.len(), 2);
     assert_eq!(cut.pieces[1].shapes, vec![1, 3]);

@@ -310,7 +310,9 @@ pub fn run(args: &Args) -> Result<Status> {
     })
 }
 
-/// One job per shard, its shape file checked to exist.
+/// One job per shard, its shape file checked to exist, in the order the pool starts them:
+/// longest expected cost first where the plan has costs (so that with more shards than devices
+/// the long ones do not start last), else shard order.
 fn jobs(
     plan: &Plan,
     scratch: &Scratch,
@@ -320,8 +322,13 @@ fn jobs(
     run_id: &str,
     sharing: job::Sharing,
 ) -> Result<Vec<job::Job>> {
-    plan.shards
-        .iter()
+    let mut order: Vec<&protocol::plan::Shard> = plan.shards.iter().collect();
+    order.sort_by(|a, b| {
+        let cost = |s: &protocol::plan::Shard| s.expected_cost.unwrap_or(0.0);
+        cost(b).total_cmp(&cost(a))
+    });
+    order
+        .into_iter()
         .map(|shard| {
             let shape = scratch.root().join(&shard.shape_file);
             if !shape.is_file() {

@@ -325,12 +325,16 @@ mod tests {
             entry: None,
             source: "/s.yaml".into(),
             strategy: "round-robin".into(),
+            cost_source: None,
             shapes: n,
             shards: (0..n)
                 .map(|i| Shard {
                     index: i,
                     shape_file: format!("w{i}/shapes.yaml").into(),
                     shapes: vec![i],
+                    shape_texts: None,
+                    shape_costs: None,
+                    expected_cost: None,
                 })
                 .collect(),
         }

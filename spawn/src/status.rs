@@ -154,7 +154,10 @@ pub fn summary(
     let summed: f64 = statuses.iter().map(|s| s.seconds).sum();
     out.value("wall_seconds", format!("{:.2}", wall.as_secs_f64()))
         .value("summed_seconds", format!("{summed:.2}"));
-    for job in jobs {
+    // In index order, whatever order the pool started them in.
+    let mut ordered: Vec<&Job> = jobs.iter().collect();
+    ordered.sort_by_key(|job| job.shard);
+    for job in ordered {
         out.path("shard", &[&job.shard, &outcome(job).word()], &job.log)?;
     }
     Ok(out)

@@ -20,6 +20,11 @@ Knobs, all optional (environment):
 ``WARMUP_FIXTURE_SWEEP_SECONDS``  sweep cost of one shape, seconds (default 0.05)
 ``WARMUP_FIXTURE_SWEEP_COST``     ``flat`` (default) or ``numel``: cost grows with log2 of the
                                   shape's element count, as compile-and-time sweeps do
+``WARMUP_FIXTURE_COST_PROFILE``   a JSON file ``{"<shape text>": seconds}`` (shape text as in the cost
+                                  file: ``json.dumps(shape, separators=(",", ":"))``): the main
+                                  kernel's sweep of a shape it lists costs that much
+``WARMUP_FIXTURE_STARTUP_SECONDS`` seconds every session sleeps at start, as a real child pays to
+                                  import torch and Triton (default 0)
 ``WARMUP_FIXTURE_INTERFERENCE``   ``1``: the tail kernel's winner depends on the device the sweep
                                   ran on, as when neighbouring GPUs drag each other's timings
 ``WARMUP_FIXTURE_TRACE``          a file: one JSON line per session with argv, mode, shapes and
@@ -36,6 +41,7 @@ measurement run after them behaves normally:
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -98,7 +104,20 @@ def winner(kernel: str, key: str, device: str) -> dict:
     }
 
 
-def sweep_seconds(shape) -> float:
+@functools.lru_cache(maxsize=None)
+def _cost_profile(path: str) -> dict:
+    return json.loads(Path(path).read_text()) if path else {}
+
+
+def sweep_seconds(shape, kernel: str = "") -> float:
+    profile = _cost_profile(_env("WARMUP_FIXTURE_COST_PROFILE"))
+    if profile and kernel.endswith("_main"):
+        try:
+            text = json.dumps(shape, separators=(",", ":"))
+        except (TypeError, ValueError):  # a value JSON cannot hold: no text, not in the profile
+            text = None
+        if text in profile:
+            return float(profile[text])
     base = float(_env("WARMUP_FIXTURE_SWEEP_SECONDS") or 0.05)
     if _env("WARMUP_FIXTURE_SWEEP_COST") == "numel" and isinstance(shape, (list, tuple)):
         numel = math.prod(int(d) for d in shape if isinstance(d, int)) or 1
@@ -153,7 +172,7 @@ class Session:
             print(f"fixture harness: replay miss for {kernel} {key}; sweeping live", flush=True)
         if (kernel, key) in self.decided:  # an autotuner sweeps a key once per process
             return self.decided[kernel, key]
-        time.sleep(sweep_seconds(shape))
+        time.sleep(sweep_seconds(shape, kernel))
         self.swept += 1
         cfg = self.decided[kernel, key] = winner(kernel, key, self.device)
         if self.record_dir:
@@ -212,6 +231,7 @@ def pytest_addoption(parser):
 def pytest_configure(config):
     if _fault("WARMUP_FIXTURE_CRASH") == "1":
         os._exit(3)
+    time.sleep(float(_env("WARMUP_FIXTURE_STARTUP_SECONDS") or 0))
     shape_file = config.getoption("shape_file")
     config._fixture_session = Session(shape_file) if shape_file else None
 

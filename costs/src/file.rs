@@ -1,0 +1,190 @@
+//! The cost file: `{"<op>": {"<shape text>": seconds, ...}, ...}`, what one run learned of each
+//! shape's sweep cost, read by `warmup-shard --costs` and written by `warmup-costs`.
+//! docs/CONTRACT.md ("File formats", the cost file) is the format's description.
+//!
+//! Checked whole on load, so that a bad file is refused before anything is written, with the
+//! place it is wrong at: a JSON error's line and column, else the op and shape.
+
+use anyhow::{bail, Context, Result};
+use serde_json::{Map, Value};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+/// A checked cost file, in its own order; new ops and shapes go at the end.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CostFile {
+    path: PathBuf,
+    ops: Map<String, Value>,
+}
+
+/// How a cost file's errors end: what to do about them.
+const FIX: &str = "fix it, or remove it and let warmup-costs write it again";
+
+impl CostFile {
+    /// Reads and checks the cost file at `path`.
+    pub fn load(path: &Path) -> Result<CostFile> {
+        let name = path.display();
+        if path.is_dir() {
+            bail!("cost file {name}: is a directory: give a JSON file");
+        }
+        let text = std::fs::read_to_string(path).with_context(|| {
+            format!("reading cost file {name} (check the path; warmup-costs writes one)")
+        })?;
+        Self::parse(path, &text)
+    }
+
+    /// [`load`](Self::load), or an empty cost file when nothing is at `path` yet.
+    pub fn load_or_new(path: &Path) -> Result<CostFile> {
+        if path.symlink_metadata().is_err() {
+            return Ok(CostFile {
+                path: path.to_path_buf(),
+                ops: Map::new(),
+            });
+        }
+        Self::load(path)
+    }
+
+    /// Checks `text` as the cost file at `path`.
+    pub fn parse(path: &Path, text: &str) -> Result<CostFile> {
+        let name = path.display();
+        let value: Value = serde_json::from_str(text).map_err(|e| {
+            let what = e.to_string();
+            let what = what
+                .rsplit_once(" at line ")
+                .map_or(what.as_str(), |(w, _)| w);
+            anyhow::anyhow!(
+                "{name}:{}:{}: not a JSON cost file ({what}): {FIX}",
+                e.line(),
+                e.column()
+            )
+        })?;
+        let Value::Object(ops) = value else {
+            bail!(
+                "{name}: the top level is {}, not an object of ops ({{\"<op>\": {{\"<shape text>\": seconds}}}}): {FIX}",
+                kind(&value)
+            );
+        };
+        for (op, shapes) in &ops {
+            let Value::Object(shapes) = shapes else {
+                bail!(
+                    "{name}: op {op:?} holds {}, not an object of shape costs ({{\"<shape text>\": seconds}}): {FIX}",
+                    kind(shapes)
+                );
+            };
+            for (shape, cost) in shapes {
+                if !cost.as_f64().is_some_and(|c| c.is_finite() && c >= 0.0) {
+                    bail!(
+                        "{name}: op {op:?}, shape {shape}: {cost} is not a cost: give seconds as a number of at least 0; {FIX}"
+                    );
+                }
+            }
+        }
+        Ok(CostFile {
+            path: path.to_path_buf(),
+            ops,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The op's costs by shape text; empty when the file has none for it.
+    pub fn costs(&self, op: &str) -> HashMap<&str, f64> {
+        match self.ops.get(op) {
+            Some(Value::Object(shapes)) => shapes
+                .iter()
+                .filter_map(|(text, cost)| Some((text.as_str(), cost.as_f64()?)))
+                .collect(),
+            _ => HashMap::new(),
+        }
+    }
+
+    /// Sets one shape's cost, rounded to the millisecond; returns whether it is new to the file.
+    pub fn set(&mut self, op: &str, shape: &str, seconds: f64) -> bool {
+        let rounded = (seconds * 1000.0).round() / 1000.0;
+        if !matches!(self.ops.get(op), Some(Value::Object(_))) {
+            self.ops.insert(op.to_owned(), Value::Object(Map::new()));
+        }
+        let Some(Value::Object(shapes)) = self.ops.get_mut(op) else {
+            return false;
+        };
+        let number = serde_json::Number::from_f64(rounded).unwrap_or_else(|| 0.into());
+        shapes
+            .insert(shape.to_owned(), Value::Number(number))
+            .is_none()
+    }
+
+    /// Writes the file atomically: JSON, two-space indented, a newline at the end.
+    pub fn save(&self) -> Result<()> {
+        protocol::atomic::write_json(&self.path, &self.ops)
+    }
+}
+
+/// What kind of JSON value this is, for messages.
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<CostFile> {
+        CostFile::parse(Path::new("costs.json"), text)
+    }
+
+    fn err(text: &str) -> String {
+        format!("{:#}", parse(text).expect_err("must refuse"))
+    }
+
+    #[test]
+    fn costs_are_read_by_op_and_shape_text() {
+        let file = parse(r#"{"mm": {"[64,64]": 1.5, "[1,2]": 0}, "bmm": {}}"#).expect("valid");
+        let mm = file.costs("mm");
+        assert_eq!(mm.get("[64,64]"), Some(&1.5));
+        assert_eq!(mm.get("[1,2]"), Some(&0.0));
+        assert!(file.costs("bmm").is_empty() && file.costs("addmm").is_empty());
+    }
+
+    #[test]
+    fn a_json_error_names_its_line_and_column() {
+        let e = err("{\"mm\": {\n  \"[1]\": 1,,\n}}");
+        assert!(e.starts_with("costs.json:2:"), "{e}");
+        assert!(e.contains("warmup-costs"), "{e}");
+    }
+
+    #[test]
+    fn wrong_shapes_name_the_op_and_shape() {
+        assert!(err("[1, 2]").contains("the top level is an array"));
+        assert!(err(r#"{"mm": [1]}"#).contains("op \"mm\" holds an array"));
+        assert!(err(r#"{"mm": {"[1]": 1e999}}"#).starts_with("costs.json:1:"));
+        for bad in ["-1", "\"3\"", "null", "true"] {
+            let e = err(&format!(r#"{{"mm": {{"[1,2]": {bad}}}}}"#));
+            assert!(
+                e.contains("op \"mm\", shape [1,2]") && e.contains("not a cost"),
+                "{bad}: {e}"
+            );
+        }
+    }
+
+    #[test]
+    fn set_keeps_the_order_rounds_and_says_what_is_new() {
+        let mut file = parse(r#"{"mm": {"[2]": 1.0, "[1]": 2.0}}"#).expect("valid");
+        assert!(!file.set("mm", "[2]", 1.23456));
+        assert!(file.set("mm", "[3]", 0.5));
+        assert!(file.set("bmm", "[1]", 1.0));
+        let text = serde_json::to_string(&file.ops).expect("json");
+        assert_eq!(
+            text,
+            r#"{"mm":{"[2]":1.235,"[1]":2.0,"[3]":0.5},"bmm":{"[1]":1.0}}"#
+        );
+    }
+}
