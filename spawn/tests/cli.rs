@@ -2,40 +2,11 @@
 //! selection and the pool, bad input, backend choice and probes on a fake tree, timeouts, the
 //! run summary, logs and their cap.
 
-use assert_cmd::Command;
 use predicates::prelude::*;
-use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-/// warmup-spawn with the environment scrubbed by the tests' one policy (testkit).
-fn spawn_cmd() -> Command {
-    testkit::tool(env!("CARGO_BIN_EXE_warmup-spawn"))
-}
-
-/// A scratch folder with `n` shards (w<i>/shapes.yaml) and a v1 plan.
-fn plan(dir: &Path, n: usize) -> PathBuf {
-    let shards: Vec<Value> = (0..n)
-        .map(|i| {
-            let w = dir.join(format!("w{i}"));
-            std::fs::create_dir_all(&w).expect("mkdir");
-            std::fs::write(w.join("shapes.yaml"), format!("mm:\n  shapes:\n  - [{i}, 2]\n"))
-                .expect("shard file");
-            serde_json::json!({"index": i, "shape_file": format!("w{i}/shapes.yaml"), "shapes": [i]})
-        })
-        .collect();
-    let plan = serde_json::json!({
-        "version": 1, "op": "mm", "source": "/data/mm.yaml", "strategy": "round-robin",
-        "shapes": n, "shards": shards,
-    });
-    let path = dir.join("plan.json");
-    std::fs::write(&path, serde_json::to_vec_pretty(&plan).expect("json")).expect("plan");
-    path
-}
-
-fn status(dir: &Path, i: usize) -> Value {
-    let text = std::fs::read_to_string(dir.join(format!("w{i}/status.json"))).expect("status.json");
-    serde_json::from_str(&text).expect("status is JSON")
-}
+mod common;
+use common::{plan, spawn_cmd, status};
 
 /// A child that records its argv (one per line) and environment in its record folder.
 const RECORDER: &str = r#"printf '%s\n' "$0" "$@" > "$FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR/argv"; env > "$FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR/env""#;

@@ -3,44 +3,11 @@
 //! one device keeps it as it is, bad lists and indices exit 2 writing nothing, and two runs of
 //! one shard exclude each other while runs of different shards share the scratch and keep a
 //! whole-scratch run out.
-
-use assert_cmd::Command;
-use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
-/// warmup-spawn with an environment holding only PATH, so no developer shell changes a result.
-fn spawn_cmd() -> Command {
-    let mut cmd = Command::cargo_bin("warmup-spawn").expect("binary built");
-    cmd.env_clear()
-        .env("PATH", std::env::var_os("PATH").expect("PATH is set"));
-    cmd
-}
-
-/// A scratch folder with `n` shards (w<i>/shapes.yaml) and a v1 plan.
-fn plan(dir: &Path, n: usize) -> PathBuf {
-    let shards: Vec<Value> = (0..n)
-        .map(|i| {
-            let w = dir.join(format!("w{i}"));
-            std::fs::create_dir_all(&w).expect("mkdir");
-            std::fs::write(w.join("shapes.yaml"), format!("mm:\n  shapes:\n  - [{i}, 2]\n"))
-                .expect("shard file");
-            serde_json::json!({"index": i, "shape_file": format!("w{i}/shapes.yaml"), "shapes": [i]})
-        })
-        .collect();
-    let plan = serde_json::json!({
-        "version": 1, "op": "mm", "source": "/data/mm.yaml", "strategy": "round-robin",
-        "shapes": n, "shards": shards,
-    });
-    let path = dir.join("plan.json");
-    std::fs::write(&path, serde_json::to_vec_pretty(&plan).expect("json")).expect("plan");
-    path
-}
-
-fn status(dir: &Path, i: usize) -> Value {
-    let text = std::fs::read_to_string(dir.join(format!("w{i}/status.json"))).expect("status.json");
-    serde_json::from_str(&text).expect("status is JSON")
-}
+mod common;
+use common::{plan, spawn_cmd, status};
 
 /// A child that records its environment in its record folder, then says hello in its log.
 const RECORDER: &str = r#"env > "$FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR/env"; echo new run"#;
