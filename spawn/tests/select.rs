@@ -3,6 +3,7 @@
 //! one device keeps it as it is, bad lists and indices exit 2 writing nothing, and two runs of
 //! one shard exclude each other while runs of different shards share the scratch and keep a
 //! whole-scratch run out.
+
 use std::path::Path;
 use std::time::{Duration, Instant};
 
