@@ -1,6 +1,6 @@
 # parallel-warmup: build, demo, test, install.
 #   make demo     the whole flow on the bundled example, no GPU needed
-#   make test     everything CI runs: cargo tests, clippy, rustfmt, the pytest suite, shellcheck
+#   make test     everything CI runs: cargo tests, clippy, rustfmt, the pytest suite, shellcheck, ruff
 #   make install PREFIX=/usr/local   binaries, scripts/warmup, completions, man pages, and the
 #                                    harness plugin into HARNESS_PYTHON's environment
 
@@ -56,6 +56,7 @@ lint: $(VENV)/ready
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
 	$(CARGO) fmt --all --check
 	$(VENV)/bin/shellcheck scripts/warmup scripts/warmup-slurm .ci/run
+	$(VENV)/bin/ruff check harness tests
 
 # RELEASE=target/debug installs a debug build without building a release one (the tests do).
 install: $(if $(filter target/release,$(RELEASE)),build) $(if $(HARNESS_PYTHON),install-harness)

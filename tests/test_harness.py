@@ -113,8 +113,8 @@ def test_record_writes_each_kernels_decisions_under_its_module_and_the_tuners_ow
     assert set(records[STORE_MM]) == {json.dumps([*s, *f16]) for s in
                                       ([64, 64, 64], [128, 64, 64], [256, 512, 128], [1024, 1024, 256])}
     assert set(records[ADD]) == {json.dumps([s[0] * s[1], *f16]) for s in SHAPES}
-    for kernel, keys in records.items():
-        for key, config in keys.items():
+    for keys in records.values():
+        for config in keys.values():
             assert set(config) >= {"kwargs", "num_warps", "num_stages", "num_ctas", "maxnreg"}, config
     # Each recorded config is the one the kernel was launched with for that shape.
     launches = launched(run.session)
@@ -263,7 +263,8 @@ def test_record_refuses_to_add_to_a_file_that_is_not_a_record(tmp_path):
 
 def test_record_into_a_folder_that_cannot_be_made_is_refused_before_any_test(tmp_path):
     (tmp_path / "file").write_text("")
-    run = bench(tmp_path, shape_file(tmp_path, SHAPES), FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "file" / "rec"))
+    run = bench(tmp_path, shape_file(tmp_path, SHAPES),
+                FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "file" / "rec"))
     assert run.returncode == 4, run.output
     assert f"FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR={tmp_path / 'file' / 'rec'}: cannot make the folder" in run.stderr
     assert run.sessions == []

@@ -217,7 +217,7 @@ def document(draw):
 @given(text=document(), n=st.integers(2, 5))
 def test_generated_documents_shard_faithfully(tmp_path, text, n):
     try:
-        doc = yaml.safe_load(text)
+        yaml.safe_load(text)
     except yaml.YAMLError:
         event("source rejected by safe_load")
         return
@@ -278,7 +278,9 @@ ACCEPTS = {
     "double_quoted_continued_less_indented": "op:\n  shapes:\n    - \"ab\n  cd\"\n    - \"x\ny\"\n",
     "single_quoted_continued_less_indented": "op:\n  shapes:\n    - 'ab\n cd'\n    - 2\n",
     "comment_right_after_a_flow_collection": "op:\n  shapes:\n    - [1, 2]#c\n    - {a: 1}#d\n",
-    "line_separators_are_line_breaks": "op:\n  shapes:\n    - \"c\u2029d\"\n    - [e\x85 f]\n    - \"a\u2028\n   b\"\n    - x\u2028      y\n",
+    "line_separators_are_line_breaks": (
+        "op:\n  shapes:\n    - \"c\u2029d\"\n    - [e\x85 f]\n    - \"a\u2028\n   b\"\n    - x\u2028      y\n"
+    ),
     "recursive_data_outside_the_op": "loop: &r [1, *r]\nop:\n  shapes: [1, 2]\n",
     "empty_keys_in_flow_collections": "op:\n  shapes:\n    - {? : 1}\n    - [a: 1, ? : 2]\n",
 }

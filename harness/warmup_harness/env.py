@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, MutableMapping
+from collections.abc import Mapping, MutableMapping
 
 CURRENT_OP = "FLAGGEMS_PERF_CURRENT_OP"
 RECORD_DIR = "FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR"

@@ -51,7 +51,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable
+from collections.abc import Iterator, Mapping
 
 from .env import ProtocolError
 
@@ -80,7 +81,7 @@ class Settings:
     shared_lock_dir: bool  # the default folder, which every user's runs share
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str]) -> "Settings":
+    def from_env(cls, environ: Mapping[str, str]) -> Settings:
         """Reads the settings; raises ProtocolError naming a variable whose value is unusable."""
         mode = environ.get(MODE, "").strip().lower() or "processes"
         if mode not in MODES:
@@ -292,7 +293,9 @@ def _resolve(job: CompileJob) -> Any:
         obj = getattr(obj, part)
     fn = jit_function(obj)
     if fn.cache_key != job.fn_cache_key:
-        raise RuntimeError(f"{job.module}.{job.qualname} imported in a worker is not the caller's (its cache key differs)")
+        raise RuntimeError(
+            f"{job.module}.{job.qualname} imported in a worker is not the caller's (its cache key differs)"
+        )
     return fn
 
 
@@ -533,7 +536,7 @@ class DeviceTimingLock:
         self._depth = 0
         self._mutex = threading.RLock()
 
-    def __enter__(self) -> "DeviceTimingLock":
+    def __enter__(self) -> DeviceTimingLock:
         self._mutex.acquire()
         try:
             if self._depth == 0:
@@ -583,7 +586,7 @@ class DeviceTimingLock:
 
 # --- the session's side ------------------------------------------------------------------------
 
-_active: "Precompiler | None" = None
+_active: Precompiler | None = None
 
 
 def device_timing_lock() -> contextlib.AbstractContextManager:

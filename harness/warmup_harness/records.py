@@ -17,7 +17,8 @@ import secrets
 import sys
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
+from collections.abc import Iterator
 
 META_FORMAT = "warmup-harness-meta"
 META_VERSION = 1

@@ -21,7 +21,7 @@ class Session:
         self.closed = False  # the closing lines were said
 
     @classmethod
-    def start(cls, mode: env.Mode, miss_policy: str, say: Callable[[str], None]) -> "Session":
+    def start(cls, mode: env.Mode, miss_policy: str, say: Callable[[str], None]) -> Session:
         """Checks the settings and files before anything runs, then puts the hooks in; raises
         ProtocolError or RecordError. `say` writes a line where a child's log shows it."""
         compiler = precompile.Precompiler(precompile.Settings.from_env(os.environ), say)
@@ -34,7 +34,7 @@ class Session:
             raise
 
     @classmethod
-    def _start_record(cls, mode: env.Mode, compiler: precompile.Precompiler) -> "Session":
+    def _start_record(cls, mode: env.Mode, compiler: precompile.Precompiler) -> Session:
         from . import tuners
 
         path = records.record_path(mode.directory, mode.op)
@@ -52,7 +52,7 @@ class Session:
         return cls(mode, policy, [], compiler, writer=writer)
 
     @classmethod
-    def _start_replay(cls, mode: env.Mode, miss_policy: str, compiler: precompile.Precompiler) -> "Session":
+    def _start_replay(cls, mode: env.Mode, miss_policy: str, compiler: precompile.Precompiler) -> Session:
         path = records.record_path(mode.directory, mode.op)
         if not path.exists():
             raise records.RecordError(

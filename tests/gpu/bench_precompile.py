@@ -182,7 +182,8 @@ def main() -> int:
 
 def render(doc: dict) -> str:
     lines = [f"precompile micro-benchmark: {doc.get('device')} , {doc['cpus']} CPUs, triton {doc.get('triton')}", "",
-             "| kernel | mode | workers | pool | configs | seconds | speedup vs triton | load s | compiled/found/left |",
+             "| kernel | mode | workers | pool | configs | seconds | speedup vs triton | load s "
+             "| compiled/found/left |",
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for name, rows in doc["kernels"].items():
         base = next((r["seconds"] for r in rows if r.get("mode") == "triton" and "seconds" in r), None)

@@ -43,7 +43,7 @@ def is_warmup_child() -> bool:
 
 
 def current_op(module) -> str:
-    return os.environ.get("FLAGGEMS_PERF_CURRENT_OP", "").strip() or getattr(module, "OP")
+    return os.environ.get("FLAGGEMS_PERF_CURRENT_OP", "").strip() or module.OP
 
 
 def shape_id(shape) -> str:

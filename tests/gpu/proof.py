@@ -45,7 +45,6 @@ import tarfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
 
 REPO = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
@@ -80,7 +79,7 @@ class Variant:
         return self.gpus * self.per_gpu
 
     @property
-    def devices(self) -> Optional[str]:
+    def devices(self) -> str | None:
         """--devices for scripts/warmup; None: the tools find the GPUs."""
         if self.per_gpu == 1:
             return None
@@ -160,11 +159,11 @@ def read_json(path: Path):
         return None
 
 
-def count_keys(record: Optional[dict]) -> dict:
+def count_keys(record: dict | None) -> dict:
     return {kernel: len(keys) for kernel, keys in (record or {}).items() if isinstance(keys, dict)}
 
 
-def picks_differing(a: Optional[dict], b: Optional[dict]) -> tuple[int, int]:
+def picks_differing(a: dict | None, b: dict | None) -> tuple[int, int]:
     """(keys both records hold, of which with a different config)."""
     both = differ = 0
     for kernel, keys in (a or {}).items():
@@ -181,7 +180,7 @@ def geomean(values):
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
 
 
-def compare(measure: Optional[dict], baseline: Optional[dict]) -> dict:
+def compare(measure: dict | None, baseline: dict | None) -> dict:
     """Per-shape latency ratio measure/baseline and their geometric mean."""
     if not measure or not baseline:
         return {"per_shape": {}, "geomean_ratio": None}
@@ -193,7 +192,7 @@ def compare(measure: Optional[dict], baseline: Optional[dict]) -> dict:
     return {"per_shape": per_shape, "geomean_ratio": geomean([s["ratio"] for s in per_shape.values()])}
 
 
-def harness_line(log_text: str) -> Optional[dict]:
+def harness_line(log_text: str) -> dict | None:
     found = HARNESS_LINE.findall(log_text)
     if not found:
         return None
@@ -201,12 +200,12 @@ def harness_line(log_text: str) -> Optional[dict]:
     return {"replayed": int(replayed), "swept_live": int(swept)}
 
 
-def last_float(pattern: re.Pattern, text: str) -> Optional[float]:
+def last_float(pattern: re.Pattern, text: str) -> float | None:
     found = pattern.findall(text)
     return float(found[-1]) if found else None
 
 
-def time_split(text: str, seconds: Optional[float]) -> dict:
+def time_split(text: str, seconds: float | None) -> dict:
     """Where a pytest process's time went, from its log: before pytest's clock (Python, pytest,
     the plugin, torch and the device: the conftest's session start), the tests, their tuning (the
     harness's total of each key's miss to decision), compiling ahead, waiting for the timing lock."""
@@ -369,7 +368,7 @@ class Proof:
                 "harness": harness_line(text), "children_info": children,
                 "record": str(records / f"{self.op}.json")}
 
-    def replay_serial(self, index: int) -> Optional[dict]:
+    def replay_serial(self, index: int) -> dict | None:
         d = self.work / f"replay_serial_{index}"
         record_dir = self.work / "serial" / "records"
         if not (record_dir / f"{self.op}.json").exists():
@@ -522,7 +521,8 @@ def render(doc: dict) -> str:
     lines += ["", f"Serial picks replayed twice (first after the serial sweep, then at the end): geomean ratio "
               f"{fmt(noise, 4)} (run-to-run noise)."]
     if doc.get("flaggems_store_rows") is not None:
-        lines.append(f"FlagGems config store rows under FLAGGEMS_CACHE_DIR after all runs: {doc['flaggems_store_rows']}")
+        rows = doc["flaggems_store_rows"]
+        lines.append(f"FlagGems config store rows under FLAGGEMS_CACHE_DIR after all runs: {rows}")
     split_rows = []
     for name, v in doc["variants"].items():
         for c in v.get("children_info") or ([v] if "pytest_s" in v else []):

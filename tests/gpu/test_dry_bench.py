@@ -2,9 +2,9 @@
 
 Real Triton compiles a real ``@triton.autotune`` kernel for an H200's target
 (tests/compile_fixture/cpu_fakes.py fakes the device queries), so the harness with its precompile,
-scripts/warmup and proof.py run as they do on the GPU machine. Only the launch and the timer are stubbed: a "launch" compiles and returns,
-and a config "times" as a pure function of kernel, config and shape, so a replay of the same
-picks measures the same latency.
+scripts/warmup and proof.py run as they do on the GPU machine. Only the launch and the timer are
+stubbed: a "launch" compiles and returns, and a config "times" as a pure function of kernel,
+config and shape, so a replay of the same picks measures the same latency.
 
 ``python3 tests/gpu/proof.py --bench dry --gpus 1 --backend cuda --variants serial,plugin1x2,ours1x2``
 """

@@ -104,7 +104,7 @@ def winner(kernel: str, key: str, device: str) -> dict:
     }
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _cost_profile(path: str) -> dict:
     return json.loads(Path(path).read_text()) if path else {}
 

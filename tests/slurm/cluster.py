@@ -199,7 +199,7 @@ class Cluster:
                 if left.returncode != 0 or not left.stdout.strip():
                     break
                 time.sleep(0.2)
-        for name, proc in reversed(self.daemons):
+        for _name, proc in reversed(self.daemons):
             if proc.poll() is None:
                 proc.terminate()
                 try:
