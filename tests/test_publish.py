@@ -152,8 +152,12 @@ def test_kill_9_while_publishing_leaves_no_temporaries(tmp_path):
         proc.kill()
         proc.wait(timeout=60)
         kills += 1
-        assert os.listdir(rec) == ["default.json"], (kills, os.listdir(rec))
+        # A kill in the instant between naming the temporary and the rename can leave it; at
+        # most that one, and the next write removes it (its writer's lock is gone).
+        assert len(set(os.listdir(rec)) - {"default.json"}) <= 1, (kills, os.listdir(rec))
         assert (rec / "default.json").read_text() in bodies
+        assert run_tool("publish", "--record-dir", rec, sources[kills % 2]).returncode == 0
+        assert os.listdir(rec) == ["default.json"], (kills, os.listdir(rec))
     assert kills >= 10
 
 

@@ -6,15 +6,17 @@
 //! The temporary has no name while it is written (Linux's `O_TMPFILE`), and gets one (random,
 //! made by `tempfile`) only for the rename: a writer killed by SIGKILL, which no cleanup can
 //! catch, leaves nothing in the folder unless it dies in the instant between those two calls.
-//! Naming temporaries after their writer's pid and removing those of dead writers on the next
-//! write was the other way: it guesses from pids (reused, and meaningless on another host of a
-//! shared folder), and it would remove files this tool never made. Where the file system has no
-//! `O_TMPFILE`, a `tempfile::NamedTempFile` (random name, `O_EXCL`) stands in.
+//! For that instant (and for the named temporary that stands in where the file system has no
+//! `O_TMPFILE`), every writer holds an exclusive `flock` on its temporary from the moment it
+//! exists, and the next write of the same file removes the `.NAME.tmp*` temporaries that nobody
+//! holds: their writers are dead. A lock, unlike a pid in the name, is not reused and needs no
+//! guess about which host wrote the file.
 //!
 //! A tool that writes several files stages them all ([`stage`]) and commits them
 //! ([`commit_all`]) only when all were written, so that a failure part-way writes none.
 
 use anyhow::{Context, Result};
+use nix::fcntl::{Flock, FlockArg};
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::os::fd::AsRawFd;
@@ -26,6 +28,9 @@ use std::path::{Path, PathBuf};
 pub struct Staged {
     target: PathBuf,
     temp: Temp,
+    /// An exclusive lock on the temporary, held until it is in place or dropped: how the next
+    /// writer tells a live writer's temporary from a dead one's.
+    _held: Flock<File>,
 }
 
 #[derive(Debug)]
@@ -56,6 +61,10 @@ pub fn stage(path: &Path, fill: impl FnOnce(&mut dyn Write) -> io::Result<()>) -
         Temp::Unnamed(file) => file,
         Temp::Named(named) => named.as_file(),
     };
+    // A second open file description of the same file, so the lock is the temporary's own.
+    let held = File::open(format!("/proc/self/fd/{}", file.as_raw_fd()))
+        .and_then(|f| Flock::lock(f, FlockArg::LockExclusive).map_err(|(_, e)| e.into()))
+        .with_context(|| format!("locking the temporary for {}", path.display()))?;
     let mut out = io::BufWriter::with_capacity(1 << 20, file);
     fill(&mut out)
         .and_then(|()| out.flush())
@@ -65,6 +74,7 @@ pub fn stage(path: &Path, fill: impl FnOnce(&mut dyn Write) -> io::Result<()>) -
     Ok(Staged {
         target: path.to_path_buf(),
         temp,
+        _held: held,
     })
 }
 
@@ -78,6 +88,7 @@ impl Staged {
     pub fn commit(self) -> Result<()> {
         let target = self.target;
         let dir = folder_of(&target);
+        remove_dead_writers_temporaries(&target);
         let named = match self.temp {
             Temp::Named(named) => named.into_temp_path(),
             Temp::Unnamed(file) => tempfile::Builder::new()
@@ -134,6 +145,27 @@ fn temp_prefix(path: &Path) -> String {
     format!(".{name}.tmp")
 }
 
+/// Removes the temporaries of `target` (`.NAME.tmp*` beside it) whose writers died: those whose
+/// lock nobody holds. Best effort: what cannot be opened or removed is left.
+fn remove_dead_writers_temporaries(target: &Path) {
+    let prefix = temp_prefix(target);
+    let Ok(entries) = std::fs::read_dir(folder_of(target)) else {
+        return;
+    };
+    for entry in entries.filter_map(Result::ok) {
+        if !entry.file_name().to_string_lossy().starts_with(&prefix) {
+            continue;
+        }
+        let path = entry.path();
+        if let Ok(file) = File::open(&path) {
+            if let Ok(unheld) = Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+                let _ = std::fs::remove_file(&path);
+                drop(unheld);
+            }
+        }
+    }
+}
+
 /// An unnamed file in `dir`, readable as a normal new file would be once linked.
 fn unnamed_in(dir: &Path) -> io::Result<File> {
     OpenOptions::new()
@@ -180,6 +212,27 @@ mod tests {
         write(&target, b"new\n").expect("atomic write");
         assert_eq!(fs::read_to_string(&target).expect("read"), "new\n");
         assert_eq!(names(dir.path()), ["out.json"]);
+    }
+
+    #[test]
+    fn a_write_removes_dead_writers_temporaries_and_keeps_live_ones() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let target = dir.path().join("op.json");
+        let dead = dir.path().join(".op.json.tmpDEAD01");
+        let live = dir.path().join(".op.json.tmpLIVE01");
+        let other = dir.path().join(".other.json.tmpDEAD02");
+        for path in [&dead, &live, &other] {
+            fs::write(path, b"{").expect("temporary");
+        }
+        let held = Flock::lock(File::open(&live).expect("open"), FlockArg::LockExclusive)
+            .map_err(|(_, e)| e)
+            .expect("lock");
+        write(&target, b"{}").expect("write");
+        drop(held);
+        assert_eq!(
+            names(dir.path()),
+            [".op.json.tmpLIVE01", ".other.json.tmpDEAD02", "op.json"]
+        );
     }
 
     #[test]
