@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Runs the GPU proof of issues 9 and 10 for one benchmark and writes its tables.
 
-For the benchmark (``triton``: tests/gpu/test_triton_bench.py, ``flaggems``:
-tests/gpu/test_flaggems_bench.py), each variant sweeps every shape with a cold Triton cache and
-records the winners; then the picks are measured, replaying, on GPU 0:
+For the benchmark (``triton``: tests/gpu/test_triton_bench.py, ``flaggems`` and
+``flaggems-dtypes``: tests/gpu/test_flaggems_bench.py), each variant sweeps every shape with a
+cold Triton cache and records the winners; then the picks are measured, replaying, on GPU 0:
 
 ``serial``        one pytest process in record mode on the first GPU, the harness's precompile off:
                   Triton compiles each config as it times it (the baseline)
@@ -24,7 +24,8 @@ with an empty Triton cache.
 Per variant: wall time of the sweep and its speedup over the serial sweep, keys recorded,
 conflicts, the replay's ``replayed N, swept M live`` line, each child's device and where its time
 went (start-up before pytest's clock, tuning, compiling ahead, waiting for the timing lock), and
-the replayed latency against the serial picks (per shape and geometric mean).
+the replayed latency against the serial picks (per shape and geometric mean), both the GPU's
+time (CUDA graph replays: what a pick changes) and with launches included (``do_bench``).
 Written to ``OUT/proof_<bench>.md`` and ``.json`` after every step (a run cut short still leaves
 its tables); everything else (logs, records, measurements) goes to ``OUT/logs_<bench>.tar.gz``.
 """
@@ -53,6 +54,7 @@ from warmup_harness import precompile  # noqa: E402  (names and its report parse
 BENCHES = {
     "triton": ("tests/gpu/test_triton_bench.py", "gpu_triton"),
     "flaggems": ("tests/gpu/test_flaggems_bench.py", "gpu_flaggems"),
+    "flaggems-dtypes": ("tests/gpu/test_flaggems_bench.py", "gpu_flaggems_dtypes"),
     "dry": ("tests/gpu/test_dry_bench.py", "gpu_dry"),  # CPU only: the plumbing, no GPU
 }
 VARIANT = re.compile(r"^(serial|serial-pc|plugin|ours)(?:(\d+)(?:x(\d+))?)?$")
@@ -180,15 +182,16 @@ def geomean(values):
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
 
 
-def compare(measure: dict | None, baseline: dict | None) -> dict:
-    """Per-shape latency ratio measure/baseline and their geometric mean."""
+def compare(measure: dict | None, baseline: dict | None, field: str = "ms") -> dict:
+    """Per-shape latency ratio measure/baseline of one measurement (``ms``: launches included,
+    ``gpu_ms``: the kernel's own time) and their geometric mean."""
     if not measure or not baseline:
         return {"per_shape": {}, "geomean_ratio": None}
     per_shape = {}
     for sid, base in baseline.get("shapes", {}).items():
         got = measure.get("shapes", {}).get(sid)
-        if got and got.get("ms") and base.get("ms"):
-            per_shape[sid] = {"baseline_ms": base["ms"], "ms": got["ms"], "ratio": got["ms"] / base["ms"]}
+        if got and got.get(field) and base.get(field):
+            per_shape[sid] = {"baseline_ms": base[field], "ms": got[field], "ratio": got[field] / base[field]}
     return {"per_shape": per_shape, "geomean_ratio": geomean([s["ratio"] for s in per_shape.values()])}
 
 
@@ -457,11 +460,13 @@ class Proof:
                 continue
             measure = read_json(self.work / name / "measure.json")
             v["latency_vs_serial_picks"] = compare(measure, baseline)
+            v["gpu_latency_vs_serial_picks"] = compare(measure, baseline, "gpu_ms")
             v["picks_compared"], v["picks_differing"] = picks_differing(
                 serial_record, read_json(Path(v["record"])) if v.get("record") else None)
             v["speedup"] = round(serial_sweep / v["sweep_s"], 2) if serial_sweep and v.get("sweep_s") else None
         if len(replays) >= 2:
             self.doc["noise"] = compare(replays[1], replays[0])
+            self.doc["gpu_noise"] = compare(replays[1], replays[0], "gpu_ms")
 
     def pack(self):
         """Logs, records, measurements and scratch metadata (no caches) into one archive."""
@@ -495,7 +500,8 @@ def render(doc: dict) -> str:
         f"preload {doc.get('preload') if doc.get('preload') is not None else 'default'}",
         "",
         "| variant | devices | children | exit | sweep wall s | speedup vs serial | keys | conflicts | "
-        "replay: replayed / swept live | latency geomean vs serial picks | picks differing |",
+        "replay: replayed / swept live | latency geomean vs serial picks: GPU time / launches included | "
+        "picks differing |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for name, v in doc["variants"].items():
@@ -503,6 +509,7 @@ def render(doc: dict) -> str:
             lines.append(f"| {name} | - | - | skipped: {v['skipped']} | | | | | | | |")
             continue
         lat = (v.get("latency_vs_serial_picks") or {}).get("geomean_ratio")
+        gpu_lat = (v.get("gpu_latency_vs_serial_picks") or {}).get("geomean_ratio")
         harness = v.get("harness")
         exit_text = f"{v['exit_code']}{' (timed out)' if v.get('timed_out') else ''}"
         if v.get("adopted_from"):
@@ -513,13 +520,14 @@ def render(doc: dict) -> str:
             f"| {name} | {v.get('devices')} | {v.get('children')} | {exit_text} | {fmt(v.get('sweep_s'), 1)} | "
             f"{fmt(v.get('speedup'), 2, 'x')} | {sum(v.get('keys', {}).values())} | {fmt(v.get('conflicts'))} | "
             f"{(str(harness['replayed']) + ' / ' + str(harness['swept_live'])) if harness else '-'} | "
-            f"{fmt(lat, 4)} | {v.get('picks_differing', '-')} of {v.get('picks_compared', '-')} |"
+            f"{fmt(gpu_lat, 4)} / {fmt(lat, 4)} | {v.get('picks_differing', '-')} of {v.get('picks_compared', '-')} |"
         )
     if doc.get("aborted"):
         lines += ["", f"ABORTED: {doc['aborted']}"]
     noise = (doc.get("noise") or {}).get("geomean_ratio")
+    gpu_noise = (doc.get("gpu_noise") or {}).get("geomean_ratio")
     lines += ["", f"Serial picks replayed twice (first after the serial sweep, then at the end): geomean ratio "
-              f"{fmt(noise, 4)} (run-to-run noise)."]
+              f"{fmt(gpu_noise, 4)} GPU time / {fmt(noise, 4)} launches included (run-to-run noise)."]
     if doc.get("flaggems_store_rows") is not None:
         rows = doc["flaggems_store_rows"]
         lines.append(f"FlagGems config store rows under FLAGGEMS_CACHE_DIR after all runs: {rows}")
@@ -536,28 +544,28 @@ def render(doc: dict) -> str:
                for name, v in doc["variants"].items() for c in v.get("children_info") or [] if c.get("saw")]
     if devices:
         lines += ["", "Devices the children saw:", "", *[f"- {d}" for d in devices]]
-    shape_ids = []
-    for v in doc["variants"].values():
-        for sid in (v.get("latency_vs_serial_picks") or {}).get("per_shape", {}):
-            if sid not in shape_ids:
-                shape_ids.append(sid)
-    if shape_ids:
-        names = [n for n, v in doc["variants"].items() if (v.get("latency_vs_serial_picks") or {}).get("per_shape")]
-        lines += ["", "### replayed latency per shape (ms; ratio to the serial picks)", "",
-                  "| shape | serial picks | " + " | ".join(names) + " |",
-                  "| --- | --- | " + " | ".join("---" for _ in names) + " |"]
-        for sid in shape_ids:
-            base = None
-            cells = []
-            for n in names:
-                s = doc["variants"][n]["latency_vs_serial_picks"]["per_shape"].get(sid)
-                if s:
-                    base = s["baseline_ms"]
-                    cells.append(f"{s['ms']:.4f} ({s['ratio']:.3f})")
-                else:
-                    cells.append("-")
-            lines.append(f"| {sid} | {fmt(base, 4)} | " + " | ".join(cells) + " |")
+    lines += per_shape_table(doc, "gpu_latency_vs_serial_picks", "the GPU's time, CUDA graph replays")
+    lines += per_shape_table(doc, "latency_vs_serial_picks", "launches included, do_bench")
     return "\n".join(lines) + "\n"
+
+
+def per_shape_table(doc: dict, key: str, what: str) -> list:
+    """The replayed latency of each shape under each variant's picks, with the ratio to the serial
+    picks, for one comparison (``key``) of fill_comparisons."""
+    per_variant = {n: (v.get(key) or {}).get("per_shape") for n, v in doc["variants"].items()}
+    per_variant = {n: shapes for n, shapes in per_variant.items() if shapes}
+    shape_ids = list(dict.fromkeys(sid for shapes in per_variant.values() for sid in shapes))
+    if not shape_ids:
+        return []
+    lines = ["", f"### replayed latency per shape, {what} (ms; ratio to the serial picks)", "",
+             "| shape | serial picks | " + " | ".join(per_variant) + " |",
+             "| --- | --- | " + " | ".join("---" for _ in per_variant) + " |"]
+    for sid in shape_ids:
+        found = [shapes.get(sid) for shapes in per_variant.values()]
+        base = next((f["baseline_ms"] for f in found if f), None)
+        cells = [f"{f['ms']:.4f} ({f['ratio']:.3f})" if f else "-" for f in found]
+        lines.append(f"| {sid} | {fmt(base, 4)} | " + " | ".join(cells) + " |")
+    return lines
 
 
 def render_split(name: str, c: dict) -> str:

@@ -8,10 +8,13 @@
 # Everything lands in $OUT (at most 8 files come back: run.log, bench_precompile.json, and
 # proof_<bench>.md/.json + logs_<bench>.tar.gz per benchmark).
 #
-# usage: tests/gpu/run_proof.sh [--bench triton,flaggems] [--variants LIST] [--one-gpu]
+# usage: tests/gpu/run_proof.sh [--bench triton,flaggems,flaggems-dtypes] [--variants LIST] [--one-gpu]
 #            [--budget SECS] [--precompile-mode processes|threads] [--compile-workers N]
 #            [--preload MODULES] [--micro] [--micro-args 'ARGS'] [--serial-from DIR] [--dry]
 #
+#   --bench LIST      proof.py benchmarks, comma-separated (default triton,flaggems);
+#                     flaggems-dtypes (FlagGems' mm in three dtypes) sweeps serially for about
+#                     430 s: give it a call of its own, then --serial-from for the variants
 #   --variants LIST   proof.py variants (default: serial,plugin2,ours2; with --one-gpu or a
 #                     machine of one GPU: serial,plugin1x2,ours1x2). serial: precompile off;
 #                     pluginG[xC]: --cache-per-child, precompile off; oursG[xC]: the harness's

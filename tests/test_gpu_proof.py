@@ -1,0 +1,69 @@
+"""tests/gpu/proof.py, issue 10's benchmark script for the GPU machine, where there is no GPU: how
+it compares picks and draws its tables, and a whole dry run (its `dry` bench: real Triton compiling
+for a faked H200, tests/gpu/test_dry_bench.py) through scripts/warmup, the tools and the harness."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+
+import pytest
+
+from support import BIN_DIR, ROOT, clean_env
+
+sys.path.insert(0, str(ROOT / "harness"))  # proof.py reads the harness's report lines
+_spec = importlib.util.spec_from_file_location("gpu_proof", ROOT / "tests" / "gpu" / "proof.py")
+proof = sys.modules["gpu_proof"] = importlib.util.module_from_spec(_spec)  # its dataclasses look it up
+_spec.loader.exec_module(proof)
+
+SERIAL = {"shapes": {"a": {"ms": 0.10, "gpu_ms": 0.020}, "b": {"ms": 0.20, "gpu_ms": 0.100}, "c": {"ms": 1.0}}}
+WARMUP = {"shapes": {"a": {"ms": 0.04, "gpu_ms": 0.022}, "b": {"ms": 0.20, "gpu_ms": 0.100}, "c": {"ms": 1.0}}}
+
+
+def test_picks_are_compared_by_the_gpus_time_and_with_launches_included():
+    launches = proof.compare(WARMUP, SERIAL)
+    gpu = proof.compare(WARMUP, SERIAL, "gpu_ms")
+    assert launches["per_shape"]["a"]["ratio"] == pytest.approx(0.4)
+    assert set(gpu["per_shape"]) == {"a", "b"}, "a shape without a GPU time counts for nothing, not as 1"
+    assert gpu["geomean_ratio"] == pytest.approx(1.1 ** 0.5)
+    assert proof.compare(None, SERIAL) == {"per_shape": {}, "geomean_ratio": None}
+
+
+def test_the_per_shape_table_lists_the_variants_that_measured():
+    doc = {"variants": {"ours2": {"gpu_latency_vs_serial_picks": proof.compare(WARMUP, SERIAL, "gpu_ms")},
+                        "plugin2": {"skipped": "needs 2 GPUs"}}}
+    lines = proof.per_shape_table(doc, "gpu_latency_vs_serial_picks", "the GPU's time")
+    assert lines[1] == "### replayed latency per shape, the GPU's time (ms; ratio to the serial picks)"
+    assert lines[3] == "| shape | serial picks | ours2 |"
+    assert lines[5:] == ["| a | 0.0200 | 0.0220 (1.100) |", "| b | 0.1000 | 0.1000 (1.000) |"]
+    assert proof.per_shape_table(doc, "latency_vs_serial_picks", "launches included") == []
+
+
+@pytest.fixture(scope="module")
+def dry(tmp_path_factory):
+    """The proof's dry bench, serial and two children on one device: its JSON document."""
+    tmp = tmp_path_factory.mktemp("proof")
+    env = clean_env(WARMUP_BIN_DIR=str(BIN_DIR), PYTHONPATH=str(ROOT / "harness"),
+                    PYTEST_ADDOPTS="-p warmup_harness", CUDA_VISIBLE_DEVICES="0")
+    command = [sys.executable, str(ROOT / "tests" / "gpu" / "proof.py"), "--bench", "dry", "--gpus", "1",
+               "--backend", "cuda", "--variants", "serial,ours1x2", "--budget", "400",
+               "--work", str(tmp / "work"), "--out", str(tmp / "out")]
+    done = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return json.loads((tmp / "out" / "proof_dry.json").read_text()), done.stdout
+
+
+def test_a_dry_proof_sweeps_warms_up_and_replays_the_same_picks(dry):
+    doc, stdout = dry
+    serial, ours = doc["variants"]["serial"], doc["variants"]["ours1x2"]
+    assert serial["exit_code"] == ours["exit_code"] == 0, stdout
+    assert sum(serial["keys"].values()) == sum(ours["keys"].values()) == 8
+    assert ours["conflicts"] == 0 and ours["harness"] == {"replayed": 8, "swept_live": 0}
+    assert [c["device"] for c in ours["children_info"]] == ["0", "0"]
+    # The dry timer is a pure function of config and shape: both designs pick the same configs,
+    # and replaying them measures the same; a pick lost or changed on the way would show here.
+    assert ours["picks_differing"] == 0 and ours["latency_vs_serial_picks"]["geomean_ratio"] == 1.0
+    assert ours["gpu_latency_vs_serial_picks"]["per_shape"] == {}  # no CUDA graphs without a GPU
+    assert ours["speedup"] and "| ours1x2 | 0,0 | 2 | 0 |" in stdout
