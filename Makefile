@@ -55,7 +55,7 @@ test-python: $(VENV)/ready
 lint: $(VENV)/ready
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
 	$(CARGO) fmt --all --check
-	$(VENV)/bin/shellcheck scripts/warmup scripts/warmup-slurm .ci/run
+	$(VENV)/bin/shellcheck scripts/warmup scripts/warmup-slurm .ci/run tests/gpu/*.sh
 	$(VENV)/bin/ruff check harness tests
 
 # RELEASE=target/debug installs a debug build without building a release one (the tests do).
