@@ -220,3 +220,35 @@ def test_usage_errors_exit_2_and_write_nothing(tmp_path, args, needle):
     assert done.returncode == 2, done.stderr
     assert needle in done.stderr, done.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_an_lpt_sweep_runs_the_shards_warmup_shard_balances_by_a_cost_file(cluster, tmp_path):
+    direct = tmp_path / "direct"
+    done = run_tool("shard", "--op", "mm", "--shards", "2", "--out", direct, EXAMPLE)
+    assert done.returncode == 0, done.stderr
+    texts = [t for s in json.loads((direct / "plan.json").read_text())["shards"] for t in s["shape_texts"]]
+    # One shape as long as the 11 others together: LPT gives it a task of its own.
+    long_one = texts[0]
+    costs = tmp_path / "costs.json"
+    costs.write_text(json.dumps({"mm": {t: (11.0 if t == long_one else 1.0) for t in texts}}))
+    scratch = tmp_path / "shared"
+
+    swept = warmup_slurm(cluster, tmp_path, "--scratch", str(scratch), "--shards", "2", "--op", "mm",
+                         "--strategy", "lpt", "--costs", str(costs), "--wait", "--", *bench_command())
+    assert swept.returncode == 0, swept.stderr
+    plan = json.loads((scratch / "plan.json").read_text())
+    assert (plan["strategy"], plan["cost_source"]) == ("lpt", "file")
+    assert sorted(sorted(s["shape_texts"]) for s in plan["shards"]) == sorted([[long_one], sorted(texts[1:])])
+    assert "from the records of 2 of 2 shards (2 finished)" in swept.stderr, swept.stderr
+    # The same configs as a round-robin run's on one machine (in another order: the shards' own).
+    assert json.loads((scratch / "merged.json").read_text()) == json.loads(single_machine_merge(tmp_path))
+
+
+def test_a_cost_file_warmup_shard_refuses_exits_2_submitting_nothing(cluster, tmp_path):
+    scratch = tmp_path / "shared"
+    bad = warmup_slurm(cluster, tmp_path, "--scratch", str(scratch), "--shards", "2", "--op", "mm",
+                       "--strategy", "lpt", "--costs", str(tmp_path / "missing.json"), "--", *bench_command())
+    assert bad.returncode == 2, bad.stderr
+    assert "missing.json" in bad.stderr and "nothing was submitted" in bad.stderr, bad.stderr
+    assert job_ids(bad.stdout) == {}
+    assert not (scratch / "plan.json").exists() and not (scratch / "slurm").exists()
