@@ -168,6 +168,25 @@ class Bench:
 
         return device_timing_lock()
 
+    # A shape's input tensors by its kind: [kind, dtype, dims...].
+    OPERANDS = {
+        "mm": lambda m, n, k: [(m, k), (k, n)],
+        "bmm": lambda b, m, n, k: [(b, m, k), (b, k, n)],
+        "softmax": lambda m, n: [(m, n)],
+    }
+
+    def inputs(self, shape) -> tuple:
+        """The shape's operands, random with a seed of the shape's dims (the same in every process
+        and run), made on the GPU holding the device's timing lock: a sibling sharing the GPU is
+        never timing a config meanwhile."""
+        import torch
+
+        kind, dtype, *dims = shape
+        with self.gpu_lock():
+            gen = torch.Generator(device="cuda").manual_seed(hash(tuple(dims)) % (2**31))
+            return tuple(torch.randn(*size, device="cuda", dtype=getattr(torch, dtype), generator=gen)
+                         for size in self.OPERANDS[kind](*dims))
+
     def check(self, out, ref, tol: float) -> float:
         """Relative error ||out - ref|| / ||ref|| (ref in float32 or wider); fails above tol."""
         import torch

@@ -1,6 +1,7 @@
 """FlagGems' own autotuned ops under the record/replay harness: ``flag_gems.mm`` (on an H200 its
 Hopper TMA kernel, a LibTuner with a TMA pre-hook and about 160 configs) and ``flag_gems.bmm``
-(a LibTuner over a heuristics layer, 12 configs). Shapes: ``gpu_flaggems`` in shapes.yaml."""
+(a LibTuner over a heuristics layer, 12 configs). Shapes: ``gpu_flaggems`` (or
+``gpu_flaggems_dtypes``) in shapes.yaml."""
 
 from __future__ import annotations
 
@@ -13,24 +14,10 @@ OP = "gpu_flaggems"
 KINDS = ("mm", "bmm")
 
 
-def make(shape):
-    kind, dtype, *dims = shape
-    dt = getattr(torch, dtype)
-    gen = torch.Generator(device="cuda").manual_seed(hash(tuple(dims)) % (2**31))
-    if kind == "mm":
-        m, n, k = dims
-        return (torch.randn(m, k, device="cuda", dtype=dt, generator=gen),
-                torch.randn(k, n, device="cuda", dtype=dt, generator=gen))
-    batch, m, n, k = dims
-    return (torch.randn(batch, m, k, device="cuda", dtype=dt, generator=gen),
-            torch.randn(batch, k, n, device="cuda", dtype=dt, generator=gen))
-
-
 def test_op(shape, bench):
     if not torch.cuda.is_available():
         pytest.skip("no GPU")
-    with bench.gpu_lock():
-        a, b = make(shape)
+    a, b = bench.inputs(shape)
     op = flag_gems.mm if shape[0] == "mm" else flag_gems.bmm
     run = lambda: op(a, b)  # noqa: E731
     out = run()  # the first call autotunes, or replays the recorded config

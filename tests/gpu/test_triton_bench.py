@@ -13,23 +13,10 @@ OP = "gpu_triton"
 KINDS = ("mm", "softmax")
 
 
-def make(shape):
-    kind, dtype, *dims = shape
-    dt = getattr(torch, dtype)
-    gen = torch.Generator(device="cuda").manual_seed(hash(tuple(dims)) % (2**31))
-    if kind == "mm":
-        m, n, k = dims
-        return (torch.randn(m, k, device="cuda", dtype=dt, generator=gen),
-                torch.randn(k, n, device="cuda", dtype=dt, generator=gen))
-    m, n = dims
-    return (torch.randn(m, n, device="cuda", dtype=dt, generator=gen),)
-
-
 def test_op(shape, bench):
     if not torch.cuda.is_available():
         pytest.skip("no GPU")
-    with bench.gpu_lock():
-        inputs = make(shape)
+    inputs = bench.inputs(shape)
     if shape[0] == "mm":
         a, b = inputs
         run = lambda: kernels.matmul(a, b)  # noqa: E731
