@@ -167,6 +167,11 @@ def test_warmup_records_in_children_merges_and_the_measurement_replays_without_s
     assert launched(measurement[0]) == picked
     merged = json.loads((tmp_path / "records" / "mm.json").read_text())
     assert set(merged) == {PLAIN_MM, STORE_MM, ADD} and sum(map(len, merged.values())) == 12
+    # The children's sidecars published as one: every key's tuning time, and what they agree on.
+    meta = json.loads((tmp_path / "records" / "mm.meta.json").read_text())
+    assert {k: set(v) for k, v in meta["tune_seconds"].items()} == {k: set(v) for k, v in merged.items()}
+    assert meta["triton"] == "3.6.0" and meta["python"] == sys.version.split()[0]
+    assert meta["device"] == "fake 0" and "WARNING" not in run.stderr  # the replay checked it: same
     # ... and not what a sweep in the measurement's process would pick (the fixture's timer differs
     # between warmup children and other processes), so those configs came from the record.
     serial = bench(tmp_path, shapes, plugin=False)

@@ -9,12 +9,15 @@ import random
 import resource
 import signal
 import subprocess
+import sys
 import threading
 import time
 
 import pytest
 
-from support import clean_env, run_tool, tool
+from support import ROOT, clean_env, run_tool, tool
+
+sys.path.insert(0, str(ROOT / "harness"))  # the harness's own sidecar reader checks what is published
 
 MERGED = json.dumps({"k": {"(1, 2)": {"BLOCK": 64, "w": 1e-05}}}, indent=2) + "\n"
 RECORD = "FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR"
@@ -181,3 +184,86 @@ def test_a_reader_never_sees_a_half_written_record(tmp_path):
         thread.join()
     assert seen and all(text in bodies for text in seen)
     assert os.listdir(rec) == ["default.json"]
+
+
+# --- the sidecar ---------------------------------------------------------------------------------
+
+EXAMPLE = ROOT / "examples" / "shapes.yaml"
+
+
+def sidecar(device: str, seconds: dict, **fields) -> str:
+    return json.dumps({"format": "warmup-harness-meta", "version": 1, "op": "mm",
+                       "tune_seconds": {"m:k": seconds}, "python": "3.12.3", "triton": "3.6.0",
+                       "torch": "2.11.0", "flag_gems": None, "harness": "0.1.0", "device": device, **fields})
+
+
+def swept_scratch(tmp_path, sidecars: dict[int, str]):
+    """A scratch of 2 shards (warmup-shard's, the example's mm shapes) whose children recorded one
+    key each, with the sidecars given per shard, merged by warmup-merge --in-scratch."""
+    scratch = tmp_path / "scratch"
+    assert run_tool("shard", "--op", "mm", "--shards", "2", "--out", scratch, EXAMPLE).returncode == 0
+    for shard in (0, 1):
+        rec = scratch / f"w{shard}" / "rec"
+        rec.mkdir(parents=True)
+        (rec / "mm.json").write_text(json.dumps({"m:k": {f"[{shard}]": {"BLOCK": 64}}}))
+        if shard in sidecars:
+            (rec / "mm.meta.json").write_text(sidecars[shard])
+    done = run_tool("merge", "--op", "mm", "--in-scratch", scratch)
+    assert done.returncode == 0, done.stderr
+    return scratch
+
+
+def load_meta(path):
+    """The published sidecar as the replay reads it (the harness's own reader)."""
+    from warmup_harness import records  # noqa: PLC0415  (after sys.path above)
+
+    meta, problem = records.load_meta(path)
+    assert problem is None, problem
+    return meta
+
+
+def test_publishing_a_scratch_publishes_the_shards_sidecars_as_one(tmp_path):
+    scratch = swept_scratch(tmp_path, {0: sidecar("NVIDIA H200", {"[0]": 2.5}),
+                                       1: sidecar("NVIDIA H200", {"[1]": 4.0})})
+    rec = tmp_path / "rec"
+    done = run_tool("publish", "--op", "mm", "--record-dir", rec, scratch)
+    assert done.returncode == 0, done.stderr
+    assert f"the shards' versions and device to {rec / 'mm.meta.json'}" in done.stderr
+    meta = load_meta(rec / "mm.meta.json")
+    assert meta["tune_seconds"] == {"m:k": {"[0]": 2.5, "[1]": 4.0}}
+    assert (meta["device"], meta["triton"], meta["flag_gems"], meta["op"]) == ("NVIDIA H200", "3.6.0", None, "mm")
+
+
+def test_shards_that_disagree_on_the_device_publish_none_and_say_so(tmp_path):
+    scratch = swept_scratch(tmp_path, {0: sidecar("NVIDIA H200", {"[0]": 2.5}),
+                                       1: sidecar("NVIDIA A100", {"[1]": 4.0}, triton="3.5.1")})
+    rec = tmp_path / "rec"
+    done = run_tool("publish", "--op", "mm", "--record-dir", rec, scratch)
+    assert done.returncode == 0, done.stderr
+    assert ('the shards\' sidecars disagree on device ("NVIDIA H200" in shard 0; "NVIDIA A100" in shard 1)'
+            in done.stderr), done.stderr
+    assert "disagree on triton" in done.stderr
+    meta = load_meta(rec / "mm.meta.json")
+    assert meta["device"] is None and meta["triton"] is None and meta["torch"] == "2.11.0"
+
+
+def test_a_shards_unreadable_sidecar_is_left_out_and_named(tmp_path):
+    scratch = swept_scratch(tmp_path, {0: "{not json", 1: sidecar("NVIDIA H200", {"[1]": 4.0})})
+    rec = tmp_path / "rec"
+    done = run_tool("publish", "--op", "mm", "--record-dir", rec, scratch)
+    assert done.returncode == 0, done.stderr
+    assert f"{scratch / 'w0' / 'rec' / 'mm.meta.json'}: not JSON" in done.stderr, done.stderr
+    assert load_meta(rec / "mm.meta.json")["tune_seconds"] == {"m:k": {"[1]": 4.0}}
+
+
+@pytest.mark.parametrize("source", ["a merged file", "a scratch without sidecars"])
+def test_a_sidecar_of_the_record_replaced_is_removed(tmp_path, merged, source):
+    rec = tmp_path / "rec"
+    rec.mkdir()
+    (rec / "mm.json").write_text(json.dumps({"m:k": {"[9]": {"BLOCK": 16}}}))
+    (rec / "mm.meta.json").write_text(sidecar("NVIDIA A100", {"[9]": 1.0}))
+    given = merged if source == "a merged file" else swept_scratch(tmp_path, {})
+    done = run_tool("publish", "--op", "mm", "--record-dir", rec, given)
+    assert done.returncode == 0, done.stderr
+    assert f"removed {rec / 'mm.meta.json'}, which described the record it replaced" in done.stderr
+    assert sorted(os.listdir(rec)) == ["mm.json"]

@@ -1,7 +1,8 @@
 //! `warmup-publish`: puts the merged configs where record mode would have written them
-//! (`DIR/<op>.json`, atomically) and prints the environment change that makes the next run
-//! replay them instead of sweeping again.
+//! (`DIR/<op>.json`, atomically, with the sidecar that describes them: `meta`) and prints the
+//! environment change that makes the next run replay them instead of sweeping again.
 
+pub mod meta;
 pub mod record;
 pub mod replay;
 
@@ -57,11 +58,10 @@ pub fn run(args: &Args) -> Result<Status> {
     if op.contains(['/', '\0']) || op == "." || op == ".." {
         bail!("op {op:?} cannot be a file name; give --op a plain name such as mm");
     }
-    let source = if args.merged.is_dir() {
-        Scratch::new(&args.merged).merged()
-    } else {
-        args.merged.clone()
-    };
+    let scratch = args.merged.is_dir().then(|| Scratch::new(&args.merged));
+    let source = scratch
+        .as_ref()
+        .map_or_else(|| args.merged.clone(), Scratch::merged);
     let merged = record::read(&source)?;
     if merged.counts.configs == 0 {
         eprintln!(
@@ -76,16 +76,59 @@ pub fn run(args: &Args) -> Result<Status> {
     let file = dir.join(format!("{op}.json"));
     // Rendered first: a path the format cannot carry must fail before anything is written.
     let env = replay::render(args.format, &dir, &file)?;
+    let combined = match &scratch {
+        Some(scratch) => meta::combine(scratch, op)?,
+        None => meta::Combined::default(),
+    };
+    for note in &combined.notes {
+        eprintln!("{TOOL}: {note}");
+    }
 
     std::fs::create_dir_all(&dir)
         .with_context(|| format!("creating record folder {}", dir.display()))?;
-    protocol::atomic::write(&file, &merged.bytes)?;
+    let sidecar = dir.join(meta::file_name(op));
+    let wrote = match &combined.sidecar {
+        Some(bytes) => {
+            protocol::atomic::commit_all([
+                protocol::atomic::stage(&file, |out| out.write_all(&merged.bytes))?,
+                protocol::atomic::stage(&sidecar, |out| out.write_all(bytes))?,
+            ])?;
+            format!(", the shards' versions and device to {}", sidecar.display())
+        }
+        None => {
+            protocol::atomic::write(&file, &merged.bytes)?;
+            remove_stale(&sidecar)?
+        }
+    };
     let mut out = std::io::stdout().lock();
     out.write_all(&env)
         .and_then(|()| out.flush())
         .context("writing to stdout")?;
-    eprintln!("{TOOL}: wrote {} to {}", merged.counts, file.display());
+    eprintln!(
+        "{TOOL}: wrote {} to {}{wrote}",
+        merged.counts,
+        file.display()
+    );
     Ok(Status::Done)
+}
+
+/// Removes a sidecar that described the record just replaced: the replay would check the new
+/// configs against another record's versions and device. Says so, or nothing.
+fn remove_stale(sidecar: &Path) -> Result<String> {
+    match std::fs::remove_file(sidecar) {
+        Ok(()) => Ok(format!(
+            "; removed {}, which described the record it replaced",
+            sidecar.display()
+        )),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(String::new()),
+        Err(e) => Err(e).with_context(|| {
+            format!(
+                "removing {}, which describes the record just replaced; remove it by hand, or the \
+                 replay checks the new configs against it",
+                sidecar.display()
+            )
+        }),
+    }
 }
 
 /// `--record-dir`, else the harness's record variable (trimmed, as the plugin read it), else

@@ -1,0 +1,194 @@
+//! The record's sidecar, `<op>.meta.json` (docs/CONTRACT.md, "The record/replay harness"): the
+//! versions and the device the replay checks the record against. A sidecar belongs to its record:
+//! published from SCRATCH, the record gets the shards' sidecars combined into one; published from
+//! a file, nothing describes the new record, and a sidecar an earlier record session left in DIR
+//! would describe another one, so it goes.
+
+use anyhow::Result;
+use protocol::layout::Scratch;
+use protocol::plan::Plan;
+use serde_json::{Map, Value};
+
+/// The harness's sidecar format and the version of it this build writes.
+const FORMAT: &str = "warmup-harness-meta";
+const VERSION: u64 = 1;
+/// Where a record was made; the replay warns on another Triton or another device.
+const FIELDS: [&str; 6] = [
+    "python",
+    "triton",
+    "torch",
+    "flag_gems",
+    "harness",
+    "device",
+];
+
+/// `<op>.meta.json`, the sidecar of `<op>.json`.
+pub fn file_name(op: &str) -> String {
+    format!("{op}.meta.json")
+}
+
+/// The shards' sidecars as one, and what a person should know about how it was made.
+#[derive(Debug, Default)]
+pub struct Combined {
+    /// None where no shard left a usable sidecar.
+    pub sidecar: Option<Vec<u8>>,
+    pub notes: Vec<String>,
+}
+
+/// Combines the sidecars of the plan's shards (`SCRATCH/w<i>/rec/<op>.meta.json`): the
+/// `tune_seconds` of every shard (a key several shards decided keeps the first shard's), and each
+/// of FIELDS where all shards agree, else `null`, which the replay checks nothing against. A
+/// sidecar that cannot be read or is not the harness's is left out, with a note; without a plan
+/// to name the shards, none is read.
+pub fn combine(scratch: &Scratch, op: &str) -> Result<Combined> {
+    let plan = match Plan::load(&scratch.plan()) {
+        Ok((plan, _)) => plan,
+        Err(e) => {
+            return Ok(Combined {
+                sidecar: None,
+                notes: vec![format!("{e:#}: the shards' sidecars are not published")],
+            })
+        }
+    };
+    let mut notes = Vec::new();
+    let mut read = Vec::new();
+    for shard in 0..plan.shards.len() {
+        let path = scratch.record_dir(shard).join(file_name(op));
+        let parsed = match std::fs::read(&path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => Err(format!("cannot be read ({e})")),
+            Ok(bytes) => parse(&bytes),
+        };
+        match parsed {
+            Ok(sidecar) => read.push((shard, sidecar)),
+            Err(why) => notes.push(format!(
+                "{}: {why}; left out of the published sidecar",
+                path.display()
+            )),
+        }
+    }
+    if read.is_empty() {
+        return Ok(Combined {
+            sidecar: None,
+            notes,
+        });
+    }
+
+    let mut out = Map::new();
+    out.insert("format".into(), FORMAT.into());
+    out.insert("version".into(), VERSION.into());
+    out.insert("op".into(), op.into());
+    out.insert("tune_seconds".into(), Value::Object(tune_seconds(&read)));
+    for field in FIELDS {
+        let values: Vec<(usize, &Value)> = read
+            .iter()
+            .map(|(shard, sidecar)| (*shard, sidecar.get(field).unwrap_or(&Value::Null)))
+            .collect();
+        if values.iter().all(|(_, v)| *v == values[0].1) {
+            out.insert(field.into(), values[0].1.clone());
+        } else {
+            out.insert(field.into(), Value::Null);
+            notes.push(format!(
+                "the shards' sidecars disagree on {field} ({}): the published sidecar names none, \
+                 so the replay checks none",
+                by_value(&values)
+            ));
+        }
+    }
+    let mut bytes = serde_json::to_vec_pretty(&Value::Object(out))?;
+    bytes.push(b'\n');
+    Ok(Combined {
+        sidecar: Some(bytes),
+        notes,
+    })
+}
+
+/// A harness sidecar of the version this build reads, as its object; else why not.
+fn parse(bytes: &[u8]) -> Result<Map<String, Value>, String> {
+    match serde_json::from_slice(bytes) {
+        Ok(Value::Object(map)) if map.get("format").and_then(Value::as_str) == Some(FORMAT) => {
+            match map.get("version") {
+                Some(v) if v.as_u64() == Some(VERSION) => Ok(map),
+                v => Err(format!(
+                    "sidecar version {}, this build reads {VERSION}",
+                    v.unwrap_or(&Value::Null)
+                )),
+            }
+        }
+        Ok(_) => Err(format!("not a {FORMAT} file")),
+        Err(e) => Err(format!("not JSON ({e})")),
+    }
+}
+
+/// Every shard's `{kernel: {key: seconds}}`, the first shard's where several have a key.
+fn tune_seconds(read: &[(usize, Map<String, Value>)]) -> Map<String, Value> {
+    let mut all = Map::new();
+    for (_, sidecar) in read {
+        let Some(Value::Object(kernels)) = sidecar.get("tune_seconds") else {
+            continue;
+        };
+        for (kernel, keys) in kernels {
+            let Value::Object(keys) = keys else { continue };
+            let slot = all
+                .entry(kernel.clone())
+                .or_insert_with(|| Value::Object(Map::new()));
+            if let Value::Object(slot) = slot {
+                for (key, seconds) in keys {
+                    slot.entry(key.clone()).or_insert_with(|| seconds.clone());
+                }
+            }
+        }
+    }
+    all
+}
+
+/// `"NVIDIA H200" in shards 0, 1; "NVIDIA A100" in shard 3`.
+fn by_value(values: &[(usize, &Value)]) -> String {
+    let mut groups: Vec<(&Value, Vec<String>)> = Vec::new();
+    for (shard, value) in values {
+        match groups.iter_mut().find(|(v, _)| v == value) {
+            Some((_, shards)) => shards.push(shard.to_string()),
+            None => groups.push((value, vec![shard.to_string()])),
+        }
+    }
+    groups
+        .iter()
+        .map(|(value, shards)| {
+            let word = if shards.len() == 1 { "shard" } else { "shards" };
+            format!("{value} in {word} {}", shards.join(", "))
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn values_are_grouped_with_their_shards_in_order() {
+        let (h200, a100) = (json!("NVIDIA H200"), json!("NVIDIA A100"));
+        let values = [(0, &h200), (1, &a100), (2, &h200)];
+        assert_eq!(
+            by_value(&values),
+            "\"NVIDIA H200\" in shards 0, 2; \"NVIDIA A100\" in shard 1"
+        );
+    }
+
+    #[test]
+    fn only_the_harness_sidecar_of_this_version_is_read() {
+        let ok = br#"{"format": "warmup-harness-meta", "version": 1, "device": null}"#;
+        assert!(parse(ok).is_ok());
+        let newer = br#"{"format": "warmup-harness-meta", "version": 2}"#;
+        assert_eq!(
+            parse(newer).expect_err("newer"),
+            "sidecar version 2, this build reads 1"
+        );
+        assert_eq!(
+            parse(br#"{"format": "other"}"#).expect_err("other"),
+            "not a warmup-harness-meta file"
+        );
+        assert!(parse(b"{").expect_err("torn").starts_with("not JSON"));
+    }
+}
