@@ -477,20 +477,27 @@ impl Scanner {
         Ok(())
     }
 
-    fn fetch_block_entry(&mut self) -> Result<()> {
-        if self.flow_level == 0 {
-            if !self.allow_simple_key {
-                return Err(error(
-                    None,
-                    "sequence entries are not allowed here",
-                    self.mark(),
-                ));
-            }
-            if self.add_indent(self.col()) {
-                let mark = self.mark();
-                self.push(Tok::BlockSequenceStart, mark, mark);
-            }
+    /// In block context, where a `-`, `?` or `:` starts: refuses it (`refused`) where no simple
+    /// key may start, and opens a block collection (`start`) where its column deepens the indent.
+    fn enter_block(&mut self, refused: &str, start: Tok) -> Result<()> {
+        if self.flow_level != 0 {
+            return Ok(());
         }
+        if !self.allow_simple_key {
+            return Err(error(None, refused, self.mark()));
+        }
+        if self.add_indent(self.col()) {
+            let mark = self.mark();
+            self.push(start, mark, mark);
+        }
+        Ok(())
+    }
+
+    fn fetch_block_entry(&mut self) -> Result<()> {
+        self.enter_block(
+            "sequence entries are not allowed here",
+            Tok::BlockSequenceStart,
+        )?;
         self.allow_simple_key = true;
         self.remove_possible_simple_key()?;
         self.push_forward(Tok::BlockEntry, 1);
@@ -498,19 +505,7 @@ impl Scanner {
     }
 
     fn fetch_key(&mut self) -> Result<()> {
-        if self.flow_level == 0 {
-            if !self.allow_simple_key {
-                return Err(error(
-                    None,
-                    "mapping keys are not allowed here",
-                    self.mark(),
-                ));
-            }
-            if self.add_indent(self.col()) {
-                let mark = self.mark();
-                self.push(Tok::BlockMappingStart, mark, mark);
-            }
-        }
+        self.enter_block("mapping keys are not allowed here", Tok::BlockMappingStart)?;
         self.allow_simple_key = self.flow_level == 0;
         self.remove_possible_simple_key()?;
         self.push_forward(Tok::Key, 1);
@@ -540,17 +535,10 @@ impl Scanner {
             }
             self.allow_simple_key = false;
         } else {
-            if self.flow_level == 0 && !self.allow_simple_key {
-                return Err(error(
-                    None,
-                    "mapping values are not allowed here",
-                    self.mark(),
-                ));
-            }
-            if self.flow_level == 0 && self.add_indent(self.col()) {
-                let mark = self.mark();
-                self.push(Tok::BlockMappingStart, mark, mark);
-            }
+            self.enter_block(
+                "mapping values are not allowed here",
+                Tok::BlockMappingStart,
+            )?;
             self.allow_simple_key = self.flow_level == 0;
             self.remove_possible_simple_key()?;
         }
