@@ -245,14 +245,7 @@ fn shortest_digits(a: f64) -> (String, i32) {
 /// exactly between two shortest candidates. With `a = m * 2^e`, `m` odd and `e < -26`, the
 /// exact value's digits are those of the odd number `m * 5^-e`, at least 19 of them.
 fn may_tie(a: f64) -> bool {
-    let bits = a.to_bits();
-    let biased = ((bits >> 52) & 0x7ff) as i64;
-    let fraction = bits & ((1 << 52) - 1);
-    let (m, e) = if biased == 0 {
-        (fraction, -1074)
-    } else {
-        (fraction | (1 << 52), biased - 1075)
-    };
+    let (m, e) = crate::f64_parts(a);
     m != 0 && e + i64::from(m.trailing_zeros()) >= -26
 }
 

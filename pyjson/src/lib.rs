@@ -35,6 +35,20 @@ pub use eq::{py_eq, text_eq};
 pub use outline::{loads_outline, Outline, Span};
 pub use parse::{loads, MAX_DEPTH, MAX_INT_DIGITS};
 
+/// A finite float as `m * 2^e`, `m` its integer significand (the implicit bit included, 0 for
+/// zeros) and `e` its binary exponent: what exact conversions of a float to decimal digits or to
+/// an int start from.
+pub fn f64_parts(f: f64) -> (u64, i64) {
+    let bits = f.to_bits();
+    let biased = ((bits >> 52) & 0x7ff) as i64;
+    let fraction = bits & ((1 << 52) - 1);
+    if biased == 0 {
+        (fraction, -1074)
+    } else {
+        (fraction | (1 << 52), biased - 1075)
+    }
+}
+
 /// A value as `json.loads` returns it.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {

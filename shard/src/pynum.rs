@@ -125,14 +125,7 @@ impl PyInt {
 
     /// The int equal to a finite float with no fractional part.
     pub fn from_integral_f64(f: f64) -> PyInt {
-        let bits = f.to_bits();
-        let exponent = ((bits >> 52) & 0x7ff) as i64;
-        let fraction = bits & ((1 << 52) - 1);
-        let (mantissa, shift) = if exponent == 0 {
-            (fraction, -1074)
-        } else {
-            (fraction | (1 << 52), exponent - 1075)
-        };
+        let (mantissa, shift) = pyjson::f64_parts(f);
         let limbs = if shift >= 0 {
             let shift = shift as usize;
             let mut limbs = vec![0u32; shift / 32];
