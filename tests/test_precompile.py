@@ -261,18 +261,23 @@ def test_a_device_triton_cannot_compile_for_turns_precompile_off_with_one_line(c
 # --- timing ------------------------------------------------------------------------------------
 
 
+def lock_held(path: Path) -> bool:
+    """Whether another open file description holds `path`'s flock (the device timing lock)."""
+    with open(path) as probe:
+        try:
+            fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+    return False
+
+
 def test_each_config_is_timed_holding_the_device_lock_after_its_kernel_was_loaded(cpu, monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
     compiler = pc.Precompiler(settings(lock_dir=cpu / "locks"), lambda line: None)
     held, loaded = [], []
 
     def timer(kernel_call, quantiles):  # a launch needs a GPU driver: kernel_call is not called
-        with open(cpu / "locks" / "gpu-0.lock") as probe:
-            try:
-                fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                held.append(False)
-            except BlockingIOError:
-                held.append(True)
+        held.append(lock_held(cpu / "locks" / "gpu-0.lock"))
         loaded.append(len(kernels_loaded))
         return [1.0, 1.0, 1.0]
 
@@ -418,12 +423,7 @@ def test_a_tuner_with_its_own_bench_is_timed_holding_the_device_lock_too(cpu, mo
 
     class OwnBench(Autotuner):
         def _bench(self, *args, config, **meta):  # times without calling Autotuner's
-            with open(cpu / "locks" / "gpu-0.lock") as probe:
-                try:
-                    fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    held.append(False)
-                except BlockingIOError:
-                    held.append(True)
+            held.append(lock_held(cpu / "locks" / "gpu-0.lock"))
             return [1.0, 1.0, 1.0]
 
     class Launcher:  # what Autotuner calls `fn`, over a plain function: nothing compiles

@@ -126,11 +126,7 @@ def start_stubborn(tmp_path: Path, *flags: str, shards: int = 2, devices: str = 
         [tool("spawn"), "--plan", str(plan), "--backend", "cuda", "--devices", devices, *flags,
          "--", "sh", "-c", STUBBORN, str(pids)],
         env=clean_env(), stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 60
-    while len(read_pids(pids)) < 3 * min(shards, len(devices.split(","))):
-        assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
-        assert time.monotonic() < deadline, "children did not start"
-        time.sleep(0.05)
+    wait_for_pids(pids, 3 * min(shards, len(devices.split(","))), proc)
     return proc, pids
 
 
@@ -138,9 +134,18 @@ def wait_for_pids(path: Path, n: int, proc: subprocess.Popen) -> None:
     """Waits until `n` pids are in `path`, while `proc` runs."""
     deadline = time.monotonic() + 60
     while len(read_pids(path)) < n:
-        assert proc.poll() is None, f"exited {proc.returncode} before {n} pids were written"
+        assert proc.poll() is None, (f"exited {proc.returncode} before {n} pids were written: "
+                                     f"{proc.stderr.read() if proc.stderr else ''}")
         assert time.monotonic() < deadline, "children did not start"
         time.sleep(0.05)
+
+
+def wait_until_gone(path: Path, seconds: float) -> None:
+    """Waits up to `seconds` for every pid in `path` to be gone, then asserts (and kills) any left."""
+    deadline = time.monotonic() + seconds
+    while any(alive(p) for p in read_pids(path)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert_all_gone(read_pids(path))
 
 
 def read_pids(path: Path) -> list[int]:
@@ -232,16 +237,10 @@ def test_children_die_with_a_sigkilled_spawner(tmp_path):
         [tool("spawn"), "--plan", str(plan), "--backend", "cuda", "--devices", "0,1", "--",
          "sh", "-c", 'echo $$ >> "$0"; trap "" TERM; exec sleep 1000', str(pids)],
         env=clean_env(), stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 60
-    while len(read_pids(pids)) < 2:
-        assert time.monotonic() < deadline, "children did not start"
-        time.sleep(0.05)
+    wait_for_pids(pids, 2, proc)
     proc.kill()
     proc.wait(timeout=30)
-    deadline = time.monotonic() + 10
-    while any(alive(p) for p in read_pids(pids)) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert_all_gone(read_pids(pids))
+    wait_until_gone(pids, 10)
 
 
 @pytest.mark.parametrize("args, needle", [
@@ -294,10 +293,7 @@ def test_a_sigkilled_spawner_leaves_no_process_of_any_child_tree(tmp_path):
     wait_for_pids(pids, 3 * 7, proc)
     proc.kill()
     _, err = proc.communicate(timeout=60)
-    deadline = time.monotonic() + 20
-    while any(alive(p) for p in read_pids(pids)) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert_all_gone(read_pids(pids))
+    wait_until_gone(pids, 20)
     assert "watchdog: warmup-spawn died" in err, err
 
 
@@ -315,15 +311,13 @@ def test_the_callers_death_stops_the_run_with_the_grace(tmp_path):
     wait_for_pids(pids, 2, caller)
     caller.kill()
     caller.wait(timeout=30)
-    deadline = time.monotonic() + 30
-    while any(alive(p) for p in read_pids(pids)) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert_all_gone(read_pids(pids))
+    wait_until_gone(pids, 30)
     assert sorted(read_pids(terms)) == sorted(read_pids(pids)), "each child got SIGTERM"
     # warmup-spawn writes a child's status after reaping it: on a loaded machine that can come
     # after the child is gone.
     status_file = tmp_path / "scratch" / "w0" / "status.json"
-    while not status_file.exists() and time.monotonic() < deadline + 30:
+    deadline = time.monotonic() + 60
+    while not status_file.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
     status = json.loads(status_file.read_text())
     assert status["interrupted"] is True and status["exit_code"] == 0

@@ -327,18 +327,21 @@ fn six_shapes(dir: &TempDir) -> PathBuf {
     source(dir, &text)
 }
 
+/// `warmup-shard --op mm --shards N --out OUT SRC`, run.
+fn shard_into(out: &Path, src: &Path, shards: &str) -> assert_cmd::assert::Assert {
+    shard()
+        .args(["--op", "mm", "--shards", shards, "--out"])
+        .arg(out)
+        .arg(src)
+        .assert()
+}
+
 #[test]
 fn a_rerun_replaces_the_plan_and_removes_only_stale_shard_folders() {
     let dir = TempDir::new().expect("tempdir");
     let src = six_shapes(&dir);
     let out = dir.path().join("run");
-    let run = |n: &str| {
-        shard()
-            .args(["--op", "mm", "--shards", n, "--out"])
-            .arg(&out)
-            .arg(&src)
-            .assert()
-    };
+    let run = |n: &str| shard_into(&out, &src, n);
     run("5").success();
     std::fs::create_dir_all(out.join("keep")).expect("mkdir");
     std::fs::create_dir_all(out.join("w9x")).expect("mkdir");
@@ -389,13 +392,7 @@ fn a_rerun_that_fails_part_way_leaves_the_earlier_plan_shards_and_outputs_and_no
         let dir = TempDir::new().expect("tempdir");
         let src = six_shapes(&dir);
         let out = dir.path().join("run");
-        let run = |n: &str| {
-            shard()
-                .args(["--op", "mm", "--shards", n, "--out"])
-                .arg(&out)
-                .arg(&src)
-                .assert()
-        };
+        let run = |n: &str| shard_into(&out, &src, n);
         run("2").success();
         std::fs::create_dir_all(out.join("w0/rec")).expect("mkdir");
         std::fs::write(out.join("w0/rec/mm.json"), "{\"k\": {}}").expect("record");
