@@ -3,16 +3,12 @@
 //! the other tools read.
 
 mod commit;
-mod emit;
-mod parse;
-mod pynum;
-mod resolve;
-mod scan;
-mod schema;
-mod shape;
 mod split;
 mod strategy;
-mod tree;
+
+use pyyaml::{
+    composer as tree, constructor as schema, emitter as emit, json as shape, resolver as resolve,
+};
 
 use anyhow::{Context, Result};
 use protocol::layout::{shapes_in_scratch, Scratch};

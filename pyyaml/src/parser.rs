@@ -1,4 +1,4 @@
-//! PyYAML's Parser (`yaml/parser.py`, PyYAML 6.0), ported state by state over [`crate::scan`]'s
+//! PyYAML's Parser (`yaml/parser.py`, PyYAML 6.0), ported state by state over [`crate::scanner`]'s
 //! tokens: the same events, the same tag handles, the same errors. Its grammar (from parser.py):
 //!
 //! ```text
@@ -9,7 +9,7 @@
 //! flow_node         ::= ALIAS | properties flow_content? | flow_content
 //! ```
 
-use crate::scan::{error, Directive, Mark, Result, Scanner, Tok, Token};
+use crate::scanner::{error, Directive, Mark, Result, Scanner, Tok, Token};
 use std::collections::HashMap;
 
 /// `tag:yaml.org,2002:`, what `!!` stands for.
@@ -583,7 +583,7 @@ impl Parser {
         Ok(event(Ev::MappingEnd, token.start))
     }
 
-    fn flow_error(&mut self, context: &str, closer: &str) -> crate::scan::YamlError {
+    fn flow_error(&mut self, context: &str, closer: &str) -> crate::scanner::YamlError {
         let opened = self.marks.last().copied();
         match self.peek() {
             Ok(token) => error(
@@ -598,7 +598,7 @@ impl Parser {
 
 /// No token where the grammar needs one: the scanner always ends the stream with STREAM-END, which
 /// only the state that ends the parse takes, so this is a bug, reported rather than a panic.
-fn exhausted() -> crate::scan::YamlError {
+fn exhausted() -> crate::scanner::YamlError {
     error(
         None,
         "the token stream ended early (a bug in warmup-shard's parser)",

@@ -5,7 +5,7 @@
 //! in others (a tab may not separate tokens; `?`, `|` and `>` cannot start a scalar in a flow
 //! collection); a spec parser gets those cases wrong both ways, a port gets them right.
 //!
-//! The text comes in as `tree::prepare` leaves it: checked for what PyYAML's Reader refuses, with
+//! The text comes in as `composer::prepare` leaves it: checked for what PyYAML's Reader refuses, with
 //! `\r\n` and `\r` already folded to `\n`, as Python's text-mode `open` does for the harness.
 
 use std::collections::VecDeque;

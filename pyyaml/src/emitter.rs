@@ -3,8 +3,8 @@
 //! text is plain-safe and resolves to the same tag; otherwise double-quoted, with `!!tag` where
 //! the tag is not `str`. Aliases are written out in full (bounded by [`MAX_NODES`]).
 
-use crate::resolve::{self, plain_keeps};
-use crate::tree::{Doc, Kind, NodeId};
+use crate::composer::{Doc, Kind, NodeId};
+use crate::resolver::{self, plain_keeps};
 use std::fmt::Write;
 
 /// Longest key written as an implicit key (PyYAML allows 1024 characters).
@@ -70,7 +70,7 @@ impl<'d> Emitter<'d> {
             self.indent(2);
             self.key(k, 2);
             let tag = &self.doc.nodes[v].tag;
-            if tag == resolve::SEQ {
+            if tag == resolver::SEQ {
                 self.out.push('\n');
                 for &item in picked {
                     self.item(item, 4, false);
@@ -143,10 +143,10 @@ impl<'d> Emitter<'d> {
     fn block_kind(&self, id: NodeId) -> Option<bool> {
         let node = &self.doc.nodes[id];
         match &node.kind {
-            Kind::Seq(items) if !node.flow && !items.is_empty() && node.tag == resolve::SEQ => {
+            Kind::Seq(items) if !node.flow && !items.is_empty() && node.tag == resolver::SEQ => {
                 Some(true)
             }
-            Kind::Map(pairs) if !node.flow && !pairs.is_empty() && node.tag == resolve::MAP => {
+            Kind::Map(pairs) if !node.flow && !pairs.is_empty() && node.tag == resolver::MAP => {
                 Some(false)
             }
             _ => None,
@@ -194,7 +194,7 @@ impl<'d> Emitter<'d> {
                 self.out.push_str(&text);
             }
             Kind::Seq(items) => {
-                self.tag_prefix(&node.tag, resolve::SEQ);
+                self.tag_prefix(&node.tag, resolver::SEQ);
                 self.out.push('[');
                 for (i, &item) in items.iter().enumerate() {
                     if i > 0 {
@@ -205,7 +205,7 @@ impl<'d> Emitter<'d> {
                 self.out.push(']');
             }
             Kind::Map(pairs) => {
-                self.tag_prefix(&node.tag, resolve::MAP);
+                self.tag_prefix(&node.tag, resolver::MAP);
                 self.out.push('{');
                 for (i, &(k, v)) in pairs.iter().enumerate() {
                     if i > 0 {
@@ -249,7 +249,7 @@ impl<'d> Emitter<'d> {
 
 /// `!!name` for the yaml.org tags, `!<uri>` for any other.
 pub fn short_tag(tag: &str) -> String {
-    match tag.strip_prefix(resolve::YAML) {
+    match tag.strip_prefix(resolver::YAML) {
         Some(name) if name.chars().all(|c| c.is_ascii_alphanumeric()) => format!("!!{name}"),
         _ => format!("!<{tag}>"),
     }
@@ -257,7 +257,7 @@ pub fn short_tag(tag: &str) -> String {
 
 /// One scalar, written so that PyYAML constructs it from the same tag and text.
 pub fn scalar(value: &str, tag: &str) -> String {
-    if tag == resolve::NULL {
+    if tag == resolver::NULL {
         // construct_yaml_null ignores the text.
         return "null".to_owned();
     }
@@ -265,7 +265,7 @@ pub fn scalar(value: &str, tag: &str) -> String {
         return value.to_owned();
     }
     let quoted = double_quoted(value);
-    if tag == resolve::STR {
+    if tag == resolver::STR {
         quoted
     } else {
         format!("{} {quoted}", short_tag(tag))
@@ -340,16 +340,16 @@ mod tests {
 
     #[test]
     fn scalars_keep_their_tag_through_the_text() {
-        assert_eq!(scalar("64", resolve::INT), "64");
-        assert_eq!(scalar("yes", resolve::STR), "\"yes\"");
-        assert_eq!(scalar("1e-5", resolve::STR), "1e-5");
-        assert_eq!(scalar("017", resolve::STR), "\"017\"");
-        assert_eq!(scalar("abc", resolve::INT), "!!int \"abc\"");
-        assert_eq!(scalar("T, N", resolve::STR), "\"T, N\"");
-        assert_eq!(scalar("", resolve::NULL), "null");
-        assert_eq!(scalar("a\u{2028}\"b", resolve::STR), "\"a\\u2028\\\"b\"");
-        assert_eq!(scalar("-", resolve::STR), "\"-\"");
-        assert_eq!(scalar("---x", resolve::STR), "\"---x\"");
-        assert_eq!(scalar("<<", resolve::MERGE), "<<");
+        assert_eq!(scalar("64", resolver::INT), "64");
+        assert_eq!(scalar("yes", resolver::STR), "\"yes\"");
+        assert_eq!(scalar("1e-5", resolver::STR), "1e-5");
+        assert_eq!(scalar("017", resolver::STR), "\"017\"");
+        assert_eq!(scalar("abc", resolver::INT), "!!int \"abc\"");
+        assert_eq!(scalar("T, N", resolver::STR), "\"T, N\"");
+        assert_eq!(scalar("", resolver::NULL), "null");
+        assert_eq!(scalar("a\u{2028}\"b", resolver::STR), "\"a\\u2028\\\"b\"");
+        assert_eq!(scalar("-", resolver::STR), "\"-\"");
+        assert_eq!(scalar("---x", resolver::STR), "\"---x\"");
+        assert_eq!(scalar("<<", resolver::MERGE), "<<");
     }
 }

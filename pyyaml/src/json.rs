@@ -9,10 +9,10 @@
 //! are written as Python writes them (`NaN`, `Infinity`, `-Infinity`): inside a cost file they sit
 //! in a key, which is a JSON string, so the file stays valid JSON.
 
+use crate::composer::{Kind, NodeId};
+use crate::constructor::Schema;
 use crate::pynum::{construct_float, construct_int};
-use crate::resolve::{self, construct_bool};
-use crate::schema::Schema;
-use crate::tree::{Kind, NodeId};
+use crate::resolver::{self, construct_bool};
 use std::fmt::Write as _;
 
 /// `json.dumps(value, separators=(",", ":"))` of the shape at `id`, or `None` where it raises.
@@ -32,8 +32,8 @@ pub fn product(schema: &mut Schema<'_>, id: NodeId) -> f64 {
         match &node.kind {
             Kind::Scalar(v) => {
                 let n = match node.tag.as_str() {
-                    resolve::INT => construct_int(v).and_then(|n| n.to_f64()),
-                    resolve::FLOAT => construct_float(v),
+                    resolver::INT => construct_int(v).and_then(|n| n.to_f64()),
+                    resolver::FLOAT => construct_float(v),
                     _ => None,
                 };
                 if let Some(n) = n.filter(|n| n.is_finite()) {
@@ -42,7 +42,7 @@ pub fn product(schema: &mut Schema<'_>, id: NodeId) -> f64 {
             }
             Kind::Seq(items) => todo.extend(items.iter().copied()),
             Kind::Map(pairs) => {
-                if node.tag == resolve::MAP {
+                if node.tag == resolver::MAP {
                     if let Ok(dict) = schema.dict(id) {
                         todo.extend(dict.iter().map(|&(_, _, v)| v));
                     }
@@ -60,16 +60,16 @@ fn write_value(schema: &mut Schema<'_>, id: NodeId, out: &mut String) -> Option<
     let node = &doc.nodes[id];
     match &node.kind {
         Kind::Scalar(v) => match node.tag.as_str() {
-            resolve::STR => write_str(out, v),
-            resolve::INT => out.push_str(&int_text(v)?),
-            resolve::FLOAT => write_float(out, construct_float(v)?),
-            resolve::BOOL => out.push_str(if construct_bool(v)? { "true" } else { "false" }),
-            resolve::NULL => out.push_str("null"),
+            resolver::STR => write_str(out, v),
+            resolver::INT => out.push_str(&int_text(v)?),
+            resolver::FLOAT => write_float(out, construct_float(v)?),
+            resolver::BOOL => out.push_str(if construct_bool(v)? { "true" } else { "false" }),
+            resolver::NULL => out.push_str("null"),
             // bytes, datetime.date and datetime.datetime: json.dumps raises TypeError.
             _ => return None,
         },
         Kind::Seq(items) => {
-            let pairs = node.tag != resolve::SEQ; // !!omap, !!pairs: a list of (key, value)
+            let pairs = node.tag != resolver::SEQ; // !!omap, !!pairs: a list of (key, value)
             out.push('[');
             for (n, &item) in items.iter().enumerate() {
                 if n > 0 {
@@ -94,7 +94,7 @@ fn write_value(schema: &mut Schema<'_>, id: NodeId, out: &mut String) -> Option<
             out.push(']');
         }
         Kind::Map(_) => {
-            if node.tag != resolve::MAP {
+            if node.tag != resolver::MAP {
                 return None; // !!set: json.dumps raises TypeError
             }
             let dict = schema.dict(id).ok()?;
@@ -115,18 +115,18 @@ fn write_value(schema: &mut Schema<'_>, id: NodeId, out: &mut String) -> Option<
 
 /// A dict key as json.dumps writes it: str as is, int, float, bool and None as their JSON text
 /// in quotes; any other key type raises TypeError.
-fn write_key(out: &mut String, node: &crate::tree::Node) -> Option<()> {
+fn write_key(out: &mut String, node: &crate::composer::Node) -> Option<()> {
     let Kind::Scalar(v) = &node.kind else {
         return None;
     };
     let mut text = String::new();
     match node.tag.as_str() {
         // `=` as a key is the string "=" (flatten_mapping retags it).
-        resolve::STR | resolve::VALUE => text.push_str(v),
-        resolve::INT => text = int_text(v)?,
-        resolve::FLOAT => write_float(&mut text, construct_float(v)?),
-        resolve::BOOL => text.push_str(if construct_bool(v)? { "true" } else { "false" }),
-        resolve::NULL => text.push_str("null"),
+        resolver::STR | resolver::VALUE => text.push_str(v),
+        resolver::INT => text = int_text(v)?,
+        resolver::FLOAT => write_float(&mut text, construct_float(v)?),
+        resolver::BOOL => text.push_str(if construct_bool(v)? { "true" } else { "false" }),
+        resolver::NULL => text.push_str("null"),
         _ => return None,
     }
     write_str(out, &text);
@@ -173,12 +173,12 @@ fn int_text(value: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tree;
+    use crate::composer;
 
     /// The text of each shape of `op` in `yaml`.
     fn texts(yaml: &str) -> Vec<Option<String>> {
-        let prepared = tree::prepare(yaml.as_bytes(), "t.yaml").expect("prepare");
-        let doc = tree::compose(&prepared, "t.yaml").expect("compose");
+        let prepared = composer::prepare(yaml.as_bytes(), "t.yaml").expect("prepare");
+        let doc = composer::compose(&prepared, "t.yaml").expect("compose");
         let mut schema = Schema::new(&doc, "t.yaml");
         schema.validate().expect("valid");
         let Kind::Map(top) = &doc.nodes[doc.root].kind else {
@@ -261,8 +261,8 @@ mod tests {
     #[test]
     fn the_product_multiplies_every_number_in_the_shape() {
         let yaml = "op:\n  shapes:\n    - [2, 3, [4, -5], {a: 0.5, b: true}]\n    - [dtype]\n";
-        let prepared = tree::prepare(yaml.as_bytes(), "t").expect("prepare");
-        let doc = tree::compose(&prepared, "t").expect("compose");
+        let prepared = composer::prepare(yaml.as_bytes(), "t").expect("prepare");
+        let doc = composer::compose(&prepared, "t").expect("compose");
         let mut schema = Schema::new(&doc, "t");
         let Kind::Map(top) = &doc.nodes[doc.root].kind else {
             panic!()

@@ -1,5 +1,5 @@
 //! The document as PyYAML's composer sees it: a node graph (aliases are the same node, and may
-//! make cycles, as in PyYAML) built from [`crate::parse`]'s events, every scalar carrying the tag
+//! make cycles, as in PyYAML) built from [`crate::parser`]'s events, every scalar carrying the tag
 //! `safe_load` would construct it with.
 //!
 //! The events come from a port of PyYAML's own scanner and parser rather than from a YAML library:
@@ -8,9 +8,9 @@
 //! tokens and `[|1]`), so any spec parser accepts some files PyYAML refuses and refuses some it
 //! reads. Scalars are then resolved by PyYAML's rules in `resolve`.
 
-use crate::parse::{Ev, Parser};
-use crate::resolve;
-use crate::scan::YamlError;
+use crate::parser::{Ev, Parser};
+use crate::resolver;
+use crate::scanner::YamlError;
 use anyhow::{bail, Result};
 use std::collections::HashMap;
 
@@ -204,8 +204,8 @@ pub fn compose(text: &str, name: &str) -> Result<Doc> {
             } => {
                 let tag = match tag {
                     Some(t) if t != "!" => t,
-                    _ if plain_implicit => resolve::implicit(&value).to_owned(),
-                    _ => resolve::STR.to_owned(),
+                    _ if plain_implicit => resolver::implicit(&value).to_owned(),
+                    _ => resolver::STR.to_owned(),
                 };
                 let id = push(&mut nodes, Kind::Scalar(value), tag, false, line, col);
                 anchor_new(anchor, id, &nodes)?;
@@ -227,9 +227,9 @@ pub fn compose(text: &str, name: &str) -> Result<Doc> {
                 }
                 let tag = tag.filter(|t| t != "!");
                 let (kind, tag) = if is_seq {
-                    (Kind::Seq(Vec::new()), tag.unwrap_or_else(|| resolve::SEQ.to_owned()))
+                    (Kind::Seq(Vec::new()), tag.unwrap_or_else(|| resolver::SEQ.to_owned()))
                 } else {
-                    (Kind::Map(Vec::new()), tag.unwrap_or_else(|| resolve::MAP.to_owned()))
+                    (Kind::Map(Vec::new()), tag.unwrap_or_else(|| resolver::MAP.to_owned()))
                 };
                 let id = push(&mut nodes, kind, tag, flow, line, col);
                 // Registered before its content, as PyYAML does: an alias inside may refer to it.
