@@ -1,6 +1,7 @@
 //! What SafeConstructor does with the node graph, without building Python objects: merge keys
 //! flattened as `flatten_mapping` does, dict keys compared as Python compares them, and every
-//! construction `safe_load` would refuse found up front, so bad input never yields shards.
+//! construction `safe_load` would refuse found up front, so that bad input is refused before
+//! anything is built from it.
 
 use crate::composer::{Doc, Kind, NodeId};
 use crate::pynum::{construct_float, construct_int, PyInt};
@@ -81,7 +82,7 @@ impl<'d> Schema<'d> {
             return Err(self.err(map, "expected a mapping"));
         };
         if !self.flattening.insert(map) {
-            return Err(self.err(map, "a merge key (<<) that merges this mapping into itself (through aliases): PyYAML reads it, warmup-shard refuses it; merge a copy of the data instead of an alias to a mapping that holds this merge"));
+            return Err(self.err(map, format!("a merge key (<<) that merges this mapping into itself (through aliases): PyYAML reads it, {} refuses it; merge a copy of the data instead of an alias to a mapping that holds this merge", self.doc.words.program)));
         }
         let mut merged = Vec::new();
         let mut seen: HashSet<Ident> = HashSet::new();
@@ -168,8 +169,8 @@ impl<'d> Schema<'d> {
     ///
     /// PyYAML 6.0.4 merges `<<: [A, B]` differently from earlier versions (the last mapping's
     /// value of a key shared by A and B wins, where the spec and 6.0.3 let the first win). Where
-    /// that changes the dict, no shard can give every child the source's values, so the mapping
-    /// is refused, saying how to write it so that every version agrees.
+    /// that changes the dict, the file means different objects to different versions, and the
+    /// mapping is refused, saying how to write it so that every version agrees.
     pub fn dict_any_pyyaml(&mut self, map: NodeId) -> Result<Vec<(Key, NodeId, NodeId)>> {
         let now = self.dict(map)?;
         let spec = self.dict_from(self.flatten_spec(map)?)?;
@@ -184,9 +185,10 @@ impl<'d> Schema<'d> {
                     format!(
                         "key {} reaches this mapping from several merged mappings (<<: [...]) with \
                          different values; PyYAML 6.0.4 takes the last of them, earlier versions the \
-                         first, so no shard can match every PyYAML: set the key on this mapping \
+                         first, so no {} can match every PyYAML: set the key on this mapping \
                          itself, or keep it in one of the merged mappings",
-                        self.text(*k)
+                        self.text(*k),
+                        self.doc.words.output,
                     ),
                 ));
             }
@@ -194,7 +196,7 @@ impl<'d> Schema<'d> {
         Ok(now)
     }
 
-    /// A node as warmup-shard writes it in flow style: equal texts are equal values. A node that
+    /// A node as the [`Emitter`](crate::Emitter) writes it in flow style: equal texts are equal values. A node that
     /// reaches a cycle cannot be written out; it is equal only to itself.
     fn text(&self, id: NodeId) -> String {
         if self.doc.reaches_cycle[id] {

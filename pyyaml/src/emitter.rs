@@ -1,7 +1,8 @@
 //! Writes nodes back as YAML text that PyYAML reads into the same objects: every scalar as
 //! (tag, text), which is all SafeConstructor looks at. A scalar goes out plain only when its
 //! text is plain-safe and resolves to the same tag; otherwise double-quoted, with `!!tag` where
-//! the tag is not `str`. Aliases are written out in full (bounded by [`MAX_NODES`]).
+//! the tag is not `str`. Aliases are written out in full: [`expanded_size`] says how large that
+//! makes a node, for a caller to bound (an alias bomb expands exponentially).
 
 use crate::composer::{Doc, Kind, NodeId};
 use crate::resolver::{self, plain_keeps};
@@ -10,10 +11,8 @@ use std::fmt::Write;
 /// Longest key written as an implicit key (PyYAML allows 1024 characters).
 const MAX_IMPLICIT_KEY: usize = 1000;
 
-/// Most nodes one shard may expand to, so an alias bomb is refused rather than written.
-pub const MAX_NODES: u64 = 20_000_000;
-
-/// How many nodes `id` expands to once aliases are written out, saturating.
+/// How many nodes `id` expands to once aliases are written out, saturating; `memo` holds one
+/// slot per node of the document, `None` at first.
 pub fn expanded_size(doc: &Doc, id: NodeId, memo: &mut Vec<Option<u64>>) -> u64 {
     if let Some(n) = memo[id] {
         return n;
@@ -32,9 +31,14 @@ pub fn expanded_size(doc: &Doc, id: NodeId, memo: &mut Vec<Option<u64>>) -> u64 
     n
 }
 
+/// Writes nodes of one document as YAML text: an untagged, non-empty collection in block style
+/// where the source wrote it so, every other node in flow style; `safe_load` reads the text back
+/// into the objects it builds from the nodes. A caller lays out the lines around them (a comment,
+/// a key with part of its value) by writing to `out` between calls.
 #[derive(Debug)]
 pub struct Emitter<'d> {
     pub doc: &'d Doc,
+    /// The text written so far.
     pub out: String,
 }
 
@@ -46,52 +50,8 @@ impl<'d> Emitter<'d> {
         }
     }
 
-    /// One shard's shape file: the `comment` line, then the entry's key (`key`) holding its
-    /// `pairs` in order, the `shapes` pair (`pairs[shapes_at]`) holding only the `picked` items.
-    /// A `shapes` list with a tag of its own is written as a flow list under that tag.
-    pub fn shard_file(
-        mut self,
-        comment: &str,
-        key: NodeId,
-        pairs: &[(NodeId, NodeId)],
-        shapes_at: usize,
-        picked: &[NodeId],
-    ) -> String {
-        self.out
-            .push_str(&comment.replace(['\n', '\r', '\u{85}', '\u{2028}', '\u{2029}'], " "));
-        self.out.push('\n');
-        self.key(key, 0);
-        self.out.push('\n');
-        for (i, &(k, v)) in pairs.iter().enumerate() {
-            if i != shapes_at {
-                self.pair(k, v, 2, false);
-                continue;
-            }
-            self.indent(2);
-            self.key(k, 2);
-            let tag = &self.doc.nodes[v].tag;
-            if tag == resolver::SEQ {
-                self.out.push('\n');
-                for &item in picked {
-                    self.item(item, 4, false);
-                }
-            } else {
-                self.out.push(' ');
-                self.out.push_str(&short_tag(tag));
-                self.out.push_str(" [");
-                for (n, &item) in picked.iter().enumerate() {
-                    if n > 0 {
-                        self.out.push_str(", ");
-                    }
-                    self.flow(item);
-                }
-                self.out.push_str("]\n");
-            }
-        }
-        self.out
-    }
-
-    fn indent(&mut self, n: usize) {
+    /// `n` spaces.
+    pub fn indent(&mut self, n: usize) {
         self.out.extend(std::iter::repeat_n(' ', n));
     }
 
@@ -256,7 +216,7 @@ pub fn short_tag(tag: &str) -> String {
 }
 
 /// One scalar, written so that PyYAML constructs it from the same tag and text.
-pub fn scalar(value: &str, tag: &str) -> String {
+fn scalar(value: &str, tag: &str) -> String {
     if tag == resolver::NULL {
         // construct_yaml_null ignores the text.
         return "null".to_owned();
@@ -304,7 +264,7 @@ fn plain_safe(value: &str) -> bool {
 
 /// A double-quoted YAML string holding exactly `value`, escaping what PyYAML's reader refuses
 /// raw or would read as a line break.
-pub fn double_quoted(value: &str) -> String {
+fn double_quoted(value: &str) -> String {
     let mut out = String::with_capacity(value.len() + 2);
     out.push('"');
     for c in value.chars() {

@@ -1,58 +1,24 @@
-//! One shape as the cost file and the cost models see it: its text, which is what
-//! `json.dumps(shape, separators=(",", ":"))` writes for the value `yaml.safe_load` builds, and
-//! the numbers in it. Both are read off the PyYAML-faithful node tree, so a shape's text here is
-//! the text Python gives it, with no second YAML reader that could disagree.
+//! The value `safe_load` builds, as `json.dumps(value, separators=(",", ":"))` writes it (with
+//! its default `ensure_ascii=True`), read off the node graph and the constructor's dicts, so that
+//! the text is the one Python gives, with no second YAML reader that could disagree.
 //!
 //! A value JSON cannot hold (a date or timestamp, `!!binary` bytes, a `!!set`, a dict key that is
 //! none of str, int, float, bool and None, an int of more than 4300 digits) makes `json.dumps`
-//! raise; such a shape has no text (`None`): a cost file cannot name it. NaN and the infinities
-//! are written as Python writes them (`NaN`, `Infinity`, `-Infinity`): inside a cost file they sit
-//! in a key, which is a JSON string, so the file stays valid JSON.
+//! raise; such a value has no text (`None`). NaN and the infinities are written as Python writes
+//! them (`NaN`, `Infinity`, `-Infinity`).
 
-use crate::composer::{Kind, NodeId};
+use crate::composer::{Kind, Node, NodeId};
 use crate::constructor::Schema;
 use crate::pynum::{construct_float, construct_int};
 use crate::resolver::{self, construct_bool};
 use std::fmt::Write as _;
 
-/// `json.dumps(value, separators=(",", ":"))` of the shape at `id`, or `None` where it raises.
-pub fn text(schema: &mut Schema<'_>, id: NodeId) -> Option<String> {
+/// `json.dumps(value, separators=(",", ":"))` of the value `safe_load` builds for the node `id`,
+/// or `None` where `json.dumps` raises.
+pub fn to_json(schema: &mut Schema<'_>, id: NodeId) -> Option<String> {
     let mut out = String::new();
     write_value(schema, id, &mut out)?;
     Some(out)
-}
-
-/// The product of the absolute values of the finite ints and floats in the shape (bools are
-/// not numbers here), nested lists and dict values included; 1 for a shape without numbers.
-pub fn product(schema: &mut Schema<'_>, id: NodeId) -> f64 {
-    let mut p = 1.0;
-    let mut todo = vec![id];
-    while let Some(id) = todo.pop() {
-        let node = &schema.doc.nodes[id];
-        match &node.kind {
-            Kind::Scalar(v) => {
-                let n = match node.tag.as_str() {
-                    resolver::INT => construct_int(v).and_then(|n| n.to_f64()),
-                    resolver::FLOAT => construct_float(v),
-                    _ => None,
-                };
-                if let Some(n) = n.filter(|n| n.is_finite()) {
-                    p *= n.abs();
-                }
-            }
-            Kind::Seq(items) => todo.extend(items.iter().copied()),
-            Kind::Map(pairs) => {
-                if node.tag == resolver::MAP {
-                    if let Ok(dict) = schema.dict(id) {
-                        todo.extend(dict.iter().map(|&(_, _, v)| v));
-                    }
-                } else {
-                    todo.extend(pairs.iter().map(|&(_, v)| v));
-                }
-            }
-        }
-    }
-    p
 }
 
 fn write_value(schema: &mut Schema<'_>, id: NodeId, out: &mut String) -> Option<()> {
@@ -115,7 +81,7 @@ fn write_value(schema: &mut Schema<'_>, id: NodeId, out: &mut String) -> Option<
 
 /// A dict key as json.dumps writes it: str as is, int, float, bool and None as their JSON text
 /// in quotes; any other key type raises TypeError.
-fn write_key(out: &mut String, node: &crate::composer::Node) -> Option<()> {
+fn write_key(out: &mut String, node: &Node) -> Option<()> {
     let Kind::Scalar(v) = &node.kind else {
         return None;
     };
@@ -173,32 +139,13 @@ fn int_text(value: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::composer;
 
-    /// The text of each shape of `op` in `yaml`.
-    fn texts(yaml: &str) -> Vec<Option<String>> {
-        let prepared = composer::prepare(yaml.as_bytes(), "t.yaml").expect("prepare");
-        let doc = composer::compose(&prepared, "t.yaml").expect("compose");
+    /// The JSON text of the value the document `yaml` holds.
+    fn one(yaml: &str) -> Option<String> {
+        let doc = crate::tests::load(yaml);
         let mut schema = Schema::new(&doc, "t.yaml");
         schema.validate().expect("valid");
-        let Kind::Map(top) = &doc.nodes[doc.root].kind else {
-            panic!("not a map")
-        };
-        let entry = top[0].1;
-        let dict = schema.dict(entry).expect("dict");
-        let shapes = dict[0].2;
-        let Kind::Seq(items) = &doc.nodes[shapes].kind else {
-            panic!("no list")
-        };
-        items
-            .clone()
-            .into_iter()
-            .map(|i| text(&mut schema, i))
-            .collect()
-    }
-
-    fn one(shape: &str) -> Option<String> {
-        texts(&format!("op:\n  shapes:\n    - {shape}\n")).remove(0)
+        to_json(&mut schema, doc.root)
     }
 
     #[test]
@@ -256,25 +203,5 @@ mod tests {
             one("!!omap [a: 1, b: 2]").as_deref(),
             Some(r#"[["a",1],["b",2]]"#)
         );
-    }
-
-    #[test]
-    fn the_product_multiplies_every_number_in_the_shape() {
-        let yaml = "op:\n  shapes:\n    - [2, 3, [4, -5], {a: 0.5, b: true}]\n    - [dtype]\n";
-        let prepared = composer::prepare(yaml.as_bytes(), "t").expect("prepare");
-        let doc = composer::compose(&prepared, "t").expect("compose");
-        let mut schema = Schema::new(&doc, "t");
-        let Kind::Map(top) = &doc.nodes[doc.root].kind else {
-            panic!()
-        };
-        let Kind::Map(entry) = &doc.nodes[top[0].1].kind else {
-            panic!()
-        };
-        let Kind::Seq(items) = &doc.nodes[entry[0].1].kind else {
-            panic!()
-        };
-        let items = items.clone();
-        assert_eq!(product(&mut schema, items[0]), 60.0);
-        assert_eq!(product(&mut schema, items[1]), 1.0);
     }
 }

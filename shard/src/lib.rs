@@ -3,12 +3,10 @@
 //! the other tools read.
 
 mod commit;
+mod shape;
+mod shape_file;
 mod split;
 mod strategy;
-
-use pyyaml::{
-    composer as tree, constructor as schema, emitter as emit, json as shape, resolver as resolve,
-};
 
 use anyhow::{Context, Result};
 use protocol::layout::{shapes_in_scratch, Scratch};
