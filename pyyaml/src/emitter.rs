@@ -153,17 +153,7 @@ impl<'d> Emitter<'d> {
                 let text = scalar(value, &node.tag);
                 self.out.push_str(&text);
             }
-            Kind::Seq(items) => {
-                self.tag_prefix(&node.tag, resolver::SEQ);
-                self.out.push('[');
-                for (i, &item) in items.iter().enumerate() {
-                    if i > 0 {
-                        self.out.push_str(", ");
-                    }
-                    self.flow(item);
-                }
-                self.out.push(']');
-            }
+            Kind::Seq(items) => self.flow_seq(&node.tag, items),
             Kind::Map(pairs) => {
                 self.tag_prefix(&node.tag, resolver::MAP);
                 self.out.push('{');
@@ -187,6 +177,20 @@ impl<'d> Emitter<'d> {
         }
     }
 
+    /// A flow sequence of `items` on one line under `tag` (`!!omap [a: 1]`; no tag written for
+    /// `!!seq`): a sequence node, or a part of its items.
+    pub fn flow_seq(&mut self, tag: &str, items: &[NodeId]) {
+        self.tag_prefix(tag, resolver::SEQ);
+        self.out.push('[');
+        for (i, &item) in items.iter().enumerate() {
+            if i > 0 {
+                self.out.push_str(", ");
+            }
+            self.flow(item);
+        }
+        self.out.push(']');
+    }
+
     fn tag_prefix(&mut self, tag: &str, default: &str) {
         if tag != default {
             self.out.push_str(&short_tag(tag));
@@ -208,7 +212,7 @@ impl<'d> Emitter<'d> {
 }
 
 /// `!!name` for the yaml.org tags, `!<uri>` for any other.
-pub fn short_tag(tag: &str) -> String {
+fn short_tag(tag: &str) -> String {
     match tag.strip_prefix(resolver::YAML) {
         Some(name) if name.chars().all(|c| c.is_ascii_alphanumeric()) => format!("!!{name}"),
         _ => format!("!<{tag}>"),

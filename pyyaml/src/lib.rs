@@ -57,7 +57,7 @@ mod scanner;
 
 pub use composer::{Doc, Kind, Node, NodeId};
 pub use constructor::{Key, Schema};
-pub use emitter::{expanded_size, short_tag, Emitter};
+pub use emitter::{expanded_size, Emitter};
 pub use json::to_json;
 pub use pynum::{construct_float, construct_int, PyInt};
 pub use resolver::construct_bool;

@@ -6,7 +6,7 @@
 
 use crate::TOOL;
 use anyhow::{bail, Result};
-use pyyaml::{short_tag, tag, Doc, Emitter, NodeId, Words};
+use pyyaml::{tag, Doc, Emitter, NodeId, Words};
 
 /// How pyyaml's errors name warmup-shard, the shape file, and what it is cut into.
 const WORDS: Words = Words {
@@ -60,15 +60,8 @@ pub fn shard_file(
             }
         } else {
             e.out.push(' ');
-            e.out.push_str(&short_tag(tag));
-            e.out.push_str(" [");
-            for (n, &item) in picked.iter().enumerate() {
-                if n > 0 {
-                    e.out.push_str(", ");
-                }
-                e.flow(item);
-            }
-            e.out.push_str("]\n");
+            e.flow_seq(tag, picked);
+            e.out.push('\n');
         }
     }
     e.out
