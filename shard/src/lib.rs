@@ -3,16 +3,10 @@
 //! the other tools read.
 
 mod commit;
-mod emit;
-mod parse;
-mod pynum;
-mod resolve;
-mod scan;
-mod schema;
 mod shape;
+mod shape_file;
 mod split;
 mod strategy;
-mod tree;
 
 use anyhow::{Context, Result};
 use protocol::layout::{shapes_in_scratch, Scratch};

@@ -6,11 +6,10 @@
 //! holds once nothing is shared between shapes of one process (see `costs::measure` for what a
 //! shared compile does to measured costs).
 
-use crate::schema::Schema;
 use crate::shape;
-use crate::tree::NodeId;
 use crate::TOOL;
 use costs::CostFile;
+use pyyaml::{NodeId, Schema};
 use std::cmp::Ordering;
 
 /// How shapes are assigned to shards.

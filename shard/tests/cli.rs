@@ -115,9 +115,13 @@ fn an_entry_under_another_key_is_split_and_kept_under_that_key() {
     let (plan, _) = protocol::plan::Plan::load(&out.join("plan.json")).expect("plan");
     assert_eq!((plan.op.as_str(), plan.entry()), ("mm", "BlasBenchmark"));
     let w1 = std::fs::read_to_string(out.join("w1/shapes.yaml")).expect("shard 1");
-    assert!(
-        w1.contains("\nBlasBenchmark:\n  shapes:\n    - [16, 1024, 1024, 1024]\n"),
-        "{w1}"
+    let from = src.canonicalize().expect("abs");
+    assert_eq!(
+        w1,
+        format!(
+            "# shard 1 of 2: entry BlasBenchmark (op mm) from {} (shapes 1)\nBlasBenchmark:\n  shapes:\n    - [16, 1024, 1024, 1024]\n  shape_desc: \"B, M, N, K\"\n",
+            from.display()
+        )
     );
 }
 
