@@ -270,7 +270,10 @@ pub fn run(args: &Args) -> Result<Status> {
         check_writable(&scratch.worker(job.shard), job.shard)?;
     }
     // The whole scratch, or a shared hold on it and each chosen shard (`select`).
-    let _claim = select::Claim::take(&scratch, choice.as_ref())?;
+    let some: Option<Vec<usize>> = choice
+        .as_ref()
+        .map(|_| plan.shards.iter().map(|s| s.index).collect());
+    let _claim = select::Claim::take(&scratch, some.as_deref())?;
     // Before any child starts, so that a shard a signal keeps from starting leaves nothing
     // of an earlier run behind either: a missing status.json means "not started".
     for job in &jobs {

@@ -173,6 +173,15 @@ fn bad_lists_and_indices_exit_2_writing_nothing() {
         &[],
         "shard 4 is not in the plan, which has 4 shards (indices 0-3); --only 2-5 asks for it",
     );
+    // Checked against the plan before it is expanded: no capacity-overflow panic (exit 101),
+    // no 16 GB list.
+    for huge in ["0-18446744073709551615", "1,0-2000000000"] {
+        refused(
+            &["--only", huge],
+            &[],
+            &format!("shard 4 is not in the plan, which has 4 shards (indices 0-3); --only {huge} asks for it"),
+        );
+    }
     refused(
         &["--index-from-env", "SLURM_ARRAY_TASK_ID"],
         &[],
