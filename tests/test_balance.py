@@ -299,16 +299,21 @@ def test_a_bad_cost_file_leaves_an_earlier_runs_scratch_as_it_was(tmp_path):
 
 # --- warmup-costs ---------------------------------------------------------------------------------
 
-def fake_run(tmp_path, seconds: dict, *shard_args) -> Path:
+def fake_run(tmp_path, seconds: dict, *shard_args, interrupted: tuple = ()) -> Path:
     """A scratch as a finished run leaves it: warmup-shard's plan, and a status.json per shard
-    with the given wall seconds (shard index -> seconds; None: failed)."""
+    as warmup-spawn writes it, with the given wall seconds (shard index -> seconds; None:
+    failed); the shards in `interrupted` were stopped by a signal to warmup-spawn."""
     src = write(tmp_path, "s.yaml", SIX)
     r = shard(tmp_path, src, *shard_args)
     assert r.returncode == 0, r.stderr
     for i, secs in seconds.items():
-        (tmp_path / "out" / f"w{i}" / "status.json").write_text(json.dumps(
-            {"shard": i, "exit_code": 0 if secs is not None else 1, "timed_out": False,
-             "seconds": secs or 1.0}))
+        w = tmp_path / "out" / f"w{i}"
+        (w / "status.json").write_text(json.dumps({
+            "shard": i, "device": "0", "pid": 100 + i, "exit_code": 0 if secs is not None else 1,
+            "signal": None, "signal_name": None, "timed_out": False,
+            "interrupted": i in interrupted, "started_at": "2024-01-01T00:00:00.000Z",
+            "seconds": secs or 1.0, "argv": ["pytest"], "env": {"set": {}, "unset": []},
+            "log": str(w / "worker.log")}))
     return tmp_path / "out"
 
 
@@ -344,6 +349,17 @@ def test_failed_shards_teach_nothing_and_no_good_shard_writes_nothing(tmp_path):
     assert r.returncode == 3, r.stderr
     assert "shard 0 failed" in r.stderr and "shard 1 did not run" in r.stderr
     assert not costs.exists()
+
+
+def test_a_shard_that_exits_0_when_stopped_teaches_nothing(tmp_path):
+    """A child that exits 0 on warmup-spawn's SIGTERM was cut short: `stopped`, not `ok`."""
+    scratch = fake_run(tmp_path, {0: 9.0, 1: 2.0}, "--shards", "2", interrupted=(0,))
+    costs = tmp_path / "costs.json"
+    r = run_tool("costs", "--costs", costs, scratch)
+    assert r.returncode == 0, r.stderr
+    assert "shard 0 was stopped: its shapes keep the costs they had" in r.stderr
+    plan = plan_of(tmp_path)
+    assert set(json.loads(costs.read_text())["mm"]) == set(plan["shards"][1]["shape_texts"])
 
 
 @pytest.mark.parametrize("bad", ["[1]", '{"mm": {"[1,2]": -1}}', "{"])

@@ -22,6 +22,7 @@ pub mod lock;
 pub mod plan;
 pub mod records;
 pub mod shell;
+pub mod status;
 pub mod summary;
 
 pub use exit::{exit, Status, USAGE};

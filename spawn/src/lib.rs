@@ -387,7 +387,7 @@ fn write_summary(
     args: &Args,
     plan: &Plan,
     jobs: &[job::Job],
-    statuses: &[status::ShardStatus],
+    statuses: &[protocol::status::ShardStatus],
     wall: Duration,
 ) -> Result<()> {
     match &args.summary {
