@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
 import sys
 from pathlib import Path
 
@@ -15,7 +16,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from support import FLAGGEMS_DATA, ROOT, run_tool
+from support import FLAGGEMS_DATA, ROOT, clean_env, run_tool, tool
 
 HARNESS = ROOT / "tests" / "harness" / "test_bench.py"
 
@@ -369,7 +370,38 @@ def test_warmup_costs_refuses_a_bad_cost_file_and_leaves_it_as_it_was(tmp_path, 
     r = run_tool("costs", "--costs", costs, scratch)
     assert r.returncode == 2 and "costs.json" in r.stderr, r.stderr
     assert costs.read_text() == bad
-    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+    # No temporary left; the update lock's file stays (removing it would break the lock).
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == [".costs.json.lock"]
+
+
+def test_two_runs_updating_one_cost_file_at_once_keep_both_ops(tmp_path):
+    """Read, merge and rename happen under the update lock: neither run loses the other's op."""
+    src = write(tmp_path, "s.yaml", SIX + SIX.replace("mm:", "bmm:"))
+    scratches = []
+    for op in ("mm", "bmm"):
+        r = shard(tmp_path, src, "--shards", "2", op=op, out=op)
+        assert r.returncode == 0, r.stderr
+        for i in range(2):
+            w = tmp_path / op / f"w{i}"
+            (w / "status.json").write_text(json.dumps({
+                "shard": i, "device": "0", "pid": 1, "exit_code": 0, "signal": None,
+                "signal_name": None, "timed_out": False, "interrupted": False,
+                "started_at": "2024-01-01T00:00:00.000Z", "seconds": 3.0 + i,
+                "argv": ["pytest"], "env": {"set": {}, "unset": []},
+                "log": str(w / "worker.log")}))
+        scratches.append(tmp_path / op)
+    costs = tmp_path / "costs.json"
+    for attempt in range(25):
+        costs.unlink(missing_ok=True)
+        runs = [subprocess.Popen([tool("costs"), "--costs", str(costs), str(s)], env=clean_env(),
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                for s in scratches]
+        for run in runs:
+            _, err = run.communicate(timeout=120)
+            assert run.returncode == 0, err
+        got = json.loads(costs.read_text())
+        assert sorted(got) == ["bmm", "mm"], (attempt, got)
+        assert all(len(got[op]) == 6 for op in got), (attempt, got)
 
 
 def test_warmup_costs_needs_a_plan_with_shape_texts(tmp_path):

@@ -72,6 +72,9 @@ pub fn run(args: &Args) -> Result<Status> {
     let _lock = scratch.lock()?;
     let (plan, scratch) = Plan::load(&scratch.plan())?;
     args.op.for_plan(&plan, &scratch.plan())?;
+    // Read, merged and written under a lock beside the file: two runs updating one cost file
+    // from different scratches each keep what the other wrote.
+    let _update = protocol::lock::update_lock(TOOL, &args.costs)?;
     let mut file = CostFile::load_or_new(&args.costs)?;
     let m = measure::measure(&plan, &scratch, args.startup)?;
     for why in &m.skipped {
