@@ -404,6 +404,61 @@ def test_two_runs_updating_one_cost_file_at_once_keep_both_ops(tmp_path):
         assert all(len(got[op]) == 6 for op in got), (attempt, got)
 
 
+def test_extreme_times_and_plan_costs_are_saturated_not_learned_as_0(tmp_path):
+    scratch = fake_run(tmp_path, {0: 1e306, 1: 4.0}, "--shards", "2")
+    plan = json.loads((scratch / "plan.json").read_text())
+    plan["shards"][1]["shape_costs"] = [1e308] * len(plan["shards"][1]["shapes"])
+    (scratch / "plan.json").write_text(json.dumps(plan))
+    costs = tmp_path / "costs.json"
+    r = run_tool("costs", "--costs", costs, scratch)
+    assert r.returncode == 0, r.stderr
+    assert "shard 0 took 1e306 s, more than a cost file holds: counted as 1e12 s" in r.stderr
+    got = json.loads(costs.read_text())["mm"]
+    texts = [s["shape_texts"] for s in plan["shards"]]
+    assert [got[t] for t in texts[0]] == [pytest.approx(1e12 / 3)] * 3
+    assert [got[t] for t in texts[1]] == [pytest.approx(4 / 3, abs=1e-3)] * 3
+    # What warmup-costs wrote, warmup-shard reads, and its plan holds numbers only.
+    r = shard(tmp_path, write(tmp_path, "s.yaml", SIX), "--shards", "2", "--strategy", "lpt",
+              "--costs", costs, out="next")
+    assert r.returncode == 0, r.stderr
+    assert all(isinstance(s["expected_cost"], float) for s in plan_of(tmp_path, "next")["shards"])
+
+
+def test_a_negative_plan_cost_is_refused_before_any_cost_is_written(tmp_path):
+    scratch = fake_run(tmp_path, {0: 1.0, 1: 1.0}, "--shards", "2", "--cost-model", "uniform")
+    plan = json.loads((scratch / "plan.json").read_text())
+    plan["shards"][0]["shape_costs"][0] = -5
+    (scratch / "plan.json").write_text(json.dumps(plan))
+    r = run_tool("costs", "--costs", tmp_path / "c.json", scratch)
+    assert r.returncode == 2 and "shard 0's \"shape_costs\" holds -5, not a cost" in r.stderr
+    assert not (tmp_path / "c.json").exists()
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (["--overhead", "1e308"], "give a number from 0 to 1e12"),
+    (["--costs", "huge.json"], "1e+308 is not a cost: give seconds as a number from 0 to 1e12"),
+])
+def test_warmup_shard_refuses_costs_whose_sums_would_not_be_numbers(tmp_path, args, needle):
+    write(tmp_path, "huge.json", json.dumps({"mm": {"[1,2]": 1e308, "[9,2]": 1e308}}))
+    r = shard(tmp_path, write(tmp_path, "s.yaml", SIX), "--shards", "2", "--strategy", "lpt",
+              *[str(tmp_path / a) if a.endswith(".json") else a for a in args])
+    assert r.returncode == 2 and needle in r.stderr, r.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_symlinked_cost_file_is_updated_through_the_link(tmp_path):
+    scratch = fake_run(tmp_path, {0: 2.0, 1: 3.0}, "--shards", "2")
+    (tmp_path / "shared").mkdir()
+    real = write(tmp_path / "shared", "costs.json", json.dumps({"bmm": {"[1]": 4.0}}))
+    link = tmp_path / "costs.json"
+    link.symlink_to("shared/costs.json")
+    r = run_tool("costs", "--costs", link, scratch)
+    assert r.returncode == 0, r.stderr
+    assert link.is_symlink() and link.readlink() == Path("shared/costs.json")
+    assert sorted(json.loads(real.read_text())) == ["bmm", "mm"]
+    assert (tmp_path / "shared" / ".costs.json.lock").exists()
+
+
 def test_warmup_costs_needs_a_plan_with_shape_texts(tmp_path):
     r = run_tool("costs", "--costs", tmp_path / "c.json", tmp_path)
     assert r.returncode == 2 and "no plan.json" in r.stderr, r.stderr

@@ -51,11 +51,23 @@ pub struct Args {
     pub scratch: PathBuf,
 }
 
-/// A command-line number that is finite and at least 0 (a cost, a start-up, an overhead).
+/// A command-line number that is finite and at least 0 (a start-up).
 pub fn non_negative(text: &str) -> std::result::Result<f64, String> {
     match text.trim().parse::<f64>() {
         Ok(n) if n.is_finite() && n >= 0.0 => Ok(n),
         _ => Err(format!("{text:?}: give a number, 0 or more")),
+    }
+}
+
+/// A command-line cost (an overhead): a number from 0 to [`file::MAX_SECONDS`], as a cost
+/// file holds, so that sums of costs stay finite.
+pub fn cost(text: &str) -> std::result::Result<f64, String> {
+    match non_negative(text) {
+        Ok(n) if n <= file::MAX_SECONDS => Ok(n),
+        _ => Err(format!(
+            "{text:?}: give a number from 0 to {:e}",
+            file::MAX_SECONDS
+        )),
     }
 }
 
@@ -74,11 +86,18 @@ pub fn run(args: &Args) -> Result<Status> {
     args.op.for_plan(&plan, &scratch.plan())?;
     // Read, merged and written under a lock beside the file: two runs updating one cost file
     // from different scratches each keep what the other wrote.
-    let _update = protocol::lock::update_lock(TOOL, &args.costs)?;
+    // The lock goes beside the file a symlink leads to, where the file is replaced.
+    let _update = protocol::lock::update_lock(TOOL, &file::target_of(&args.costs)?)?;
     let mut file = CostFile::load_or_new(&args.costs)?;
     let m = measure::measure(&plan, &scratch, args.startup)?;
     for why in &m.skipped {
         eprintln!("{TOOL}: {why}: its shapes keep the costs they had");
+    }
+    for what in &m.saturated {
+        eprintln!(
+            "{TOOL}: {what}, more than a cost file holds: counted as {:e} s",
+            file::MAX_SECONDS
+        );
     }
     if m.without_text > 0 {
         eprintln!(

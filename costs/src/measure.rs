@@ -15,6 +15,8 @@ use protocol::layout::Scratch;
 use protocol::plan::Plan;
 use protocol::status::{Outcome, ShardStatus};
 
+use crate::file::MAX_SECONDS;
+
 /// The per-shape costs one run gives, and what it could not measure.
 #[derive(Debug, Default)]
 pub struct Measurement {
@@ -27,6 +29,9 @@ pub struct Measurement {
     pub skipped: Vec<String>,
     /// Shapes JSON cannot hold: a cost file has no key for them.
     pub without_text: usize,
+    /// Shards whose time was more than a cost file holds, and was counted as
+    /// [`MAX_SECONDS`]: `shard 3 took 1e306 s`, ...
+    pub saturated: Vec<String>,
 }
 
 /// Each measured shape's cost in the run of `plan` in `scratch`, less `startup` seconds per
@@ -44,11 +49,12 @@ pub fn measure(plan: &Plan, scratch: &Scratch, startup: f64) -> Result<Measureme
         let Some(seconds) = wall_seconds(scratch, i, &mut m.skipped)? else {
             continue;
         };
-        let cost = (seconds - startup).max(0.0);
-        let weights = match &shard.shape_costs {
-            Some(w) if w.iter().sum::<f64>() > 0.0 => w.clone(),
-            _ => vec![1.0; texts.len()],
-        };
+        let mut cost = (seconds - startup).max(0.0);
+        if cost > MAX_SECONDS {
+            m.saturated.push(format!("shard {i} took {seconds:e} s"));
+            cost = MAX_SECONDS;
+        }
+        let weights = weights(shard.shape_costs.as_deref(), texts.len());
         let total: f64 = weights.iter().sum();
         for (text, w) in texts.iter().zip(&weights) {
             match text {
@@ -63,6 +69,17 @@ pub fn measure(plan: &Plan, scratch: &Scratch, startup: f64) -> Result<Measureme
         }
     }
     Ok(m)
+}
+
+/// The plan's expected costs of a shard's `n` shapes as weights to split its time by: scaled
+/// by the largest, so that no sum of huge costs overflows (a plan's 1e308s would split the time
+/// into zeros); equal where the plan has none, or none above 0.
+fn weights(expected: Option<&[f64]>, n: usize) -> Vec<f64> {
+    let largest = expected.map_or(0.0, |w| w.iter().copied().fold(0.0, f64::max));
+    match expected {
+        Some(w) if largest > 0.0 => w.iter().map(|c| c / largest).collect(),
+        _ => vec![1.0; n],
+    }
 }
 
 /// Shard i's wall seconds when its child ran to a good end ([`Outcome::Ok`], the rule every
@@ -209,6 +226,21 @@ mod tests {
                 "shard 3 did not run"
             ]
         );
+    }
+
+    #[test]
+    fn huge_times_and_huge_expectations_saturate_rather_than_vanish() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let scratch = Scratch::new(dir.path());
+        statuses(&scratch, &[exited(0, 1e306), exited(0, 4.0)]);
+        let p = plan(vec![
+            (vec!["[1]"], None),
+            (vec!["[2]", "[3]"], Some(vec![1e308, 1e308])),
+        ]);
+        let m = measure(&p, &scratch, 0.0).expect("measure");
+        let want = [("[1]", MAX_SECONDS), ("[2]", 2.0), ("[3]", 2.0)];
+        assert_eq!(m.costs, want.map(|(t, c)| (t.to_owned(), c)).to_vec());
+        assert_eq!(m.saturated, ["shard 0 took 1e306 s"]);
     }
 
     #[test]

@@ -65,7 +65,7 @@ pub struct Args {
     pub cost_model: Option<Model>,
     /// Under --cost-model product: each shape's fixed cost, in units of the op's mean product
     /// (a shape of mean product costs 1 + this)
-    #[arg(long, value_name = "MEANS", default_value = "1", value_parser = costs::non_negative)]
+    #[arg(long, value_name = "MEANS", default_value = "1", value_parser = costs::cost)]
     pub overhead: f64,
     /// The scratch folder: gets w<i>/shapes.yaml per shard and plan.json (created if missing)
     #[arg(long, value_name = "SCRATCH")]

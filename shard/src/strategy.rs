@@ -180,7 +180,12 @@ fn modelled(model: Model, overhead: f64, shapes: &[ShapeInfo]) -> Vec<f64> {
         Model::Product => {
             // Clamped so that a sum of huge products stays finite.
             let p = |s: &ShapeInfo| s.product.min(1e300);
-            let mean = shapes.iter().map(p).sum::<f64>() / shapes.len().max(1) as f64;
+            let n = shapes.len().max(1) as f64;
+            let mut mean = shapes.iter().map(p).sum::<f64>() / n;
+            if !mean.is_finite() {
+                // Many products near the clamp: summed as shares, which cannot overflow.
+                mean = shapes.iter().map(|s| p(s) / n).sum::<f64>();
+            }
             shapes
                 .iter()
                 .map(|s| overhead + if mean > 0.0 { p(s) / mean } else { 0.0 })
@@ -313,6 +318,23 @@ mod tests {
             vec![0.0]
         );
         assert_eq!(modelled(Model::Uniform, 9.0, &shapes), vec![1.0; 3]);
+    }
+
+    #[test]
+    fn huge_products_and_huge_file_costs_keep_every_sum_finite() {
+        let shapes = info(&["a"; 400], &[f64::INFINITY; 400]);
+        let costs = modelled(Model::Product, 1e12, &shapes);
+        assert!(costs.iter().all(|c| *c == 1e12 + 1.0), "{:?}", &costs[..2]);
+        let shapes = info(&["[1]", "[2]", "[3]"], &[1.0; 3]);
+        let balance = Balance {
+            strategy: Strategy::Lpt,
+            costs: Some(load(r#"{"mm": {"[1]": 1e12, "[2]": 1e12, "[3]": 1e12}}"#)),
+            model: None,
+            overhead: 1.0,
+        };
+        let a = balance.assign("mm", &shapes, 2);
+        let sum: f64 = a.costs.expect("costs").per_shape.iter().sum();
+        assert!(sum.is_finite() && sum == 3e12, "{sum}");
     }
 
     #[test]
