@@ -15,7 +15,7 @@ use protocol::layout::Scratch;
 use protocol::plan::Plan;
 use protocol::status::{Outcome, ShardStatus};
 
-use crate::file::MAX_SECONDS;
+use protocol::costs::MAX_SECONDS;
 
 /// The per-shape costs one run gives, and what it could not measure.
 #[derive(Debug, Default)]

@@ -99,47 +99,6 @@ fn write_pid(file: &File) -> io::Result<()> {
     writeln!(file, "{}", std::process::id())
 }
 
-/// An exclusive lock on `.NAME.lock` beside `target` (created if missing), for a
-/// read-modify-write of `target` that must not interleave with another process's: the lock
-/// file is not the target, so the target's atomic rename does not break the lock. Waits for a
-/// holder, saying once on stderr, as `tool`, that it waits.
-pub fn update_lock(tool: &str, target: &Path) -> Result<Flock<File>> {
-    let name = target
-        .file_name()
-        .with_context(|| format!("{}: not a file path", target.display()))?;
-    let folder = match target.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    let path = folder.join(format!(".{}.lock", name.to_string_lossy()));
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(&path)
-        .with_context(|| {
-            format!(
-                "opening the lock file {} that guards {} (is its folder writable?)",
-                path.display(),
-                target.display()
-            )
-        })?;
-    let file = match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
-        Ok(held) => return Ok(held),
-        Err((file, Errno::EWOULDBLOCK)) => file,
-        Err((_, e)) => return Err(e).with_context(|| format!("locking {}", path.display())),
-    };
-    eprintln!(
-        "{tool}: waiting for another process updating {} (it holds {})",
-        target.display(),
-        path.display()
-    );
-    Flock::lock(file, FlockArg::LockExclusive)
-        .map_err(|(_, e)| e)
-        .with_context(|| format!("locking {}", path.display()))
-}
-
 /// Whether [`LOCK_FD`] names a descriptor of this process open on `path` itself (same device
 /// and inode): a stale or foreign value is ignored, and the tool takes its own lock.
 pub fn held_by_caller(path: &Path) -> bool {
@@ -162,22 +121,6 @@ pub fn held_by_caller(path: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn an_update_lock_is_a_file_beside_the_target_held_until_dropped() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let target = dir.path().join("costs.json");
-        let held = update_lock("test", &target).expect("lock");
-        let file = File::open(dir.path().join(".costs.json.lock")).expect("beside");
-        assert!(
-            Flock::lock(file, FlockArg::LockExclusiveNonblock).is_err(),
-            "held"
-        );
-        drop(held);
-        let file = File::open(dir.path().join(".costs.json.lock")).expect("beside");
-        assert!(Flock::lock(file, FlockArg::LockExclusiveNonblock).is_ok());
-        assert!(!target.exists());
-    }
 
     #[test]
     fn a_second_lock_is_refused_naming_the_scratch_and_the_holder() {

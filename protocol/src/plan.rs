@@ -138,7 +138,7 @@ impl Plan {
 
     /// Writes the plan to `SCRATCH/plan.json` atomically.
     pub fn save(&self, scratch: &Scratch) -> Result<()> {
-        crate::atomic::write_json(&scratch.plan(), self)
+        toolkit::atomic::write_json(&scratch.plan(), self)
     }
 }
 

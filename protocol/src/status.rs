@@ -121,6 +121,12 @@ impl Outcome {
         }
     }
 
+    /// The outcome of the shard whose status file is at `path` ([`ShardStatus::read`], no file
+    /// meaning not started).
+    pub fn at(path: &Path) -> Result<Outcome> {
+        Ok(Outcome::of(ShardStatus::read(path)?.as_ref()))
+    }
+
     /// The word for it in a run summary (docs/CONTRACT.md, "Run summaries").
     pub fn word(self) -> &'static str {
         match self {
@@ -169,7 +175,7 @@ impl ShardStatus {
 
     /// Writes the status file at `path` atomically.
     pub fn write(&self, path: &Path) -> Result<()> {
-        crate::atomic::write_json(path, self)
+        toolkit::atomic::write_json(path, self)
     }
 }
 

@@ -3,14 +3,14 @@
 //! expected costs come from: a cost file of measured seconds, else a cost model.
 //!
 //! Costs are assumed to add up: a shard is expected to take the sum of its shapes' costs, which
-//! holds once nothing is shared between shapes of one process (see `costs::measure` for what a
+//! holds once nothing is shared between shapes of one process (see warmup-costs' `measure` for what a
 //! shared compile does to measured costs).
 
 use crate::schema::Schema;
 use crate::shape;
 use crate::tree::NodeId;
 use crate::TOOL;
-use costs::CostFile;
+use protocol::costs::CostFile;
 use std::cmp::Ordering;
 
 /// How shapes are assigned to shards.

@@ -27,11 +27,11 @@ mod watchdog;
 use anyhow::{bail, Context, Result};
 use protocol::layout::Scratch;
 use protocol::plan::Plan;
-use protocol::Status;
 use std::ffi::{OsStr, OsString};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+use toolkit::Status;
 
 pub const TOOL: &str = "warmup-spawn";
 
@@ -80,11 +80,11 @@ FILES:
     name = TOOL,
     version,
     about,
-    after_long_help = protocol::cli::after_help(EXAMPLES)
+    after_long_help = toolkit::cli::after_help(EXAMPLES)
 )]
 pub struct Args {
     #[command(flatten)]
-    pub op: protocol::cli::OpArg,
+    pub op: protocol::op::OpArg,
 
     /// The plan warmup-shard wrote (SCRATCH/plan.json), or its SCRATCH folder
     #[arg(

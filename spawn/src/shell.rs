@@ -3,7 +3,7 @@
 
 use protocol::status::EnvChanges;
 
-use protocol::shell::quote;
+use toolkit::shell::quote;
 
 /// The `env` line that runs `argv` with `env`'s changes.
 pub fn env_line(env: &EnvChanges, argv: &[String]) -> String {

@@ -1,6 +1,7 @@
 //! The cost file: `{"<op>": {"<shape text>": seconds, ...}, ...}`, what one run learned of each
-//! shape's sweep cost, read by `warmup-shard --costs` and written by `warmup-costs`.
-//! docs/CONTRACT.md ("File formats", the cost file) is the format's description.
+//! shape's sweep cost, written by `warmup-costs` and read by `warmup-shard --costs`: here, so
+//! that neither tool depends on the other. docs/CONTRACT.md ("File formats", the cost file) is
+//! the format's description.
 //!
 //! Checked whole on load, so that a bad file is refused before anything is written, with the
 //! place it is wrong at: a JSON error's line and column, else the op and shape.
@@ -13,6 +14,15 @@ use std::path::{Path, PathBuf};
 /// The largest cost a cost file holds, in seconds (about 31,700 years): a larger one is refused
 /// on reading and saturated on learning, so that any plan's sums of costs stay finite numbers.
 pub const MAX_SECONDS: f64 = 1e12;
+
+/// A command-line cost (`warmup-shard --overhead`): a number from 0 to [`MAX_SECONDS`], as a
+/// cost file holds, so that sums of costs stay finite: clap's `value_parser`.
+pub fn cost_arg(text: &str) -> std::result::Result<f64, String> {
+    match toolkit::cli::non_negative(text) {
+        Ok(n) if n <= MAX_SECONDS => Ok(n),
+        _ => Err(format!("{text:?}: give a number from 0 to {MAX_SECONDS:e}")),
+    }
+}
 
 /// A checked cost file, in its own order; new ops and shapes go at the end.
 #[derive(Debug, Clone, PartialEq)]
@@ -175,7 +185,7 @@ impl CostFile {
     /// Writes the file atomically: JSON, two-space indented, a newline at the end; through a
     /// symlink to its target, in the target's folder, the link left as it is.
     pub fn save(&self) -> Result<()> {
-        protocol::atomic::write_json(&self.target, &self.ops)
+        toolkit::atomic::write_json(&self.target, &self.ops)
     }
 }
 
