@@ -168,27 +168,39 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_lone_shape_gets_its_shards_time_less_the_start_up() {
+    /// [`measure`] of a run of `shards` whose first ones ended as `ends` (the rest never ran).
+    fn measured(
+        ends: &[End],
+        shards: Vec<(Vec<&str>, Option<Vec<f64>>)>,
+        startup: f64,
+    ) -> Measurement {
         let dir = tempfile::tempdir().expect("tempdir");
         let scratch = Scratch::new(dir.path());
-        statuses(&scratch, &[exited(0, 5.5), exited(0, 0.2)]);
-        let p = plan(vec![(vec!["[1]"], None), (vec!["[2]"], None)]);
-        let m = measure(&p, &scratch, 0.5).expect("measure");
+        statuses(&scratch, ends);
+        measure(&plan(shards), &scratch, startup).expect("measure")
+    }
+
+    #[test]
+    fn a_lone_shape_gets_its_shards_time_less_the_start_up() {
+        let m = measured(
+            &[exited(0, 5.5), exited(0, 0.2)],
+            vec![(vec!["[1]"], None), (vec!["[2]"], None)],
+            0.5,
+        );
         assert_eq!(m.costs, vec![("[1]".into(), 5.0), ("[2]".into(), 0.0)]);
         assert_eq!((m.alone, m.attributed), (2, 0));
     }
 
     #[test]
     fn several_shapes_split_the_time_as_the_plan_expected_them() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let scratch = Scratch::new(dir.path());
-        statuses(&scratch, &[exited(0, 9.0), exited(0, 4.0)]);
-        let p = plan(vec![
-            (vec!["[1]", "[2]"], Some(vec![1.0, 3.0])),
-            (vec!["[3]", "[4]"], None),
-        ]);
-        let m = measure(&p, &scratch, 1.0).expect("measure");
+        let m = measured(
+            &[exited(0, 9.0), exited(0, 4.0)],
+            vec![
+                (vec!["[1]", "[2]"], Some(vec![1.0, 3.0])),
+                (vec!["[3]", "[4]"], None),
+            ],
+            1.0,
+        );
         let want = [("[1]", 2.0), ("[2]", 6.0), ("[3]", 1.5), ("[4]", 1.5)];
         assert_eq!(m.costs, want.map(|(t, c)| (t.to_owned(), c)).to_vec());
         assert_eq!(m.attributed, 4);
@@ -196,8 +208,6 @@ mod tests {
 
     #[test]
     fn failed_timed_out_stopped_and_missing_shards_give_nothing() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let scratch = Scratch::new(dir.path());
         let timed_out = End {
             code: None,
             timed_out: true,
@@ -208,14 +218,16 @@ mod tests {
             interrupted: true,
             ..exited(0, 3.0)
         };
-        statuses(&scratch, &[exited(1, 2.0), timed_out, stopped]);
-        let p = plan(vec![
-            (vec!["[1]"], None),
-            (vec!["[2]"], None),
-            (vec!["[3]"], None),
-            (vec!["[4]"], None),
-        ]);
-        let m = measure(&p, &scratch, 0.0).expect("measure");
+        let m = measured(
+            &[exited(1, 2.0), timed_out, stopped],
+            vec![
+                (vec!["[1]"], None),
+                (vec!["[2]"], None),
+                (vec!["[3]"], None),
+                (vec!["[4]"], None),
+            ],
+            0.0,
+        );
         assert!(m.costs.is_empty(), "{:?}", m.costs);
         assert_eq!(
             m.skipped,
@@ -230,14 +242,14 @@ mod tests {
 
     #[test]
     fn huge_times_and_huge_expectations_saturate_rather_than_vanish() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let scratch = Scratch::new(dir.path());
-        statuses(&scratch, &[exited(0, 1e306), exited(0, 4.0)]);
-        let p = plan(vec![
-            (vec!["[1]"], None),
-            (vec!["[2]", "[3]"], Some(vec![1e308, 1e308])),
-        ]);
-        let m = measure(&p, &scratch, 0.0).expect("measure");
+        let m = measured(
+            &[exited(0, 1e306), exited(0, 4.0)],
+            vec![
+                (vec!["[1]"], None),
+                (vec!["[2]", "[3]"], Some(vec![1e308, 1e308])),
+            ],
+            0.0,
+        );
         let want = [("[1]", MAX_SECONDS), ("[2]", 2.0), ("[3]", 2.0)];
         assert_eq!(m.costs, want.map(|(t, c)| (t.to_owned(), c)).to_vec());
         assert_eq!(m.saturated, ["shard 0 took 1e306 s"]);

@@ -245,6 +245,16 @@ mod tests {
         CostFile::parse(Path::new("c.json"), json).expect("valid cost file")
     }
 
+    /// `strategy` by the cost file `json`, `model` where it has none of the op's shapes.
+    fn by_file(strategy: Strategy, json: &str, model: Option<Model>) -> Balance {
+        Balance {
+            strategy,
+            costs: Some(load(json)),
+            model,
+            overhead: 1.0,
+        }
+    }
+
     fn loads(groups: &[Vec<usize>], costs: &[f64]) -> Vec<f64> {
         groups
             .iter()
@@ -281,14 +291,11 @@ mod tests {
     #[test]
     fn lpt_by_the_cost_file_gives_missing_shapes_the_median() {
         let shapes = info(&["[1]", "[2]", "[3]", "[4]"], &[1.0; 4]);
-        let balance = Balance {
-            strategy: Strategy::Lpt,
-            costs: Some(load(
-                r#"{"mm": {"[1]": 8, "[2]": 1, "[3]": 2, "[9]": 100}}"#,
-            )),
-            model: None,
-            overhead: 1.0,
-        };
+        let balance = by_file(
+            Strategy::Lpt,
+            r#"{"mm": {"[1]": 8, "[2]": 1, "[3]": 2, "[9]": 100}}"#,
+            None,
+        );
         let a = balance.assign("mm", &shapes, 2);
         let costs = a.costs.expect("costs");
         assert_eq!(costs.source, "file");
@@ -299,12 +306,11 @@ mod tests {
     #[test]
     fn a_cost_file_without_the_op_falls_back_to_the_model() {
         let shapes = info(&["[1]", "[3]"], &[1.0, 3.0]);
-        let balance = Balance {
-            strategy: Strategy::Lpt,
-            costs: Some(load(r#"{"bmm": {"[1]": 8}}"#)),
-            model: Some(Model::Uniform),
-            overhead: 1.0,
-        };
+        let balance = by_file(
+            Strategy::Lpt,
+            r#"{"bmm": {"[1]": 8}}"#,
+            Some(Model::Uniform),
+        );
         let costs = balance.assign("mm", &shapes, 2).costs.expect("costs");
         assert_eq!((costs.source, costs.per_shape), ("uniform", vec![1.0, 1.0]));
     }
@@ -326,12 +332,11 @@ mod tests {
         let costs = modelled(Model::Product, 1e12, &shapes);
         assert!(costs.iter().all(|c| *c == 1e12 + 1.0), "{:?}", &costs[..2]);
         let shapes = info(&["[1]", "[2]", "[3]"], &[1.0; 3]);
-        let balance = Balance {
-            strategy: Strategy::Lpt,
-            costs: Some(load(r#"{"mm": {"[1]": 1e12, "[2]": 1e12, "[3]": 1e12}}"#)),
-            model: None,
-            overhead: 1.0,
-        };
+        let balance = by_file(
+            Strategy::Lpt,
+            r#"{"mm": {"[1]": 1e12, "[2]": 1e12, "[3]": 1e12}}"#,
+            None,
+        );
         let a = balance.assign("mm", &shapes, 2);
         let sum: f64 = a.costs.expect("costs").per_shape.iter().sum();
         assert!(sum.is_finite() && sum == 3e12, "{sum}");
@@ -340,12 +345,11 @@ mod tests {
     #[test]
     fn round_robin_with_costs_keeps_its_cut_and_records_the_costs() {
         let shapes = info(&["[1]", "[2]", "[3]"], &[1.0, 1.0, 1.0]);
-        let balance = Balance {
-            strategy: Strategy::RoundRobin,
-            costs: Some(load(r#"{"mm": {"[1]": 4, "[2]": 1, "[3]": 2}}"#)),
-            model: None,
-            overhead: 1.0,
-        };
+        let balance = by_file(
+            Strategy::RoundRobin,
+            r#"{"mm": {"[1]": 4, "[2]": 1, "[3]": 2}}"#,
+            None,
+        );
         let a = balance.assign("mm", &shapes, 2);
         assert_eq!(a.groups, vec![vec![0, 2], vec![1]]);
         assert_eq!(a.costs.expect("costs").per_shape, vec![4.0, 1.0, 2.0]);

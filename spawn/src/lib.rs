@@ -343,21 +343,15 @@ fn dry_run(shards: &Shards) -> Result<Status> {
 /// Claims the scratch, clears the chosen shards' outputs, and runs and supervises their
 /// children to the end; `parent` is the caller whose death stops the run.
 fn supervise(args: &Args, shards: &Shards, parent: nix::unistd::Pid) -> Result<Status> {
-    let Shards {
-        plan,
-        scratch,
-        choice,
-        jobs,
-        devices,
-        run_id,
-    } = shards;
+    let (scratch, jobs, devices) = (&shards.scratch, &shards.jobs, &shards.devices);
     for job in jobs {
         check_writable(&scratch.worker(job.shard), job.shard)?;
     }
     // The whole scratch, or a shared hold on it and each chosen shard (`select`).
-    let some: Option<Vec<usize>> = choice
+    let some: Option<Vec<usize>> = shards
+        .choice
         .as_ref()
-        .map(|_| plan.shards.iter().map(|s| s.index).collect());
+        .map(|_| shards.plan.shards.iter().map(|s| s.index).collect());
     let _claim = select::Claim::take(scratch, some.as_deref())?;
     // Before any child starts, so that a shard a signal keeps from starting leaves nothing
     // of an earlier run behind either: a missing status.json means "not started".
@@ -368,7 +362,7 @@ fn supervise(args: &Args, shards: &Shards, parent: nix::unistd::Pid) -> Result<S
     }
 
     // The watchdog first, while this is the only thread and no signal is blocked yet.
-    let mut watchdog = watchdog::Watchdog::start(run_id)?;
+    let mut watchdog = watchdog::Watchdog::start(&shards.run_id)?;
     let signals = signal::Signals::install(parent)?;
     let mut progress = progress::Progress::new(devices);
     let t0 = Instant::now();
@@ -384,13 +378,13 @@ fn supervise(args: &Args, shards: &Shards, parent: nix::unistd::Pid) -> Result<S
             signals: &signals,
             watchdog: &mut watchdog,
             progress: &mut progress,
-            run_id,
+            run_id: &shards.run_id,
         },
     )?;
     watchdog.finish();
     let wall = t0.elapsed();
     progress.summary(&outcome.statuses, jobs.len(), wall);
-    write_summary(args, plan, jobs, &outcome.statuses, wall)?;
+    write_summary(args, &shards.plan, jobs, &outcome.statuses, wall)?;
     Ok(match outcome.stopped_by {
         Some(sig) => Status::Signalled(sig as i32),
         None if outcome.write_failed || outcome.statuses.iter().any(|s| !s.ok()) => Status::Partial,

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{plan, spawn_cmd, status};
+use common::{plan, spawn_cmd, status, stdout_of};
 
 /// A child that records its argv (one per line) and environment in its record folder.
 const RECORDER: &str = r#"printf '%s\n' "$0" "$@" > "$FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR/argv"; env > "$FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR/env""#;
@@ -94,23 +94,19 @@ fn children_get_the_shard_file_and_the_contract_environment() {
 fn dry_run_prints_env_lines_and_writes_nothing() {
     let dir = tempfile::tempdir().expect("tempdir");
     let plan = plan(dir.path(), 3);
-    let out = spawn_cmd()
-        .args([
-            "--plan",
-            plan.to_str().expect("utf-8"),
-            "--dry-run",
-            "--devices",
-            "MIG-1/2, 4",
-            "--backend",
-            "cuda",
-        ])
-        .args(["--", "true", "-k", "it's", "--shape_file", "a.yaml"])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let text = String::from_utf8(out).expect("utf-8");
+    let text = stdout_of(
+        spawn_cmd()
+            .args([
+                "--plan",
+                plan.to_str().expect("utf-8"),
+                "--dry-run",
+                "--devices",
+                "MIG-1/2, 4",
+                "--backend",
+                "cuda",
+            ])
+            .args(["--", "true", "-k", "it's", "--shape_file", "a.yaml"]),
+    );
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 6, "{text}");
     assert_eq!(lines[0], "# shard 0 on device MIG-1/2");
@@ -137,17 +133,13 @@ fn dry_run_prints_env_lines_and_writes_nothing() {
 fn cache_per_child_gives_each_child_its_own_triton_cache_in_the_scratch() {
     let dir = tempfile::tempdir().expect("tempdir");
     let plan = plan(dir.path(), 3);
-    let out = spawn_cmd()
-        .args(["--plan", plan.to_str().expect("utf-8"), "--dry-run"])
-        .args(["--devices", "0,1", "--backend", "cuda", "--cache-per-child"])
-        .args(["--", "true"])
-        .env("TRITON_CACHE_DIR", "/home/u/.triton/cache")
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let text = String::from_utf8(out).expect("utf-8");
+    let text = stdout_of(
+        spawn_cmd()
+            .args(["--plan", plan.to_str().expect("utf-8"), "--dry-run"])
+            .args(["--devices", "0,1", "--backend", "cuda", "--cache-per-child"])
+            .args(["--", "true"])
+            .env("TRITON_CACHE_DIR", "/home/u/.triton/cache"),
+    );
     let root = std::path::absolute(dir.path()).expect("absolute");
     for i in 0..3 {
         let line = text
