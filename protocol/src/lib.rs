@@ -2,7 +2,7 @@
 //! must agree on lives here, everything else stays in its tool's crate, and how a tool behaves as
 //! a Unix tool (parsing, exit statuses, atomic writes, locks, quoting) is `toolkit`'s.
 //!
-//! - [`env`]: the harness's environment variable names; [`op`]: `--op`, read by every tool alike;
+//! - [`env`](mod@env): the harness's environment variable names; [`op`]: `--op`, read by every tool alike;
 //! - [`layout`]: every path inside a scratch folder, and [`layout::Scratch::lock`], the scratch
 //!   lock ([`lock::LOCK_FD`] is the caller's handshake);
 //! - [`plan`]: `SCRATCH/plan.json`, which warmup-shard writes and the others read;
