@@ -7,15 +7,15 @@
 
 use crate::job::Job;
 use anyhow::{bail, Context, Result};
-use nix::errno::Errno;
 use nix::fcntl::{Flock, FlockArg};
 use protocol::layout::Scratch;
 use protocol::lock::{held_by_caller, ScratchLock};
 use protocol::plan::Plan;
 use std::ffi::OsString;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{Read, Seek, Write};
 use std::path::Path;
+use toolkit::lock::Taken;
 
 /// The shards a run was asked for, and how the request was spelled, for messages.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -231,24 +231,19 @@ impl Claim {
     }
 }
 
-/// Locks `path`, created if missing.
+/// Locks `path`, created if missing; `held` says who holds it when another does.
 fn lock(path: &Path, how: FlockArg, held: impl Fn() -> String) -> Result<Flock<File>> {
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)
-        .with_context(|| {
-            format!(
-                "opening the lock file {} (is the scratch writable?)",
-                path.display()
-            )
-        })?;
-    match Flock::lock(file, how) {
-        Ok(locked) => Ok(locked),
-        Err((_, Errno::EWOULDBLOCK)) => bail!(held()),
-        Err((_, e)) => Err(e).with_context(|| format!("locking {}", path.display())),
+    let file = toolkit::lock::open(path).with_context(|| {
+        format!(
+            "opening the lock file {} (is the scratch writable?)",
+            path.display()
+        )
+    })?;
+    match toolkit::lock::try_lock(file, how)
+        .with_context(|| format!("locking {}", path.display()))?
+    {
+        Taken::Held(locked) => Ok(locked),
+        Taken::Busy(_) => bail!(held()),
     }
 }
 

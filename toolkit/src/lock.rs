@@ -1,14 +1,46 @@
-//! A lock file beside a file that is read, changed and replaced (`.NAME.lock`), so that two
-//! processes updating one file (two warmup-costs runs on one cost file) take turns rather than
-//! each replace what the other wrote. The lock is on a file of its own: the update replaces its
-//! target by a rename ([`crate::atomic`]), which a lock on the target itself would not survive.
-//! `flock(2)`: the kernel drops it when its holder dies, however it dies.
+//! Lock files, `flock(2)`: the kernel drops a lock when its holder dies, however it dies, so
+//! none is ever left stale. [`open`] and [`try_lock`] are how every lock of the tools is taken
+//! (the scratch lock, a shard's lock, an update lock); [`update_lock`] is a lock file beside a
+//! file that is read, changed and replaced (`.NAME.lock`), so that two processes updating one
+//! file (two warmup-costs runs on one cost file) take turns rather than each replace what the
+//! other wrote. That lock is on a file of its own: the update replaces its target by a rename
+//! ([`crate::atomic`]), which a lock on the target itself would not survive.
 
 use anyhow::{Context, Result};
 use nix::errno::Errno;
 use nix::fcntl::{Flock, FlockArg};
 use std::fs::{File, OpenOptions};
+use std::io;
 use std::path::Path;
+
+/// Opens the lock file at `path` for reading and writing (its holder may write its name in it),
+/// created if missing, never truncated.
+pub fn open(path: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+}
+
+/// How taking a lock went when it did not fail.
+#[derive(Debug)]
+pub enum Taken {
+    /// Held until dropped (or the process ends).
+    Held(Flock<File>),
+    /// Another process holds it (a non-blocking `how`): the file, to read who.
+    Busy(File),
+}
+
+/// Takes the lock `how` on `file`.
+pub fn try_lock(file: File, how: FlockArg) -> io::Result<Taken> {
+    match Flock::lock(file, how) {
+        Ok(held) => Ok(Taken::Held(held)),
+        Err((file, Errno::EWOULDBLOCK)) => Ok(Taken::Busy(file)),
+        Err((_, e)) => Err(e.into()),
+    }
+}
 
 /// An exclusive lock on `.NAME.lock` beside `target` (created if missing), for a
 /// read-modify-write of `target` that must not interleave with another process's: the lock
@@ -18,28 +50,18 @@ pub fn update_lock(tool: &str, target: &Path) -> Result<Flock<File>> {
     let name = target
         .file_name()
         .with_context(|| format!("{}: not a file path", target.display()))?;
-    let folder = match target.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    let path = folder.join(format!(".{}.lock", name.to_string_lossy()));
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(&path)
-        .with_context(|| {
-            format!(
-                "opening the lock file {} that guards {} (is its folder writable?)",
-                path.display(),
-                target.display()
-            )
-        })?;
-    let file = match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
-        Ok(held) => return Ok(held),
-        Err((file, Errno::EWOULDBLOCK)) => file,
-        Err((_, e)) => return Err(e).with_context(|| format!("locking {}", path.display())),
+    let path = crate::atomic::folder_of(target).join(format!(".{}.lock", name.to_string_lossy()));
+    let file = open(&path).with_context(|| {
+        format!(
+            "opening the lock file {} that guards {} (is its folder writable?)",
+            path.display(),
+            target.display()
+        )
+    })?;
+    let locking = || format!("locking {}", path.display());
+    let file = match try_lock(file, FlockArg::LockExclusiveNonblock).with_context(locking)? {
+        Taken::Held(held) => return Ok(held),
+        Taken::Busy(file) => file,
     };
     eprintln!(
         "{tool}: waiting for another process updating {} (it holds {})",
@@ -48,7 +70,7 @@ pub fn update_lock(tool: &str, target: &Path) -> Result<Flock<File>> {
     );
     Flock::lock(file, FlockArg::LockExclusive)
         .map_err(|(_, e)| e)
-        .with_context(|| format!("locking {}", path.display()))
+        .with_context(locking)
 }
 
 #[cfg(test)]
