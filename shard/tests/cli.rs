@@ -313,12 +313,19 @@ fn shard_into(out: &Path, src: &Path, shards: &str) -> assert_cmd::assert::Asser
         .assert()
 }
 
+/// A source of six shapes in `dir`, and a run of it into `dir/run` by shard count: the scratch
+/// and the run.
+fn six_shape_runs(dir: &TempDir) -> (PathBuf, impl Fn(&str) -> assert_cmd::assert::Assert) {
+    let src = six_shapes(dir);
+    let out = dir.path().join("run");
+    let scratch = out.clone();
+    (scratch, move |n: &str| shard_into(&out, &src, n))
+}
+
 #[test]
 fn a_rerun_replaces_the_plan_and_removes_only_stale_shard_folders() {
     let dir = TempDir::new().expect("tempdir");
-    let src = six_shapes(&dir);
-    let out = dir.path().join("run");
-    let run = |n: &str| shard_into(&out, &src, n);
+    let (out, run) = six_shape_runs(&dir);
     run("5").success();
     std::fs::create_dir_all(out.join("keep")).expect("mkdir");
     std::fs::create_dir_all(out.join("w9x")).expect("mkdir");
@@ -367,9 +374,7 @@ fn a_rerun_that_fails_part_way_leaves_the_earlier_plan_shards_and_outputs_and_no
     // would make it with errors.
     for (blocker, is_dir) in [("w2", false), ("w1/shapes.yaml", true)] {
         let dir = TempDir::new().expect("tempdir");
-        let src = six_shapes(&dir);
-        let out = dir.path().join("run");
-        let run = |n: &str| shard_into(&out, &src, n);
+        let (out, run) = six_shape_runs(&dir);
         run("2").success();
         std::fs::create_dir_all(out.join("w0/rec")).expect("mkdir");
         std::fs::write(out.join("w0/rec/mm.json"), "{\"k\": {}}").expect("record");
