@@ -71,14 +71,21 @@ pub fn measure(plan: &Plan, scratch: &Scratch, startup: f64) -> Result<Measureme
     Ok(m)
 }
 
-/// The plan's expected costs of a shard's `n` shapes as weights to split its time by: scaled
-/// by the largest, so that no sum of huge costs overflows (a plan's 1e308s would split the time
-/// into zeros); equal where the plan has none, or none above 0.
+/// The plan's expected costs of a shard's `n` shapes as weights to split its time by; equal
+/// where the plan has none, or none above 0. Costs whose sum overflows (a plan's 1e308s, which
+/// would split the time into zeros) are scaled by the largest first.
 fn weights(expected: Option<&[f64]>, n: usize) -> Vec<f64> {
-    let largest = expected.map_or(0.0, |w| w.iter().copied().fold(0.0, f64::max));
-    match expected {
-        Some(w) if largest > 0.0 => w.iter().map(|c| c / largest).collect(),
-        _ => vec![1.0; n],
+    let Some(w) = expected else {
+        return vec![1.0; n];
+    };
+    let sum: f64 = w.iter().sum();
+    let largest = w.iter().copied().fold(0.0, f64::max);
+    if sum.is_finite() && sum > 0.0 {
+        w.to_vec()
+    } else if largest > 0.0 {
+        w.iter().map(|c| c / largest).collect()
+    } else {
+        vec![1.0; n]
     }
 }
 
