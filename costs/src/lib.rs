@@ -16,7 +16,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use toolkit::Status;
 
-use protocol::costs::{self as file, CostFile};
+use protocol::costs::{target_of, CostFile, MAX_SECONDS};
 
 pub const TOOL: &str = "warmup-costs";
 
@@ -63,20 +63,17 @@ pub fn run(args: &Args) -> Result<Status> {
     let _lock = scratch.lock()?;
     let (plan, scratch) = Plan::load(&scratch.plan())?;
     args.op.for_plan(&plan, &scratch.plan())?;
-    // Read, merged and written under a lock beside the file: two runs updating one cost file
-    // from different scratches each keep what the other wrote.
-    // The lock goes beside the file a symlink leads to, where the file is replaced.
-    let _update = toolkit::lock::update_lock(TOOL, &file::target_of(&args.costs)?)?;
+    // Read, merged and written under a lock beside the file (beside the file a symlink leads
+    // to, where it is replaced): two runs updating one cost file from different scratches each
+    // keep what the other wrote.
+    let _update = toolkit::lock::update_lock(TOOL, &target_of(&args.costs)?)?;
     let mut file = CostFile::load_or_new(&args.costs)?;
     let m = measure::measure(&plan, &scratch, args.startup)?;
     for why in &m.skipped {
         eprintln!("{TOOL}: {why}: its shapes keep the costs they had");
     }
     for what in &m.saturated {
-        eprintln!(
-            "{TOOL}: {what}, more than a cost file holds: counted as {:e} s",
-            file::MAX_SECONDS
-        );
+        eprintln!("{TOOL}: {what}, more than a cost file holds: counted as {MAX_SECONDS:e} s");
     }
     if m.without_text > 0 {
         eprintln!(
