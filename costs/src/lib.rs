@@ -4,20 +4,19 @@
 //! Its own tool rather than a mode of warmup-shard or warmup-merge: it runs at another point of
 //! the flow (after the children, like merge, but about time rather than configs), it reads
 //! what spawn wrote and feeds shard, and its inputs and output are nothing like either tool's.
-//! The cost file's format lives here ([`file`]) and warmup-shard reads it through this crate, so
-//! one module owns it. [`measure`] says how a shard's time is attributed to its shapes.
+//! The cost file's format is protocol's ([`protocol::costs`]), which warmup-shard reads it
+//! through. [`measure`] says how a shard's time is attributed to its shapes.
 
-pub mod file;
 pub mod measure;
 
 use anyhow::{Context, Result};
 use protocol::layout::Scratch;
 use protocol::plan::Plan;
-use protocol::Status;
 use std::io::Write;
 use std::path::PathBuf;
+use toolkit::Status;
 
-pub use file::CostFile;
+use protocol::costs::{target_of, CostFile, MAX_SECONDS};
 
 pub const TOOL: &str = "warmup-costs";
 
@@ -31,10 +30,10 @@ const EXAMPLES: &str = "EXAMPLES:
 
 /// Write or update a cost file from what a finished run measured.
 #[derive(Debug, clap::Parser)]
-#[command(name = TOOL, version, about, after_long_help = protocol::cli::after_help(EXAMPLES))]
+#[command(name = TOOL, version, about, after_long_help = toolkit::cli::after_help(EXAMPLES))]
 pub struct Args {
     #[command(flatten)]
-    pub op: protocol::cli::OpArg,
+    pub op: protocol::op::OpArg,
 
     /// The cost file to write or update ({"<op>": {"<shape text>": seconds}}); its other ops
     /// and shapes are kept, a measured shape's cost replaced
@@ -43,20 +42,12 @@ pub struct Args {
 
     /// Seconds of each child's wall time that are start-up (interpreter, imports, device set-up),
     /// not sweeping; subtracted before a shard's time is split over its shapes
-    #[arg(long, value_name = "SECS", default_value = "0", value_parser = non_negative)]
+    #[arg(long, value_name = "SECS", default_value = "0", value_parser = toolkit::cli::non_negative)]
     pub startup: f64,
 
     /// The finished run's scratch folder (holding plan.json and w<i>/status.json)
     #[arg(value_name = "SCRATCH")]
     pub scratch: PathBuf,
-}
-
-/// A command-line number that is finite and at least 0 (a cost, a start-up, an overhead).
-pub fn non_negative(text: &str) -> std::result::Result<f64, String> {
-    match text.trim().parse::<f64>() {
-        Ok(n) if n.is_finite() && n >= 0.0 => Ok(n),
-        _ => Err(format!("{text:?}: give a number, 0 or more")),
-    }
 }
 
 pub fn run(args: &Args) -> Result<Status> {
@@ -72,10 +63,17 @@ pub fn run(args: &Args) -> Result<Status> {
     let _lock = scratch.lock()?;
     let (plan, scratch) = Plan::load(&scratch.plan())?;
     args.op.for_plan(&plan, &scratch.plan())?;
+    // Read, merged and written under a lock beside the file (beside the file a symlink leads
+    // to, where it is replaced): two runs updating one cost file from different scratches each
+    // keep what the other wrote.
+    let _update = toolkit::lock::update_lock(TOOL, &target_of(&args.costs)?)?;
     let mut file = CostFile::load_or_new(&args.costs)?;
     let m = measure::measure(&plan, &scratch, args.startup)?;
     for why in &m.skipped {
         eprintln!("{TOOL}: {why}: its shapes keep the costs they had");
+    }
+    for what in &m.saturated {
+        eprintln!("{TOOL}: {what}, more than a cost file holds: counted as {MAX_SECONDS:e} s");
     }
     if m.without_text > 0 {
         eprintln!(

@@ -11,9 +11,9 @@ mod strategy;
 use anyhow::{Context, Result};
 use protocol::layout::{shapes_in_scratch, Scratch};
 use protocol::plan::{Plan, Shard, VERSION};
-use protocol::Status;
 use std::io::Write;
 use std::path::PathBuf;
+use toolkit::Status;
 
 pub use split::{split, Piece, Split};
 pub use strategy::{Balance, Model, Strategy};
@@ -34,10 +34,10 @@ const EXAMPLES: &str = "EXAMPLES:
 /// Split an op's shapes in a shape file into shard files a child reads with `yaml.safe_load`
 /// into exactly the objects the source gives; round-robin, or balanced by expected costs.
 #[derive(Debug, clap::Parser)]
-#[command(name = TOOL, version, after_long_help = protocol::cli::after_help(EXAMPLES))]
+#[command(name = TOOL, version, after_long_help = toolkit::cli::after_help(EXAMPLES))]
 pub struct Args {
     #[command(flatten)]
-    pub op: protocol::cli::OpArg,
+    pub op: protocol::op::OpArg,
     /// The top-level key whose "shapes" to split, kept as the key in every shard file: where the
     /// benchmark looks the op's shapes up (FlagGems: its benchmark class name) [default: the op]
     #[arg(long, value_name = "KEY")]
@@ -59,7 +59,7 @@ pub struct Args {
     pub cost_model: Option<Model>,
     /// Under --cost-model product: each shape's fixed cost, in units of the op's mean product
     /// (a shape of mean product costs 1 + this)
-    #[arg(long, value_name = "MEANS", default_value = "1", value_parser = costs::non_negative)]
+    #[arg(long, value_name = "MEANS", default_value = "1", value_parser = protocol::costs::cost_arg)]
     pub overhead: f64,
     /// The scratch folder: gets w<i>/shapes.yaml per shard and plan.json (created if missing)
     #[arg(long, value_name = "SCRATCH")]
@@ -76,7 +76,7 @@ pub fn run(args: &Args) -> Result<Status> {
         costs: args
             .costs
             .as_deref()
-            .map(costs::CostFile::load)
+            .map(protocol::costs::CostFile::load)
             .transpose()?,
         model: args.cost_model,
         overhead: args.overhead,
