@@ -311,9 +311,13 @@ def test_each_process_sweeps_from_scratch_unless_the_user_chose_a_store(tmp_path
                    FLAGGEMS_DB_URL=f"sqlite:///{db}")
     assert STORE_MM not in chosen.session["timed"]
     assert f"FLAGGEMS_DB_URL=sqlite:///{db} as you set it" in chosen.stderr
-    # What the chosen store answered is recorded all the same.
+    # What the chosen store answered is recorded all the same, as the sweep would have recorded it
+    # (no "pre_hook": null from the store's rebuilt configs), so that it replays.
     records = json.loads((tmp_path / "chosen" / "mm.json").read_text())
-    assert len(records[STORE_MM]) == 4
+    swept = json.loads((tmp_path / "fresh" / "mm.json").read_text())
+    assert records[STORE_MM] == swept[STORE_MM] and len(records[STORE_MM]) == 4
+    replay = bench(tmp_path, shapes, FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR=str(tmp_path / "chosen"))
+    assert replay.returncode == 0 and "replayed 12, swept 0 live" in replay.stderr, replay.output
 
 
 def test_installed_harness_loads_through_its_entry_point_alone(tmp_path):

@@ -105,6 +105,21 @@ def test_replay_pins_the_tuners_own_config_object(hooks):
     assert replayer.replayed == {(f"{__name__}:body", "[10]")} and replayer.missed == {}
 
 
+def test_replay_pins_a_config_recorded_with_a_null_pre_hook_by_an_earlier_harness(hooks):
+    tuner = make_tuner()
+    for config in tuner.configs:  # the kernel's own configs have a pre-hook, as FlagGems' TMA ones do
+        config.pre_hook = lambda nargs: None
+    old = {**tuners.config_record(tuner.configs[1]), "pre_hook": None}
+    replayer = hooks(tuners.Replayer({f"{__name__}:body": {"[10]": old}}, "rec/mm.json", fail=False,
+                                     first_lookup=lambda: None))
+    tuner.run(object(), 10)
+    assert tuner.best_config is tuner.configs[1] and replayer.missed == {}
+
+
+def test_config_record_leaves_out_a_pre_hook_that_is_none_as_a_store_rebuilds_it():
+    assert "pre_hook" not in tuners.config_record(triton.Config({"BLOCK_M": 64}, num_warps=8))
+
+
 def test_config_record_holds_every_attribute_of_this_tritons_config_but_the_hook():
     config = triton.Config({"BLOCK_M": 64}, num_warps=8, num_stages=4, pre_hook=print)
     record = tuners.config_record(config)

@@ -60,14 +60,18 @@ def key_text(key: Any) -> str:
 def config_record(config: Any) -> dict:
     """Everything that rebuilds a `triton.Config` of this Triton version: its kwargs and every other
     attribute it has (num_warps, num_stages, num_ctas, maxnreg, ir_override, ... as the version
-    defines them), except functions such as the pre-hook, which replay takes from the tuner's own
-    config: their text would differ between processes."""
-    plain = {name: value for name, value in vars(config).items() if not callable(value)}
+    defines them), except the pre-hook, which replay takes from the tuner's own config, and other
+    functions: their text would differ between processes. The pre-hook is left out even when it is
+    None, as in a config FlagGems' store rebuilt: the kernel's own config has a function there."""
+    plain = {name: value for name, value in vars(config).items()
+             if name != "pre_hook" and not callable(value)}
     return json.loads(json.dumps(plain, default=repr))
 
 
 def _config_text(record: dict) -> str:
-    return json.dumps(record, sort_keys=True)
+    """A config's record as one text, to compare by: without `pre_hook`, which records written
+    before it was left out hold as null."""
+    return json.dumps({k: v for k, v in record.items() if k != "pre_hook"}, sort_keys=True)
 
 
 def device_name() -> str | None:
