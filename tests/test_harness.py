@@ -11,6 +11,7 @@ launches with their configs, how many configs each kernel timed, the protocol's 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -273,6 +274,29 @@ def test_record_into_a_folder_that_cannot_be_made_is_refused_before_any_test(tmp
     assert run.returncode == 4, run.output
     assert f"FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR={tmp_path / 'file' / 'rec'}: cannot make the folder" in run.stderr
     assert run.sessions == []
+
+
+def test_record_into_a_folder_that_cannot_be_written_is_refused_before_any_test(tmp_path):
+    if os.geteuid() == 0:  # root writes through permissions: a file system that refuses everyone
+        folder = Path("/sys/kernel")
+    else:
+        folder = tmp_path / "ro"
+        folder.mkdir(mode=0o555)
+    run = bench(tmp_path, shape_file(tmp_path, SHAPES), FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(folder))
+    assert run.returncode == 4, run.output
+    assert f"warmup-harness: FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR={folder}: cannot write files there" in run.stderr
+    assert run.sessions == []
+
+
+@pytest.mark.parametrize("mode", ["RECORD", "REPLAY"])
+@pytest.mark.parametrize("op", ["../mm", "a/b", ".."])
+def test_an_op_name_that_would_reach_outside_the_record_folder_is_refused(tmp_path, mode, op):
+    (tmp_path / "rec").mkdir()
+    run = bench(tmp_path, shape_file(tmp_path, SHAPES), FLAGGEMS_PERF_CURRENT_OP=op,
+                **{f"FLAGGEMS_PERF_AUTOTUNE_{mode}_DIR": str(tmp_path / "rec")})
+    assert run.returncode == 4, run.output
+    assert f"warmup-harness: FLAGGEMS_PERF_CURRENT_OP={op!r}: " in run.stderr and "may not hold" in run.stderr
+    assert run.sessions == [] and sorted(p.name for p in tmp_path.iterdir()) == ["rec", "shapes.yaml"]
 
 
 def test_record_and_replay_together_are_refused(tmp_path):

@@ -64,7 +64,14 @@ def mode_from_env(environ: Mapping[str, str]) -> Mode | None:
     if not (record or replay):
         return None
     kind, folder = ("record", record) if record else ("replay", replay)
-    return Mode(kind, Path(os.path.abspath(folder)), op_name(environ))
+    op = op_name(environ)
+    if "/" in op or ".." in op or "\0" in op:
+        raise ProtocolError(
+            f"{CURRENT_OP}={op!r}: the op names the file <op>.json in the record folder, so it may not "
+            f"hold '/' or '..' (it would {'write' if record else 'read'} outside {folder}): give the "
+            f"op's plain name"
+        )
+    return Mode(kind, Path(os.path.abspath(folder)), op)
 
 
 def miss_policy(environ: Mapping[str, str], option: str | None) -> str:

@@ -15,6 +15,7 @@ import json
 import os
 import secrets
 import sys
+import tempfile
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable
@@ -116,6 +117,20 @@ def versions() -> dict[str, str | None]:
                 break
         found[name] = str(version) if version is not None else None
     return found
+
+
+def check_writable(directory: Path, variable: str) -> None:
+    """Refuses, before any test sweeps, a record folder this process cannot make files in (a
+    read-only mount, another user's folder): by making one, as the first decision would."""
+    try:
+        fd, name = tempfile.mkstemp(dir=directory, prefix=".warmup-harness-probe.")
+        os.close(fd)
+        os.unlink(name)
+    except OSError as exc:
+        raise RecordError(
+            f"{variable}={directory}: cannot write files there ({exc.strerror or exc}): give a "
+            f"folder this user can write"
+        ) from None
 
 
 @contextlib.contextmanager

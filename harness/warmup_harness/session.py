@@ -43,6 +43,7 @@ class Session:
         except OSError as exc:
             raise records.RecordError(f"{env.RECORD_DIR}={mode.directory}: cannot make the folder "
                                       f"({exc.strerror or exc})") from None
+        records.check_writable(mode.directory, env.RECORD_DIR)
         if path.exists():  # refuse now, not after the first sweep, a file this run cannot add to
             records.load_records(path)
         writer = records.RecordWriter(mode.directory, mode.op, tuners.device_name)
