@@ -251,6 +251,34 @@ def test_replay_of_a_corrupt_or_foreign_record_is_refused_before_any_test_runs(t
     assert run.sessions == [], "a test ran"
 
 
+UNDECODABLE = {  # valid JSON that Python's json refuses to decode
+    "a 5000-digit integer": '{"k": {"[1]": {"kwargs": {"B": ' + "7" * 5000 + "}}}}",
+    "nesting 100000 deep": '{"k": {"[1]": {"kwargs": {"B": ' + "[" * 100000 + "]" * 100000 + "}}}}",
+}
+
+
+@pytest.mark.parametrize("mode", ["RECORD", "REPLAY"])
+@pytest.mark.parametrize("what", list(UNDECODABLE))
+def test_a_record_pythons_json_cannot_decode_is_a_usage_error_naming_it(tmp_path, mode, what):
+    (tmp_path / "rec").mkdir()
+    (tmp_path / "rec" / "mm.json").write_text(UNDECODABLE[what])
+    run = bench(tmp_path, shape_file(tmp_path, SHAPES),
+                **{f"FLAGGEMS_PERF_AUTOTUNE_{mode}_DIR": str(tmp_path / "rec")})
+    assert run.returncode == 4, run.output
+    assert f"warmup-harness: {tmp_path / 'rec' / 'mm.json'}: the record cannot be decoded" in run.stderr
+    assert run.sessions == [] and (tmp_path / "rec" / "mm.json").read_text() == UNDECODABLE[what]
+
+
+@pytest.mark.parametrize("what", list(UNDECODABLE))
+def test_a_replayed_sidecar_pythons_json_cannot_decode_is_a_warning(recorded, tmp_path, what):
+    folder = copy_records(recorded[0], tmp_path / "rec")
+    (folder / "mm.meta.json").write_text(UNDECODABLE[what])
+    run = bench(tmp_path, shape_file(tmp_path, SHAPES), FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR=str(folder))
+    assert run.returncode == 0, run.output
+    assert f"WARNING {folder / 'mm.meta.json'}: the sidecar cannot be decoded" in run.stderr
+    assert "replayed 12, swept 0 live" in run.stderr
+
+
 def test_replay_without_a_record_for_the_op_names_the_ops_recorded_there(tmp_path):
     (tmp_path / "rec").mkdir()
     (tmp_path / "rec" / "bmm.json").write_text("{}")

@@ -38,7 +38,10 @@ def meta_path(directory: Path, op: str) -> Path:
 
 
 def _short(value: Any) -> str:
-    text = json.dumps(value)
+    try:
+        text = json.dumps(value)
+    except (ValueError, RecursionError):  # an integer or a nesting Python will not write back
+        return f"a {type(value).__name__} too large to show"
     return text if len(text) <= 80 else text[:77] + "..."
 
 
@@ -55,6 +58,14 @@ def _parse(path: Path, what: str) -> Any:
         raise RecordError(
             f"{path}:{exc.lineno}:{exc.colno}: {what} is not valid JSON ({exc.msg}); "
             f"the file is damaged or was cut short: record it again"
+        ) from None
+    except (ValueError, RecursionError) as exc:
+        # Valid JSON that Python's json will not decode: an integer over its digit limit
+        # (sys.get_int_max_str_digits) or nesting deeper than its recursion limit.
+        why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc).split(";")[0]
+        raise RecordError(
+            f"{path}: {what} cannot be decoded by Python's json ({why}); no harness wrote it: "
+            f"record it again"
         ) from None
 
 
