@@ -148,6 +148,23 @@ def test_record_keeps_every_key_decided_before_a_crash(tmp_path):
     assert not list((tmp_path / "rec").glob(".*.tmp"))
 
 
+@pytest.mark.parametrize("damage", [{"tune_seconds": 5}, {"tune_seconds": {PLAIN_MM: None}},
+                                    {"tune_seconds": {PLAIN_MM: {"[1]": "slow"}}}])
+def test_a_damaged_sidecar_is_replaced_and_never_stops_the_record(tmp_path, damage):
+    (tmp_path / "rec").mkdir()
+    meta = tmp_path / "rec" / "mm.meta.json"
+    meta.write_text(json.dumps({"format": "warmup-harness-meta", "version": 1, "op": "mm", **damage}))
+    run = bench(tmp_path, shape_file(tmp_path, SHAPES), FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "rec"))
+    assert run.returncode == 0, run.output
+    records = json.loads((tmp_path / "rec" / "mm.json").read_text())
+    assert sum(map(len, records.values())) == 12
+    seconds = json.loads(meta.read_text())["tune_seconds"]
+    assert {k: set(v) for k, v in seconds.items()} == {k: set(v) for k, v in records.items()}
+    warnings = [ln for ln in run.harness_lines() if "WARNING" in ln]
+    assert len(warnings) == 1 and f"{meta}: \"tune_seconds\"" in warnings[0], run.stderr
+    assert "replaced by this run's sidecar" in warnings[0]
+
+
 def test_warmup_records_in_children_merges_and_the_measurement_replays_without_sweeping(tmp_path):
     shapes = shape_file(tmp_path, SHAPES)
     env = bench_env(tmp_path, WARMUP_BIN_DIR=str(BIN_DIR), FLAGGEMS_VENDOR="nvidia", TMPDIR=str(tmp_path),

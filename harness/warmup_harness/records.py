@@ -186,6 +186,7 @@ class RecordWriter:
         self.meta = meta_path(directory, op)
         self.decided: set[tuple[str, str]] = set()
         self.seconds = 0.0
+        self.notes: list[str] = []  # said at the end: a damaged sidecar replaced
         self._device_name = device_name
         self._device: Any = _UNASKED  # asked at the first decision, when the device is in use
 
@@ -196,8 +197,7 @@ class RecordWriter:
             with _locked(self.directory, self.op):
                 records = load_records(self.path) if self.path.exists() else {}
                 records.setdefault(kernel, {})[key] = config
-                meta = load_meta(self.meta)[0] or {
-                    "format": META_FORMAT, "version": META_VERSION, "op": self.op, "tune_seconds": {}}
+                meta = self._sidecar_to_merge_into()
                 meta.update(versions(), harness=_harness_version())
                 if self._device is not None or "device" not in meta:
                     meta["device"] = self._device
@@ -212,6 +212,32 @@ class RecordWriter:
             ) from None
         self.decided.add((kernel, key))
         self.seconds += seconds or 0.0
+
+    def _sidecar_to_merge_into(self) -> dict:
+        """The sidecar there, or a new one where there is none or it cannot be merged into: the
+        record never waits on its sidecar being sound."""
+        meta, problem = load_meta(self.meta)
+        if meta is not None:
+            problem = sidecar_damage(meta, self.meta)
+        if problem is not None and not self.notes:
+            self.notes.append(f"WARNING {problem}; it was replaced by this run's sidecar")
+        if problem is not None or meta is None:
+            return {"format": META_FORMAT, "version": META_VERSION, "op": self.op, "tune_seconds": {}}
+        return meta
+
+
+def sidecar_damage(meta: dict, path: Path) -> str | None:
+    """What makes a version-1 sidecar unfit to add keys to (a field of the wrong type), or None."""
+    seconds = meta.get("tune_seconds", {})
+    if not isinstance(seconds, dict):
+        return f"{path}: \"tune_seconds\" is {_short(seconds)}, not an object {{kernel: {{key: seconds}}}}"
+    for kernel, keys in seconds.items():
+        if not isinstance(keys, dict):
+            return f"{path}: \"tune_seconds\" of kernel {kernel!r} is {_short(keys)}, not an object {{key: seconds}}"
+        for key, value in keys.items():
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+                return f"{path}: \"tune_seconds\" of kernel {kernel!r} key {key!r} is {_short(value)}, not a number"
+    return None
 
 
 _UNASKED = object()

@@ -116,7 +116,8 @@ class Session:
                 f"WARNING several autotuners run one function ({', '.join(shared)}): their keys share "
                 f"one entry of the record, so one's decision can answer the other's key"
             )
-        return [line, self.compiler.summary(), *self.notes]
+        notes = self.notes + (self.writer.notes if self.writer is not None else [])
+        return [line, self.compiler.summary(), *notes]
 
     def stop(self) -> None:
         from . import tuners
