@@ -10,10 +10,13 @@ launches with their configs, how many configs each kernel timed, the protocol's 
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -138,14 +141,58 @@ def test_record_sidecar_holds_versions_and_each_keys_tuning_seconds(recorded):
     assert all(isinstance(s, float) and s >= 0 for v in meta["tune_seconds"].values() for s in v.values())
 
 
-def test_record_keeps_every_key_decided_before_a_crash(tmp_path):
+def test_record_keeps_every_key_decided_before_a_crash_and_folds_them_at_the_next_start(tmp_path):
     shapes = shape_file(tmp_path, SHAPES)
-    run = bench(tmp_path, shapes, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "rec"),
-                FIXTURE_CRASH_AT="256x512x128")
+    folder = tmp_path / "rec"
+    run = bench(tmp_path, shapes, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(folder), FIXTURE_CRASH_AT="256x512x128")
     assert run.returncode == 3, run.output
-    records = json.loads((tmp_path / "rec" / "mm.json").read_text())
+    assert not (folder / "mm.json").exists(), "never half a record: it is written whole at a fold"
+    assert (folder / ".mm.journal").exists()
+    # The next record session folds the dead one's keys first: none decided before the crash is lost.
+    again = bench(tmp_path, shape_file(tmp_path, SHAPES[2:]), FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(folder))
+    assert again.returncode == 0, again.output
+    records = json.loads((folder / "mm.json").read_text())
+    assert set(records[PLAIN_MM]) == {json.dumps([*s, *["float16"] * 3]) for s in SHAPES}
+    meta = json.loads((folder / "mm.meta.json").read_text())
+    assert {k: set(v) for k, v in meta["tune_seconds"].items()} == {k: set(v) for k, v in records.items()}
+    assert sorted(p.name for p in folder.iterdir()) == [".mm.lock", "mm.json", "mm.meta.json"]
+
+
+def test_a_sigterm_folds_the_keys_decided_into_the_record_and_still_ends_the_process(tmp_path):
+    folder = tmp_path / "rec"
+    proc = subprocess.Popen(bench_command(shape_file(tmp_path, SHAPES)), cwd=tmp_path, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            env=bench_env(tmp_path, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(folder),
+                                          FIXTURE_HANG_AT="256x512x128"))
+    try:
+        deadline = time.monotonic() + 120
+        while not (tmp_path / "hung").exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert (tmp_path / "hung").exists(), proc.communicate()[0]
+        proc.terminate()
+        output = proc.communicate(timeout=120)[0]
+    finally:
+        proc.kill()
+    assert proc.returncode == -signal.SIGTERM, output  # as it would have without the harness
+    records = json.loads((folder / "mm.json").read_text())
     assert set(records[PLAIN_MM]) == {json.dumps([*s, *["float16"] * 3]) for s in SHAPES[:2]}
-    assert not list((tmp_path / "rec").glob(".*.tmp"))
+    assert not (folder / ".mm.journal").exists()
+
+
+def test_a_record_session_removes_the_temporaries_of_dead_writers_and_keeps_live_ones(tmp_path):
+    folder = tmp_path / "rec"
+    folder.mkdir()
+    dead = [folder / ".mm.json.tmp1234.00ff00ff", folder / ".mm.meta.json.tmpAbCdEf",
+            folder / ".mm.json.999999999.0a0b0c0d.tmp"]  # the last: this harness's earlier naming
+    live, other = folder / ".mm.json.tmpLIVE01", folder / ".bmm.json.tmpDEAD02"
+    for path in [*dead, live, other]:
+        path.write_text("{")
+    with open(live) as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        run = bench(tmp_path, shape_file(tmp_path, SHAPES[:1]), FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(folder))
+        assert run.returncode == 0, run.output
+    assert not any(path.exists() for path in dead)
+    assert live.exists() and other.exists()
 
 
 @pytest.mark.parametrize("damage", [{"tune_seconds": 5}, {"tune_seconds": {PLAIN_MM: None}},

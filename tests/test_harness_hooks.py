@@ -7,6 +7,7 @@ constant (Autotuner's own parameter for a custom timer): there is no GPU to laun
 
 from __future__ import annotations
 
+import json
 import sys
 
 import pytest
@@ -167,3 +168,27 @@ def test_flaggems_imported_before_the_plugin_with_another_store_is_a_warning():
                           mine) is None
     late = env.late_store({"flag_gems.utils.libentry": SimpleNamespace(FLAGGEMS_DB_URL=None)}, mine)
     assert late and "FlagGems was imported before this plugin" in late
+
+
+def test_a_keys_cost_in_record_mode_does_not_grow_with_the_records_size(tmp_path, monkeypatch):
+    from warmup_harness import atomic, writer
+
+    big = {"k": {f"[{i}]": {"kwargs": {"BLOCK": i}, "num_warps": 4} for i in range(40000)}}
+    (tmp_path / "mm.json").write_text(json.dumps(big))
+    record_bytes = (tmp_path / "mm.json").stat().st_size
+    out = writer.RecordWriter(tmp_path, "mm", lambda: "dev")
+    out.open()
+    replaced = []
+    real = atomic.write_bytes
+    monkeypatch.setattr(atomic, "write_bytes", lambda path, data: (replaced.append(path.name), real(path, data))[1])
+    for i in range(52):
+        out.add("k2", f"[{i}]", {"kwargs": {"BLOCK": i}, "num_warps": 8}, 0.5)
+    assert replaced == [], "a key rewrote a whole file"
+    written = (tmp_path / ".mm.journal").stat().st_size  # every byte the 52 keys wrote
+    assert written < 52 * 200 < record_bytes / 100
+    out.close()  # the session's end: one fold
+    assert replaced == ["mm.json", "mm.meta.json"]
+    folded = json.loads((tmp_path / "mm.json").read_text())
+    assert len(folded["k"]) == 40000 and folded["k2"]["[51]"] == {"kwargs": {"BLOCK": 51}, "num_warps": 8}
+    assert json.loads((tmp_path / "mm.meta.json").read_text())["tune_seconds"]["k2"]["[3]"] == 0.5
+    assert not (tmp_path / ".mm.journal").exists()

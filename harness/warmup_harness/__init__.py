@@ -4,9 +4,9 @@ Installing the package is enough (a `pytest11` entry point loads it); `pytest -p
 loads it by hand. With neither FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR nor
 FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR set it does nothing at all. With one of them set:
 
-* record: every autotuner decision goes to `<dir>/<op>.json` (`{kernel: {key: config}}`), the
-  file rewritten atomically after each new key, with `<dir>/<op>.meta.json` beside it (versions,
-  device, seconds each key took to tune);
+* record: every autotuner decision goes to `<dir>/<op>.json` (`{kernel: {key: config}}`) through a
+  journal beside it, folded in at the session's start and end (writer.py), with
+  `<dir>/<op>.meta.json` beside it (versions, device, seconds each key took to tune);
 * replay: the recorded configs are pinned and nothing is swept; a key the record lacks is swept
   live and reported at the end (or fails the test with `--warmup-replay-miss=fail`);
 * in both, a key that is swept has its configs compiled ahead, in parallel and once across the
@@ -82,6 +82,7 @@ def _close(config):
     harness = getattr(config, "_warmup_harness", None)
     if harness is not None and not harness.closed:
         harness.closed = True
+        harness.finish()
         _say(config, harness.closing_lines())
 
 

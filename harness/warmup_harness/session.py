@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Callable
 
 from . import env, precompile, records
+from .writer import RecordWriter
 
 
 class Session:
@@ -19,6 +20,7 @@ class Session:
         self.compiler = compiler  # compiles a new key's configs ahead, times one config per device
         self.writer = writer  # record mode's RecordWriter
         self.closed = False  # the closing lines were said
+        self.finished = False  # record mode: the journal was folded at the end
 
     @classmethod
     def start(cls, mode: env.Mode, miss_policy: str, say: Callable[[str], None]) -> Session:
@@ -37,16 +39,15 @@ class Session:
     def _start_record(cls, mode: env.Mode, compiler: precompile.Precompiler) -> Session:
         from . import tuners
 
-        path = records.record_path(mode.directory, mode.op)
         try:
             mode.directory.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise records.RecordError(f"{env.RECORD_DIR}={mode.directory}: cannot make the folder "
                                       f"({exc.strerror or exc})") from None
         records.check_writable(mode.directory, env.RECORD_DIR)
-        if path.exists():  # refuse now, not after the first sweep, a file this run cannot add to
-            records.load_records(path)
-        writer = records.RecordWriter(mode.directory, mode.op, tuners.device_name)
+        writer = RecordWriter(mode.directory, mode.op, tuners.device_name)
+        writer.open()  # refuses now, not after the first sweep, a file this run cannot add to
+        writer.fold_on_sigterm()
         policy = tuners.Recorder(writer.add)
         tuners.install(policy, compiler)
         compiler.start_early()  # its workers' imports overlap pytest's collection
@@ -95,6 +96,13 @@ class Session:
         return [what, "Triton's on-disk autotune cache is off: no config from an earlier run answers a key",
                 self.compiler.describe()]
 
+    def finish(self) -> None:
+        """Record mode: folds the journal into the record, once, before the closing lines."""
+        if self.writer is not None and not self.finished:
+            self.finished = True
+            self.writer.restore_sigterm()
+            self.writer.close()
+
     def closing_lines(self) -> list[str]:
         op = self.mode.op
         if self.writer is not None:
@@ -122,6 +130,7 @@ class Session:
     def stop(self) -> None:
         from . import tuners
 
+        self.finish()
         tuners.uninstall()
         self.compiler.close()
 
