@@ -256,11 +256,12 @@ def test_replay_sweeps_a_key_missing_from_the_record_live_and_reports_it(recorde
     assert f'{PLAIN_MM} [96, 32, 16, "float16", "float16", "float16"] (not in the record)' in summary[0]
 
 
-@pytest.mark.parametrize("how", ["option", "env"])
+@pytest.mark.parametrize("how", ["option", "env", "ini", "env over ini"])
 def test_replay_miss_fails_the_test_instead_when_asked(recorded, tmp_path, how):
     folder = copy_records(recorded[0], tmp_path / "rec")
-    opts = ["--warmup-replay-miss=fail"] if how == "option" else []
-    env = {"WARMUP_HARNESS_REPLAY_MISS": "fail"} if how == "env" else {}
+    opts = {"option": ["--warmup-replay-miss=fail"], "ini": ["-o", "warmup_harness_replay_miss=fail"],
+            "env over ini": ["-o", "warmup_harness_replay_miss=sweep"]}.get(how, [])
+    env = {"WARMUP_HARNESS_REPLAY_MISS": "fail"} if how.startswith("env") else {}
     run = bench(tmp_path, shape_file(tmp_path, [SHAPES[0], [96, 32, 16]]), *opts,
                 FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR=str(folder), **env)
     assert run.returncode == 1, run.output
@@ -389,6 +390,18 @@ def test_an_op_name_that_would_reach_outside_the_record_folder_is_refused(tmp_pa
     assert run.returncode == 4, run.output
     assert f"warmup-harness: FLAGGEMS_PERF_CURRENT_OP={op!r}: " in run.stderr and "may not hold" in run.stderr
     assert run.sessions == [] and sorted(p.name for p in tmp_path.iterdir()) == ["rec", "shapes.yaml"]
+
+
+def test_importing_the_plugin_changes_no_variable_and_the_session_is_a_registered_plugin(tmp_path):
+    probe = ("import os; import warmup_harness; print(os.environ.get('FLAGGEMS_DB_URL'))")
+    imported = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120,
+                              env=bench_env(tmp_path, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "rec")))
+    assert imported.stdout.strip() == "None", imported.stdout + imported.stderr
+    run = bench(tmp_path, shape_file(tmp_path, SHAPES[:1]), "--trace-config",
+                FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "rec"))
+    assert run.returncode == 0, run.output
+    assert run.session["env"]["FLAGGEMS_DB_URL"] == "sqlite:///:memory:"  # set by the time conftests ran
+    assert "PLUGIN registered: <warmup_harness.session.Session object" in run.output
 
 
 def test_record_and_replay_together_are_refused(tmp_path):

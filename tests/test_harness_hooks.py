@@ -17,7 +17,7 @@ from triton.runtime.autotuner import Autotuner
 from support import ROOT
 
 sys.path.insert(0, str(ROOT / "harness"))
-from warmup_harness import records, tuners  # noqa: E402
+from warmup_harness import configs, policies, records, tuners  # noqa: E402
 
 
 class Launcher:
@@ -78,7 +78,7 @@ def test_a_tuner_that_saves_and_restores_its_store_keeps_the_store_not_the_view(
 
 def test_record_policy_sees_each_new_key_once_with_the_tuners_winner(hooks):
     decided = []
-    hooks(tuners.Recorder(lambda kernel, key, config, seconds: decided.append((kernel, key, config, seconds))))
+    hooks(policies.Recorder(lambda kernel, key, config, seconds: decided.append((kernel, key, config, seconds))))
     tuner = make_tuner()
     for n in (10, 10, 20):
         tuner.run(object(), n)
@@ -89,7 +89,7 @@ def test_record_policy_sees_each_new_key_once_with_the_tuners_winner(hooks):
 def test_the_seam_before_timing_runs_once_per_new_key_with_the_pruned_configs(hooks, monkeypatch):
     seen = []
     monkeypatch.setattr(tuners, "before_timing", lambda tuner, configs, kwargs: seen.append(len(configs)))
-    hooks(tuners.Recorder(lambda *a: None))
+    hooks(policies.Recorder(lambda *a: None))
     tuner = make_tuner(prune_configs_by={"early_config_prune": lambda configs, nargs, **kw: configs[:2]})
     for n in (10, 10, 20):
         tuner.run(object(), n)
@@ -98,8 +98,8 @@ def test_the_seam_before_timing_runs_once_per_new_key_with_the_pruned_configs(ho
 
 def test_replay_pins_the_tuners_own_config_object(hooks):
     tuner = make_tuner()
-    recorded = {f"{__name__}:body": {"[10]": tuners.config_record(tuner.configs[2])}}
-    replayer = hooks(tuners.Replayer(recorded, "rec/mm.json", fail=False, first_lookup=lambda: None))
+    recorded = {f"{__name__}:body": {"[10]": configs.config_record(tuner.configs[2])}}
+    replayer = hooks(policies.Replayer(recorded, "rec/mm.json", fail=False, first_lookup=lambda: None))
     tuner.run(object(), 10)
     assert tuner.best_config is tuner.configs[2]
     assert tuner.fn.launches[-1]["BLOCK"] == 256
@@ -110,20 +110,20 @@ def test_replay_pins_a_config_recorded_with_a_null_pre_hook_by_an_earlier_harnes
     tuner = make_tuner()
     for config in tuner.configs:  # the kernel's own configs have a pre-hook, as FlagGems' TMA ones do
         config.pre_hook = lambda nargs: None
-    old = {**tuners.config_record(tuner.configs[1]), "pre_hook": None}
-    replayer = hooks(tuners.Replayer({f"{__name__}:body": {"[10]": old}}, "rec/mm.json", fail=False,
+    old = {**configs.config_record(tuner.configs[1]), "pre_hook": None}
+    replayer = hooks(policies.Replayer({f"{__name__}:body": {"[10]": old}}, "rec/mm.json", fail=False,
                                      first_lookup=lambda: None))
     tuner.run(object(), 10)
     assert tuner.best_config is tuner.configs[1] and replayer.missed == {}
 
 
 def test_config_record_leaves_out_a_pre_hook_that_is_none_as_a_store_rebuilds_it():
-    assert "pre_hook" not in tuners.config_record(triton.Config({"BLOCK_M": 64}, num_warps=8))
+    assert "pre_hook" not in configs.config_record(triton.Config({"BLOCK_M": 64}, num_warps=8))
 
 
 def test_config_record_holds_every_attribute_of_this_tritons_config_but_the_hook():
     config = triton.Config({"BLOCK_M": 64}, num_warps=8, num_stages=4, pre_hook=print)
-    record = tuners.config_record(config)
+    record = configs.config_record(config)
     assert set(record) == set(vars(config)) - {"pre_hook"}
     assert record["kwargs"] == {"BLOCK_M": 64} and record["num_warps"] == 8 and record["num_stages"] == 4
     records.check_records({"k": {"[1]": record}}, "x.json")
@@ -132,15 +132,15 @@ def test_config_record_holds_every_attribute_of_this_tritons_config_but_the_hook
 def test_kernel_ids_and_keys_are_stable_text():
     heuristics = triton.heuristics({"B": lambda args: 1})(triton.jit(body))
     tuner = Autotuner(heuristics, ["x", "n"], [triton.Config({})], ["n"], None, None)
-    assert tuners.kernel_id(tuner) == f"{__name__}:body"
-    assert tuners.key_text((1024, 512, "torch.float16")) == '[1024, 512, "torch.float16"]'
+    assert configs.kernel_id(tuner) == f"{__name__}:body"
+    assert configs.key_text((1024, 512, "torch.float16")) == '[1024, 512, "torch.float16"]'
 
 
 def test_a_replayed_key_after_its_first_launch_is_answered_without_the_policy(hooks, monkeypatch):
     # A replay's launches are what the benchmark times: after the first, a key costs a dict lookup.
     tuner = make_tuner()
-    recorded = {f"{__name__}:body": {"[10]": tuners.config_record(tuner.configs[1])}}
-    replayer = hooks(tuners.Replayer(recorded, "rec/mm.json", fail=False, first_lookup=lambda: None))
+    recorded = {f"{__name__}:body": {"[10]": configs.config_record(tuner.configs[1])}}
+    replayer = hooks(policies.Replayer(recorded, "rec/mm.json", fail=False, first_lookup=lambda: None))
     tuner.run(object(), 10)
     monkeypatch.setattr(replayer, "_pin", lambda *a: pytest.fail("the policy was asked again"))
     for _ in range(3):
@@ -149,7 +149,7 @@ def test_a_replayed_key_after_its_first_launch_is_answered_without_the_policy(ho
 
 
 def test_two_live_tuners_over_one_function_are_named_as_sharing_a_record_entry(hooks):
-    recorder = hooks(tuners.Recorder(lambda *a: None))
+    recorder = hooks(policies.Recorder(lambda *a: None))
     first, second = make_tuner(), make_tuner()
     first.run(object(), 10)
     assert recorder.shared_ids == set()
@@ -192,3 +192,25 @@ def test_a_keys_cost_in_record_mode_does_not_grow_with_the_records_size(tmp_path
     assert len(folded["k"]) == 40000 and folded["k2"]["[51]"] == {"kwargs": {"BLOCK": 51}, "num_warps": 8}
     assert json.loads((tmp_path / "mm.meta.json").read_text())["tune_seconds"]["k2"]["[3]"] == 0.5
     assert not (tmp_path / ".mm.journal").exists()
+
+
+def test_a_setting_is_its_variable_else_its_ini_option_else_none(monkeypatch):
+    from types import SimpleNamespace
+
+    from warmup_harness import env
+
+    def getini(name):
+        if name != "warmup_harness_replay_miss":
+            raise ValueError(name)
+        return "fail"
+
+    config = SimpleNamespace(getini=getini)
+    monkeypatch.delenv("WARMUP_HARNESS_REPLAY_MISS", raising=False)
+    assert env.setting(config, "WARMUP_HARNESS_REPLAY_MISS") == "fail"
+    assert env.setting(config, "WARMUP_HARNESS_OTHER") is None and env.setting(None, "WARMUP_HARNESS_X") is None
+    monkeypatch.setenv("WARMUP_HARNESS_REPLAY_MISS", " ")  # blank counts as unset
+    assert env.setting(config, "WARMUP_HARNESS_REPLAY_MISS") == "fail"
+    monkeypatch.setenv("WARMUP_HARNESS_REPLAY_MISS", "sweep")
+    assert env.setting(config, "WARMUP_HARNESS_REPLAY_MISS") == "sweep"
+    assert env.miss_policy(None, "sweep") is env.MissPolicy.SWEEP
+    assert env.miss_policy("fail", "sweep") is env.MissPolicy.FAIL

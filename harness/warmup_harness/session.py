@@ -1,43 +1,89 @@
-"""One pytest session under the protocol: loads or opens the record, puts the hooks in, counts, and
-says what happened. The plugin (`__init__`) only forwards pytest's hooks here."""
+"""One pytest session under the protocol, as a plugin object registered for it: loads or opens the
+record, puts the hooks in, counts, says what happened, and takes the hooks out (its methods
+`pytest_terminal_summary` and `pytest_unconfigure` are pytest's hooks)."""
 
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
-from typing import Callable
+from typing import Any
+
+import pytest
 
 from . import env, precompile, records
+from .device import device_name
 from .writer import RecordWriter
+
+TAG = "[warmup-harness]"
+PLUGIN_NAME = "warmup-harness-session"
+SESSION = pytest.StashKey["Session"]()
+
+
+def say(config: Any, lines: list[str | None]) -> None:
+    """Writes lines to stderr, past pytest's output capture, so that a child's log shows them."""
+    capman = config.pluginmanager.getplugin("capturemanager")
+    text = "".join(f"{TAG} {line}\n" for line in lines if line)
+    if capman is None:
+        sys.stderr.write(text)
+        sys.stderr.flush()
+        return
+    with capman.global_and_fixture_disabled():
+        sys.stderr.write(text)
+        sys.stderr.flush()
 
 
 class Session:
-    def __init__(self, mode: env.Mode, policy, notes: list[str], compiler: precompile.Precompiler,
-                 writer=None):
+    def __init__(self, config: Any, mode: env.Mode, policy, notes: list[str],
+                 compiler: precompile.Precompiler, writer: RecordWriter | None = None):
+        self.config = config
         self.mode = mode
-        self.policy = policy  # tuners.Recorder or tuners.Replayer
+        self.policy = policy  # policies.Recorder or policies.Replayer
         self.notes = notes  # said at the end: warnings found on the way
         self.compiler = compiler  # compiles a new key's configs ahead, times one config per device
         self.writer = writer  # record mode's RecordWriter
         self.closed = False  # the closing lines were said
         self.finished = False  # record mode: the journal was folded at the end
+        self.stopped = False  # the hooks are out
 
     @classmethod
-    def start(cls, mode: env.Mode, miss_policy: str, say: Callable[[str], None]) -> Session:
+    def start(cls, config: Any, mode: env.Mode, miss_policy: env.MissPolicy) -> Session:
         """Checks the settings and files before anything runs, then puts the hooks in; raises
-        ProtocolError or RecordError. `say` writes a line where a child's log shows it."""
-        compiler = precompile.Precompiler(precompile.Settings.from_env(os.environ), say)
+        ProtocolError or RecordError."""
+        compiler = precompile.Precompiler(precompile.Settings.from_env(os.environ),
+                                          lambda line: say(config, [line]))
         try:
-            if mode.kind == "record":
-                return cls._start_record(mode, compiler)
-            return cls._start_replay(mode, miss_policy, compiler)
+            if mode.kind is env.Kind.RECORD:
+                return cls._start_record(config, mode, compiler)
+            return cls._start_replay(config, mode, miss_policy, compiler)
         except BaseException:
             compiler.close()
             raise
 
+    def register(self, store_note: str) -> None:
+        """Makes this session the config's plugin, and says how it runs."""
+        self.config.stash[SESSION] = self
+        self.config.pluginmanager.register(self, PLUGIN_NAME)
+        say(self.config, [*self.opening_lines(), store_note, env.late_store(sys.modules, os.environ)])
+
+    # pytest's hooks
+    def pytest_terminal_summary(self, config) -> None:
+        self._close()
+
+    def pytest_unconfigure(self, config) -> None:
+        # Without the terminal reporter (-p no:terminal) the summary is said here.
+        self._close()
+        self.stop()
+
+    def _close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.finish()
+            say(self.config, self.closing_lines())
+
     @classmethod
-    def _start_record(cls, mode: env.Mode, compiler: precompile.Precompiler) -> Session:
-        from . import tuners
+    def _start_record(cls, config: Any, mode: env.Mode, compiler: precompile.Precompiler) -> Session:
+        from . import policies, tuners
 
         try:
             mode.directory.mkdir(parents=True, exist_ok=True)
@@ -45,16 +91,17 @@ class Session:
             raise records.RecordError(f"{env.RECORD_DIR}={mode.directory}: cannot make the folder "
                                       f"({exc.strerror or exc})") from None
         records.check_writable(mode.directory, env.RECORD_DIR)
-        writer = RecordWriter(mode.directory, mode.op, tuners.device_name)
+        writer = RecordWriter(mode.directory, mode.op, device_name)
         writer.open()  # refuses now, not after the first sweep, a file this run cannot add to
         writer.fold_on_sigterm()
-        policy = tuners.Recorder(writer.add)
+        policy = policies.Recorder(writer.add)
         tuners.install(policy, compiler)
         compiler.start_early()  # its workers' imports overlap pytest's collection
-        return cls(mode, policy, [], compiler, writer=writer)
+        return cls(config, mode, policy, [], compiler, writer=writer)
 
     @classmethod
-    def _start_replay(cls, mode: env.Mode, miss_policy: str, compiler: precompile.Precompiler) -> Session:
+    def _start_replay(cls, config: Any, mode: env.Mode, miss_policy: env.MissPolicy,
+                      compiler: precompile.Precompiler) -> Session:
         path = records.record_path(mode.directory, mode.op)
         if not path.exists():
             raise records.RecordError(
@@ -64,7 +111,7 @@ class Session:
         recorded = records.load_records(path)
         meta, problem = records.load_meta(records.meta_path(mode.directory, mode.op))
         notes = [f"WARNING {problem}"] if problem else []
-        from . import tuners
+        from . import policies, tuners
 
         import triton
 
@@ -75,7 +122,7 @@ class Session:
             )
 
         def check_device() -> None:
-            here = tuners.device_name()
+            here = device_name()
             there = meta.get("device") if meta else None
             if here and there and here != there:
                 notes.append(
@@ -83,9 +130,9 @@ class Session:
                     f"its configs were tuned for another device"
                 )
 
-        policy = tuners.Replayer(recorded, str(path), miss_policy == "fail", check_device)
+        policy = policies.Replayer(recorded, str(path), miss_policy is env.MissPolicy.FAIL, check_device)
         tuners.install(policy, compiler)  # its pool starts at the first key swept live, if any
-        return cls(mode, policy, notes, compiler)
+        return cls(config, mode, policy, notes, compiler)
 
     def opening_lines(self) -> list[str]:
         path = records.record_path(self.mode.directory, self.mode.op)
@@ -130,6 +177,9 @@ class Session:
     def stop(self) -> None:
         from . import tuners
 
+        if self.stopped:
+            return
+        self.stopped = True
         self.finish()
         tuners.uninstall()
         self.compiler.close()
