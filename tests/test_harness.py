@@ -133,12 +133,21 @@ def test_record_sidecar_holds_versions_and_each_keys_tuning_seconds(recorded):
     folder, _ = recorded
     records = json.loads((folder / "mm.json").read_text())
     meta = json.loads((folder / "mm.meta.json").read_text())
+    assert isinstance(meta["startup_seconds"], float) and meta["startup_seconds"] > 0
+    assert meta["compile_seconds"] is None  # the fake device: nothing is compiled ahead
     assert meta["format"] == "warmup-harness-meta" and meta["version"] == 1 and meta["op"] == "mm"
     assert meta["triton"] == "3.6.0" and meta["torch"] is None and meta["flag_gems"] is None
     assert meta["python"] == sys.version.split()[0]
     assert meta["device"] == "fake 0"  # no torch here: Triton's target names the device
     assert {k: set(v) for k, v in meta["tune_seconds"].items()} == {k: set(v) for k, v in records.items()}
     assert all(isinstance(s, float) and s >= 0 for v in meta["tune_seconds"].values() for s in v.values())
+
+
+def test_record_sidecar_counts_the_start_up_from_the_interpreters_start_to_the_first_test(tmp_path):
+    run = bench(tmp_path, shape_file(tmp_path, SHAPES[:1]), FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "rec"),
+                FIXTURE_IMPORT_SECONDS="1.5")  # collection pays 1.5 s more
+    assert run.returncode == 0, run.output
+    assert json.loads((tmp_path / "rec" / "mm.meta.json").read_text())["startup_seconds"] >= 1.5
 
 
 def test_record_keeps_every_key_decided_before_a_crash_and_folds_them_at_the_next_start(tmp_path):

@@ -214,3 +214,44 @@ def test_a_setting_is_its_variable_else_its_ini_option_else_none(monkeypatch):
     assert env.setting(config, "WARMUP_HARNESS_REPLAY_MISS") == "sweep"
     assert env.miss_policy(None, "sweep") is env.MissPolicy.SWEEP
     assert env.miss_policy("fail", "sweep") is env.MissPolicy.FAIL
+
+
+def test_compile_seconds_are_the_precompilers_reports_plus_loads_outside_timing(monkeypatch):
+    from types import SimpleNamespace
+
+    from warmup_harness import seconds
+
+    now = [100.0]  # a clock the test moves, so that nothing here depends on how fast the machine is
+    monkeypatch.setattr(seconds.time, "perf_counter", lambda: now[0])
+    clock = seconds.CompileClock()
+    lock = SimpleNamespace(waited_s=0.0)
+    nothing_ahead = SimpleNamespace(reports=[], timing_lock=lock)
+    assert clock.total(nothing_ahead) is None, "the tuner's own compiles are inside its timing"
+
+    def timing():
+        now[0] += 1.0  # the timed runs
+        return "timed"
+
+    def bench(timed):  # what the precompiler's bench does: load the kernel, wait for the lock, time
+        now[0] += 2.0  # loading (compiling a config left to Triton)
+        now[0] += 5.0
+        lock.waited_s += 5.0  # waiting for the device's lock is not compiling
+        return timed()
+
+    assert clock.bench(nothing_ahead, bench, timing) == "timed"
+    assert clock.loading == 2.0
+    ahead = SimpleNamespace(reports=[SimpleNamespace(capture_s=1.0, compile_s=2.5)], timing_lock=lock)
+    assert clock.total(ahead) == 5.5
+
+
+def test_a_sidecar_written_by_two_processes_holds_the_longest_start_up_and_the_sum_of_compiling(tmp_path):
+    from warmup_harness import writer
+
+    for startup, compiled in ((2.0, 3.0), (1.5, 4.0)):
+        out = writer.RecordWriter(tmp_path, "mm", lambda: "dev")
+        out.extra_meta = lambda s=startup, c=compiled: {"startup_seconds": s, "compile_seconds": c}
+        out.open()
+        out.add("k", f"[{startup}]", {"kwargs": {}}, 0.5)
+        out.close()
+    meta = json.loads((tmp_path / "mm.meta.json").read_text())
+    assert meta["startup_seconds"] == 2.0 and meta["compile_seconds"] == 7.0

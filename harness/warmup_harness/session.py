@@ -13,6 +13,7 @@ import pytest
 
 from . import env, precompile, records
 from .device import device_name
+from .seconds import CompileClock, process_age
 from .writer import RecordWriter
 
 TAG = "[warmup-harness]"
@@ -45,6 +46,7 @@ class Session:
         self.closed = False  # the closing lines were said
         self.finished = False  # record mode: the journal was folded at the end
         self.stopped = False  # the hooks are out
+        self.startup_seconds: float | None = None  # from the interpreter's start to the first test
 
     @classmethod
     def start(cls, config: Any, mode: env.Mode, miss_policy: env.MissPolicy) -> Session:
@@ -67,6 +69,11 @@ class Session:
         say(self.config, [*self.opening_lines(), store_note, env.late_store(sys.modules, os.environ)])
 
     # pytest's hooks
+    def pytest_collection_finish(self, session) -> None:
+        if self.startup_seconds is None:  # the process's start-up ends where its first test starts
+            age = process_age()
+            self.startup_seconds = round(age, 3) if age is not None else None
+
     def pytest_terminal_summary(self, config) -> None:
         self._close()
 
@@ -95,9 +102,13 @@ class Session:
         writer.open()  # refuses now, not after the first sweep, a file this run cannot add to
         writer.fold_on_sigterm()
         policy = policies.Recorder(writer.add)
-        tuners.install(policy, compiler)
+        clock = CompileClock()
+        tuners.install(policy, compiler, clock)
         compiler.start_early()  # its workers' imports overlap pytest's collection
-        return cls(config, mode, policy, [], compiler, writer=writer)
+        session = cls(config, mode, policy, [], compiler, writer=writer)
+        writer.extra_meta = lambda: {"startup_seconds": session.startup_seconds,
+                                     "compile_seconds": clock.total(compiler)}
+        return session
 
     @classmethod
     def _start_replay(cls, config: Any, mode: env.Mode, miss_policy: env.MissPolicy,

@@ -62,11 +62,12 @@ def _state(tuner: Any, policy: Policy) -> TunerState:
 _installed: dict[str, Any] | None = None
 
 
-def install(policy: Policy, precompiler: Any = None) -> None:
+def install(policy: Policy, precompiler: Any = None, clock: Any = None) -> None:
     """Puts the hooks on `Autotuner`, for every subclass and every instance, existing or future.
     With a precompiler, a new key's configs go to it before they are timed, and each timing
-    (`Autotuner._bench`, which FlagGems' LibTuner calls too) goes through its `bench`."""
-    global _installed, _precompiler
+    (`Autotuner._bench`, which FlagGems' LibTuner calls too) goes through its `bench`, counted by
+    `clock` (seconds.CompileClock) when given."""
+    global _installed, _precompiler, _clock
     if _installed is not None:
         raise RuntimeError("warmup-harness: the autotuner hooks are already installed")
 
@@ -113,11 +114,13 @@ def install(policy: Policy, precompiler: Any = None) -> None:
     Autotuner.cache_results = property(get_cache_results, set_cache_results)
     Autotuner.prune_configs = prune_configs
     if precompiler is not None:
+        _clock = clock
         _time_through(precompiler, Autotuner)
         _precompiler = precompiler
 
 
 _benches: list[tuple[type, Any]] = []  # (class, its own _bench) for each class whose _bench is wrapped
+_clock: Any = None  # the session's seconds.CompileClock while the hooks are in
 
 
 def _time_through(precompiler: Any, cls: type) -> None:
@@ -130,7 +133,12 @@ def _time_through(precompiler: Any, cls: type) -> None:
     original = owner.__dict__["_bench"]
 
     def _bench(self, *args, config, **meta):
-        return precompiler.bench(self, args, config, meta, lambda: original(self, *args, config=config, **meta))
+        def time_it():
+            return original(self, *args, config=config, **meta)
+
+        if _clock is None:
+            return precompiler.bench(self, args, config, meta, time_it)
+        return _clock.bench(precompiler, lambda timed: precompiler.bench(self, args, config, meta, timed), time_it)
 
     _bench._warmup_harness = True
     _benches.append((owner, original))
@@ -139,8 +147,8 @@ def _time_through(precompiler: Any, cls: type) -> None:
 
 def uninstall() -> None:
     """Takes the hooks off; every tuner's store is as the tuner left it."""
-    global _installed, _precompiler
-    _precompiler = None
+    global _installed, _precompiler, _clock
+    _precompiler = _clock = None
     while _benches:
         cls, original = _benches.pop()
         cls._bench = original

@@ -51,6 +51,7 @@ class RecordWriter:
         self._device_name = device_name
         self._device: Any = _UNASKED  # asked at the first decision, when the device is in use
         self._busy = False  # inside an append or a fold: a SIGTERM waits for it
+        self._compile_added = 0.0  # of this process's compile seconds, those in the sidecar already
         self._stop_signal: int | None = None
         self._previous_handler: Any = None
 
@@ -128,7 +129,8 @@ class RecordWriter:
         if entries:
             records = load_records(self.path) if self.path.exists() else {}
             meta = self._sidecar_to_merge_into()
-            meta.update(versions(), harness=_harness_version(), **self.extra_meta())
+            meta.update(versions(), harness=_harness_version())
+            self._add_process_seconds(meta)
             if self._device not in (None, _UNASKED) or "device" not in meta:
                 meta["device"] = None if self._device is _UNASKED else self._device
             tune = meta.setdefault("tune_seconds", {})
@@ -142,6 +144,22 @@ class RecordWriter:
             except OSError as exc:
                 self.notes.append(f"WARNING {self.meta}: cannot write the sidecar ({exc.strerror})")
         self.journal.unlink()
+
+    def _add_process_seconds(self, meta: dict) -> None:
+        """This process's start-up and compile seconds into the sidecar, which holds them for every
+        process that recorded there: the longest start-up, the sum of compiling."""
+        mine = self.extra_meta()
+        startup, compiled = mine.get("startup_seconds"), mine.get("compile_seconds")
+        old_startup, old_compiled = (_number(meta.get(k)) for k in ("startup_seconds", "compile_seconds"))
+        if startup is not None:
+            meta["startup_seconds"] = max(startup, old_startup) if old_startup is not None else startup
+        else:
+            meta["startup_seconds"] = old_startup
+        if compiled is not None:
+            meta["compile_seconds"] = round((old_compiled or 0.0) + compiled - self._compile_added, 6)
+            self._compile_added = compiled
+        else:
+            meta["compile_seconds"] = old_compiled
 
     def _sidecar_to_merge_into(self) -> dict:
         """The sidecar there, or a new one where there is none or it cannot be merged into: the
@@ -179,6 +197,10 @@ class RecordWriter:
         self.close()
         signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
+
+
+def _number(value: Any) -> float | None:
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def _harness_version() -> str:
