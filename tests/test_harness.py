@@ -150,20 +150,30 @@ def test_record_sidecar_counts_the_start_up_from_the_interpreters_start_to_the_f
     assert json.loads((tmp_path / "rec" / "mm.meta.json").read_text())["startup_seconds"] >= 1.5
 
 
-def test_record_keeps_every_key_decided_before_a_crash_and_folds_them_at_the_next_start(tmp_path):
+def test_record_keeps_every_key_decided_before_a_crash(tmp_path):
     shapes = shape_file(tmp_path, SHAPES)
-    folder = tmp_path / "rec"
-    run = bench(tmp_path, shapes, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(folder), FIXTURE_CRASH_AT="256x512x128")
+    run = bench(tmp_path, shapes, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "rec"),
+                FIXTURE_CRASH_AT="256x512x128")
     assert run.returncode == 3, run.output
-    assert not (folder / "mm.json").exists(), "never half a record: it is written whole at a fold"
-    assert (folder / ".mm.journal").exists()
-    # The next record session folds the dead one's keys first: none decided before the crash is lost.
-    again = bench(tmp_path, shape_file(tmp_path, SHAPES[2:]), FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(folder))
-    assert again.returncode == 0, again.output
+    records = json.loads((tmp_path / "rec" / "mm.json").read_text())  # small: folded after each key
+    assert set(records[PLAIN_MM]) == {json.dumps([*s, *["float16"] * 3]) for s in SHAPES[:2]}
+    assert not list((tmp_path / "rec").glob(".*.tmp*")) and not (tmp_path / "rec" / ".mm.journal").exists()
+
+
+def test_a_journal_a_dead_process_left_is_folded_into_the_record_at_the_next_start(tmp_path):
+    folder = tmp_path / "rec"
+    folder.mkdir()
+    (folder / "mm.json").write_text(json.dumps({"m:k": {"[1]": {"kwargs": {"B": 1}}}}))
+    lines = [{"kernel": "m:k", "key": "[1]", "config": {"kwargs": {"B": 2}}, "seconds": 1.5},  # decided again
+             {"kernel": "m:j", "key": "[7]", "config": {"kwargs": {"B": 7}}, "seconds": None}]
+    text = "".join(json.dumps(line) + "\n" for line in lines)
+    (folder / ".mm.journal").write_text(text + '{"kernel": "m:k", "key": "[9]", "con')  # cut short by the kill
+    run = bench(tmp_path, shape_file(tmp_path, SHAPES[:1]), FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(folder))
+    assert run.returncode == 0, run.output
     records = json.loads((folder / "mm.json").read_text())
-    assert set(records[PLAIN_MM]) == {json.dumps([*s, *["float16"] * 3]) for s in SHAPES}
-    meta = json.loads((folder / "mm.meta.json").read_text())
-    assert {k: set(v) for k, v in meta["tune_seconds"].items()} == {k: set(v) for k, v in records.items()}
+    assert records["m:k"] == {"[1]": {"kwargs": {"B": 2}}} and records["m:j"] == {"[7]": {"kwargs": {"B": 7}}}
+    assert len(records) == 5  # and the session's own three kernels
+    assert json.loads((folder / "mm.meta.json").read_text())["tune_seconds"]["m:k"] == {"[1]": 1.5}
     assert sorted(p.name for p in folder.iterdir()) == [".mm.lock", "mm.json", "mm.meta.json"]
 
 

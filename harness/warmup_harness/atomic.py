@@ -17,6 +17,7 @@ import errno
 import fcntl
 import os
 import secrets
+import tempfile
 from pathlib import Path
 
 
@@ -76,6 +77,16 @@ def _unnamed(folder: Path) -> int | None:
         if exc.errno in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL, errno.ENOENT):
             return None  # this file system has no O_TMPFILE
         raise
+
+
+def probe(folder: Path) -> None:
+    """Makes a file in `folder` and removes it, or raises OSError: whether a write there can work.
+    The file has no name where the file system allows, so even a SIGKILL leaves nothing behind."""
+    fd = _unnamed(folder)
+    if fd is None:
+        fd, name = tempfile.mkstemp(dir=folder, prefix=".warmup-harness-probe.")
+        os.unlink(name)
+    os.close(fd)
 
 
 def write_bytes(path: Path, data: bytes) -> None:

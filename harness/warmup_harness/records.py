@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import sys
-import tempfile
 from importlib import metadata
 from pathlib import Path
 from typing import Any
+
+from . import atomic
 
 META_FORMAT = "warmup-harness-meta"
 META_VERSION = 1
@@ -131,9 +131,7 @@ def check_writable(directory: Path, variable: str) -> None:
     """Refuses, before any test sweeps, a record folder this process cannot make files in (a
     read-only mount, another user's folder): by making one, as the first decision would."""
     try:
-        fd, name = tempfile.mkstemp(dir=directory, prefix=".warmup-harness-probe.")
-        os.close(fd)
-        os.unlink(name)
+        atomic.probe(directory)
     except OSError as exc:
         raise RecordError(
             f"{variable}={directory}: cannot write files there ({exc.strerror or exc}): give a "

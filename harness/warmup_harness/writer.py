@@ -2,10 +2,13 @@
 into `<dir>/<op>.json` and its sidecar (docs/CONTRACT.md, "The record/replay harness").
 
 Why a journal: rewriting the record for every key costs the whole file each time (52 keys on a
-17 MB record took 50 s). A key costs one line appended to `<dir>/.<op>.journal` instead, whatever
-the record's size, and the record is rewritten once per fold: when the session starts (a journal
-left by a process that died is folded first), when it ends, and on SIGTERM (how warmup-spawn stops
-a child, so that warmup-merge finds its keys). Every append and every fold holds `flock` on
+17 MB record took 50 s). A key costs one line appended to `<dir>/.<op>.journal` instead, and the
+record is rewritten by a fold: after a key while the record is small (under FOLD_EVERY_KEY_BELOW
+bytes: rewriting it costs about what the line does, and warmup-merge then finds every key of a
+child that crashed), or once the journal has grown as large as the record (so a key's share of the
+folds stays a few times its own line, whatever the record's size); and when the session starts (a
+journal left by a process that died is folded first), when it ends, and on SIGTERM (how
+warmup-spawn stops a child). Every append and every fold holds `flock` on
 `<dir>/.<op>.lock`, so processes recording one op (pytest-xdist workers, sessions side by side)
 add up; a fold replaces the record atomically (atomic.py) before it removes the journal, so
 `<op>.json` is a valid record at every instant and a key decided before a crash is in one or the
@@ -29,6 +32,10 @@ from .records import (META_FORMAT, META_VERSION, RecordError, load_meta, load_re
                       record_path, sidecar_damage, versions)
 
 _UNASKED = object()
+
+# Below this size the record is rewritten after every key (milliseconds), above it only once the
+# journal has grown to the record's size.
+FOLD_EVERY_KEY_BELOW = 1 << 20
 
 
 def journal_path(directory: Path, op: str) -> Path:
@@ -92,8 +99,15 @@ class RecordWriter:
                     view = memoryview(line.encode("utf-8"))
                     while view:
                         view = view[os.write(fd, view):]
+                    journaled = os.fstat(fd).st_size
                 finally:
                     os.close(fd)
+                try:
+                    recorded = self.path.stat().st_size
+                except FileNotFoundError:
+                    recorded = 0
+                if recorded < FOLD_EVERY_KEY_BELOW or journaled >= recorded:
+                    self._fold()
         except OSError as exc:
             raise self._unwritable(exc) from None
         self.decided.add((kernel, key))
