@@ -179,6 +179,11 @@ def test_a_journal_a_dead_process_left_is_folded_into_the_record_at_the_next_sta
 
 def test_a_sigterm_folds_the_keys_decided_into_the_record_and_still_ends_the_process(tmp_path):
     folder = tmp_path / "rec"
+    folder.mkdir()
+    # A record over 1 MiB: the keys wait in the journal, and only the SIGTERM's fold puts them in it.
+    big = {"m:big": {f"[{i}]": {"kwargs": {"BLOCK": i}, "num_warps": 4} for i in range(30000)}}
+    (folder / "mm.json").write_text(json.dumps(big))
+    assert (folder / "mm.json").stat().st_size > 1 << 20
     proc = subprocess.Popen(bench_command(shape_file(tmp_path, SHAPES)), cwd=tmp_path, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             env=bench_env(tmp_path, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(folder),
@@ -195,6 +200,7 @@ def test_a_sigterm_folds_the_keys_decided_into_the_record_and_still_ends_the_pro
     assert proc.returncode == -signal.SIGTERM, output  # as it would have without the harness
     records = json.loads((folder / "mm.json").read_text())
     assert set(records[PLAIN_MM]) == {json.dumps([*s, *["float16"] * 3]) for s in SHAPES[:2]}
+    assert records["m:big"] == big["m:big"]
     assert not (folder / ".mm.journal").exists()
 
 

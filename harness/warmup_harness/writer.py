@@ -71,8 +71,8 @@ class RecordWriter:
                 yield
         finally:
             self._busy = False
-        if self._stop_signal is not None:
-            self._stop_now()
+            if self._stop_signal is not None:  # a SIGTERM came meanwhile: fold and die of it now
+                self._stop_now()
 
     def open(self) -> None:
         """Checks the record there, which this run will add to, and folds a journal a process that
