@@ -177,6 +177,21 @@ def test_a_journal_a_dead_process_left_is_folded_into_the_record_at_the_next_sta
     assert sorted(p.name for p in folder.iterdir()) == [".mm.lock", "mm.json", "mm.meta.json"]
 
 
+def test_replay_pins_the_keys_a_killed_record_session_left_in_its_journal(recorded, tmp_path):
+    folder = copy_records(recorded[0], tmp_path / "rec")
+    records = json.loads((folder / "mm.json").read_text())
+    key = json.dumps([*SHAPES[0], *["float16"] * 3])
+    config = records[PLAIN_MM].pop(key)  # decided, journaled, never folded
+    (folder / "mm.json").write_text(json.dumps(records))
+    (folder / ".mm.journal").write_text(json.dumps({"kernel": PLAIN_MM, "key": key, "config": config,
+                                                    "seconds": 1.0}) + "\n")
+    run = bench(tmp_path, shape_file(tmp_path, SHAPES), FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR=str(folder))
+    assert run.returncode == 0, run.output
+    assert "replayed 12, swept 0 live" in run.stderr and run.session["timed"] == {}
+    assert f"1 key(s) replayed from {folder / '.mm.journal'}" in run.stderr
+    assert (folder / ".mm.journal").exists(), "a replay writes nothing"
+
+
 def test_a_sigterm_folds_the_keys_decided_into_the_record_and_still_ends_the_process(tmp_path):
     folder = tmp_path / "rec"
     folder.mkdir()

@@ -14,7 +14,7 @@ import pytest
 from . import env, precompile, records
 from .device import device_name
 from .seconds import CompileClock, process_age
-from .writer import RecordWriter
+from .writer import RecordWriter, journal_path, unfolded
 
 TAG = "[warmup-harness]"
 PLUGIN_NAME = "warmup-harness-session"
@@ -122,6 +122,10 @@ class Session:
         recorded = records.load_records(path)
         meta, problem = records.load_meta(records.meta_path(mode.directory, mode.op))
         notes = [f"WARNING {problem}"] if problem else []
+        journaled = unfolded(mode.directory, mode.op, recorded)
+        if journaled:
+            notes.append(f"{journaled} key(s) replayed from {journal_path(mode.directory, mode.op)}, journaled by "
+                         f"a record session that did not finish; the next record session there folds them in")
         from . import policies, tuners
 
         import triton

@@ -42,6 +42,35 @@ def journal_path(directory: Path, op: str) -> Path:
     return directory / f".{op}.journal"
 
 
+def journal_entries(data: bytes) -> list[tuple[str, str, dict, Any]]:
+    """The journal's (kernel, key, config, seconds), in order; a line that is not one is skipped,
+    and the last piece, without its newline, was cut short (or is empty)."""
+    entries = []
+    for line in data.split(b"\n")[:-1]:
+        try:
+            entry = json.loads(line)
+            kernel, key, config = entry["kernel"], entry["key"], entry["config"]
+        except (ValueError, RecursionError, KeyError, TypeError):
+            continue
+        if isinstance(kernel, str) and isinstance(key, str) and isinstance(config, dict) \
+                and isinstance(config.get("kwargs"), dict):
+            entries.append((kernel, key, config, entry.get("seconds")))
+    return entries
+
+
+def unfolded(directory: Path, op: str, records: dict) -> int:
+    """Replay: adds to `records` the keys a record session journaled but did not fold (it was
+    killed), as the next record session would fold them; returns how many. Reads only."""
+    try:
+        data = journal_path(directory, op).read_bytes()
+    except OSError:
+        return 0
+    entries = journal_entries(data)
+    for kernel, key, config, _ in entries:
+        records.setdefault(kernel, {})[key] = config
+    return len(entries)
+
+
 class RecordWriter:
     """Adds decisions, one key at a time, to the journal, and folds it into the record."""
 
@@ -133,13 +162,7 @@ class RecordWriter:
             data = self.journal.read_bytes()
         except FileNotFoundError:
             return
-        entries = []
-        for line in data.split(b"\n")[:-1]:  # the last piece lacks its newline: cut short, or empty
-            try:
-                entry = json.loads(line)
-                entries.append((entry["kernel"], entry["key"], entry["config"], entry["seconds"]))
-            except (ValueError, RecursionError, KeyError, TypeError):
-                continue
+        entries = journal_entries(data)
         if entries:
             records = load_records(self.path) if self.path.exists() else {}
             meta = self._sidecar_to_merge_into()
