@@ -100,7 +100,6 @@ class Session:
         records.check_writable(mode.directory, env.RECORD_DIR)
         writer = RecordWriter(mode.directory, mode.op, device_name)
         writer.open()  # refuses now, not after the first sweep, a file this run cannot add to
-        writer.fold_on_sigterm()
         policy = policies.Recorder(writer.add)
         clock = CompileClock()
         tuners.install(policy, compiler, clock)
@@ -108,6 +107,7 @@ class Session:
         session = cls(config, mode, policy, [], compiler, writer=writer)
         writer.extra_meta = lambda: {"startup_seconds": session.startup_seconds,
                                      "compile_seconds": clock.total(compiler)}
+        writer.fold_on_sigterm()  # last: nothing after it can fail and leave the handler in
         return session
 
     @classmethod
