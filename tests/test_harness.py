@@ -384,6 +384,16 @@ def test_a_replayed_sidecar_pythons_json_cannot_decode_is_a_warning(recorded, tm
     assert "replayed 12, swept 0 live" in run.stderr
 
 
+def test_a_recorded_sidecar_pythons_json_cannot_decode_is_replaced_with_a_warning(tmp_path):
+    (tmp_path / "rec").mkdir()
+    meta = tmp_path / "rec" / "mm.meta.json"
+    meta.write_text(UNDECODABLE["a 5000-digit integer"])
+    run = bench(tmp_path, shape_file(tmp_path, SHAPES[:1]), FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "rec"))
+    assert run.returncode == 0, run.output
+    assert f"WARNING {meta}: the sidecar cannot be decoded" in run.stderr
+    assert json.loads(meta.read_text())["format"] == "warmup-harness-meta"
+
+
 def test_replay_without_a_record_for_the_op_names_the_ops_recorded_there(tmp_path):
     (tmp_path / "rec").mkdir()
     (tmp_path / "rec" / "bmm.json").write_text("{}")
