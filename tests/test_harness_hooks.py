@@ -1,5 +1,7 @@
 """warmup_harness's hooks on Triton's Autotuner, in this process: what they do to a tuner's store,
-its disk cache flag and its pruning, and that taking them off leaves Triton as it was.
+its disk cache flag and its pruning, and that taking them off leaves Triton as it was; and the
+parts the hooks feed, driven directly: the record writer's journal, the settings' getter, the
+compile clock.
 
 The tuners here launch a stand-in for a compiled kernel and time with a `do_bench` that returns a
 constant (Autotuner's own parameter for a custom timer): there is no GPU to launch or time on.
