@@ -115,6 +115,7 @@ mod tests {
             version: protocol::plan::VERSION,
             op: "mm".into(),
             entry: None,
+            mode: None,
             source: "/s.yaml".into(),
             strategy: "lpt".into(),
             cost_source: None,

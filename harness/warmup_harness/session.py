@@ -90,7 +90,7 @@ class Session:
 
     @classmethod
     def _start_record(cls, config: Any, mode: env.Mode, compiler: precompile.Precompiler) -> Session:
-        from . import policies, tuners
+        from . import keyed, policies, tuners
 
         try:
             mode.directory.mkdir(parents=True, exist_ok=True)
@@ -100,7 +100,9 @@ class Session:
         records.check_writable(mode.directory, env.RECORD_DIR)
         writer = RecordWriter(mode.directory, mode.op, device_name)
         writer.open()  # refuses now, not after the first sweep, a file this run cannot add to
-        policy = policies.Recorder(writer.add)
+        # By-key claims and resume (keyed.py), else the plain recorder.
+        policy = keyed.start(lambda name: env.setting(config, name), mode.op, writer, device_name,
+                             lambda line: say(config, [line])) or policies.Recorder(writer.add)
         clock = CompileClock()
         tuners.install(policy, compiler, clock)
         compiler.start_early()  # its workers' imports overlap pytest's collection
@@ -156,7 +158,7 @@ class Session:
         else:
             what = f"replay mode, op {self.mode.op}: configs pinned from {path}"
         return [what, "Triton's on-disk autotune cache is off: no config from an earlier run answers a key",
-                self.compiler.describe()]
+                self.compiler.describe(), *getattr(self.policy, "opening", [])]  # keyed.py's lines
 
     def finish(self) -> None:
         """Record mode: folds the journal into the record, once, before the closing lines."""
@@ -187,7 +189,8 @@ class Session:
                 f"one entry of the record, so one's decision can answer the other's key"
             )
         notes = self.notes + (self.writer.notes if self.writer is not None else [])
-        return [line, self.compiler.summary(), *notes]
+        keyed_lines = self.policy.closing() if hasattr(self.policy, "closing") else []  # keyed.py's
+        return [line, *keyed_lines, self.compiler.summary(), *notes]
 
     def stop(self) -> None:
         from . import tuners

@@ -22,6 +22,8 @@ pub const SPAWN_CHILDREN: &str = "WARMUP_SPAWN_CHILDREN";
 pub const TTGIR_DUMP_DIR: &str = "FLAGGEMS_PERF_TTGIR_DUMP_DIR";
 /// The harness's colour switch; `never` in a child, whose output goes to a log file.
 pub const COLOR: &str = "FLAGGEMS_PERF_COLOR";
+/// By-key mode: the folder where the harness claims each autotune key (`SCRATCH/claims`).
+pub const CLAIM_DIR: &str = "WARMUP_HARNESS_CLAIM_DIR";
 /// The vendor FlagGems runs on; `warmup-spawn --backend auto` follows it when set.
 pub const VENDOR: &str = "FLAGGEMS_VENDOR";
 

@@ -12,6 +12,10 @@ pub const CONFLICTS: &str = "conflicts.json";
 /// `SCRATCH/.lock`, relative to the scratch folder: the scratch lock's file.
 pub const LOCK: &str = ".lock";
 
+/// `SCRATCH/claims`, relative to the scratch folder: by-key mode's claim folder, the children's
+/// `WARMUP_HARNESS_CLAIM_DIR`.
+pub const CLAIMS: &str = "claims";
+
 /// A shard's shape file name inside its `w<i>` folder.
 const SHAPES: &str = "shapes.yaml";
 
@@ -49,6 +53,11 @@ impl Scratch {
     /// `SCRATCH/.lock`: the file the scratch lock is taken on (see [`Scratch::lock`]).
     pub fn lock_file(&self) -> PathBuf {
         self.root.join(LOCK)
+    }
+
+    /// `SCRATCH/claims`: where by-key children claim autotune keys and publish their winners.
+    pub fn claims(&self) -> PathBuf {
+        self.root.join(CLAIMS)
     }
 
     /// `SCRATCH/w<i>`.
@@ -160,6 +169,7 @@ mod tests {
         assert_eq!(s.status(1), Path::new("/tmp/run/w1/status.json"));
         assert_eq!(s.triton_cache(2), Path::new("/tmp/run/w2/.triton_cache"));
         assert_eq!(s.lock_file(), Path::new("/tmp/run/.lock"));
+        assert_eq!(s.claims(), Path::new("/tmp/run/claims"));
         assert_eq!(s.shard_lock(2), Path::new("/tmp/run/w2/.lock"));
     }
 

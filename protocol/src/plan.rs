@@ -23,7 +23,13 @@ pub struct Plan {
     /// [`Plan::entry`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub entry: Option<String>,
-    /// The shape file the shards were cut from, as an absolute path.
+    /// How the children share the sweep; absent (plans of earlier builds) means
+    /// [`Mode::Shapes`]. Read it with [`Plan::by_key`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<Mode>,
+    /// The shape file the shards were cut from, as an absolute path; empty (absent in the file)
+    /// in a by-key plan, which cuts no shape file.
+    #[serde(default, skip_serializing_if = "is_empty")]
     pub source: PathBuf,
     /// How shapes were assigned to shards: `round-robin` (shape j to shard j mod k) or `lpt`
     /// (largest expected cost first, onto the shard with the least so far).
@@ -43,7 +49,9 @@ pub struct Plan {
 pub struct Shard {
     /// The shard's index i: its folder is `w<i>`.
     pub index: usize,
-    /// The shard's shape file, relative to the plan's folder (`w<i>/shapes.yaml`).
+    /// The shard's shape file, relative to the plan's folder (`w<i>/shapes.yaml`); empty (absent
+    /// in the file) in a by-key plan, whose children run COMMAND whole.
+    #[serde(default, skip_serializing_if = "is_empty")]
     pub shape_file: PathBuf,
     /// Which of the source's shapes (0-based positions in the op's `shapes` list) it holds.
     pub shapes: Vec<usize>,
@@ -59,7 +67,27 @@ pub struct Shard {
     pub expected_cost: Option<f64>,
 }
 
+/// How a plan's children share the sweep (docs/CONTRACT.md, "By-key mode").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    /// Each child sweeps its shard's shapes (`w<i>/shapes.yaml`).
+    Shapes,
+    /// Each child runs COMMAND whole and claims each new autotune key in `SCRATCH/claims`: a
+    /// key is tuned by the first child to meet it.
+    ByKey,
+}
+
+fn is_empty(path: &Path) -> bool {
+    path.as_os_str().is_empty()
+}
+
 impl Plan {
+    /// Whether the plan is a by-key plan: shards without shape files, children that claim keys.
+    pub fn by_key(&self) -> bool {
+        self.mode == Some(Mode::ByKey)
+    }
+
     /// The top-level key of the shape file and of every shard file that holds the shapes.
     pub fn entry(&self) -> &str {
         self.entry.as_deref().unwrap_or(&self.op)
@@ -102,6 +130,18 @@ impl Plan {
                     "{}: shard {i} has index {}; rewrite the plan with warmup-shard",
                     path.display(),
                     shard.index
+                );
+            }
+            let by_key = plan.by_key();
+            if by_key != is_empty(&shard.shape_file) || (by_key && !shard.shapes.is_empty()) {
+                let what = if by_key {
+                    "a shape file or shapes, which a by-key plan's shards have not"
+                } else {
+                    "no \"shape_file\""
+                };
+                bail!(
+                    "{}: shard {i} has {what}; rewrite the plan with warmup-shard",
+                    path.display()
                 );
             }
             let per_shape = [
@@ -151,6 +191,7 @@ mod tests {
             version: VERSION,
             op: "mm".into(),
             entry: Some("BlasBenchmark".into()),
+            mode: None,
             source: "/data/shapes.yaml".into(),
             strategy: "round-robin".into(),
             cost_source: None,
@@ -257,6 +298,60 @@ mod tests {
             err.contains("shard 1's \"shape_costs\" holds -2, not a cost"),
             "{err}"
         );
+    }
+
+    fn by_key(shards: usize) -> Plan {
+        Plan {
+            mode: Some(Mode::ByKey),
+            entry: None,
+            source: PathBuf::new(),
+            strategy: "by-key".into(),
+            shapes: 0,
+            shards: (0..shards)
+                .map(|index| Shard {
+                    index,
+                    shape_file: PathBuf::new(),
+                    shapes: Vec::new(),
+                    shape_texts: None,
+                    shape_costs: None,
+                    expected_cost: None,
+                })
+                .collect(),
+            ..sample()
+        }
+    }
+
+    #[test]
+    fn a_by_key_plan_has_its_mode_and_no_shape_files_in_the_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let scratch = Scratch::new(dir.path());
+        by_key(2).save(&scratch).expect("save");
+        let text = std::fs::read_to_string(scratch.plan()).expect("read");
+        assert!(text.contains("\"mode\": \"by-key\""), "{text}");
+        assert!(
+            !text.contains("shape_file") && !text.contains("source"),
+            "{text}"
+        );
+        let (plan, _) = Plan::load(&scratch.plan()).expect("load");
+        assert!(plan.by_key());
+        assert_eq!(plan, by_key(2));
+        assert!(!sample().by_key());
+    }
+
+    #[test]
+    fn a_shard_whose_shape_file_contradicts_the_mode_is_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let scratch = Scratch::new(dir.path());
+        let mut plan = by_key(2);
+        plan.shards[1].shape_file = "w1/shapes.yaml".into();
+        plan.save(&scratch).expect("save");
+        let err = format!("{:#}", Plan::load(&scratch.plan()).expect_err("refused"));
+        assert!(err.contains("shard 1 has a shape file"), "{err}");
+        let mut plan = sample();
+        plan.shards[0].shape_file = PathBuf::new();
+        plan.save(&scratch).expect("save");
+        let err = format!("{:#}", Plan::load(&scratch.plan()).expect_err("refused"));
+        assert!(err.contains("shard 0 has no \"shape_file\""), "{err}");
     }
 
     #[test]

@@ -110,13 +110,20 @@ fn write_synced(path: &Path, bytes: &[u8]) -> Result<()> {
 /// `plan`, clearing what children of an earlier run left in those shard folders and removing the
 /// earlier run's shard folders beyond the new count; all of it, or, on an error, none of it.
 pub fn replace(scratch: &Scratch, shards: &[&str], plan: &Plan) -> Result<Replaced> {
+    replace_plan(scratch, shards, plan)
+}
+
+/// As [`replace`], for a plan of `plan.shards.len()` shards of which the first `shards.len()`
+/// have a shape file (all of them, or none in a by-key plan); the earlier run's claim folder is
+/// set aside too, so no claim of its can answer the new run's keys.
+pub fn replace_plan(scratch: &Scratch, shards: &[&str], plan: &Plan) -> Result<Replaced> {
     let root = scratch.root();
     let created_root = !root.exists();
     fs::create_dir_all(root)
         .with_context(|| format!("creating scratch folder {}", root.display()))?;
     let _lock = scratch.lock()?;
     let result = stage(scratch, shards, plan).and_then(|mut tx| {
-        let outcome = put_in_place(&mut tx, scratch, shards.len());
+        let outcome = put_in_place(&mut tx, scratch, plan.shards.len(), shards.len());
         match outcome {
             Ok(replaced) => {
                 sync_dir(root);
@@ -159,7 +166,12 @@ fn stage(scratch: &Scratch, shards: &[&str], plan: &Plan) -> Result<Transaction>
     })
 }
 
-fn put_in_place(tx: &mut Transaction, scratch: &Scratch, k: usize) -> Result<Replaced> {
+fn put_in_place(
+    tx: &mut Transaction,
+    scratch: &Scratch,
+    k: usize,
+    with_files: usize,
+) -> Result<Replaced> {
     let mut replaced = Replaced {
         plan: scratch.plan().exists(),
         removed: Vec::new(),
@@ -183,9 +195,12 @@ fn put_in_place(tx: &mut Transaction, scratch: &Scratch, k: usize) -> Result<Rep
         tx.set_aside(&scratch.record_dir(i), true)?;
         tx.set_aside(&scratch.log(i), false)?;
         tx.set_aside(&scratch.status(i), false)?;
-        let staged = staged_shard(&tx.staging, i);
-        tx.rename(&staged, &scratch.shapes(i))?;
+        if i < with_files {
+            let staged = staged_shard(&tx.staging, i);
+            tx.rename(&staged, &scratch.shapes(i))?;
+        }
     }
+    tx.set_aside(&scratch.claims(), true)?;
     let workers = scratch
         .workers()
         .with_context(|| format!("listing {}", scratch.root().display()))?;

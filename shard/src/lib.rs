@@ -2,6 +2,7 @@
 //! a scratch folder (round-robin, or balanced by expected costs: `strategy`), and writes the plan
 //! the other tools read.
 
+mod by_key;
 mod commit;
 mod shape;
 mod shape_file;
@@ -29,7 +30,9 @@ const EXAMPLES: &str = "EXAMPLES:
   warmup-shard --op mm --shards 8 --strategy lpt --costs costs.json --out /tmp/run shapes.yaml
       balanced by the seconds a previous run measured (warmup-costs writes costs.json)
   warmup-shard --op mm --shards 1000 --strategy lpt --out /tmp/run shapes.yaml
-      one shape per shard, largest product first: warmup-spawn runs them as a pool";
+      one shape per shard, largest product first: warmup-spawn runs them as a pool
+  warmup-shard --by-key --shards 8 --out /tmp/run
+      no shape file: 8 children each run the whole command and claim autotune keys";
 
 /// Split an op's shapes in a shape file into shard files a child reads with `yaml.safe_load`
 /// into exactly the objects the source gives; round-robin, or balanced by expected costs.
@@ -64,13 +67,20 @@ pub struct Args {
     /// The scratch folder: gets w<i>/shapes.yaml per shard and plan.json (created if missing)
     #[arg(long, value_name = "SCRATCH")]
     pub out: PathBuf,
+    /// No shape file and no split: a plan of N shards whose children each run the whole command
+    /// and claim each autotune key in SCRATCH/claims (the first child to meet a key tunes it)
+    #[arg(long, conflicts_with_all = ["entry", "costs", "cost_model", "shape_file"])]
+    pub by_key: bool,
     /// The shape file (YAML read by PyYAML's safe_load)
-    #[arg(value_name = "SHAPE_FILE")]
-    pub shape_file: PathBuf,
+    #[arg(value_name = "SHAPE_FILE", required_unless_present = "by_key")]
+    pub shape_file: Option<PathBuf>,
 }
 
 pub fn run(args: &Args) -> Result<Status> {
     let op = args.op.name().to_owned();
+    let Some(path) = args.shape_file.as_ref().filter(|_| !args.by_key) else {
+        return by_key::run(&op, args.shards, &args.out);
+    };
     let balance = Balance {
         strategy: args.strategy,
         costs: args
@@ -81,7 +91,6 @@ pub fn run(args: &Args) -> Result<Status> {
         model: args.cost_model,
         overhead: args.overhead,
     };
-    let path = &args.shape_file;
     let name = path.display().to_string();
     if path.is_dir() {
         anyhow::bail!("{name}: is a directory: give the shape file (a YAML file)");
@@ -112,6 +121,7 @@ pub fn run(args: &Args) -> Result<Status> {
         version: VERSION,
         op: op.clone(),
         entry: Some(entry.unwrap_or(&op).to_owned()),
+        mode: None,
         source,
         strategy: args.strategy.name().to_owned(),
         cost_source: cut.costs.as_ref().map(|c| c.source.to_owned()),
@@ -144,15 +154,7 @@ pub fn run(args: &Args) -> Result<Status> {
     let scratch = Scratch::new(&args.out);
     let texts: Vec<&str> = cut.pieces.iter().map(|p| p.text.as_str()).collect();
     let replaced = commit::replace(&scratch, &texts, &plan)?;
-    if replaced.plan {
-        eprintln!(
-            "{TOOL}: replaced the plan in {} from an earlier run",
-            args.out.display()
-        );
-    }
-    for path in &replaced.removed {
-        eprintln!("{TOOL}: removed {} left by the earlier run", path.display());
-    }
+    report_replaced(&replaced, &args.out);
     let sizes: Vec<String> = cut
         .pieces
         .iter()
@@ -175,6 +177,19 @@ pub fn run(args: &Args) -> Result<Status> {
     }
     out.flush().context("writing to stdout")?;
     Ok(Status::Done)
+}
+
+/// Says what replacing an earlier run's plan changed.
+fn report_replaced(replaced: &commit::Replaced, out: &std::path::Path) {
+    if replaced.plan {
+        eprintln!(
+            "{TOOL}: replaced the plan in {} from an earlier run",
+            out.display()
+        );
+    }
+    for path in &replaced.removed {
+        eprintln!("{TOOL}: removed {} left by the earlier run", path.display());
+    }
 }
 
 /// `expected cost per shard (file): 12.100 s (largest) to 11.800 s, mean 11.900 s`, for a plan

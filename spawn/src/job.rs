@@ -1,5 +1,5 @@
 //! One shard's child, resolved before anything runs: its argv (the caller's, with `--shape_file`
-//! pointing at the shard), its environment changes (recording into its own folder, marked as the
+//! pointing at the shard, or as it is in by-key mode), its environment changes (recording into its own folder, marked as the
 //! shard's) and its files. Built once per shard; `--dry-run` prints what the run starts.
 
 use crate::backend::Backend;
@@ -15,13 +15,15 @@ use std::path::PathBuf;
 pub const SHAPE_FLAG: &str = "--shape_file";
 
 /// What every child of a run shares: how many run at once, and whose Triton cache they use.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Sharing {
     /// Children running at once (`WARMUP_SPAWN_CHILDREN`): at most one per listed device.
     pub children: usize,
     /// A Triton cache per child (`SCRATCH/w<i>/.triton_cache`), the plugin's design, instead of
     /// the caller's `TRITON_CACHE_DIR`, which children inherit by default.
     pub cache_per_child: bool,
+    /// By-key mode: the claim folder (`SCRATCH/claims`), the children's `WARMUP_HARNESS_CLAIM_DIR`.
+    pub claims: Option<PathBuf>,
 }
 
 /// A shard's child, ready to start on any device.
@@ -46,7 +48,7 @@ impl Job {
     pub fn new(
         scratch: &Scratch,
         shard: usize,
-        shape_file: PathBuf,
+        shape_file: Option<PathBuf>,
         command: &[OsString],
         backend: &'static Backend,
         marker: Marker,
@@ -64,6 +66,9 @@ impl Job {
             (crate::process::MARKER.to_owned(), marker.to_string()),
             (env::SPAWN_CHILDREN.to_owned(), sharing.children.to_string()),
         ];
+        if let Some(claims) = &sharing.claims {
+            set.push((env::CLAIM_DIR.to_owned(), path(claims.clone())));
+        }
         if sharing.cache_per_child {
             let cache = path(scratch.triton_cache(shard));
             set.insert(2, (env::TRITON_CACHE_DIR.to_owned(), cache));
@@ -71,7 +76,11 @@ impl Job {
         let unset = [env::REPLAY_DIR, env::GPUS, env::TTGIR_DUMP_DIR].map(str::to_owned);
         Job {
             shard,
-            argv: child_argv(command, shape_file.into_os_string()),
+            // By-key (no shape file): COMMAND whole, as given.
+            argv: match shape_file {
+                Some(file) => child_argv(command, file.into_os_string()),
+                None => command.to_vec(),
+            },
             env: EnvChanges {
                 set,
                 unset: unset.into(),
@@ -167,6 +176,7 @@ mod tests {
     const SHARED: Sharing = Sharing {
         children: 2,
         cache_per_child: false,
+        claims: None,
     };
 
     fn job(command: &[&str], backend: &str) -> Job {
@@ -181,7 +191,7 @@ mod tests {
         Job::new(
             &Scratch::new("/s"),
             1,
-            "/s/w1/shapes.yaml".into(),
+            Some("/s/w1/shapes.yaml".into()),
             &os(command),
             backend,
             Marker::new("r", 1),
@@ -224,6 +234,37 @@ mod tests {
         );
         assert_eq!(shape_file_of(&os(&["p", "--shape_file"])), None);
         assert_eq!(shape_file_of(&os(&["--shape_file=x", "-q"])), None);
+    }
+
+    #[test]
+    fn a_by_key_child_runs_the_command_whole_and_claims_in_the_scratch() {
+        let backend = crate::backend::BACKENDS
+            .iter()
+            .find(|b| b.name == "cuda")
+            .expect("backend");
+        let sharing = Sharing {
+            claims: Some("/s/claims".into()),
+            ..SHARED
+        };
+        let job = Job::new(
+            &Scratch::new("/s"),
+            1,
+            None,
+            &os(&COMMAND),
+            backend,
+            Marker::new("r", 1),
+            sharing,
+        );
+        assert_eq!(job.argv, os(&COMMAND), "no shape file is replaced");
+        let env = job.env_on("0");
+        assert!(env
+            .set
+            .contains(&("WARMUP_HARNESS_CLAIM_DIR".into(), "/s/claims".into())));
+        assert!(!job_sharing(&["pytest"], "cuda", SHARED)
+            .env_on("0")
+            .set
+            .iter()
+            .any(|(k, _)| k == "WARMUP_HARNESS_CLAIM_DIR"));
     }
 
     #[test]
@@ -275,6 +316,7 @@ mod tests {
         let own = Sharing {
             children: 3,
             cache_per_child: true,
+            claims: None,
         };
         let env = job_sharing(&["pytest"], "cuda", own).env_on("0");
         assert!(env

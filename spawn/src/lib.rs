@@ -16,6 +16,7 @@
 //! and each is one function.
 
 pub mod backend;
+mod by_key;
 mod child;
 mod job;
 mod log;
@@ -286,10 +287,14 @@ fn prepare(args: &Args, env: &backend::Environment) -> Result<Option<Shards>> {
     check_command(&args.command[0])?;
     let backend = backend::select(&args.backend, env)?;
     let devices = backend::devices(backend, args.devices.as_deref(), env)?;
+    if plan.by_key() {
+        by_key::check_devices(&plan, plan_path, &devices)?;
+    }
     let run_id = process::run_id();
     let sharing = job::Sharing {
         children: plan.shards.len().min(devices.len()),
         cache_per_child: args.cache_per_child,
+        claims: plan.by_key().then(|| scratch.claims()),
     };
     let mut jobs = jobs(
         &plan,
@@ -360,6 +365,9 @@ fn supervise(args: &Args, shards: &Shards, parent: nix::unistd::Pid) -> Result<S
             format!("clearing what an earlier run left for shard {}", job.shard)
         })?;
     }
+    if shards.plan.by_key() {
+        by_key::ready_claims(scratch, shards.choice.is_none())?;
+    }
 
     // The watchdog first, while this is the only thread and no signal is blocked yet.
     let mut watchdog = watchdog::Watchdog::start(&shards.run_id)?;
@@ -412,8 +420,8 @@ fn jobs(
     order
         .into_iter()
         .map(|shard| {
-            let shape = scratch.root().join(&shard.shape_file);
-            if !shape.is_file() {
+            let shape = (!plan.by_key()).then(|| scratch.root().join(&shard.shape_file));
+            if let Some(shape) = shape.as_ref().filter(|s| !s.is_file()) {
                 bail!(
                     "{}: shard {}'s shape file {} is missing; rewrite the plan with warmup-shard",
                     plan_path.display(),
@@ -429,7 +437,7 @@ fn jobs(
                 command,
                 backend,
                 marker,
-                sharing,
+                sharing.clone(),
             ))
         })
         .collect()

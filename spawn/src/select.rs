@@ -350,6 +350,7 @@ mod tests {
             version: 1,
             op: "mm".into(),
             entry: None,
+            mode: None,
             source: "/s.yaml".into(),
             strategy: "round-robin".into(),
             cost_source: None,
@@ -397,13 +398,14 @@ mod tests {
         let mut jobs = [Job::new(
             &Scratch::new("/s"),
             0,
-            "/s/w0/shapes.yaml".into(),
+            Some("/s/w0/shapes.yaml".into()),
             &["pytest".into()],
             &crate::backend::BACKENDS[0],
             crate::process::Marker::new("r", 0),
             crate::job::Sharing {
                 children: 1,
                 cache_per_child: false,
+                claims: None,
             },
         )];
         let devices: Vec<String> = devices.iter().map(|d| (*d).to_owned()).collect();

@@ -21,8 +21,11 @@ CUDA libraries for CI to fetch. So this conftest replaces exactly those calls:
 * target: the device's name as Triton knows it, "fake 0", which the harness's sidecar records.
 
 Everything else (keys, pruning, the autotuner's cache, `self._bench`, picking the minimum) is
-Triton's. `FIXTURE_TRACE=FILE` appends one JSON line per session: the launches, how many configs
-each kernel timed, the protocol's environment.
+Triton's. `FIXTURE_HANG_TIMING=MxNxK` hangs in the first timing of a kernel launched with those
+integer arguments (an mm kernel of that shape), after writing its pid to `hung-timing` in its
+folder (only the first process to get there: that file is made once), so that a test can kill a
+process mid-tune. `FIXTURE_TRACE=FILE` appends one JSON line per
+session: the launches, how many configs each kernel timed, the protocol's environment.
 """
 
 from __future__ import annotations
@@ -83,6 +86,17 @@ class FakeDevice:
             self.timing = False
         salt = os.environ.get("FLAGGEMS_PERF_WARMUP_WORKER", "")
         name, ints, config = self.timed_launch
+        if os.environ.get("FIXTURE_HANG_TIMING") == "x".join(map(str, ints[:3])):
+            # Dies mid-tune (by the caller's kill): the first process to get here says so in
+            # `hung-timing` (its pid), then waits; any other goes on.
+            try:
+                fd = os.open("hung-timing", os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+            except FileExistsError:
+                fd = None
+            if fd is not None:
+                os.write(fd, str(os.getpid()).encode())
+                os.close(fd)
+                time.sleep(600)
         text = json.dumps([name, ints, sorted(config.items()), salt])
         ms = 1 + int.from_bytes(hashlib.sha256(text.encode()).digest()[:6], "big") / 2**48
         return [ms] * len(quantiles) if quantiles else ms

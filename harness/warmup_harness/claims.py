@@ -1,0 +1,149 @@
+"""By-key mode: children that each run the whole benchmark share its sweep key by key, through
+claim files in one folder (`WARMUP_HARNESS_CLAIM_DIR`, `SCRATCH/claims` under warmup-spawn
+`--by-key`; docs/CONTRACT.md, "By-key mode").
+
+Why claims and not a split: a shape file splits only what it lists, and a benchmark that adds
+shapes of its own (FlagGems' `--level comprehensive`), runs several ops, or has no shape file at
+all cannot be split ahead. Every child runs everything instead, and the first child to meet a new
+autotune key tunes it:
+
+* `<hash>.claim`, created with `O_CREAT|O_EXCL` and held with `flock` while the key is tuned
+  (hash: of the kernel and the key; both are written inside, with the holder's pid and host);
+* `<hash>.winner.json`, the config it picked, its seconds and the record folder it went to,
+  written atomically (atomic.py) before the claim's lock is let go, so that whoever can take the
+  lock sees the winner if there is one.
+
+A child meeting a key another child holds launches without timing: the winner once it is
+published (pinned from then on), else the tuner's first config, not recorded, and it looks again
+at most every second (keyed.py). A claim whose lock can be taken and that has no winner was left by
+a child that died: it is taken over and tuned. Creating and taking over a claim hold
+`<folder>/.lock` for a few system calls, so a claim just created is never mistaken for a dead one
+in the instant before its creator locks it. Standard library only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import hashlib
+import json
+import os
+import socket
+from pathlib import Path
+from typing import Any, Callable
+
+from . import atomic
+from .env import ProtocolError
+
+CLAIM_DIR = "WARMUP_HARNESS_CLAIM_DIR"
+
+class ClaimError(ProtocolError):
+    """The claim folder cannot be used (a usage error); the message names it and what to do."""
+
+
+def claim_name(kernel: str, key: str) -> str:
+    """The claim's file stem: a hash of kernel and key, so any key makes a short, safe name."""
+    return hashlib.sha256(f"{kernel}\n{key}".encode("utf-8", "backslashreplace")).hexdigest()[:40]
+
+
+class Held:
+    """A claim this process holds: its open, locked file, let go once the winner is published."""
+
+    def __init__(self, fd: int, taken_from: Any):
+        self.fd = fd
+        self.taken_from = taken_from  # the dead holder's pid when taken over, else None
+
+
+class Claims:
+    """The claim folder of one by-key run."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            atomic.probe(folder)
+        except OSError as exc:
+            raise ClaimError(f"{CLAIM_DIR}={folder}: cannot make claim files there "
+                             f"({exc.strerror or exc}): give a folder every child can write") from None
+
+    def _claim(self, stem: str) -> Path:
+        return self.folder / f"{stem}.claim"
+
+    def _winner(self, stem: str) -> Path:
+        return self.folder / f"{stem}.winner.json"
+
+    @contextlib.contextmanager
+    def _folder_lock(self):
+        with open(self.folder / ".lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            yield
+
+    def winner(self, kernel: str, key: str) -> dict | None:
+        """The published winner `{"kernel", "key", "config", "seconds", "record_dir"}` of this key,
+        or None."""
+        try:
+            doc = json.loads(self._winner(claim_name(kernel, key)).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        ok = isinstance(doc, dict) and doc.get("kernel") == kernel and doc.get("key") == key \
+            and isinstance(doc.get("config"), dict)
+        return doc if ok else None
+
+    def take(self, kernel: str, key: str) -> Held | None:
+        """The claim on this key, created or taken over from a dead holder; None when a live
+        process holds it or a winner is already published (then `winner` answers)."""
+        stem = claim_name(kernel, key)
+        path = self._claim(stem)
+        with self._folder_lock():
+            try:
+                fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o666)
+                taken_from = None
+            except FileExistsError:
+                fd = os.open(path, os.O_RDWR)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except OSError as exc:
+                    os.close(fd)
+                    if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+                        return None  # its holder is alive and tuning it
+                    raise
+                if self.winner(kernel, key) is not None:
+                    os.close(fd)
+                    return None
+                taken_from = _holder(fd)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            text = json.dumps({"kernel": kernel, "key": key, "pid": os.getpid(), "host": socket.gethostname(),
+                               "taken_over_from": taken_from})
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, (text + "\n").encode("utf-8", "backslashreplace"), 0)
+            return Held(fd, taken_from)
+
+    def publish(self, held: Held, kernel: str, key: str, config: dict, seconds: float | None,
+                record_dir: str) -> None:
+        """Writes the winner beside the claim, naming the record folder that holds it, then lets the
+        claim go."""
+        try:
+            text = json.dumps({"kernel": kernel, "key": key, "config": config, "seconds": seconds,
+                               "record_dir": record_dir})
+            atomic.write_bytes(self._winner(claim_name(kernel, key)), (text + "\n").encode("utf-8"))
+        finally:
+            os.close(held.fd)
+
+
+def _holder(fd: int) -> Any:
+    """The pid a claim file names (its dead holder), or "unknown"."""
+    try:
+        data = os.pread(fd, 4096, 0)
+        return json.loads(data).get("pid", "unknown")
+    except (OSError, ValueError, AttributeError):
+        return "unknown"
+
+
+def from_env(setting: Callable[[str], str | None]) -> Claims | None:
+    """The claim folder the setting names, or None outside by-key mode; raises ClaimError."""
+    raw = setting(CLAIM_DIR)
+    if raw is None:
+        return None
+    return Claims(Path(os.path.abspath(raw.strip())))
+

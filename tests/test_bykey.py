@@ -1,0 +1,274 @@
+"""By-key mode and resume, end to end (docs/CONTRACT.md, "By-key mode", "Resume").
+
+Real pytest children of the Triton fixture benchmark (tests/triton_fixture: real autotuners, a
+stubbed device) under the real tools: `warmup-shard --by-key` plans children without shape files,
+`warmup-spawn` runs the whole benchmark in each and hands them the scratch's claim folder, the
+harness claims each key. A tuning is counted from the children's logs (the harness's `claimed`
+and `taken over` lines, one per key tuned) and from the fixture's trace (configs timed per
+kernel), never from timings.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import time
+from collections import Counter
+from pathlib import Path
+
+from support import run_tool, tool
+from test_harness import ADD, PLAIN_MM, SHAPES, STORE_MM, bench, bench_command, bench_env, shape_file
+
+F16 = ["float16"] * 3
+TUNED = re.compile(r"\[warmup-harness\] by-key: (\S+) (\[.*\]): (claimed|claim taken over)")
+
+
+def all_keys(shapes) -> set[tuple[str, str]]:
+    """The (kernel, key) pairs a sweep of these shapes meets (the store tuner rounds M, N, K up to
+    powers of two)."""
+    def up(n):
+        return 1 << (n - 1).bit_length()
+    keys = set()
+    for m, n, k in shapes:
+        keys |= {(PLAIN_MM, json.dumps([m, n, k, *F16])), (STORE_MM, json.dumps([up(m), up(n), up(k), *F16])),
+                 (ADD, json.dumps([m * n, *F16]))}
+    return keys
+
+
+def tunings(*logs: str) -> Counter:
+    """How many times each (kernel, key) was tuned, from the harness's lines in these logs."""
+    return Counter((kernel, key) for log in logs for kernel, key, _ in TUNED.findall(log))
+
+
+def plan_by_key(scratch: Path, shards: int = 2) -> None:
+    shard = run_tool("shard", "--op", "mm", "--by-key", "--shards", shards, "--out", scratch)
+    assert shard.returncode == 0, shard.stderr
+    assert shard.stdout.split() == [str(scratch / f"w{i}") for i in range(shards)]
+
+
+def child_env(work: Path, **extra: str) -> dict[str, str]:
+    # Device locks of this test's own: the pretend devices 0 and 1 are every test's.
+    return bench_env(work, WARMUP_HARNESS_DEVICE_LOCK_DIR=str(work / "locks"), **extra)
+
+
+def spawn(work: Path, scratch: Path, shapes: Path, *opts: str, **env: str) -> subprocess.CompletedProcess:
+    return run_tool("spawn", "--backend", "cuda", "--plan", scratch, "--devices", "0,1", "--summary", "-", *opts,
+                    "--", *bench_command(shapes), env=child_env(work, **env), cwd=work)
+
+
+def logs(scratch: Path, shards: int = 2) -> list[str]:
+    return [(scratch / f"w{i}" / "worker.log").read_text() for i in range(shards)]
+
+
+def records(scratch: Path, shard: int) -> dict:
+    path = scratch / f"w{shard}" / "rec" / "mm.json"
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def pairs(record: dict) -> set[tuple[str, str]]:
+    return {(kernel, key) for kernel, keys in record.items() for key in keys}
+
+
+def merge_and_publish(scratch: Path, to: Path) -> None:
+    merge = run_tool("merge", "--op", "mm", "--in-scratch", scratch)
+    assert merge.returncode == 0, merge.stderr
+    assert json.loads((scratch / "conflicts.json").read_text()) == []
+    publish = run_tool("publish", "--op", "mm", "--record-dir", to, scratch)
+    assert publish.returncode == 0, publish.stderr
+
+
+def measure(work: Path, shapes: Path, replay: Path):
+    run = bench(work, shapes, FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR=str(replay))
+    assert run.returncode == 0, run.output
+    return run
+
+
+def test_each_key_is_tuned_once_across_children_and_the_measurement_sweeps_nothing(tmp_path):
+    shapes, scratch = shape_file(tmp_path, SHAPES), tmp_path / "s"
+    serial = bench(tmp_path, shapes, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "serial"))
+    assert serial.returncode == 0, serial.output
+    plan_by_key(scratch)
+    run = spawn(tmp_path, scratch, shapes, FIXTURE_TRACE=str(tmp_path / "children.jsonl"))
+    assert run.returncode == 0, run.stderr
+    children = [json.loads(ln) for ln in (tmp_path / "children.jsonl").read_text().splitlines()]
+    assert len(children) == 2
+    # Each child ran the whole benchmark: every shape, the shape file not rewritten.
+    for child in children:
+        assert {tuple(ln["args"]) for ln in child["launches"] if ln["kernel"] == PLAIN_MM} == {tuple(s) for s in SHAPES}
+        assert child["env"]["WARMUP_HARNESS_CLAIM_DIR"] == str(scratch / "claims")
+    assert not list(scratch.glob("w*/shapes.yaml"))
+    # Each key tuned once: one claim per key across the logs, and the children together timed as
+    # many configs per kernel as one serial sweep does.
+    tuned = tunings(*logs(scratch))
+    assert set(tuned) == all_keys(SHAPES) and set(tuned.values()) == {1}, tuned
+    timed = Counter()
+    for child in children:
+        timed.update(child["timed"])
+    assert timed == Counter(serial.session["timed"])
+    # Each key is in the record of the child that tuned it, and in no other.
+    mine = [pairs(records(scratch, i)) for i in range(2)]
+    assert not mine[0] & mine[1] and mine[0] | mine[1] == all_keys(SHAPES)
+    for i, log in enumerate(logs(scratch)):
+        assert set(tunings(log)) == mine[i]
+    # The measurement replays every kernel any child recorded, and sweeps nothing.
+    merge_and_publish(scratch, tmp_path / "published")
+    replay = measure(tmp_path, shapes, tmp_path / "published")
+    assert "op mm: replayed 12, swept 0 live" in replay.stderr and replay.session["timed"] == {}
+
+
+def test_a_claim_left_by_a_child_killed_mid_tune_is_taken_over_by_the_re_run_of_its_shard(tmp_path):
+    shapes, scratch = shape_file(tmp_path, SHAPES), tmp_path / "s"
+    plan_by_key(scratch)
+    hung = tmp_path / "hung-timing"
+    env = child_env(tmp_path, FIXTURE_HANG_TIMING="256x512x128")
+    args = ["--backend", "cuda", "--plan", scratch, "--devices", "0,1", "--summary", "-", "--",
+            *bench_command(shapes)]
+    proc = subprocess.Popen([tool("spawn"), *map(str, args)], env=env, cwd=tmp_path, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120
+        while not (hung.exists() and hung.read_text()) and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert hung.exists(), proc.communicate()
+        victim = int(hung.read_text())
+        # The other child meets the key while its holder is tuning it, and goes on untimed; wait
+        # for its end, then kill the holder mid-tune.
+        while "passed" not in "".join(logs(scratch)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        os.kill(victim, signal.SIGKILL)
+        try:
+            out, err = proc.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            ps = subprocess.run(["ps", "-eo", "pid,ppid,stat,wchan:20,args"], capture_output=True, text=True).stdout
+            raise AssertionError(f"warmup-spawn did not end\n{ps}\n" + "\n".join(logs(scratch))) from None
+    finally:
+        proc.kill()
+    assert proc.returncode == 1, err
+    failed = [int(ln.split()[1]) for ln in out.splitlines() if ln.startswith("shard ") and " failed " in ln]
+    assert len(failed) == 1, out
+    killed, survivor = failed[0], 1 - failed[0]
+    key = (PLAIN_MM, json.dumps([256, 512, 128, *F16]))
+    first = logs(scratch)
+    assert tunings(first[killed])[key] == 1 and tunings(first[survivor])[key] == 0
+    assert key not in pairs(records(scratch, survivor)), "launched untimed: not recorded"
+    untimed = re.search(r"(\d+) launched untimed on the first config", first[survivor])
+    assert untimed and int(untimed.group(1)) >= 1, first[survivor]
+    # The killed shard alone, again: its dead claim is taken over, the rest comes from the winners.
+    rerun = spawn(tmp_path, scratch, shapes, "--only", str(killed))
+    assert rerun.returncode == 0, rerun.stderr
+    again = logs(scratch)[killed]
+    assert f"{key[0]} {key[1]}: claim taken over from pid {victim}" in again, again
+    assert tunings(again) == Counter({key: 1}), "only the dead claim is tuned again"
+    tuned = tunings(first[killed], first[survivor], again)
+    assert set(tuned) == all_keys(SHAPES)
+    assert [k for k, n in tuned.items() if n > 1] == [key], "tuned twice: only the key its holder died in"
+    # Its first run's record was cleared for the re-run: the keys it had published are recorded again.
+    assert pairs(records(scratch, killed)) | pairs(records(scratch, survivor)) == all_keys(SHAPES)
+    merge_and_publish(scratch, tmp_path / "published")
+    replay = measure(tmp_path, shapes, tmp_path / "published")
+    assert "op mm: replayed 12, swept 0 live" in replay.stderr
+
+
+def test_a_re_run_in_the_same_scratch_starts_from_empty_claims(tmp_path):
+    shapes, scratch = shape_file(tmp_path, SHAPES[:1]), tmp_path / "s"
+    plan_by_key(scratch)
+    for _ in range(2):
+        run = spawn(tmp_path, scratch, shapes)
+        assert run.returncode == 0, run.stderr
+        tuned = tunings(*logs(scratch))
+        assert set(tuned) == all_keys(SHAPES[:1]) and set(tuned.values()) == {1}
+
+
+def resume_setup(tmp_path: Path) -> tuple[Path, Path]:
+    """A published record of the first two shapes' keys, and a shape file of all four."""
+    part, folder = shape_file(tmp_path, SHAPES[:2], "part.yaml"), tmp_path / "published"
+    first = bench(tmp_path, part, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(folder))
+    assert first.returncode == 0, first.output
+    return folder, shape_file(tmp_path, SHAPES)
+
+
+def test_resume_in_by_key_mode_tunes_only_the_keys_the_earlier_record_lacks(tmp_path):
+    folder, shapes = resume_setup(tmp_path)
+    scratch = tmp_path / "s"
+    plan_by_key(scratch)
+    run = spawn(tmp_path, scratch, shapes, WARMUP_HARNESS_RESUME_DIR=str(folder))
+    assert run.returncode == 0, run.stderr
+    tuned = tunings(*logs(scratch))
+    assert set(tuned) == all_keys(SHAPES) - all_keys(SHAPES[:2]) and set(tuned.values()) == {1}
+    assert all("key(s) of" in log and "are not tuned again" in log for log in logs(scratch))
+    merge_and_publish(scratch, folder)  # the new record replaces the earlier one: it must hold both
+    replay = measure(tmp_path, shapes, folder)
+    assert "op mm: replayed 12, swept 0 live" in replay.stderr
+    meta = json.loads((folder / "mm.meta.json").read_text())["tune_seconds"]
+    assert all(isinstance(meta[k][key], float) for k, key in all_keys(SHAPES)), "earlier seconds carried over"
+
+
+def test_resume_in_shape_mode_sweeps_only_the_missing_keys_and_fresh_sweeps_all(tmp_path):
+    folder, shapes = resume_setup(tmp_path)
+    full = bench(tmp_path, shapes, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "full"))
+    missing = bench(tmp_path, shape_file(tmp_path, SHAPES[2:], "rest.yaml"),
+                    FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "rest"))
+    resumed = bench(tmp_path, shapes, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "rec"),
+                    WARMUP_HARNESS_RESUME_DIR=str(folder))
+    assert resumed.returncode == 0, resumed.output
+    assert resumed.session["timed"] == missing.session["timed"] != full.session["timed"]
+    assert "resume: 6 key(s) taken from" in resumed.stderr
+    assert pairs(json.loads((tmp_path / "rec" / "mm.json").read_text())) == all_keys(SHAPES)
+    fresh = bench(tmp_path, shapes, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "fresh"),
+                  WARMUP_HARNESS_RESUME_DIR=str(folder), WARMUP_HARNESS_FRESH="1")
+    assert fresh.session["timed"] == full.session["timed"]
+    assert "WARMUP_HARNESS_FRESH is set: every key is tuned" in fresh.stderr
+
+
+def test_an_earlier_record_of_another_triton_or_device_is_not_resumed(tmp_path):
+    folder, shapes = resume_setup(tmp_path)
+    full = bench(tmp_path, shapes, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "full"))
+    meta_path = folder / "mm.meta.json"
+    meta = json.loads(meta_path.read_text())
+    for field, value, said in [("triton", "3.2.0", "was recorded with Triton 3.2.0"),
+                               ("device", "NVIDIA H200", "was recorded on NVIDIA H200, this process runs on fake 0")]:
+        meta_path.write_text(json.dumps({**meta, field: value}))
+        run = bench(tmp_path, shapes, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / f"rec-{field}"),
+                    WARMUP_HARNESS_RESUME_DIR=str(folder))
+        assert run.returncode == 0, run.output
+        assert run.session["timed"] == full.session["timed"], field
+        assert said in run.stderr and "tuned again" in run.stderr or "every key is tuned" in run.stderr
+    meta_path.unlink()
+    run = bench(tmp_path, shapes, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "rec-none"),
+                WARMUP_HARNESS_RESUME_DIR=str(folder))
+    assert run.session["timed"] == full.session["timed"] and "are unknown, every key is tuned" in run.stderr
+
+
+def test_a_fresh_value_that_is_neither_yes_nor_no_is_a_usage_error(tmp_path):
+    run = bench(tmp_path, shape_file(tmp_path, SHAPES[:1]), FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "r"),
+                WARMUP_HARNESS_FRESH="maybe")
+    assert run.returncode == 4 and "WARMUP_HARNESS_FRESH='maybe'" in run.stderr, run.output
+
+
+def test_by_key_runs_one_child_per_device(tmp_path):
+    scratch = tmp_path / "s"
+    plan_by_key(scratch, shards=2)
+    shapes = shape_file(tmp_path, SHAPES[:1])
+    for devices, said in [("0,0", "device 0 is listed twice"), ("0", "a by-key plan of 2 shards needs as many")]:
+        run = run_tool("spawn", "--backend", "cuda", "--plan", scratch, "--devices", devices, "--dry-run", "--",
+                       *bench_command(shapes), cwd=tmp_path)
+        assert run.returncode == 2 and said in run.stderr, run.stderr
+    dry = run_tool("spawn", "--backend", "cuda", "--plan", scratch, "--devices", "0,1", "--dry-run", "--",
+                   *bench_command(shapes), cwd=tmp_path)
+    assert dry.returncode == 0, dry.stderr
+    assert dry.stdout.count(f"WARMUP_HARNESS_CLAIM_DIR={scratch / 'claims'}") == 2
+    assert dry.stdout.count(f"--shape_file {shapes}") == 2, "COMMAND as given"
+
+
+def test_a_by_key_plan_takes_no_shape_file(tmp_path):
+    run = run_tool("shard", "--by-key", "--shards", "2", "--out", tmp_path / "s", tmp_path / "x.yaml")
+    assert run.returncode == 2 and "cannot be used with" in run.stderr
+    one = run_tool("shard", "--by-key", "--shards", "1", "--out", tmp_path / "s")
+    assert one.returncode == 3 and not (tmp_path / "s" / "plan.json").exists()
+    plan_by_key(tmp_path / "s")
+    plan = json.loads((tmp_path / "s" / "plan.json").read_text())
+    assert plan["mode"] == "by-key" and plan["op"] == "mm"
+    assert plan["shards"] == [{"index": 0, "shapes": []}, {"index": 1, "shapes": []}]
