@@ -217,6 +217,13 @@ def test_resume_in_shape_mode_sweeps_only_the_missing_keys_and_fresh_sweeps_all(
     assert resumed.session["timed"] == missing.session["timed"] != full.session["timed"]
     assert "resume: 6 key(s) taken from" in resumed.stderr
     assert pairs(json.loads((tmp_path / "rec" / "mm.json").read_text())) == all_keys(SHAPES)
+    # A run that meets none of the earlier keys still carries them all into its record.
+    rest = bench(tmp_path, shape_file(tmp_path, SHAPES[2:], "rest.yaml"),
+                 FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "rest-resumed"),
+                 WARMUP_HARNESS_RESUME_DIR=str(folder))
+    assert rest.session["timed"] == missing.session["timed"]
+    assert pairs(json.loads((tmp_path / "rest-resumed" / "mm.json").read_text())) == all_keys(SHAPES)
+    assert "resume: 0 key(s) taken from" in rest.stderr and "6 carried into this record" in rest.stderr
     fresh = bench(tmp_path, shapes, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "fresh"),
                   WARMUP_HARNESS_RESUME_DIR=str(folder), WARMUP_HARNESS_FRESH="1")
     assert fresh.session["timed"] == full.session["timed"]

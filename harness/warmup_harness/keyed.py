@@ -3,7 +3,8 @@
 A `Recorder` (policies.py) records every decision the tuner makes. `KeyedRecorder` first asks, at
 each new key, whether this process should tune it at all:
 
-1. a key the earlier record answers (resume) is pinned to that config and recorded again;
+1. a key the earlier record answers (resume) is pinned to that config; the earlier record's keys
+   are all carried into this record at the first such key;
 2. by-key: a key another child published a winner for is pinned to it, not recorded (that child's
    record holds it; a winner an earlier run of this same shard published is recorded again, as
    that run's record was cleared); a key a live child holds is launched on the tuner's first config, untimed and
@@ -61,6 +62,7 @@ class KeyedRecorder(Recorder):
         self.from_winner: set[tuple[str, str]] = set()
         self.untimed: set[tuple[str, str]] = set()
         self.resumed: set[tuple[str, str]] = set()
+        self.carried = False  # the earlier record's keys are in this record
 
     # The store view's policy (store.Policy).
     def contains(self, tuner, state, key, raw):
@@ -103,18 +105,22 @@ class KeyedRecorder(Recorder):
         return config
 
     def _resume(self, tuner: Any, state: TunerState, key: Any, text: str) -> bool:
-        if self.earlier is None:
+        if self.earlier is None or not self.earlier.usable(self._device_name, self.notes):
             return False
+        if not self.carried:
+            # The earlier record's keys go into this record whole, so that publishing it (even
+            # after a stop) loses none of them; met or not, each is the earlier run's.
+            self.carried = True
+            for kernel, text_, config, seconds in self.earlier.pairs():
+                self._carry(kernel, text_, config, seconds)
+                self._recorded[kernel, text_] = config_text(config)
         found = self.earlier.lookup(state.kernel, text)
-        if found is None or not self.earlier.usable(self._device_name, self.notes):
+        if found is None:
             return False
-        recorded, seconds = found
+        recorded, _ = found
         config = self._pin(tuner, state, key, recorded)
         if config is None:  # the kernel no longer has that config: tune the key
             return False
-        record = config_record(config)
-        self._carry(state.kernel, text, record, seconds)
-        self._recorded[state.kernel, text] = config_text(record)
         remember(state.recorded, key)
         self.resumed.add((state.kernel, text))
         return True
@@ -166,7 +172,9 @@ class KeyedRecorder(Recorder):
                 f"{len(waited)} launched untimed on the first config while another child tuned them "
                 f"(not recorded here); claims in {self.claims.folder}")
         if self.earlier is not None:
-            lines.append(f"resume: {len(self.resumed)} key(s) taken from {self.earlier.path}, not tuned again")
+            carried = sum(len(v) for v in self.earlier.records.values()) if self.carried else 0
+            lines.append(f"resume: {len(self.resumed)} key(s) taken from {self.earlier.path}, not tuned again; "
+                         f"{carried} carried into this record")
         return lines + self.notes
 
 

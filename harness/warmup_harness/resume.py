@@ -4,9 +4,11 @@
 RECORD_DIR it publishes into). Its `<op>.json` answers a key only when its sidecar `<op>.meta.json`
 names this process's Triton version and device model: a config tuned for another GPU or compiler
 is no answer. `WARMUP_HARNESS_FRESH` (1, true, yes) turns it off. Such a key is pinned to the
-earlier config and recorded again, with the seconds the earlier sidecar gave it, so that the new
-record, which replaces the earlier one when published, still holds it. An interrupted sweep whose
-keys were published thus picks up where it stopped.
+earlier config, not tuned. Once the device is known to match (at the first key), every key of the
+earlier record is carried into this process's record, with the seconds the earlier sidecar gave
+it, so that the new record, which replaces the earlier one when published (even after a stopped
+sweep, scripts/warmup), still holds them all. An interrupted sweep whose record was published thus
+picks up where it stopped.
 
 Nothing here refuses the run: an earlier record that is missing, unreadable or made elsewhere only
 means every key is tuned, and a line says why. Standard library only.
@@ -52,6 +54,13 @@ class Earlier:
                 notes.append(f"resume: {self.path} was recorded on {self.device}, this process runs on "
                              f"{here}: its keys are tuned again")
         return self.checked
+
+    def pairs(self):
+        """Every (kernel, key, config, seconds) of the earlier record."""
+        for kernel, keys in self.records.items():
+            for key in keys:
+                config, seconds = self.lookup(kernel, key)
+                yield kernel, key, config, seconds
 
     def lookup(self, kernel: str, key: str) -> tuple[dict, Any] | None:
         config = self.records.get(kernel, {}).get(key)
