@@ -102,6 +102,10 @@ pub fn supervise(jobs: &[Job], run: Run<'_>) -> Result<Outcome> {
         }
 
         wait(signals, &running, progress.refresh())?;
+        // Drained before reaping, never after: a SIGCHLD read after the reap would be lost for a
+        // child that exited in between, and with its log at end of file nothing would wake the
+        // next wait (two children ending at once hung the run).
+        let stops = signals.read()?;
         for child in &mut running {
             child.log.pump();
         }
@@ -122,7 +126,7 @@ pub fn supervise(jobs: &[Job], run: Run<'_>) -> Result<Outcome> {
         };
 
         let now = Instant::now();
-        for sig in signals.read()? {
+        for sig in stops {
             let grace = if stopped_by.is_none() {
                 stopped_by = Some(sig);
                 progress.note(&format!(
