@@ -44,7 +44,7 @@ const EXAMPLES: &str = "EXAMPLES:
   # one pytest per shard, on the GPUs the caller may use (--plan /tmp/run works too)
   warmup-spawn --plan /tmp/run/plan.json -- pytest benchmark/test_mm.py --shape_file shapes.yaml
 
-  # pick the devices; a device listed twice takes two children at once
+  # pick the devices; a device listed twice takes two children at once (not in a by-key plan)
   warmup-spawn --plan /tmp/run/plan.json --devices 4,5,6,7 --timeout 3600 -- pytest ...
 
   # see what would run, as copy-pastable env lines; runs and writes nothing
@@ -62,6 +62,10 @@ const EXAMPLES: &str = "EXAMPLES:
   # for a script: what happened, one `name value` line each (docs/CONTRACT.md, Run summaries)
   summary=$(warmup-spawn --plan /tmp/run/plan.json --summary - -- pytest ...)
 
+  # a by-key plan (warmup-shard --by-key): COMMAND whole in each child, one child per device,
+  # the children claiming autotune keys in SCRATCH/claims
+  warmup-spawn --plan /tmp/run --devices 0,1,2,3 -- pytest benchmark/test_blas_perf.py -m mm
+
   # the shape file a command names, as each child's is replaced (exit 3: it names none)
   warmup-spawn --print-shape-file -- pytest bench.py --shape_file core_shapes.yaml
 
@@ -75,6 +79,8 @@ FILES:
   SCRATCH/w<i>/worker.log     child i's stdout and stderr (truncated at its start; --max-log caps it)
   SCRATCH/w<i>/rec/           child i's FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR
   SCRATCH/w<i>/status.json    child i's outcome; absent when the shard never started
+  SCRATCH/claims/             a by-key plan's claims and winners (WARMUP_HARNESS_CLAIM_DIR),
+                              emptied by a run of the whole plan
   SCRATCH/w<i>/.triton_cache  child i's TRITON_CACHE_DIR, with --cache-per-child only: by default
                               children share the caller's Triton cache, so each kernel is compiled
                               once for all of them, and a later run finds it compiled";
