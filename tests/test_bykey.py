@@ -10,6 +10,7 @@ kernel), never from timings.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -171,6 +172,20 @@ def test_a_claim_left_by_a_child_killed_mid_tune_is_taken_over_by_the_re_run_of_
     replay = measure(tmp_path, shapes, tmp_path / "published")
     assert "op mm: replayed 12, swept 0 live" in replay.stderr
 
+
+
+def test_a_winner_that_cannot_be_published_is_a_warning_and_the_key_still_recorded(tmp_path):
+    claims = tmp_path / "claims"
+    claims.mkdir()
+    kernel, key = PLAIN_MM, json.dumps([*SHAPES[0], *F16])
+    stem = hashlib.sha256(f"{kernel}\n{key}".encode()).hexdigest()[:40]  # the contract's claim name
+    (claims / f"{stem}.winner.json").mkdir()  # where the winner goes: it cannot be renamed there
+    run = bench(tmp_path, shape_file(tmp_path, SHAPES[:1]), FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "rec"),
+                WARMUP_HARNESS_CLAIM_DIR=str(claims))
+    assert run.returncode == 0, run.output
+    assert f"WARNING by-key: cannot publish the winner of {kernel} {key}" in run.stderr
+    assert pairs(json.loads((tmp_path / "rec" / "mm.json").read_text())) == all_keys(SHAPES[:1])
+    assert len(list(claims.glob("*.winner.json"))) == 3, "the other keys' winners are published"
 
 def test_a_re_run_in_the_same_scratch_starts_from_empty_claims(tmp_path):
     shapes, scratch = shape_file(tmp_path, SHAPES[:1]), tmp_path / "s"

@@ -95,7 +95,11 @@ class KeyedRecorder(Recorder):
         super().setitem(tuner, state, key, config, raw)
         held = self._held.pop((state.kernel, text), None)
         if held is not None:
-            self.claims.publish(held, state.kernel, text, config_record(config), seconds, self._record_dir)
+            try:
+                self.claims.publish(held, state.kernel, text, config_record(config), seconds, self._record_dir)
+            except OSError as exc:  # the key is recorded; another child will only tune it again
+                self.notes.append(f"WARNING by-key: cannot publish the winner of {state.kernel} {text} in "
+                                  f"{self.claims.folder} ({exc.strerror or exc}): another child may tune it again")
 
     # What decides.
     def _pin(self, tuner: Any, state: TunerState, key: Any, recorded: dict) -> Any:
