@@ -20,8 +20,9 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from support import run_tool, tool
-from test_harness import ADD, PLAIN_MM, SHAPES, STORE_MM, bench, bench_command, bench_env, shape_file
+from support import BIN_DIR, run_tool, tool
+from test_harness import (ADD, BENCH, PLAIN_MM, SCRIPT, SHAPES, STORE_MM, Run, bench, bench_command, bench_env,
+                          shape_file)
 
 F16 = ["float16"] * 3
 TUNED = re.compile(r"\[warmup-harness\] by-key: (\S+) (\[.*\]): (claimed|claim taken over)")
@@ -56,8 +57,21 @@ def child_env(work: Path, **extra: str) -> dict[str, str]:
 
 
 def spawn(work: Path, scratch: Path, shapes: Path, *opts: str, **env: str) -> subprocess.CompletedProcess:
-    return run_tool("spawn", "--backend", "cuda", "--plan", scratch, "--devices", "0,1", "--summary", "-", *opts,
-                    "--", *bench_command(shapes), env=child_env(work, **env), cwd=work)
+    argv = [tool("spawn"), "--backend", "cuda", "--plan", str(scratch), "--devices", "0,1", "--summary", "-", *opts,
+            "--", *bench_command(shapes)]
+    proc = subprocess.Popen(argv, env=child_env(work, **env), cwd=work, text=True, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    try:
+        out, err = proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        raise AssertionError(f"warmup-spawn did not end\n{processes()}\n" + "\n".join(logs(scratch))) from None
+    finally:
+        proc.kill()
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
+
+def processes() -> str:
+    return subprocess.run(["ps", "-eo", "pid,ppid,stat,wchan:24,args"], capture_output=True, text=True).stdout
 
 
 def logs(scratch: Path, shards: int = 2) -> list[str]:
@@ -143,8 +157,7 @@ def test_a_claim_left_by_a_child_killed_mid_tune_is_taken_over_by_the_re_run_of_
         try:
             out, err = proc.communicate(timeout=120)
         except subprocess.TimeoutExpired:
-            ps = subprocess.run(["ps", "-eo", "pid,ppid,stat,wchan:20,args"], capture_output=True, text=True).stdout
-            raise AssertionError(f"warmup-spawn did not end\n{ps}\n" + "\n".join(logs(scratch))) from None
+            raise AssertionError(f"warmup-spawn did not end\n{processes()}\n" + "\n".join(logs(scratch))) from None
     finally:
         proc.kill()
     assert proc.returncode == 1, err
@@ -294,3 +307,75 @@ def test_a_by_key_plan_takes_no_shape_file(tmp_path):
     plan = json.loads((tmp_path / "s" / "plan.json").read_text())
     assert plan["mode"] == "by-key" and plan["op"] == "mm"
     assert plan["shards"] == [{"index": 0, "shapes": []}, {"index": 1, "shapes": []}]
+
+
+def warmup(work: Path, command: list[str], *opts: str, **env: str) -> subprocess.Popen:
+    """scripts/warmup on pretend devices 0 and 1, its scratch kept in work/scratch."""
+    env = child_env(work, WARMUP_BIN_DIR=str(BIN_DIR), FLAGGEMS_VENDOR="nvidia", TMPDIR=str(work),
+                    FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(work / "records"), **env)
+    return subprocess.Popen([str(SCRIPT), "--gpus", "2", "--devices", "0,1", "--scratch", str(work / "scratch"),
+                             "--keep", *opts, "--", *command], env=env, cwd=work, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def finished(proc: subprocess.Popen, work: Path) -> Run:
+    out, err = proc.communicate(timeout=300)
+    return Run(subprocess.CompletedProcess(proc.args, proc.returncode, out, err), work / "trace.jsonl")
+
+
+def test_warmup_by_key_warms_up_a_run_without_a_shape_file(tmp_path):
+    command = bench_command(tmp_path / "unused.yaml")[:-2]  # the benchmark without --shape_file
+    assert "--shape_file" not in command and command[-1] == str(BENCH)
+    run = finished(warmup(tmp_path, command, "--by-key", FIXTURE_SHAPES=json.dumps(SHAPES)), tmp_path)
+    assert run.returncode == 0, run.output
+    scratch = tmp_path / "scratch"
+    tuned = tunings(*logs(scratch))
+    assert set(tuned) == all_keys(SHAPES) and set(tuned.values()) == {1}, tuned
+    children = [s for s in run.sessions if s["worker"] == "1"]
+    measurement = [s for s in run.sessions if s["worker"] is None]
+    assert len(children) == 2 and len(measurement) == 1, run.output
+    assert measurement[0]["timed"] == {} and "op mm: replayed 12, swept 0 live" in run.stderr
+    # A second run resumes every key from the published record: nothing is tuned.
+    again = finished(warmup(tmp_path, command, "--by-key", FIXTURE_SHAPES=json.dumps(SHAPES)), tmp_path)
+    assert again.returncode == 0, again.output
+    assert tunings(*logs(scratch)) == Counter() and "op mm: replayed 12, swept 0 live" in again.stderr
+    assert all("resume: 12 key(s) taken from" in log for log in logs(scratch))
+    fresh = finished(warmup(tmp_path, command, "--by-key", "--fresh", FIXTURE_SHAPES=json.dumps(SHAPES)), tmp_path)
+    assert fresh.returncode == 0, fresh.output
+    assert set(tunings(*logs(scratch))) == all_keys(SHAPES)
+
+
+def test_warmup_by_key_refuses_the_options_of_a_split(tmp_path):
+    proc = subprocess.run([str(SCRIPT), "--by-key", "--strategy", "lpt", "--", "true"], capture_output=True,
+                          text=True, timeout=120, env=child_env(tmp_path))
+    assert proc.returncode == 2 and "--by-key splits no shape file" in proc.stderr
+
+
+def test_a_stopped_sweep_is_published_and_the_next_run_tunes_only_what_it_missed(tmp_path):
+    shapes = shape_file(tmp_path, SHAPES)
+    hung = tmp_path / "hung-timing"
+    proc = warmup(tmp_path, bench_command(shapes), "--by-key", FIXTURE_HANG_TIMING="256x512x128")
+    scratch = tmp_path / "scratch"
+    try:
+        deadline = time.monotonic() + 120
+        while not (hung.exists() and hung.read_text()) and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert hung.exists(), proc.communicate()
+        while "passed" not in "".join(p.read_text() for p in scratch.glob("w*/worker.log")) \
+                and time.monotonic() < deadline:
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGTERM)  # the sweep is stopped with one key still being tuned
+        stopped = finished(proc, tmp_path)
+    finally:
+        proc.kill()
+    assert stopped.returncode == 143, stopped.output
+    assert "the sweep was stopped: what its children recorded is published in" in stopped.stderr
+    assert not [s for s in stopped.sessions if s["worker"] is None], "the measurement ran"
+    key = (PLAIN_MM, json.dumps([256, 512, 128, *F16]))
+    published = pairs(json.loads((tmp_path / "records" / "mm.json").read_text()))
+    assert published == all_keys(SHAPES) - {key}
+    hung.unlink()
+    run = finished(warmup(tmp_path, bench_command(shapes), "--by-key"), tmp_path)
+    assert run.returncode == 0, run.output
+    assert tunings(*logs(scratch)) == Counter({key: 1}), "only the key the stop cut short is tuned"
+    assert "op mm: replayed 12, swept 0 live" in run.stderr

@@ -3,7 +3,8 @@
 The harness under test (warmup_harness) hooks Triton's autotuners; this benchmark gives it real
 ones to hook: Triton's own `Autotuner` (kernels_plain.py) and a subclass that replaces `run` the way
 FlagGems' LibTuner does (kernels_store.py), plus a heuristics-only kernel. One test per shape of
-the op's entry in `--shape_file` (op from FLAGGEMS_PERF_CURRENT_OP, default "default").
+the op's entry in `--shape_file` (op from FLAGGEMS_PERF_CURRENT_OP, default "default"), or without
+one, of `FIXTURE_SHAPES` (a JSON list), as a benchmark with shapes of its own.
 
 Why a stubbed device, and only that: Triton from PyPI installs in seconds and its autotuners run
 as they do on a GPU, but without one there is no driver, so the calls that reach the device
@@ -137,8 +138,11 @@ def pytest_generate_tests(metafunc):
     time.sleep(float(os.environ.get("FIXTURE_IMPORT_SECONDS") or 0))
     if "shape" in metafunc.fixturenames:
         path = metafunc.config.getoption("shape_file")
-        with open(path) as f:
-            shapes = (yaml.safe_load(f) or {}).get(op_name(), {}).get("shapes", [])
+        if path:
+            with open(path) as f:
+                shapes = (yaml.safe_load(f) or {}).get(op_name(), {}).get("shapes", [])
+        else:  # no --shape_file: FIXTURE_SHAPES (JSON), as a benchmark's built-in shapes
+            shapes = json.loads(os.environ.get("FIXTURE_SHAPES") or "[]")
         metafunc.parametrize("shape", shapes, ids=["x".join(map(str, s)) for s in shapes])
 
 
