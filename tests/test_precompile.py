@@ -14,8 +14,10 @@ import importlib
 import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -301,6 +303,86 @@ def test_the_timing_lock_is_named_for_the_device_each_child_sees(tmp_path, monke
     assert lock.path(pc.device_token()).name == "gpu-GPU-8f2a_1.lock"
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,1")
     assert lock.path(pc.device_token()).name == "gpu-3.lock"
+
+
+NOBODY = 65534
+
+
+def as_another_user(action) -> str:
+    """Runs `action()` in a forked child that switched to uid/gid 65534 (so root's override of file
+    modes is gone): "ok", or the text of what it raised."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        os.close(read)
+        try:
+            os.setgid(NOBODY)
+            os.setuid(NOBODY)
+            action()
+            os.write(write, b"ok")
+        except BaseException as exc:  # noqa: B036 (reported to the parent)
+            os.write(write, f"{type(exc).__name__}: {exc}".encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as pipe:
+        said = pipe.read().decode()
+    os.waitpid(pid, 0)
+    return said
+
+
+@pytest.fixture
+def open_folder():
+    """A folder every user may enter and write, as the shared default is (sticky, like /tmp)."""
+    folder = Path(tempfile.mkdtemp(prefix="warmup-locks-", dir="/tmp"))
+    folder.chmod(0o1777)
+    yield folder
+    shutil.rmtree(folder)
+
+
+@contextlib.contextmanager
+def umask(mask: int):
+    previous = os.umask(mask)
+    try:
+        yield
+    finally:
+        os.umask(previous)
+
+
+def test_a_lock_file_made_under_a_strict_umask_is_readable_by_every_user(open_folder, monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    lock = pc.DeviceTimingLock(open_folder, shared=True)
+    with umask(0o077), lock:
+        pass
+    lock.close()
+    path = open_folder / "gpu-0.lock"
+    assert path.stat().st_mode & 0o444 == 0o444, oct(path.stat().st_mode)
+    if os.geteuid() != 0:
+        return
+
+    def time_as_nobody():
+        other = pc.DeviceTimingLock(open_folder, shared=True)
+        with other:
+            pass
+        other.close()
+
+    assert as_another_user(time_as_nobody) == "ok"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as another user")
+def test_a_lock_file_another_user_cannot_read_is_named_with_its_mode(open_folder, monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    path = open_folder / "gpu-0.lock"
+    path.touch()
+    path.chmod(0o600)  # as an older harness left it under umask 077
+
+    def time_as_nobody():
+        with pc.DeviceTimingLock(open_folder, shared=True):
+            pass
+
+    said = as_another_user(time_as_nobody)
+    assert f"cannot open the device timing lock {path} (Permission denied): the file is mode 0600" in said, said
+    assert "folder" not in said.split(pc.LOCK_DIR)[0], said
 
 
 # --- settings and reports ----------------------------------------------------------------------

@@ -573,8 +573,8 @@ class DeviceTimingLock:
                             os.chmod(self.folder, 0o1777)
                 fd = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
             except OSError as exc:
-                raise RuntimeError(f"warmup-harness: cannot open the device timing lock {path} "
-                                   f"({exc.strerror or exc}); set {LOCK_DIR} to a folder you can write") from None
+                raise RuntimeError(f"warmup-harness: {_lock_failure(path, exc)}") from None
+            _readable_by_all(fd)
             self._files[token] = fd
         return fd
 
@@ -582,6 +582,28 @@ class DeviceTimingLock:
         for fd in self._files.values():
             os.close(fd)
         self._files.clear()
+
+
+def _readable_by_all(fd: int) -> None:
+    """Makes a lock file this process owns readable by every user whatever the umask it was made
+    under (0600 under `umask 077` would lock every other user's timing out of the device)."""
+    with contextlib.suppress(OSError):
+        st = os.fstat(fd)
+        if st.st_uid == os.geteuid() and st.st_mode & 0o444 != 0o444:
+            os.fchmod(fd, (st.st_mode & 0o7777) | 0o444)
+
+
+def _lock_failure(path: Path, exc: OSError) -> str:
+    """What stops a device timing lock from being opened: the file itself, or its folder."""
+    why = exc.strerror or str(exc)
+    try:
+        st = path.stat()
+    except OSError:
+        return (f"cannot create the device timing lock {path} ({why}): its folder {path.parent} cannot be "
+                f"written; set {LOCK_DIR} to a folder you can write")
+    return (f"cannot open the device timing lock {path} ({why}): the file is mode {st.st_mode & 0o777:04o}, "
+            f"owned by uid {st.st_uid}, and every user timing on this device needs to read it; its owner can "
+            f"`chmod a+r` it, or set {LOCK_DIR} to a folder of your own")
 
 
 # --- the session's side ------------------------------------------------------------------------
