@@ -96,8 +96,8 @@ def scale_launch(n=1000) -> tuple[tuple, dict]:
     return args, {"x_ptr": args[0], "y_ptr": args[1], "n": n, "grid": (1,)}
 
 
-def settings(mode="threads", workers=2, lock_dir: Path | None = None) -> pc.Settings:
-    return pc.Settings(mode, workers, (), lock_dir or Path("/nonexistent"), False)
+def settings(mode: str, workers: int, lock_dir: Path) -> pc.Settings:
+    return pc.Settings(mode, workers, (), lock_dir, False)
 
 
 # --- one key, in this process ------------------------------------------------------------------
@@ -227,7 +227,7 @@ def test_a_key_the_workers_cannot_compile_is_compiled_by_triton_and_said(cpu, co
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     lines: list[str] = []
-    compiler = pc.Precompiler(settings("processes", 2), lines.append)
+    compiler = pc.Precompiler(settings("processes", 2, cpu / "locks"), lines.append)
     tuner = triton.autotune(configs=SCALE_CONFIGS, key=["n"], do_bench=cpu_fakes.fake_bench)(
         pc.jit_function(module.scale_kernel))
     try:
@@ -252,7 +252,7 @@ def test_a_device_triton_cannot_compile_for_turns_precompile_off_with_one_line(c
 
     driver.set_active(Other())
     lines: list[str] = []
-    compiler = pc.Precompiler(settings(), lines.append)
+    compiler = pc.Precompiler(settings("threads", 2, cpu / "locks"), lines.append)
     assert pc.stub_device_set()
     for n in (1, 2):
         compiler.before_timing("k", scale_kernel, SCALE_CONFIGS, scale_launch(n)[1])
@@ -275,7 +275,7 @@ def lock_held(path: Path) -> bool:
 
 def test_each_config_is_timed_holding_the_device_lock_after_its_kernel_was_loaded(cpu, monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
-    compiler = pc.Precompiler(settings(lock_dir=cpu / "locks"), lambda line: None)
+    compiler = pc.Precompiler(settings("threads", 2, cpu / "locks"), lambda line: None)
     held, loaded = [], []
 
     def timer(kernel_call, quantiles):  # a launch needs a GPU driver: kernel_call is not called
@@ -383,6 +383,22 @@ def test_a_lock_file_another_user_cannot_read_is_named_with_its_mode(open_folder
     said = as_another_user(time_as_nobody)
     assert f"cannot open the device timing lock {path} (Permission denied): the file is mode 0600" in said, said
     assert "folder" not in said.split(pc.LOCK_DIR)[0], said
+
+
+@pytest.mark.parametrize("where", ["/dev/null/locks", "a-file/locks"])
+def test_a_lock_folder_that_cannot_be_made_is_refused_naming_the_variable(tmp_path, where):
+    (tmp_path / "a-file").touch()
+    with pytest.raises(ProtocolError, match=f"{pc.LOCK_DIR}=.*cannot make the device timing locks' folder"):
+        pc.DeviceTimingLock(tmp_path / where).prepare()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as another user")
+def test_a_lock_folder_that_cannot_be_written_is_refused_naming_the_variable(open_folder):
+    shut = open_folder / "shut"
+    shut.mkdir(mode=0o555)
+    said = as_another_user(pc.DeviceTimingLock(shut).prepare)
+    assert said == f"ProtocolError: {pc.LOCK_DIR}={shut}: the device timing locks' folder cannot be written; " \
+                   f"set {pc.LOCK_DIR} to a folder you can write", said
 
 
 # --- settings and reports ----------------------------------------------------------------------
@@ -497,6 +513,15 @@ def test_an_unusable_setting_stops_the_session_before_any_test(tmp_path):
     assert not (tmp_path / "bad.json").exists(), "a test ran"
 
 
+def test_a_lock_folder_that_cannot_be_made_stops_the_session_before_any_test(tmp_path):
+    proc = start(tmp_path, "bad", FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "rec"),
+                 WARMUP_HARNESS_DEVICE_LOCK_DIR="/dev/null/locks")
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 4, out + err
+    assert "WARMUP_HARNESS_DEVICE_LOCK_DIR=/dev/null/locks: cannot make the device timing locks' folder" in err
+    assert not (tmp_path / "bad.json").exists(), "a test ran"
+
+
 def test_a_tuner_with_its_own_bench_is_timed_holding_the_device_lock_too(cpu, monkeypatch):
     from triton.runtime.autotuner import Autotuner
 
@@ -515,7 +540,7 @@ def test_a_tuner_with_its_own_bench_is_timed_holding_the_device_lock_too(cpu, mo
         def run(self, *args, **kwargs):
             pass
 
-    compiler = pc.Precompiler(settings("off", lock_dir=cpu / "locks"), lambda line: None)
+    compiler = pc.Precompiler(settings("off", 2, cpu / "locks"), lambda line: None)
     tuner = OwnBench(Launcher(), ["n"], SCALE_CONFIGS, ["n"], None, None, do_bench=cpu_fakes.fake_bench)
     try:
         tuners.install(tuners.Recorder(lambda *a: None), compiler)

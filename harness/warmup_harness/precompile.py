@@ -561,16 +561,31 @@ class DeviceTimingLock:
     def path(self, token: str) -> Path:
         return self.folder / f"{re.sub(r'[^A-Za-z0-9._-]', '_', token)}.lock"
 
+    def prepare(self) -> None:
+        """Makes the folder, before any test: raises ProtocolError naming LOCK_DIR when it cannot be
+        made or written (every timing would fail after its sweep)."""
+        try:
+            self._make_folder()
+        except OSError as exc:
+            raise ProtocolError(f"{LOCK_DIR}={self.folder}: cannot make the device timing locks' folder "
+                                f"({exc.strerror or exc}); set {LOCK_DIR} to a folder you can write") from None
+        if not os.access(self.folder, os.W_OK | os.X_OK):
+            raise ProtocolError(f"{LOCK_DIR}={self.folder}: the device timing locks' folder cannot be written; "
+                                f"set {LOCK_DIR} to a folder you can write")
+
+    def _make_folder(self) -> None:
+        if not self.folder.is_dir():
+            self.folder.mkdir(parents=True, exist_ok=True)
+            if self.shared:
+                with contextlib.suppress(OSError):
+                    os.chmod(self.folder, 0o1777)
+
     def _file(self, token: str) -> int:
         fd = self._files.get(token)
         if fd is None:
             path = self.path(token)
             try:
-                if not self.folder.is_dir():
-                    self.folder.mkdir(parents=True, exist_ok=True)
-                    if self.shared:
-                        with contextlib.suppress(OSError):
-                            os.chmod(self.folder, 0o1777)
+                self._make_folder()
                 fd = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
             except OSError as exc:
                 raise RuntimeError(f"warmup-harness: {_lock_failure(path, exc)}") from None
@@ -626,6 +641,7 @@ class Precompiler:
         self._say = say
         self.pool = CompilePool(settings.mode, settings.workers, settings.preload) if settings.mode != "off" else None
         self.timing_lock = DeviceTimingLock(settings.lock_dir, settings.shared_lock_dir)
+        self.timing_lock.prepare()
         self.reports: list[Report] = []
         self._compiles: bool | None = None  # decided at the first key
         _active = self
