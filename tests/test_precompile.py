@@ -409,18 +409,36 @@ def test_settings_default_to_processes_sharing_the_cpus_among_the_children(monke
     s = pc.Settings.from_env({})
     assert (s.mode, s.workers, s.shared_lock_dir) == ("processes", max(1, min(pc.MAX_WORKERS, cpus)), True)
     assert pc.Settings.from_env({pc.CHILDREN: str(cpus * 2)}).workers == 1
-    chosen = pc.Settings.from_env({pc.MODE: "Threads", pc.WORKERS: "3", pc.PRELOAD: " a, ,b ",
+    chosen = pc.Settings.from_env({pc.MODE: "Threads", pc.WORKERS: str(cpus), pc.PRELOAD: " a, ,b ",
                                    pc.LOCK_DIR: "locks"})
-    assert (chosen.mode, chosen.workers, chosen.preload) == ("threads", 3, ("a", "b"))
+    assert (chosen.mode, chosen.workers, chosen.preload, chosen.notes) == ("threads", cpus, ("a", "b"), ())
     assert chosen.lock_dir == Path.cwd() / "locks" and not chosen.shared_lock_dir
     assert pc.Settings.from_env({pc.PRELOAD: ""}).preload == ()
 
 
 @pytest.mark.parametrize("name, value", [(pc.MODE, "fast"), (pc.WORKERS, "0"), (pc.WORKERS, "x"),
-                                         (pc.CHILDREN, "-2")])
+                                         (pc.WORKERS, "\u00b2"), (pc.WORKERS, "\u0663"), (pc.WORKERS, "000"),
+                                         (pc.CHILDREN, "-2"), (pc.CHILDREN, "\u00b2")])
 def test_unusable_settings_are_named(name, value):
     with pytest.raises(ProtocolError, match=f"{name}={value!r}"):
         pc.Settings.from_env({name: value})
+
+
+@pytest.mark.parametrize("value", ["40", "9" * 5000])
+def test_a_worker_count_past_the_cpus_is_capped_to_them_and_said(tmp_path, value):
+    cpus = len(os.sched_getaffinity(0))
+    chosen = pc.compile_settings({pc.WORKERS: value, pc.LOCK_DIR: str(tmp_path)}.get)
+    assert chosen.workers == cpus
+    shown = value if len(value) <= 20 else value[:20] + "..."
+    note = f"{pc.WORKERS}={shown} is more than the {cpus} CPU(s) this process may use: {cpus} worker(s)"
+    assert chosen.notes == (note,)
+    compiler = pc.Precompiler(chosen, lambda line: None)
+    assert f"({note})" in compiler.describe()
+    compiler.close()
+
+
+def test_a_huge_count_of_children_leaves_one_worker():
+    assert pc.compile_settings({pc.CHILDREN: "9" * 5000}.get).workers == 1
 
 
 def test_report_lines_parse_back():
@@ -504,12 +522,14 @@ def test_without_protocol_variables_nothing_is_precompiled(tmp_path):
     assert not (tmp_path / "locks").exists()
 
 
-def test_an_unusable_setting_stops_the_session_before_any_test(tmp_path):
-    proc = start(tmp_path, "bad", FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "rec"),
-                 WARMUP_HARNESS_COMPILE_WORKERS="many")
+@pytest.mark.parametrize("name, value", [("WARMUP_HARNESS_COMPILE_WORKERS", "many"),
+                                         ("WARMUP_HARNESS_COMPILE_WORKERS", "\u00b2"),
+                                         ("WARMUP_SPAWN_CHILDREN", "\u00b2")])
+def test_an_unusable_setting_stops_the_session_before_any_test(tmp_path, name, value):
+    proc = start(tmp_path, "bad", FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "rec"), **{name: value})
     out, err = proc.communicate(timeout=300)
     assert proc.returncode == 4, out + err
-    assert "WARMUP_HARNESS_COMPILE_WORKERS='many' is not a whole number of at least 1" in err
+    assert f"{name}={value!r} is not a whole number of at least 1" in err
     assert not (tmp_path / "bad.json").exists(), "a test ran"
 
 

@@ -63,6 +63,7 @@ LOCK_DIR = "WARMUP_HARNESS_DEVICE_LOCK_DIR"
 CHILDREN = "WARMUP_SPAWN_CHILDREN"  # set by warmup-spawn: children running at once on this machine
 MODES = ("processes", "threads", "off")
 MAX_WORKERS = 32  # the default's cap: past it a pool costs more memory than it saves time
+HUGE = 10**9  # a count past it is read as it (a longer number is no more a count of processes)
 LOCK_FOLDER = "warmup-harness-device-locks"
 
 # What a compile job came to: compiled here, found compiled, or held by another process.
@@ -73,48 +74,71 @@ COMPILED, FOUND, BUSY = "compiled", "found", "busy"
 
 
 @dataclass(frozen=True)
-class Settings:
+class CompileSettings:
     mode: str  # processes, threads or off
     workers: int
     preload: tuple[str, ...]  # modules a worker process imports when it starts
     lock_dir: Path
     shared_lock_dir: bool  # the default folder, which every user's runs share
+    notes: tuple[str, ...] = ()  # what was changed from the values given (a count capped), said at the start
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str]) -> Settings:
-        """Reads the settings; raises ProtocolError naming a variable whose value is unusable."""
-        mode = environ.get(MODE, "").strip().lower() or "processes"
-        if mode not in MODES:
-            raise ProtocolError(f"{MODE}={mode!r} is not one of {', '.join(MODES)}")
-        chosen_dir = environ.get(LOCK_DIR, "").strip()
-        lock_dir = Path(os.path.abspath(chosen_dir)) if chosen_dir else Path(tempfile.gettempdir()) / LOCK_FOLDER
-        return cls(mode, _workers(environ), _preload(environ), lock_dir, not chosen_dir)
+    def from_env(cls, environ: Mapping[str, str]) -> CompileSettings:
+        return compile_settings(environ.get)
 
 
-def _whole(environ: Mapping[str, str], name: str) -> int | None:
-    raw = environ.get(name, "").strip()
+Settings = CompileSettings
+
+
+def compile_settings(get: Callable[[str], str | None]) -> CompileSettings:
+    """Reads the settings through `get(name)`, the raw value of the setting `name` (an environment
+    variable) or None; raises ProtocolError naming a setting whose value is unusable."""
+    mode = (get(MODE) or "").strip().lower() or "processes"
+    if mode not in MODES:
+        raise ProtocolError(f"{MODE}={mode!r} is not one of {', '.join(MODES)}")
+    chosen_dir = (get(LOCK_DIR) or "").strip()
+    lock_dir = Path(os.path.abspath(chosen_dir)) if chosen_dir else Path(tempfile.gettempdir()) / LOCK_FOLDER
+    workers, notes = _workers(get)
+    return CompileSettings(mode, workers, _preload(get), lock_dir, not chosen_dir, notes)
+
+
+def _count(get: Callable[[str], str | None], name: str) -> int | None:
+    """A whole number of at least 1 in ASCII digits (`isdigit` takes '²', which int() refuses);
+    one past HUGE reads as HUGE, so that no count is ever too large to compare."""
+    raw = (get(name) or "").strip()
     if not raw:
         return None
-    if not raw.isdigit() or int(raw) < 1:
+    digits = raw.lstrip("0")
+    if not re.fullmatch(r"[0-9]+", raw) or not digits:
         raise ProtocolError(f"{name}={raw!r} is not a whole number of at least 1")
-    return int(raw)
+    return HUGE if len(digits) > len(str(HUGE)) else min(HUGE, int(digits))
 
 
-def _workers(environ: Mapping[str, str]) -> int:
-    """WARMUP_HARNESS_COMPILE_WORKERS, else this process's CPUs shared among the children that run
-    at once (WARMUP_SPAWN_CHILDREN), at most MAX_WORKERS."""
-    chosen = _whole(environ, WORKERS)
-    if chosen:
-        return chosen
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    return max(1, min(MAX_WORKERS, cpus // (_whole(environ, CHILDREN) or 1)))
+def _cpus() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-def _preload(environ: Mapping[str, str]) -> tuple[str, ...]:
+def _workers(get: Callable[[str], str | None]) -> tuple[int, tuple[str, ...]]:
+    """WARMUP_HARNESS_COMPILE_WORKERS, at most the CPUs this process may use (a line says so when
+    that caps it), else those CPUs shared among the children that run at once
+    (WARMUP_SPAWN_CHILDREN), at most MAX_WORKERS."""
+    cpus = _cpus()
+    chosen = _count(get, WORKERS)
+    children = _count(get, CHILDREN) or 1
+    if chosen is None:
+        return max(1, min(MAX_WORKERS, cpus // children)), ()
+    if chosen > cpus:
+        raw = (get(WORKERS) or "").strip()
+        shown = raw if len(raw) <= 20 else raw[:20] + "..."
+        return cpus, (f"{WORKERS}={shown} is more than the {cpus} CPU(s) this process may use: {cpus} worker(s)",)
+    return chosen, ()
+
+
+def _preload(get: Callable[[str], str | None]) -> tuple[str, ...]:
     """WARMUP_HARNESS_COMPILE_PRELOAD (comma-separated; empty: nothing), else torch when it is
     installed: a kernel's module almost always imports it, and a worker pays that import once,
     while the benchmark starts, instead of on the first key."""
-    raw = environ.get(PRELOAD)
+    raw = get(PRELOAD)
     if raw is None:
         return ("torch",) if importlib.util.find_spec("torch") else ()
     return tuple(name.strip() for name in raw.split(",") if name.strip())
@@ -652,7 +676,9 @@ class Precompiler:
                      f"precompile: a new key's configs are compiled ahead, {pool.mode} x{pool.workers}"
                      + (f" (each worker imports {', '.join(pool.preload)} first)"
                         if pool.mode == "processes" and pool.preload else ""))
-        return f"{compiling}; configs are timed one at a time per device (locks in {self.settings.lock_dir})"
+        notes = "".join(f" ({note})" for note in self.settings.notes)
+        return (f"{compiling}{notes}; configs are timed one at a time per device (locks in "
+                f"{self.settings.lock_dir})")
 
     def start_early(self) -> None:
         """Starts the pool's workers now (record mode: a sweep is coming), unless the benchmark put

@@ -24,7 +24,7 @@ class Session:
     def start(cls, mode: env.Mode, miss_policy: str, say: Callable[[str], None]) -> Session:
         """Checks the settings and files before anything runs, then puts the hooks in; raises
         ProtocolError or RecordError. `say` writes a line where a child's log shows it."""
-        compiler = precompile.Precompiler(precompile.Settings.from_env(os.environ), say)
+        compiler = precompile.Precompiler(precompile.compile_settings(os.environ.get), say)
         try:
             if mode.kind == "record":
                 return cls._start_record(mode, compiler)
