@@ -13,12 +13,14 @@ import fcntl
 import importlib
 import importlib.util
 import json
+import multiprocessing
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 from pathlib import Path
 
 import pytest
@@ -188,6 +190,27 @@ def test_a_kernel_another_process_is_compiling_is_waited_for_then_found_compiled
         holder.wait(timeout=60)
     assert pc.compile_job(fn, job, wait=True) == pc.COMPILED
     assert pc.compile_job(fn, job, wait=True) == pc.FOUND
+
+
+SLEEPY = "import time\ntime.sleep(3600)\n"  # a preload module whose import never ends
+
+
+def test_workers_that_give_no_result_in_the_bound_are_stopped_and_the_key_left_to_triton(cpu, monkeypatch):
+    (cpu / "sleepy.py").write_text(SLEEPY)
+    monkeypatch.syspath_prepend(str(cpu))
+    forget_compiled(scale_kernel)
+    pool = pc.CompilePool("processes", 2, ("sleepy",), timeout_s=1.5)
+    pool.start()
+    workers = multiprocessing.active_children()
+    try:
+        report = pc.precompile(scale_kernel, SCALE_CONFIGS, scale_launch()[1], pool)
+    finally:
+        pool.close()
+    assert pool.stuck and (report.compiled, report.left) == (0, len(SCALE_CONFIGS))
+    assert report.errors[0].endswith(f"no compile worker answered in 1.5s ({pc.TIMEOUT})"), report.errors
+    for worker in workers:
+        worker.join(timeout=120)
+    assert len(workers) == 2 and [worker.exitcode for worker in workers] == [-9, -9], "a stuck worker lives on"
 
 
 def make_package(root: Path) -> Path:
@@ -437,6 +460,15 @@ def test_a_worker_count_past_the_cpus_is_capped_to_them_and_said(tmp_path, value
     compiler.close()
 
 
+def test_the_compile_timeout_is_a_number_of_seconds_above_0():
+    assert pc.compile_settings({}.get).timeout_s == pc.DEFAULT_TIMEOUT_S == 300
+    assert pc.compile_settings({pc.TIMEOUT: " 2.5 "}.get).timeout_s == 2.5
+    assert pc.compile_settings({pc.TIMEOUT: "9" * 400}.get).timeout_s == threading.TIMEOUT_MAX
+    for bad in ("0", "0.0", "-1", "abc", "\u00b2", "inf", "nan", "1e3"):
+        with pytest.raises(ProtocolError, match=f"{pc.TIMEOUT}={bad!r} is not a number of seconds above 0"):
+            pc.compile_settings({pc.TIMEOUT: bad}.get)
+
+
 def test_a_huge_count_of_children_leaves_one_worker():
     assert pc.compile_settings({pc.CHILDREN: "9" * 5000}.get).workers == 1
 
@@ -540,6 +572,20 @@ def test_a_lock_folder_that_cannot_be_made_stops_the_session_before_any_test(tmp
     assert proc.returncode == 4, out + err
     assert "WARMUP_HARNESS_DEVICE_LOCK_DIR=/dev/null/locks: cannot make the device timing locks' folder" in err
     assert not (tmp_path / "bad.json").exists(), "a test ran"
+
+
+def test_a_session_whose_compile_workers_hang_sweeps_on_and_says_so(tmp_path):
+    (tmp_path / "sleepy.py").write_text(SLEEPY)
+    env = {"PYTHONPATH": f"{ROOT / 'harness'}{os.pathsep}{tmp_path}"}
+    proc = start(tmp_path, "hung", FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "rec"),
+                 WARMUP_HARNESS_PRECOMPILE="processes", WARMUP_HARNESS_COMPILE_WORKERS="2",
+                 WARMUP_HARNESS_COMPILE_PRELOAD="sleepy", WARMUP_HARNESS_COMPILE_TIMEOUT="2", **env)
+    hung = finish(tmp_path, "hung", proc)
+    err = hung["stderr"]
+    assert err.count("precompile off for the rest of the session: the compile workers gave no result in 2s "
+                     "(WARMUP_HARNESS_COMPILE_TIMEOUT) and were stopped") == 1, err
+    assert [(r["compiled"], r["left"]) for r in hung["reports"]] == [(0, 6)], err
+    assert hung["compiled"]["sweep"] == CONFIGS_COMPILED, "the sweep did not compile the configs itself"
 
 
 def test_a_tuner_with_its_own_bench_is_timed_holding_the_device_lock_too(cpu, monkeypatch):

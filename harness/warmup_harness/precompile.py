@@ -57,12 +57,14 @@ from collections.abc import Iterator, Mapping
 from .env import ProtocolError
 
 MODE = "WARMUP_HARNESS_PRECOMPILE"
+TIMEOUT = "WARMUP_HARNESS_COMPILE_TIMEOUT"
 WORKERS = "WARMUP_HARNESS_COMPILE_WORKERS"
 PRELOAD = "WARMUP_HARNESS_COMPILE_PRELOAD"
 LOCK_DIR = "WARMUP_HARNESS_DEVICE_LOCK_DIR"
 CHILDREN = "WARMUP_SPAWN_CHILDREN"  # set by warmup-spawn: children running at once on this machine
 MODES = ("processes", "threads", "off")
 MAX_WORKERS = 32  # the default's cap: past it a pool costs more memory than it saves time
+DEFAULT_TIMEOUT_S = 300.0  # a compile worker's silence that counts as stuck: a real compile takes a minute at most
 HUGE = 10**9  # a count past it is read as it (a longer number is no more a count of processes)
 LOCK_FOLDER = "warmup-harness-device-locks"
 
@@ -80,6 +82,7 @@ class CompileSettings:
     preload: tuple[str, ...]  # modules a worker process imports when it starts
     lock_dir: Path
     shared_lock_dir: bool  # the default folder, which every user's runs share
+    timeout_s: float = DEFAULT_TIMEOUT_S  # how long compile workers may go without a result
     notes: tuple[str, ...] = ()  # what was changed from the values given (a count capped), said at the start
 
     @classmethod
@@ -99,7 +102,17 @@ def compile_settings(get: Callable[[str], str | None]) -> CompileSettings:
     chosen_dir = (get(LOCK_DIR) or "").strip()
     lock_dir = Path(os.path.abspath(chosen_dir)) if chosen_dir else Path(tempfile.gettempdir()) / LOCK_FOLDER
     workers, notes = _workers(get)
-    return CompileSettings(mode, workers, _preload(get), lock_dir, not chosen_dir, notes)
+    return CompileSettings(mode, workers, _preload(get), lock_dir, not chosen_dir, _seconds(get, TIMEOUT), notes)
+
+
+def _seconds(get: Callable[[str], str | None], name: str) -> float:
+    """A number of seconds above 0 in ASCII digits (`300`, `2.5`), at most what a wait can take."""
+    raw = (get(name) or "").strip()
+    if not raw:
+        return DEFAULT_TIMEOUT_S
+    if not re.fullmatch(r"[0-9]*\.?[0-9]+|[0-9]+\.", raw) or float(raw) <= 0:
+        raise ProtocolError(f"{name}={raw!r} is not a number of seconds above 0")
+    return min(float(raw), threading.TIMEOUT_MAX)
 
 
 def _count(get: Callable[[str], str | None], name: str) -> int | None:
@@ -373,12 +386,18 @@ class _Inline(cf.Executor):
 
 
 class CompilePool:
-    """Where compile jobs run: spawned processes, threads, or, with one worker, the caller."""
+    """Where compile jobs run: spawned processes, threads, or, with one worker, the caller.
 
-    def __init__(self, mode: str, workers: int, preload: tuple[str, ...] = ()):
+    A round of jobs waits for its results at most `timeout_s` with none coming (a worker stuck in
+    its imports or in a compile): the pool is then `stuck`, its worker processes are killed (a
+    thread cannot be), and the jobs not done are left to Triton."""
+
+    def __init__(self, mode: str, workers: int, preload: tuple[str, ...] = (), timeout_s: float = DEFAULT_TIMEOUT_S):
         self.mode = mode if workers > 1 else "inline"  # as the reports name it
         self.workers = workers
         self.preload = preload
+        self.timeout_s = timeout_s
+        self.stuck = False
         self._executor: cf.Executor | None = None
 
     def _get(self) -> cf.Executor:
@@ -410,12 +429,40 @@ class CompilePool:
         return outcomes, len(busy)
 
     def _round(self, jobs: list[tuple[Any, CompileJob]], wait: bool) -> list[str]:
+        if self.stuck:
+            return [self._silent(job) for _, job in jobs]
         executor = self._get()
         if isinstance(executor, cf.ProcessPoolExecutor):
             futures = [executor.submit(_compile_in_worker, job, wait) for _, job in jobs]
         else:
             futures = [executor.submit(compile_job, fn, job, wait) for fn, job in jobs]
-        return [self._outcome(future, job) for future, (_, job) in zip(futures, jobs)]
+        pending, silent = set(futures), set()
+        while pending:
+            done, pending = cf.wait(pending, timeout=self.timeout_s, return_when=cf.FIRST_COMPLETED)
+            if not done:
+                silent = pending
+                self._stop(executor)
+                break
+        return [self._silent(job) if future in silent else self._outcome(future, job)
+                for future, (_, job) in zip(futures, jobs)]
+
+    def _stop(self, executor: cf.Executor) -> None:
+        """Gives up on workers that made no progress in `timeout_s`: kills the processes, leaves a
+        thread to finish on its own."""
+        self.stuck = True
+        self._executor = None
+        if isinstance(executor, cf.ProcessPoolExecutor):
+            kill = getattr(executor, "kill_workers", None)  # Python 3.14 and later
+            if kill is not None:
+                kill()
+            else:
+                for process in list((getattr(executor, "_processes", None) or {}).values()):
+                    with contextlib.suppress(Exception):
+                        process.kill()
+        executor.shutdown(wait=False, cancel_futures=True)
+
+    def _silent(self, job: CompileJob) -> str:
+        return f"{job.label}: no compile worker answered in {self.timeout_s:g}s ({TIMEOUT})"
 
     def _outcome(self, future: cf.Future, job: CompileJob) -> str:
         try:
@@ -663,7 +710,8 @@ class Precompiler:
         global _active
         self.settings = settings
         self._say = say
-        self.pool = CompilePool(settings.mode, settings.workers, settings.preload) if settings.mode != "off" else None
+        self.pool = (CompilePool(settings.mode, settings.workers, settings.preload, settings.timeout_s)
+                     if settings.mode != "off" else None)
         self.timing_lock = DeviceTimingLock(settings.lock_dir, settings.shared_lock_dir)
         self.timing_lock.prepare()
         self.reports: list[Report] = []
@@ -695,7 +743,7 @@ class Precompiler:
         return self._compiles
 
     def before_timing(self, kernel: str, tuner: Any, configs: list, launch_kwargs: dict) -> None:
-        if self.pool is None or len(configs) < 2 or not self._usable():
+        if self.pool is None or self.pool.stuck or len(configs) < 2 or not self._usable():
             return
         try:
             report = precompile(tuner, configs, {**(tuner.nargs or {}), **launch_kwargs}, self.pool, kernel)
@@ -708,6 +756,9 @@ class Precompiler:
         if report.errors:
             self._say(f"precompile {kernel}: {report.left} config(s) left to Triton's own compile, the first "
                       f"because {report.errors[0]}")
+        if self.pool.stuck:
+            self._say(f"precompile off for the rest of the session: the compile workers gave no result in "
+                      f"{self.pool.timeout_s:g}s ({TIMEOUT}) and were stopped; each config is compiled as it is timed")
 
     def bench(self, tuner: Any, args: tuple, config: Any, meta: dict, time_it: Callable[[], Any]) -> Any:
         if self._compiles:
