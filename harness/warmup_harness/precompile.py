@@ -65,6 +65,14 @@ CHILDREN = "WARMUP_SPAWN_CHILDREN"  # set by warmup-spawn: children running at o
 MODES = ("processes", "threads", "off")
 MAX_WORKERS = 32  # the default's cap: past it a pool costs more memory than it saves time
 DEFAULT_TIMEOUT_S = 300.0  # a compile worker's silence that counts as stuck: a real compile takes a minute at most
+# A pool not running yet is started for a key whose compile work in this process (its first new
+# config's seconds times their number) would reach this; less is compiled here, one by one.
+# Measured here (2 CPUs, tests/compile_fixture/measure_threshold.py, 2026-12-01, Triton 3.6, 0.05 to
+# 0.1 s a config): n configs in this process 0.08 s (1), 0.20 (2), 0.38 (4), 0.53 (8), 0.95 (16),
+# 1.58 (32), against 1.42 to 2.50 s for a pool of 2 started cold for the key (1.53 s for 32): the
+# pool pays from about 1.5 s of work, its start-up (spawn, import triton) when it imports no torch.
+POOL_START_S = 1.5
+CLOSE_GRACE_S = 2.0  # at the end, how long a worker process may finish what it does before it is killed
 HUGE = 10**9  # a count past it is read as it (a longer number is no more a count of processes)
 LOCK_FOLDER = "warmup-harness-device-locks"
 
@@ -291,23 +299,40 @@ def _entry_lock(folder: Path, wait: bool) -> Iterator[bool]:
         os.close(fd)  # closing drops the lock
 
 
+def _cache_entry(src: Any, backend: Any, options: Any, job: CompileJob) -> tuple[Any, str]:
+    """The job's entry in Triton's cache (its manager) and the folder whose flock guards it."""
+    from triton.runtime.cache import get_cache_key, get_cache_manager
+
+    digest = hashlib.sha256(get_cache_key(src, backend, options, job.env_vars).encode("utf-8")).hexdigest()
+    entry = get_cache_manager(digest)
+    # Another cache manager than Triton's files (TRITON_CACHE_MANAGER) gets a folder of locks.
+    return entry, getattr(entry, "cache_dir", None) or os.path.join(job.cache_dir, ".warmup-locks", digest)
+
+
+def _in_cache(entry: Any, src: Any) -> bool:
+    metadata = f"{src.name[:150]}.json"
+    group = entry.get_group(metadata)
+    return bool(group and metadata in group)
+
+
+def is_cached(fn: Any, job: CompileJob) -> bool:
+    """Whether the job's kernel is in Triton's cache already: read only, no lock, in this process
+    (a few milliseconds: a key found compiled never waits for a pool)."""
+    src, backend, options = _rebuild(fn, job)
+    return _in_cache(_cache_entry(src, backend, options, job)[0], src)
+
+
 def compile_job(fn: Any, job: CompileJob, wait: bool) -> str:
     """Compiles one job into the Triton cache unless it is there: COMPILED, FOUND, or BUSY (another
     process compiles it now, and `wait` is off)."""
     import triton
-    from triton.runtime.cache import get_cache_key, get_cache_manager
 
     src, backend, options = _rebuild(fn, job)
-    digest = hashlib.sha256(get_cache_key(src, backend, options, job.env_vars).encode("utf-8")).hexdigest()
-    entry = get_cache_manager(digest)
-    # Another cache manager than Triton's files (TRITON_CACHE_MANAGER) gets a folder of locks.
-    folder = getattr(entry, "cache_dir", None) or os.path.join(job.cache_dir, ".warmup-locks", digest)
+    entry, folder = _cache_entry(src, backend, options, job)
     with _entry_lock(Path(folder), wait) as held:
         if not held:
             return BUSY
-        metadata = f"{src.name[:150]}.json"
-        group = entry.get_group(metadata)
-        if group and metadata in group:
+        if _in_cache(entry, src):
             return FOUND
         triton.compile(src, target=job.target, options=options.__dict__, _env_vars=job.env_vars)
         return COMPILED
@@ -398,6 +423,8 @@ class CompilePool:
         self.preload = preload
         self.timeout_s = timeout_s
         self.stuck = False
+        self.waited_s = 0.0  # in the last run: seconds the caller waited for the pool's results
+        self._starting: list[cf.Future] = []
         self._executor: cf.Executor | None = None
 
     def _get(self) -> cf.Executor:
@@ -417,18 +444,88 @@ class CompilePool:
         jobs come): their imports then overlap whatever the caller does next."""
         executor = self._get()
         if isinstance(executor, cf.ProcessPoolExecutor):
-            for _ in range(self.workers):
-                executor.submit(_ready)
+            self._starting = [executor.submit(_ready) for _ in range(self.workers)]
 
     def run(self, jobs: list[tuple[Any, CompileJob]]) -> tuple[list[str], int]:
-        """Each job's outcome (COMPILED, FOUND or why it failed), and how many waited for a sibling."""
-        outcomes = self._round(jobs, wait=False)
+        """Each job's outcome (COMPILED, FOUND or why it failed), and how many waited for a sibling.
+
+        Processes only where they pay: jobs found in the cache are settled here first; the rest
+        are compiled here one by one unless the pool is running or their work (the first one's
+        seconds times their number) reaches POOL_START_S, and with the pool the caller compiles
+        from the end of the list while the workers take from its start, so that it never waits
+        for a worker's start-up to do what it could do itself."""
+        self.waited_s = 0.0
+        outcomes = [FOUND if self._cached(fn, job) else BUSY for fn, job in jobs]
+        todo = [i for i, outcome in enumerate(outcomes) if outcome == BUSY]
+        for i, outcome in zip(todo, self._first_round([jobs[i] for i in todo])):
+            outcomes[i] = outcome
         busy = [i for i, outcome in enumerate(outcomes) if outcome == BUSY]
-        for i, outcome in zip(busy, self._round([jobs[i] for i in busy], wait=True)):
+        for i, outcome in zip(busy, self._busy_round([jobs[i] for i in busy])):
             outcomes[i] = outcome
         return outcomes, len(busy)
 
+    def _cached(self, fn: Any, job: CompileJob) -> bool:
+        try:
+            return is_cached(fn, job)
+        except Exception:  # the compile meets it again, and says it
+            return False
+
+    def _first_round(self, jobs: list[tuple[Any, CompileJob]]) -> list[str]:
+        if self.mode != "processes" or self.stuck or not jobs:
+            return self._round(jobs, wait=False)
+        if self._executor is not None:  # started (a record session starts it early)
+            return self._shared(jobs)
+        start = time.perf_counter()
+        first = self._here(jobs[0])
+        if (len(jobs) - 1) * (time.perf_counter() - start) < POOL_START_S:
+            return [first, *(self._here(job) for job in jobs[1:])]
+        return [first, *self._shared(jobs[1:])]
+
+    def _here(self, job: tuple[Any, CompileJob]) -> str:
+        """One job compiled in the caller, never waiting for a sibling."""
+        fn, compile_job_ = job
+        try:
+            return compile_job(fn, compile_job_, wait=False)
+        except Exception as exc:
+            return f"{compile_job_.label}: {type(exc).__name__}: {exc}"
+
+    def _shared(self, jobs: list[tuple[Any, CompileJob]]) -> list[str]:
+        """The jobs in the workers from the start of the list and in the caller from its end; a job
+        the caller finds another process compiling is left to it (a worker of its own, or a sibling)."""
+        executor = self._get()
+        futures = [executor.submit(_compile_in_worker, job, False) for _, job in jobs]
+        mine: dict[int, str] = {}
+        for i in reversed(range(len(jobs))):
+            if futures[i].done():
+                continue
+            futures[i].cancel()  # a job no worker took yet; one taken finds the caller's compile
+            outcome = self._here(jobs[i])
+            if outcome != BUSY:
+                mine[i] = outcome
+        theirs = [i for i in range(len(jobs)) if i not in mine and not futures[i].cancelled()]
+        outcomes = dict(mine)
+        outcomes.update(zip(theirs, self._collect(executor, [futures[i] for i in theirs],
+                                                  [jobs[i][1] for i in theirs])))
+        return [outcomes.get(i, BUSY) for i in range(len(jobs))]
+
+    def _busy_round(self, jobs: list[tuple[Any, CompileJob]]) -> list[str]:
+        """Jobs another process was compiling, waited for: in the pool when it runs, else here,
+        asking again until `timeout_s` passed."""
+        if self._executor is not None or self.mode != "processes":
+            return self._round(jobs, wait=True)
+        outcomes = []
+        for job in jobs:
+            deadline = time.monotonic() + self.timeout_s
+            outcome = self._here(job)
+            while outcome == BUSY and time.monotonic() < deadline:
+                time.sleep(0.05)
+                outcome = self._here(job)
+            outcomes.append(self._silent(job[1]) if outcome == BUSY else outcome)
+        return outcomes
+
     def _round(self, jobs: list[tuple[Any, CompileJob]], wait: bool) -> list[str]:
+        if not jobs:
+            return []
         if self.stuck:
             return [self._silent(job) for _, job in jobs]
         executor = self._get()
@@ -436,6 +533,13 @@ class CompilePool:
             futures = [executor.submit(_compile_in_worker, job, wait) for _, job in jobs]
         else:
             futures = [executor.submit(compile_job, fn, job, wait) for fn, job in jobs]
+        return self._collect(executor, futures, [job for _, job in jobs])
+
+    def _collect(self, executor: cf.Executor, futures: list[cf.Future], jobs: list[CompileJob]) -> list[str]:
+        """The futures' outcomes, waiting at most `timeout_s` with none coming (then stopping the pool)."""
+        if not futures:
+            return []
+        start = time.perf_counter()
         pending, silent = set(futures), set()
         while pending:
             done, pending = cf.wait(pending, timeout=self.timeout_s, return_when=cf.FIRST_COMPLETED)
@@ -443,23 +547,16 @@ class CompilePool:
                 silent = pending
                 self._stop(executor)
                 break
+        self.waited_s += time.perf_counter() - start
         return [self._silent(job) if future in silent else self._outcome(future, job)
-                for future, (_, job) in zip(futures, jobs)]
+                for future, job in zip(futures, jobs)]
 
     def _stop(self, executor: cf.Executor) -> None:
         """Gives up on workers that made no progress in `timeout_s`: kills the processes, leaves a
         thread to finish on its own."""
         self.stuck = True
         self._executor = None
-        if isinstance(executor, cf.ProcessPoolExecutor):
-            kill = getattr(executor, "kill_workers", None)  # Python 3.14 and later
-            if kill is not None:
-                kill()
-            else:
-                for process in list((getattr(executor, "_processes", None) or {}).values()):
-                    with contextlib.suppress(Exception):
-                        process.kill()
-        executor.shutdown(wait=False, cancel_futures=True)
+        _end(executor, grace_s=0.0)
 
     def _silent(self, job: CompileJob) -> str:
         return f"{job.label}: no compile worker answered in {self.timeout_s:g}s ({TIMEOUT})"
@@ -473,10 +570,32 @@ class CompilePool:
         except Exception as exc:
             return f"{job.label}: {type(exc).__name__}: {exc}"
 
+    def wait_started(self, timeout_s: float) -> bool:
+        """Whether every worker process finished its start-up (its imports) within `timeout_s`."""
+        return not cf.wait(self._starting, timeout=timeout_s).not_done
+
     def close(self) -> None:
+        """Cancels what no worker took; a worker process still busy after CLOSE_GRACE_S (a job the
+        caller did itself, or one stuck) is killed: nothing it could still do is waited for."""
         executor, self._executor = self._executor, None
         if executor is not None:
-            executor.shutdown(wait=True, cancel_futures=True)
+            _end(executor, grace_s=CLOSE_GRACE_S)
+
+
+def _end(executor: cf.Executor, grace_s: float) -> None:
+    if not isinstance(executor, cf.ProcessPoolExecutor):
+        executor.shutdown(wait=grace_s > 0, cancel_futures=True)
+        return
+    # The pool's processes (a CPython attribute, there from 3.2 to 3.14 at least): shutdown drops it.
+    processes = list((getattr(executor, "_processes", None) or {}).values())
+    executor.shutdown(wait=False, cancel_futures=True)
+    deadline = time.monotonic() + grace_s
+    for process in processes:
+        process.join(max(0.0, deadline - time.monotonic()))
+        if process.exitcode is None:
+            with contextlib.suppress(Exception):
+                process.kill()
+                process.join(5)
 
 
 # --- one key -----------------------------------------------------------------------------------
@@ -493,6 +612,7 @@ class Report:
     waited: int = 0  # of those found, the ones a sibling was compiling when asked
     loaded: int = 0  # in this process's memory already
     left: int = 0  # not compiled ahead: Triton compiles them in the sweep
+    pool_wait_s: float = 0.0  # of compile_s, waiting for the pool's workers (not said in the line)
     capture_s: float = 0.0
     compile_s: float = 0.0
     errors: list[str] = field(default_factory=list)
@@ -524,6 +644,7 @@ def precompile(tuner: Any, configs: list, launch: dict, pool: CompilePool, kerne
     taken = capture(tuner, configs, launch)
     report.capture_s = time.perf_counter() - start
     outcomes, report.waited = pool.run(taken.jobs)
+    report.pool_wait_s = pool.waited_s
     report.compile_s = time.perf_counter() - start - report.capture_s
     report.loaded = taken.loaded
     report.compiled = outcomes.count(COMPILED)
