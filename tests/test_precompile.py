@@ -35,7 +35,11 @@ sys.path.insert(0, str(ROOT / "harness"))
 sys.path.insert(0, str(FIXTURE))
 import cpu_fakes  # noqa: E402
 from cpu_fakes import SCALE_CONFIGS, TMA_CONFIGS, Tensor, scale_even_kernel, scale_kernel, tma_args  # noqa: E402
+from report_lines import parse_reports  # noqa: E402
+from warmup_harness import cache_entries, capture, compile_pool, device_lock  # noqa: E402
+from warmup_harness import compile_settings as cs  # noqa: E402
 from warmup_harness import precompile as pc  # noqa: E402
+from warmup_harness.cache_entries import Outcome  # noqa: E402
 from warmup_harness import tuners  # noqa: E402
 from warmup_harness.env import ProtocolError  # noqa: E402
 
@@ -98,8 +102,8 @@ def scale_launch(n=1000) -> tuple[tuple, dict]:
     return args, {"x_ptr": args[0], "y_ptr": args[1], "n": n, "grid": (1,)}
 
 
-def settings(mode: str, workers: int, lock_dir: Path) -> pc.Settings:
-    return pc.Settings(mode, workers, (), lock_dir, False)
+def settings(mode: str, workers: int, lock_dir: Path) -> cs.CompileSettings:
+    return cs.CompileSettings(mode, workers, (), lock_dir, False)
 
 
 # --- one key, in this process ------------------------------------------------------------------
@@ -188,7 +192,7 @@ def held_elsewhere(folder: Path):
 def emptied_entry(job) -> Path:
     """Compiles the job to learn its cache entry's folder, then empties it: the job is new again."""
     (fn, job), = [job]
-    assert pc.compile_job(fn, job, wait=True) == pc.COMPILED
+    assert cache_entries.compile_job(fn, job, wait=True) == Outcome.COMPILED
     (entry,) = [p.parent for p in Path(job.cache_dir).glob("*/scale_kernel.json")]
     for file in entry.iterdir():
         file.unlink()
@@ -197,12 +201,12 @@ def emptied_entry(job) -> Path:
 
 def test_a_kernel_another_process_is_compiling_is_waited_for_then_found_compiled(cpu):
     forget_compiled(scale_kernel)
-    taken = pc.capture(scale_kernel, SCALE_CONFIGS[:1], scale_launch()[1])
+    taken = capture.capture(scale_kernel, SCALE_CONFIGS[:1], scale_launch()[1])
     (fn, job), = taken.jobs
     with held_elsewhere(emptied_entry((fn, job))):
-        assert pc.compile_job(fn, job, wait=False) == pc.BUSY
-    assert pc.compile_job(fn, job, wait=True) == pc.COMPILED
-    assert pc.compile_job(fn, job, wait=True) == pc.FOUND
+        assert cache_entries.compile_job(fn, job, wait=False) == Outcome.BUSY
+    assert cache_entries.compile_job(fn, job, wait=True) == Outcome.COMPILED
+    assert cache_entries.compile_job(fn, job, wait=True) == Outcome.FOUND
 
 
 def new_children(before: set[int]) -> list:
@@ -212,7 +216,7 @@ def new_children(before: set[int]) -> list:
 def test_workers_that_give_no_result_in_the_bound_are_stopped_and_the_key_left_to_triton(cpu):
     """Workers waiting for an entry a sibling never releases: after the bound they are killed."""
     forget_compiled(scale_kernel)
-    entry = emptied_entry(pc.capture(scale_kernel, SCALE_CONFIGS[:1], scale_launch()[1]).jobs[0])
+    entry = emptied_entry(capture.capture(scale_kernel, SCALE_CONFIGS[:1], scale_launch()[1]).jobs[0])
     others = {child.pid for child in multiprocessing.active_children()}  # another pool's workers
     pool = pc.CompilePool("processes", 2, timeout_s=1.5)
     pool.start()
@@ -223,7 +227,7 @@ def test_workers_that_give_no_result_in_the_bound_are_stopped_and_the_key_left_t
     finally:
         pool.close()
     assert pool.stuck and (report.compiled, report.left) == (1, 1), report.errors
-    assert report.errors[0].endswith(f"no compile worker answered in 1.5s ({pc.TIMEOUT})"), report.errors
+    assert report.errors[0].endswith(f"no compile worker answered in 1.5s ({cs.TIMEOUT})"), report.errors
     for worker in workers:
         worker.join(timeout=120)
     assert len(workers) == 2 and all(w.exitcode is not None and w.exitcode < 0 for w in workers), \
@@ -232,12 +236,12 @@ def test_workers_that_give_no_result_in_the_bound_are_stopped_and_the_key_left_t
 
 def test_without_a_pool_an_entry_a_sibling_holds_is_waited_for_within_the_bound(cpu):
     forget_compiled(scale_kernel)
-    entry = emptied_entry(pc.capture(scale_kernel, SCALE_CONFIGS[:1], scale_launch()[1]).jobs[0])
+    entry = emptied_entry(capture.capture(scale_kernel, SCALE_CONFIGS[:1], scale_launch()[1]).jobs[0])
     pool = pc.CompilePool("processes", 2, timeout_s=1.5)
     with held_elsewhere(entry):
         report = pc.precompile(scale_kernel, SCALE_CONFIGS[:1], scale_launch()[1], pool)
-    assert report.errors == [f"{pc.config_label(SCALE_CONFIGS[0])}: no compile worker answered in 1.5s "
-                             f"({pc.TIMEOUT})"]
+    assert report.errors == [f"{capture.config_label(SCALE_CONFIGS[0])}: no compile worker answered in 1.5s "
+                             f"({cs.TIMEOUT})"]
     assert pool._executor is None, "a pool was started for one config"
 
 
@@ -270,7 +274,7 @@ def test_a_key_with_less_new_work_than_a_pools_start_compiles_in_this_process(cp
 
 
 def test_a_key_with_more_new_work_than_a_pools_start_starts_the_pool(cpu, monkeypatch):
-    monkeypatch.setattr(pc, "POOL_START_S", 0.0)
+    monkeypatch.setattr(compile_pool, "POOL_START_S", 0.0)
     forget_compiled(scale_kernel)
     pool = pc.CompilePool("processes", 2)
     try:
@@ -345,8 +349,8 @@ def test_a_key_the_workers_cannot_compile_is_compiled_by_triton_and_said(cpu, co
     """A kernel from a file no worker can import (loaded by path, outside sys.path): its configs
     go to Triton's own compile in the sweep, and a line says why. (The caller compiles none of
     them itself here, as when the workers are faster.)"""
-    monkeypatch.setattr(pc, "POOL_START_S", 0.0)
-    monkeypatch.setattr(pc.CompilePool, "_here", lambda self, job: pc.BUSY)
+    monkeypatch.setattr(compile_pool, "POOL_START_S", 0.0)
+    monkeypatch.setattr(pc.CompilePool, "_here", lambda self, job: Outcome.BUSY)
     loose = cpu / "loose" / "loose_kernels.py"  # in no folder on sys.path
     loose.parent.mkdir()
     loose.write_text((FIXTURE / "cpu_fakes.py").read_text())
@@ -363,7 +367,7 @@ def test_a_key_the_workers_cannot_compile_is_compiled_by_triton_and_said(cpu, co
             tuner.run(*scale_launch()[0], grid=(1,), warmup=False)
     finally:
         compiler.close()
-    (report,) = pc.parse_reports("\n".join(lines))
+    (report,) = parse_reports("\n".join(lines))
     assert (report["compiled"], report["left"]) == (0, len(SCALE_CONFIGS)), lines
     assert any("left to Triton's own compile, the first because" in ln and "loose_kernels" in ln
                for ln in lines), lines
@@ -425,11 +429,11 @@ def test_each_config_is_timed_holding_the_device_lock_after_its_kernel_was_loade
 
 
 def test_the_timing_lock_is_named_for_the_device_each_child_sees(tmp_path, monkeypatch):
-    lock = pc.DeviceTimingLock(tmp_path)
+    lock = device_lock.DeviceTimingLock(tmp_path)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-8f2a/1")
-    assert lock.path(pc.device_token()).name == "gpu-GPU-8f2a_1.lock"
+    assert lock.path(device_lock.device_token()).name == "gpu-GPU-8f2a_1.lock"
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,1")
-    assert lock.path(pc.device_token()).name == "gpu-3.lock"
+    assert lock.path(device_lock.device_token()).name == "gpu-3.lock"
 
 
 NOBODY = 65534
@@ -478,7 +482,7 @@ def umask(mask: int):
 
 def test_a_lock_file_made_under_a_strict_umask_is_readable_by_every_user(open_folder, monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
-    lock = pc.DeviceTimingLock(open_folder, shared=True)
+    lock = device_lock.DeviceTimingLock(open_folder, shared=True)
     with umask(0o077), lock:
         pass
     lock.close()
@@ -488,7 +492,7 @@ def test_a_lock_file_made_under_a_strict_umask_is_readable_by_every_user(open_fo
         return
 
     def time_as_nobody():
-        other = pc.DeviceTimingLock(open_folder, shared=True)
+        other = device_lock.DeviceTimingLock(open_folder, shared=True)
         with other:
             pass
         other.close()
@@ -504,28 +508,28 @@ def test_a_lock_file_another_user_cannot_read_is_named_with_its_mode(open_folder
     path.chmod(0o600)  # as an older harness left it under umask 077
 
     def time_as_nobody():
-        with pc.DeviceTimingLock(open_folder, shared=True):
+        with device_lock.DeviceTimingLock(open_folder, shared=True):
             pass
 
     said = as_another_user(time_as_nobody)
     assert f"cannot open the device timing lock {path} (Permission denied): the file is mode 0600" in said, said
-    assert "folder" not in said.split(pc.LOCK_DIR)[0], said
+    assert "folder" not in said.split(cs.LOCK_DIR)[0], said
 
 
 @pytest.mark.parametrize("where", ["/dev/null/locks", "a-file/locks"])
 def test_a_lock_folder_that_cannot_be_made_is_refused_naming_the_variable(tmp_path, where):
     (tmp_path / "a-file").touch()
-    with pytest.raises(ProtocolError, match=f"{pc.LOCK_DIR}=.*cannot make the device timing locks' folder"):
-        pc.DeviceTimingLock(tmp_path / where).prepare()
+    with pytest.raises(ProtocolError, match=f"{cs.LOCK_DIR}=.*cannot make the device timing locks' folder"):
+        device_lock.DeviceTimingLock(tmp_path / where).prepare()
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as another user")
 def test_a_lock_folder_that_cannot_be_written_is_refused_naming_the_variable(open_folder):
     shut = open_folder / "shut"
     shut.mkdir(mode=0o555)
-    said = as_another_user(pc.DeviceTimingLock(shut).prepare)
-    assert said == f"ProtocolError: {pc.LOCK_DIR}={shut}: the device timing locks' folder cannot be written; " \
-                   f"set {pc.LOCK_DIR} to a folder you can write", said
+    said = as_another_user(device_lock.DeviceTimingLock(shut).prepare)
+    assert said == f"ProtocolError: {cs.LOCK_DIR}={shut}: the device timing locks' folder cannot be written; " \
+                   f"set {cs.LOCK_DIR} to a folder you can write", said
 
 
 # --- settings and reports ----------------------------------------------------------------------
@@ -533,31 +537,31 @@ def test_a_lock_folder_that_cannot_be_written_is_refused_naming_the_variable(ope
 
 def test_settings_default_to_processes_sharing_the_cpus_among_the_children(monkeypatch):
     cpus = len(os.sched_getaffinity(0))
-    s = pc.Settings.from_env({})
-    assert (s.mode, s.workers, s.shared_lock_dir) == ("processes", max(1, min(pc.MAX_WORKERS, cpus)), True)
-    assert pc.Settings.from_env({pc.CHILDREN: str(cpus * 2)}).workers == 1
-    chosen = pc.Settings.from_env({pc.MODE: "Threads", pc.WORKERS: str(cpus), pc.PRELOAD: " a, ,b ",
-                                   pc.LOCK_DIR: "locks"})
+    s = cs.CompileSettings.from_env({})
+    assert (s.mode, s.workers, s.shared_lock_dir) == ("processes", max(1, min(cs.MAX_WORKERS, cpus)), True)
+    assert cs.CompileSettings.from_env({cs.CHILDREN: str(cpus * 2)}).workers == 1
+    chosen = cs.CompileSettings.from_env({cs.MODE: "Threads", cs.WORKERS: str(cpus), cs.PRELOAD: " a, ,b ",
+                                   cs.LOCK_DIR: "locks"})
     assert (chosen.mode, chosen.workers, chosen.preload, chosen.notes) == ("threads", cpus, ("a", "b"), ())
     assert chosen.lock_dir == Path.cwd() / "locks" and not chosen.shared_lock_dir
-    assert pc.Settings.from_env({pc.PRELOAD: ""}).preload == ()
+    assert cs.CompileSettings.from_env({cs.PRELOAD: ""}).preload == ()
 
 
-@pytest.mark.parametrize("name, value", [(pc.MODE, "fast"), (pc.WORKERS, "0"), (pc.WORKERS, "x"),
-                                         (pc.WORKERS, "\u00b2"), (pc.WORKERS, "\u0663"), (pc.WORKERS, "000"),
-                                         (pc.CHILDREN, "-2"), (pc.CHILDREN, "\u00b2")])
+@pytest.mark.parametrize("name, value", [(cs.MODE, "fast"), (cs.WORKERS, "0"), (cs.WORKERS, "x"),
+                                         (cs.WORKERS, "\u00b2"), (cs.WORKERS, "\u0663"), (cs.WORKERS, "000"),
+                                         (cs.CHILDREN, "-2"), (cs.CHILDREN, "\u00b2")])
 def test_unusable_settings_are_named(name, value):
     with pytest.raises(ProtocolError, match=f"{name}={value!r}"):
-        pc.Settings.from_env({name: value})
+        cs.CompileSettings.from_env({name: value})
 
 
 @pytest.mark.parametrize("value", ["40", "9" * 5000])
 def test_a_worker_count_past_the_cpus_is_capped_to_them_and_said(tmp_path, value):
     cpus = len(os.sched_getaffinity(0))
-    chosen = pc.compile_settings({pc.WORKERS: value, pc.LOCK_DIR: str(tmp_path)}.get)
+    chosen = cs.compile_settings({cs.WORKERS: value, cs.LOCK_DIR: str(tmp_path)}.get)
     assert chosen.workers == cpus
     shown = value if len(value) <= 20 else value[:20] + "..."
-    note = f"{pc.WORKERS}={shown} is more than the {cpus} CPU(s) this process may use: {cpus} worker(s)"
+    note = f"{cs.WORKERS}={shown} is more than the {cpus} CPU(s) this process may use: {cpus} worker(s)"
     assert chosen.notes == (note,)
     compiler = pc.Precompiler(chosen, lambda line: None)
     assert f"({note})" in compiler.describe()
@@ -565,21 +569,21 @@ def test_a_worker_count_past_the_cpus_is_capped_to_them_and_said(tmp_path, value
 
 
 def test_the_compile_timeout_is_a_number_of_seconds_above_0():
-    assert pc.compile_settings({}.get).timeout_s == pc.DEFAULT_TIMEOUT_S == 300
-    assert pc.compile_settings({pc.TIMEOUT: " 2.5 "}.get).timeout_s == 2.5
-    assert pc.compile_settings({pc.TIMEOUT: "9" * 400}.get).timeout_s == threading.TIMEOUT_MAX
+    assert cs.compile_settings({}.get).timeout_s == cs.DEFAULT_TIMEOUT_S == 300
+    assert cs.compile_settings({cs.TIMEOUT: " 2.5 "}.get).timeout_s == 2.5
+    assert cs.compile_settings({cs.TIMEOUT: "9" * 400}.get).timeout_s == threading.TIMEOUT_MAX
     for bad in ("0", "0.0", "-1", "abc", "\u00b2", "inf", "nan", "1e3"):
-        with pytest.raises(ProtocolError, match=f"{pc.TIMEOUT}={bad!r} is not a number of seconds above 0"):
-            pc.compile_settings({pc.TIMEOUT: bad}.get)
+        with pytest.raises(ProtocolError, match=f"{cs.TIMEOUT}={bad!r} is not a number of seconds above 0"):
+            cs.compile_settings({cs.TIMEOUT: bad}.get)
 
 
 def test_a_huge_count_of_children_leaves_one_worker():
-    assert pc.compile_settings({pc.CHILDREN: "9" * 5000}.get).workers == 1
+    assert cs.compile_settings({cs.CHILDREN: "9" * 5000}.get).workers == 1
 
 
 def test_report_lines_parse_back():
     report = pc.Report("m:k", 144, "processes", 15, compiled=140, found=4, waited=3, left=0, compile_s=4.25)
-    (parsed,) = pc.parse_reports("noise\n[warmup-harness] " + report.line() + "\n")
+    (parsed,) = parse_reports("noise\n[warmup-harness] " + report.line() + "\n")
     assert parsed["kernel"] == "m:k" and parsed["compiled"] == 140 and parsed["waited"] == 3
     assert parsed["workers"] == 15 and parsed["compile_s"] == 4.25
 
@@ -607,7 +611,7 @@ def finish(tmp: Path, name: str, proc: subprocess.Popen) -> dict:
     out, err = proc.communicate(timeout=300)
     assert proc.returncode == 0, out + err
     trace = json.loads((tmp / f"{name}.json").read_text())
-    return {**trace, "stderr": err, "reports": pc.parse_reports(err)}
+    return {**trace, "stderr": err, "reports": parse_reports(err)}
 
 
 @pytest.fixture(scope="module")

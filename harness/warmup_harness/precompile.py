@@ -6,27 +6,22 @@ after another on one core, inside its timing loop: FlagGems' Hopper mm (about 16
 28-31 s compiling the first key of each specialization and 2-4 s timing each key. Children that
 shard such a sweep each compile every specialization they meet. Here a new key's pruned configs
 are compiled first, all at once, into Triton's on-disk cache; the tuner then times them as usual
-and each of its launches is a cache hit. Processes beat threads (much of Triton's front end holds
-the GIL): on 2 H200s with 32 CPUs (2026-11-30), 64 configs of a matmul compiled in 19.5 s through
-Triton's own path, 2.7 s in 16 threads, 1.24 s in 16 started processes (0.86 s in 32, about 2 s
-for a pool that starts cold). So a record session starts its pool when the plugin loads: the
-workers import Triton (and torch) while pytest collects.
+and each of its launches is a cache hit. A record session starts its pool when the plugin loads:
+the workers import Triton (and torch) while pytest collects.
 
-How (Triton 3.4 and later, checked against 3.6):
+How (Triton 3.4 and later, checked against 3.6), one module each:
 
-* capture: each config goes through the JIT's warm-up path (`run(warmup=True)`) with
-  `knobs.runtime.jit_cache_hook` answering True: the JIT hands the hook the specialization it would
-  compile (what `JITFunction.preload` takes) and compiles nothing. A config's pre-hook runs first
-  (FlagGems' TMA hook sets the descriptors' block shapes, which the specialization holds);
-* compile: a worker rebuilds the specialization into an `ASTSource` as `preload` does (a process
-  imports the kernel's module by name, else by its file's place under sys.path) and compiles it
-  with `triton.compile` into the cache;
-* once: the worker holds `flock` on the cache entry's folder while it checks and compiles. A
-  sibling child sharing the cache that holds it is compiling that very kernel: the job goes last
-  and then waits, to find the entry compiled;
-* timing: a config's kernel is loaded (a cache hit) before it is timed, and timed holding `flock`
-  on `<lock folder>/<device>.lock`, so that children sharing a GPU time one config at a time while
-  their compiling overlaps.
+* compile_settings: the settings, read through a getter of raw values;
+* capture: each config through the JIT's warm-up path, Triton's cache hook taking the
+  specialization it would compile (its pre-hook runs first: FlagGems' TMA hook sets the
+  descriptors' block shapes, which the specialization holds);
+* cache_entries: one job found in Triton's cache, or compiled into it holding `flock` on the
+  entry's folder, so that a sibling child sharing the cache never compiles it twice;
+* compile_worker: a worker process's imports, and the kernel's module imported by name or by path;
+* compile_pool: processes, threads or the caller, only where a pool pays, with a bounded wait;
+* device_lock: a config timed holding `flock` on `<lock folder>/<device>.lock`, after its kernel
+  was loaded (a cache hit), so that children sharing a GPU time one config at a time;
+* triton_private: every name of Triton's that is not its documented API.
 
 Nothing here fails a sweep: a config that could not be compiled ahead is compiled by Triton as it
 always is, and said. The settings are docs/CONTRACT.md's ("The record/replay harness").
@@ -35,567 +30,46 @@ Importing this module imports only the standard library.
 
 from __future__ import annotations
 
-import concurrent.futures as cf
 import contextlib
-import fcntl
-import hashlib
-import importlib
-import importlib.util
-import json
-import multiprocessing
-import os
-import re
-import sys
-import tempfile
-import threading
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable
-from collections.abc import Iterator, Mapping
 
-from .env import ProtocolError
+from .cache_entries import Outcome
+from .compile_pool import CompilePool
+from .compile_settings import (CHILDREN, LOCK_DIR, MODE, PRELOAD, TIMEOUT, WORKERS, CompileSettings,  # noqa: F401
+                               compile_settings)
+from .device_lock import DeviceTimingLock, device_token  # noqa: F401
 
-MODE = "WARMUP_HARNESS_PRECOMPILE"
-TIMEOUT = "WARMUP_HARNESS_COMPILE_TIMEOUT"
-WORKERS = "WARMUP_HARNESS_COMPILE_WORKERS"
-PRELOAD = "WARMUP_HARNESS_COMPILE_PRELOAD"
-LOCK_DIR = "WARMUP_HARNESS_DEVICE_LOCK_DIR"
-CHILDREN = "WARMUP_SPAWN_CHILDREN"  # set by warmup-spawn: children running at once on this machine
-MODES = ("processes", "threads", "off")
-MAX_WORKERS = 32  # the default's cap: past it a pool costs more memory than it saves time
-DEFAULT_TIMEOUT_S = 300.0  # a compile worker's silence that counts as stuck: a real compile takes a minute at most
-# A pool not running yet is started for a key whose compile work in this process (its first new
-# config's seconds times their number) would reach this; less is compiled here, one by one.
-# Measured here (2 CPUs, tests/compile_fixture/measure_threshold.py, 2026-12-01, Triton 3.6, 0.05 to
-# 0.1 s a config): n configs in this process 0.08 s (1), 0.20 (2), 0.38 (4), 0.53 (8), 0.95 (16),
-# 1.58 (32), against 1.42 to 2.50 s for a pool of 2 started cold for the key (1.53 s for 32): the
-# pool pays from about 1.5 s of work, its start-up (spawn, import triton) when it imports no torch.
-POOL_START_S = 1.5
-CLOSE_GRACE_S = 2.0  # at the end, how long a worker process may finish what it does before it is killed
-HUGE = 10**9  # a count past it is read as it (a longer number is no more a count of processes)
-LOCK_FOLDER = "warmup-harness-device-locks"
-
-# What a compile job came to: compiled here, found compiled, or held by another process.
-COMPILED, FOUND, BUSY = "compiled", "found", "busy"
-
-
-# --- settings ----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class CompileSettings:
-    mode: str  # processes, threads or off
-    workers: int
-    preload: tuple[str, ...]  # modules a worker process imports when it starts
-    lock_dir: Path
-    shared_lock_dir: bool  # the default folder, which every user's runs share
-    timeout_s: float = DEFAULT_TIMEOUT_S  # how long compile workers may go without a result
-    notes: tuple[str, ...] = ()  # what was changed from the values given (a count capped), said at the start
-
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str]) -> CompileSettings:
-        return compile_settings(environ.get)
-
-
-Settings = CompileSettings
-
-
-def compile_settings(get: Callable[[str], str | None]) -> CompileSettings:
-    """Reads the settings through `get(name)`, the raw value of the setting `name` (an environment
-    variable) or None; raises ProtocolError naming a setting whose value is unusable."""
-    mode = (get(MODE) or "").strip().lower() or "processes"
-    if mode not in MODES:
-        raise ProtocolError(f"{MODE}={mode!r} is not one of {', '.join(MODES)}")
-    chosen_dir = (get(LOCK_DIR) or "").strip()
-    lock_dir = Path(os.path.abspath(chosen_dir)) if chosen_dir else Path(tempfile.gettempdir()) / LOCK_FOLDER
-    workers, notes = _workers(get)
-    return CompileSettings(mode, workers, _preload(get), lock_dir, not chosen_dir, _seconds(get, TIMEOUT), notes)
-
-
-def _seconds(get: Callable[[str], str | None], name: str) -> float:
-    """A number of seconds above 0 in ASCII digits (`300`, `2.5`), at most what a wait can take."""
-    raw = (get(name) or "").strip()
-    if not raw:
-        return DEFAULT_TIMEOUT_S
-    if not re.fullmatch(r"[0-9]*\.?[0-9]+|[0-9]+\.", raw) or float(raw) <= 0:
-        raise ProtocolError(f"{name}={raw!r} is not a number of seconds above 0")
-    return min(float(raw), threading.TIMEOUT_MAX)
-
-
-def _count(get: Callable[[str], str | None], name: str) -> int | None:
-    """A whole number of at least 1 in ASCII digits (`isdigit` takes '²', which int() refuses);
-    one past HUGE reads as HUGE, so that no count is ever too large to compare."""
-    raw = (get(name) or "").strip()
-    if not raw:
-        return None
-    digits = raw.lstrip("0")
-    if not re.fullmatch(r"[0-9]+", raw) or not digits:
-        raise ProtocolError(f"{name}={raw!r} is not a whole number of at least 1")
-    return HUGE if len(digits) > len(str(HUGE)) else min(HUGE, int(digits))
-
-
-def _cpus() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-
-
-def _workers(get: Callable[[str], str | None]) -> tuple[int, tuple[str, ...]]:
-    """WARMUP_HARNESS_COMPILE_WORKERS, at most the CPUs this process may use (a line says so when
-    that caps it), else those CPUs shared among the children that run at once
-    (WARMUP_SPAWN_CHILDREN), at most MAX_WORKERS."""
-    cpus = _cpus()
-    chosen = _count(get, WORKERS)
-    children = _count(get, CHILDREN) or 1
-    if chosen is None:
-        return max(1, min(MAX_WORKERS, cpus // children)), ()
-    if chosen > cpus:
-        raw = (get(WORKERS) or "").strip()
-        shown = raw if len(raw) <= 20 else raw[:20] + "..."
-        return cpus, (f"{WORKERS}={shown} is more than the {cpus} CPU(s) this process may use: {cpus} worker(s)",)
-    return chosen, ()
-
-
-def _preload(get: Callable[[str], str | None]) -> tuple[str, ...]:
-    """WARMUP_HARNESS_COMPILE_PRELOAD (comma-separated; empty: nothing), else torch when it is
-    installed: a kernel's module almost always imports it, and a worker pays that import once,
-    while the benchmark starts, instead of on the first key."""
-    raw = get(PRELOAD)
-    if raw is None:
-        return ("torch",) if importlib.util.find_spec("torch") else ()
-    return tuple(name.strip() for name in raw.split(",") if name.strip())
-
-
-# --- capture: what the JIT would compile -------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class CompileJob:
-    """One (kernel, specialization, config) to compile; picklable, for a worker process."""
-
-    module: str
-    qualname: str
-    source_file: str | None
-    fn_cache_key: str
-    specialization: str  # JSON, as the JIT serializes it for preload()
-    target: Any  # triton.backends.compiler.GPUTarget
-    env_vars: dict  # the cache-invalidating environment the caller's launches are keyed with
-    cache_dir: str
-    sys_path: tuple[str, ...]
-    label: str  # the config, for messages
-
-
-@dataclass
-class Capture:
-    jobs: list[tuple[Any, CompileJob]] = field(default_factory=list)  # (JITFunction, job)
-    errors: list[str] = field(default_factory=list)
-    loaded: int = 0  # configs whose kernel this process holds already
+Settings = CompileSettings  # the name tests/gpu's scripts use
 
 
 def jit_function(kernel: Any) -> Any:
-    """The JITFunction under a tuner, a heuristics layer or a library's wrapper (`.fn` chain)."""
-    from triton.runtime.jit import JITFunction
+    """The JITFunction under a tuner, a heuristics layer or a library's wrapper."""
+    from .triton_private import jit_function as under
 
-    fn = kernel
-    for _ in range(16):
-        if isinstance(fn, JITFunction):
-            return fn
-        fn = getattr(fn, "fn", None)
-    raise TypeError(f"no triton.jit function under {kernel!r}")
+    return under(kernel)
 
 
-def config_label(config: Any) -> str:
-    return re.sub(r",?\s*pre_hook: [^,]*", "", str(config))
-
-
-def _launch_kwargs(config: Any, launch: dict) -> dict:
-    """A config's launch as the tuner's timing makes it, but warm-up only: compile, never run."""
-    current = {**launch, **config.all_kwargs(), "warmup": True}
-    current.setdefault("grid", None)
-    return current
-
-
-def capture(tuner: Any, configs: list, launch: dict) -> Capture:
-    """Runs each config through the JIT's warm-up path with a cache hook that takes the
-    specialization and skips the compile. `launch` holds every argument by name."""
-    from triton import knobs
-    from triton._C.libtriton import get_cache_invalidating_env_vars
-    from triton.runtime.driver import driver
-
-    common = dict(target=driver.active.get_current_target(), env_vars=get_cache_invalidating_env_vars(),
-                  cache_dir=str(knobs.cache.dir), sys_path=tuple(sys.path))
-    out = Capture()
-    taken: list[tuple[Any, str]] = []
-
-    def hook(*, fn, compile, **_):  # noqa: A002
-        taken.append((fn.jit_function, compile["specialization_data"]))
-        return True
-
-    previous, knobs.runtime.jit_cache_hook = knobs.runtime.jit_cache_hook, hook
+def cannot_compile() -> str | None:
+    """Why Triton cannot compile ahead here (too old, or no backend for this process's device),
+    or None."""
     try:
-        for config in configs:
-            taken.clear()
-            current = _launch_kwargs(config, launch)
-            try:
-                if config.pre_hook is not None:
-                    config.pre_hook(current)
-                tuner.fn.run(**current)
-            except Exception as exc:  # the tuner's sweep meets it again, and handles it its way
-                out.errors.append(f"{config_label(config)}: {type(exc).__name__}: {exc}")
-                continue
-            if not taken:
-                out.loaded += 1
-            out.jobs.extend((fn, _job(fn, spec, config_label(config), common)) for fn, spec in taken)
-    finally:
-        knobs.runtime.jit_cache_hook = previous
-    return out
+        from . import triton_private
+    except ImportError as exc:
+        return f"this Triton has no knobs.runtime.jit_cache_hook (3.4 and later have): {exc}"
+    return triton_private.cannot_compile()
 
 
-def _job(fn: Any, specialization: str, label: str, common: dict) -> CompileJob:
-    return CompileJob(module=fn.module, qualname=fn.fn.__qualname__,
-                      source_file=getattr(fn.fn.__code__, "co_filename", None), fn_cache_key=fn.cache_key,
-                      specialization=specialization, label=label, **common)
-
-
-# --- compile: one job, here or in a worker -----------------------------------------------------
-
-
-def _tuples(value: Any) -> Any:
-    return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
-
-
-def _rebuild(fn: Any, job: CompileJob) -> tuple[Any, Any, Any]:
-    """`JITFunction.preload`'s reconstruction of the compile's source, without asking a driver."""
-    import triton.language as tl
-    from triton.compiler import ASTSource, make_backend
-
-    data = json.loads(job.specialization)
-    constexprs = {
-        tuple(k): tl.dtype(v) if isinstance(v, str) and tl.dtype.is_dtype(v)
-        else tl.constexpr(v["constexpr"]) if isinstance(v, dict) and "constexpr" in v else v
-        for k, v in zip(data["constant_keys"], data["constant_vals"])
-    }
-    attrs = dict(zip(map(tuple, data["attrs_keys"]), data["attrs_vals"]))
-    signature = {k: _tuples(v) for k, v in data["signature"].items()}
-    backend = make_backend(job.target)
-    options = backend.parse_options({k: _tuples(v) for k, v in data["options"].items()})
-    return ASTSource(fn, signature, constexprs, attrs), backend, options
-
-
-@contextlib.contextmanager
-def _entry_lock(folder: Path, wait: bool) -> Iterator[bool]:
-    """`flock` on a cache entry's folder (Triton's FileCacheManager keeps each entry in a folder of
-    its own, so no lock file is left behind): True when held, False when another holds it and
-    `wait` is off."""
-    folder.mkdir(parents=True, exist_ok=True)
-    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+def stub_device_set() -> bool:
+    """Whether the benchmark put in a device Triton cannot compile for (triton_private's)."""
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
-        except BlockingIOError:
-            yield False
-            return
-        yield True
-    finally:
-        os.close(fd)  # closing drops the lock
+        from . import triton_private
+    except ImportError:
+        from triton.runtime.driver import driver
 
-
-def _cache_entry(src: Any, backend: Any, options: Any, job: CompileJob) -> tuple[Any, str]:
-    """The job's entry in Triton's cache (its manager) and the folder whose flock guards it."""
-    from triton.runtime.cache import get_cache_key, get_cache_manager
-
-    digest = hashlib.sha256(get_cache_key(src, backend, options, job.env_vars).encode("utf-8")).hexdigest()
-    entry = get_cache_manager(digest)
-    # Another cache manager than Triton's files (TRITON_CACHE_MANAGER) gets a folder of locks.
-    return entry, getattr(entry, "cache_dir", None) or os.path.join(job.cache_dir, ".warmup-locks", digest)
-
-
-def _in_cache(entry: Any, src: Any) -> bool:
-    metadata = f"{src.name[:150]}.json"
-    group = entry.get_group(metadata)
-    return bool(group and metadata in group)
-
-
-def is_cached(fn: Any, job: CompileJob) -> bool:
-    """Whether the job's kernel is in Triton's cache already: read only, no lock, in this process
-    (a few milliseconds: a key found compiled never waits for a pool)."""
-    src, backend, options = _rebuild(fn, job)
-    return _in_cache(_cache_entry(src, backend, options, job)[0], src)
-
-
-def compile_job(fn: Any, job: CompileJob, wait: bool) -> str:
-    """Compiles one job into the Triton cache unless it is there: COMPILED, FOUND, or BUSY (another
-    process compiles it now, and `wait` is off)."""
-    import triton
-
-    src, backend, options = _rebuild(fn, job)
-    entry, folder = _cache_entry(src, backend, options, job)
-    with _entry_lock(Path(folder), wait) as held:
-        if not held:
-            return BUSY
-        if _in_cache(entry, src):
-            return FOUND
-        triton.compile(src, target=job.target, options=options.__dict__, _env_vars=job.env_vars)
-        return COMPILED
-
-
-def _resolve(job: CompileJob) -> Any:
-    """In a worker: the job's JITFunction, from its module imported by name, else by the dotted
-    name its file has under an entry of sys.path (FlagGems imports its Hopper ops as `hopper.ops.mm`
-    through a sys.path entry it removes again; the same file is
-    `flag_gems.runtime.backend._nvidia.hopper.ops.mm`). Triton's cache key does not depend on the
-    module's name but on the source and what it uses, and that is checked."""
-    module = sys.modules.get(job.module)
-    if module is None:
-        try:
-            module = importlib.import_module(job.module)
-        except ImportError:
-            module = _import_by_path(job)
-    obj: Any = module
-    for part in job.qualname.split("."):
-        obj = getattr(obj, part)
-    fn = jit_function(obj)
-    if fn.cache_key != job.fn_cache_key:
-        raise RuntimeError(
-            f"{job.module}.{job.qualname} imported in a worker is not the caller's (its cache key differs)"
-        )
-    return fn
-
-
-def _import_by_path(job: CompileJob) -> Any:
-    path = Path(job.source_file or "").resolve()
-    names = set()
-    for entry in sys.path:
-        with contextlib.suppress(ValueError, OSError):
-            names.add(".".join(path.relative_to(Path(entry or ".").resolve()).with_suffix("").parts))
-    for name in sorted(names, key=lambda n: -n.count(".")):
-        with contextlib.suppress(ImportError):
-            return importlib.import_module(name)
-    raise ImportError(f"cannot import {job.module} (from {job.source_file}) in a compile worker")
-
-
-def _compile_in_worker(job: CompileJob, wait: bool) -> str:
-    os.environ["TRITON_CACHE_DIR"] = job.cache_dir
-    missing = [entry for entry in job.sys_path if entry not in sys.path]
-    sys.path[:0] = missing  # the caller's folders that pytest added after this worker started
-    return compile_job(_resolve(job), job, wait)
-
-
-def _start_worker(preload: tuple[str, ...]) -> None:
-    """A worker's first act: the imports every job needs. One that fails is said and skipped: the
-    job that needs the module meets the error itself and is left to Triton."""
-    for name in ("triton", "triton.compiler", *preload):
-        try:
-            importlib.import_module(name)
-        except Exception as exc:
-            print(f"[warmup-harness] compile worker {os.getpid()}: cannot import {name}: "
-                  f"{type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
-
-
-def _ready() -> int:
-    return os.getpid()
-
-
-# --- pools -------------------------------------------------------------------------------------
-
-
-class _Inline(cf.Executor):
-    """Runs each job as it is submitted, in the caller's thread: a pool of one worker."""
-
-    def submit(self, fn, /, *args, **kwargs):
-        future: cf.Future = cf.Future()
-        try:
-            future.set_result(fn(*args, **kwargs))
-        except BaseException as exc:
-            future.set_exception(exc)
-        return future
-
-
-class CompilePool:
-    """Where compile jobs run: spawned processes, threads, or, with one worker, the caller.
-
-    A round of jobs waits for its results at most `timeout_s` with none coming (a worker stuck in
-    its imports or in a compile): the pool is then `stuck`, its worker processes are killed (a
-    thread cannot be), and the jobs not done are left to Triton."""
-
-    def __init__(self, mode: str, workers: int, preload: tuple[str, ...] = (), timeout_s: float = DEFAULT_TIMEOUT_S):
-        self.mode = mode if workers > 1 else "inline"  # as the reports name it
-        self.workers = workers
-        self.preload = preload
-        self.timeout_s = timeout_s
-        self.stuck = False
-        self.waited_s = 0.0  # in the last run: seconds the caller waited for the pool's results
-        self._starting: list[cf.Future] = []
-        self._executor: cf.Executor | None = None
-
-    def _get(self) -> cf.Executor:
-        if self._executor is None:
-            if self.workers == 1:
-                self._executor = _Inline()
-            elif self.mode == "processes":
-                self._executor = cf.ProcessPoolExecutor(
-                    self.workers, mp_context=multiprocessing.get_context("spawn"),
-                    initializer=_start_worker, initargs=(self.preload,))
-            else:
-                self._executor = cf.ThreadPoolExecutor(self.workers, thread_name_prefix="warmup-compile")
-        return self._executor
-
-    def start(self) -> None:
-        """Starts every worker process now, without waiting for it (a pool starts its processes as
-        jobs come): their imports then overlap whatever the caller does next."""
-        executor = self._get()
-        if isinstance(executor, cf.ProcessPoolExecutor):
-            self._starting = [executor.submit(_ready) for _ in range(self.workers)]
-
-    def run(self, jobs: list[tuple[Any, CompileJob]]) -> tuple[list[str], int]:
-        """Each job's outcome (COMPILED, FOUND or why it failed), and how many waited for a sibling.
-
-        Processes only where they pay: jobs found in the cache are settled here first; the rest
-        are compiled here one by one unless the pool is running or their work (the first one's
-        seconds times their number) reaches POOL_START_S, and with the pool the caller compiles
-        from the end of the list while the workers take from its start, so that it never waits
-        for a worker's start-up to do what it could do itself."""
-        self.waited_s = 0.0
-        outcomes = [FOUND if self._cached(fn, job) else BUSY for fn, job in jobs]
-        todo = [i for i, outcome in enumerate(outcomes) if outcome == BUSY]
-        for i, outcome in zip(todo, self._first_round([jobs[i] for i in todo])):
-            outcomes[i] = outcome
-        busy = [i for i, outcome in enumerate(outcomes) if outcome == BUSY]
-        for i, outcome in zip(busy, self._busy_round([jobs[i] for i in busy])):
-            outcomes[i] = outcome
-        return outcomes, len(busy)
-
-    def _cached(self, fn: Any, job: CompileJob) -> bool:
-        try:
-            return is_cached(fn, job)
-        except Exception:  # the compile meets it again, and says it
-            return False
-
-    def _first_round(self, jobs: list[tuple[Any, CompileJob]]) -> list[str]:
-        if self.mode != "processes" or self.stuck or not jobs:
-            return self._round(jobs, wait=False)
-        if self._executor is not None:  # started (a record session starts it early)
-            return self._shared(jobs)
-        start = time.perf_counter()
-        first = self._here(jobs[0])
-        if (len(jobs) - 1) * (time.perf_counter() - start) < POOL_START_S:
-            return [first, *(self._here(job) for job in jobs[1:])]
-        return [first, *self._shared(jobs[1:])]
-
-    def _here(self, job: tuple[Any, CompileJob]) -> str:
-        """One job compiled in the caller, never waiting for a sibling."""
-        fn, compile_job_ = job
-        try:
-            return compile_job(fn, compile_job_, wait=False)
-        except Exception as exc:
-            return f"{compile_job_.label}: {type(exc).__name__}: {exc}"
-
-    def _shared(self, jobs: list[tuple[Any, CompileJob]]) -> list[str]:
-        """The jobs in the workers from the start of the list and in the caller from its end; a job
-        the caller finds another process compiling is left to it (a worker of its own, or a sibling)."""
-        executor = self._get()
-        futures = [executor.submit(_compile_in_worker, job, False) for _, job in jobs]
-        mine: dict[int, str] = {}
-        for i in reversed(range(len(jobs))):
-            if futures[i].done():
-                continue
-            futures[i].cancel()  # a job no worker took yet; one taken finds the caller's compile
-            outcome = self._here(jobs[i])
-            if outcome != BUSY:
-                mine[i] = outcome
-        theirs = [i for i in range(len(jobs)) if i not in mine and not futures[i].cancelled()]
-        outcomes = dict(mine)
-        outcomes.update(zip(theirs, self._collect(executor, [futures[i] for i in theirs],
-                                                  [jobs[i][1] for i in theirs])))
-        return [outcomes.get(i, BUSY) for i in range(len(jobs))]
-
-    def _busy_round(self, jobs: list[tuple[Any, CompileJob]]) -> list[str]:
-        """Jobs another process was compiling, waited for: in the pool when it runs, else here,
-        asking again until `timeout_s` passed."""
-        if self._executor is not None or self.mode != "processes":
-            return self._round(jobs, wait=True)
-        outcomes = []
-        for job in jobs:
-            deadline = time.monotonic() + self.timeout_s
-            outcome = self._here(job)
-            while outcome == BUSY and time.monotonic() < deadline:
-                time.sleep(0.05)
-                outcome = self._here(job)
-            outcomes.append(self._silent(job[1]) if outcome == BUSY else outcome)
-        return outcomes
-
-    def _round(self, jobs: list[tuple[Any, CompileJob]], wait: bool) -> list[str]:
-        if not jobs:
-            return []
-        if self.stuck:
-            return [self._silent(job) for _, job in jobs]
-        executor = self._get()
-        if isinstance(executor, cf.ProcessPoolExecutor):
-            futures = [executor.submit(_compile_in_worker, job, wait) for _, job in jobs]
-        else:
-            futures = [executor.submit(compile_job, fn, job, wait) for fn, job in jobs]
-        return self._collect(executor, futures, [job for _, job in jobs])
-
-    def _collect(self, executor: cf.Executor, futures: list[cf.Future], jobs: list[CompileJob]) -> list[str]:
-        """The futures' outcomes, waiting at most `timeout_s` with none coming (then stopping the pool)."""
-        if not futures:
-            return []
-        start = time.perf_counter()
-        pending, silent = set(futures), set()
-        while pending:
-            done, pending = cf.wait(pending, timeout=self.timeout_s, return_when=cf.FIRST_COMPLETED)
-            if not done:
-                silent = pending
-                self._stop(executor)
-                break
-        self.waited_s += time.perf_counter() - start
-        return [self._silent(job) if future in silent else self._outcome(future, job)
-                for future, job in zip(futures, jobs)]
-
-    def _stop(self, executor: cf.Executor) -> None:
-        """Gives up on workers that made no progress in `timeout_s`: kills the processes, leaves a
-        thread to finish on its own."""
-        self.stuck = True
-        self._executor = None
-        _end(executor, grace_s=0.0)
-
-    def _silent(self, job: CompileJob) -> str:
-        return f"{job.label}: no compile worker answered in {self.timeout_s:g}s ({TIMEOUT})"
-
-    def _outcome(self, future: cf.Future, job: CompileJob) -> str:
-        try:
-            return future.result()
-        except cf.process.BrokenProcessPool:
-            self.close()  # a worker died (killed, out of memory): the next key starts a new pool
-            return f"{job.label}: a compile worker died"
-        except Exception as exc:
-            return f"{job.label}: {type(exc).__name__}: {exc}"
-
-    def wait_started(self, timeout_s: float) -> bool:
-        """Whether every worker process finished its start-up (its imports) within `timeout_s`."""
-        return not cf.wait(self._starting, timeout=timeout_s).not_done
-
-    def close(self) -> None:
-        """Cancels what no worker took; a worker process still busy after CLOSE_GRACE_S (a job the
-        caller did itself, or one stuck) is killed: nothing it could still do is waited for."""
-        executor, self._executor = self._executor, None
-        if executor is not None:
-            _end(executor, grace_s=CLOSE_GRACE_S)
-
-
-def _end(executor: cf.Executor, grace_s: float) -> None:
-    if not isinstance(executor, cf.ProcessPoolExecutor):
-        executor.shutdown(wait=grace_s > 0, cancel_futures=True)
-        return
-    # The pool's processes (a CPython attribute, there from 3.2 to 3.14 at least): shutdown drops it.
-    processes = list((getattr(executor, "_processes", None) or {}).values())
-    executor.shutdown(wait=False, cancel_futures=True)
-    deadline = time.monotonic() + grace_s
-    for process in processes:
-        process.join(max(0.0, deadline - time.monotonic()))
-        if process.exitcode is None:
-            with contextlib.suppress(Exception):
-                process.kill()
-                process.join(5)
+        return getattr(driver, "_active", None) is not None
+    return triton_private.stub_device_set()
 
 
 # --- one key -----------------------------------------------------------------------------------
@@ -624,21 +98,11 @@ class Report:
                 f"compile {self.compile_s:.2f}s")
 
 
-REPORT_LINE = re.compile(
-    r"precompile (?P<kernel>\S+): (?P<configs>\d+) configs, (?P<compiled>\d+) compiled, (?P<found>\d+) found "
-    r"compiled \((?P<waited>\d+) after waiting for a sibling\), (?P<loaded>\d+) already loaded, (?P<left>\d+) left "
-    r"to Triton; (?P<mode>\w+) x(?P<workers>\d+), capture (?P<capture_s>[\d.]+)s, compile (?P<compile_s>[\d.]+)s")
-
-
-def parse_reports(text: str) -> list[dict]:
-    """The report lines in a log, as dicts of Report's fields (for the benchmark scripts)."""
-    return [{k: v if k in ("kernel", "mode") else float(v) if k.endswith("_s") else int(v)
-             for k, v in m.groupdict().items()} for m in REPORT_LINE.finditer(text)]
-
-
 def precompile(tuner: Any, configs: list, launch: dict, pool: CompilePool, kernel: str = "") -> Report:
     """Compiles `configs` of `tuner` for one launch (`launch`: every argument by name, as the tuner's
     `nargs` and its run's keyword arguments hold them) into the Triton cache, in `pool`."""
+    from .capture import capture
+
     report = Report(kernel or _name(tuner), len(configs), pool.mode, pool.workers)
     start = time.perf_counter()
     taken = capture(tuner, configs, launch)
@@ -647,9 +111,10 @@ def precompile(tuner: Any, configs: list, launch: dict, pool: CompilePool, kerne
     report.pool_wait_s = pool.waited_s
     report.compile_s = time.perf_counter() - start - report.capture_s
     report.loaded = taken.loaded
-    report.compiled = outcomes.count(COMPILED)
-    report.found = outcomes.count(FOUND)
-    report.errors = taken.errors + [o for o in outcomes if o not in (COMPILED, FOUND)]
+    report.compiled = outcomes.count(Outcome.COMPILED)
+    report.found = outcomes.count(Outcome.FOUND)
+    report.errors = taken.errors + [o.value if isinstance(o, Outcome) else o for o in outcomes
+                                    if o not in (Outcome.COMPILED, Outcome.FOUND)]
     report.left = len(report.errors)
     return report
 
@@ -657,160 +122,6 @@ def precompile(tuner: Any, configs: list, launch: dict, pool: CompilePool, kerne
 def _name(tuner: Any) -> str:
     fn = jit_function(tuner)
     return f"{fn.module}:{fn.fn.__qualname__}"
-
-
-def load(tuner: Any, args: tuple, config: Any, meta: dict) -> None:
-    """Compiles, or loads from the cache, a config's kernel without launching it, so that the
-    timing lock is held for timing only. An error is left for the timed launch to meet."""
-    current = _launch_kwargs(config, meta)
-    with contextlib.suppress(Exception):
-        if config.pre_hook is not None:
-            config.pre_hook({**(tuner.nargs or {}), **current})
-        tuner.fn.run(*args, **current)
-
-
-def cannot_compile() -> str | None:
-    """Why Triton cannot compile ahead here (too old, or no backend for this process's device),
-    or None."""
-    try:
-        from triton import knobs
-        from triton.compiler import make_backend
-        from triton.runtime.driver import driver
-    except ImportError as exc:
-        return f"this Triton has no knobs.runtime.jit_cache_hook (3.4 and later have): {exc}"
-    if not hasattr(knobs.runtime, "jit_cache_hook"):
-        return "this Triton has no knobs.runtime.jit_cache_hook (3.4 and later have)"
-    try:
-        make_backend(driver.active.get_current_target())
-    except Exception as exc:
-        return f"Triton cannot compile for this process's device ({type(exc).__name__}: {exc})"
-    return None
-
-
-def stub_device_set() -> bool:
-    """Whether the benchmark set Triton's driver itself (`driver.set_active`, as a CPU stand-in
-    does) to one whose device Triton cannot compile for. The default driver is not created to ask:
-    that would start the device before the benchmark does."""
-    from triton.runtime.driver import driver
-
-    return getattr(driver, "_active", None) is not None and cannot_compile() is not None
-
-
-# --- timing: one config at a time per device ---------------------------------------------------
-
-
-def device_token() -> str:
-    """The device this process times on, named alike in every process that sees it: its UUID when
-    torch is loaded, else its token in CUDA_VISIBLE_DEVICES, else its index."""
-    torch = sys.modules.get("torch")
-    index = 0
-    if torch is not None:
-        with contextlib.suppress(Exception):
-            index = torch.cuda.current_device()
-            uuid = str(getattr(torch.cuda.get_device_properties(index), "uuid", "") or "")
-            if uuid:
-                return f"gpu-{uuid}"
-    tokens = [t.strip() for t in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if t.strip()]
-    return f"gpu-{tokens[index] if index < len(tokens) else index}"
-
-
-class DeviceTimingLock:
-    """Exclusive `flock` on `<folder>/<device>.lock` while a config is timed. Re-entrant; the
-    threads of one process take turns too. A lock file needs only a read descriptor, so one made by
-    one user serves every user's runs in the shared default folder (sticky, as /tmp is)."""
-
-    def __init__(self, folder: Path, shared: bool = False):
-        self.folder = folder
-        self.shared = shared
-        self.waited_s = 0.0
-        self._files: dict[str, int] = {}
-        self._held: int | None = None
-        self._depth = 0
-        self._mutex = threading.RLock()
-
-    def __enter__(self) -> DeviceTimingLock:
-        self._mutex.acquire()
-        try:
-            if self._depth == 0:
-                fd = self._file(device_token())
-                start = time.perf_counter()
-                fcntl.flock(fd, fcntl.LOCK_EX)
-                self.waited_s += time.perf_counter() - start
-                self._held = fd
-        except BaseException:
-            self._mutex.release()
-            raise
-        self._depth += 1
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self._depth -= 1
-        if self._depth == 0 and self._held is not None:
-            fcntl.flock(self._held, fcntl.LOCK_UN)
-            self._held = None
-        self._mutex.release()
-
-    def path(self, token: str) -> Path:
-        return self.folder / f"{re.sub(r'[^A-Za-z0-9._-]', '_', token)}.lock"
-
-    def prepare(self) -> None:
-        """Makes the folder, before any test: raises ProtocolError naming LOCK_DIR when it cannot be
-        made or written (every timing would fail after its sweep)."""
-        try:
-            self._make_folder()
-        except OSError as exc:
-            raise ProtocolError(f"{LOCK_DIR}={self.folder}: cannot make the device timing locks' folder "
-                                f"({exc.strerror or exc}); set {LOCK_DIR} to a folder you can write") from None
-        if not os.access(self.folder, os.W_OK | os.X_OK):
-            raise ProtocolError(f"{LOCK_DIR}={self.folder}: the device timing locks' folder cannot be written; "
-                                f"set {LOCK_DIR} to a folder you can write")
-
-    def _make_folder(self) -> None:
-        if not self.folder.is_dir():
-            self.folder.mkdir(parents=True, exist_ok=True)
-            if self.shared:
-                with contextlib.suppress(OSError):
-                    os.chmod(self.folder, 0o1777)
-
-    def _file(self, token: str) -> int:
-        fd = self._files.get(token)
-        if fd is None:
-            path = self.path(token)
-            try:
-                self._make_folder()
-                fd = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
-            except OSError as exc:
-                raise RuntimeError(f"warmup-harness: {_lock_failure(path, exc)}") from None
-            _readable_by_all(fd)
-            self._files[token] = fd
-        return fd
-
-    def close(self) -> None:
-        for fd in self._files.values():
-            os.close(fd)
-        self._files.clear()
-
-
-def _readable_by_all(fd: int) -> None:
-    """Makes a lock file this process owns readable by every user whatever the umask it was made
-    under (0600 under `umask 077` would lock every other user's timing out of the device)."""
-    with contextlib.suppress(OSError):
-        st = os.fstat(fd)
-        if st.st_uid == os.geteuid() and st.st_mode & 0o444 != 0o444:
-            os.fchmod(fd, (st.st_mode & 0o7777) | 0o444)
-
-
-def _lock_failure(path: Path, exc: OSError) -> str:
-    """What stops a device timing lock from being opened: the file itself, or its folder."""
-    why = exc.strerror or str(exc)
-    try:
-        st = path.stat()
-    except OSError:
-        return (f"cannot create the device timing lock {path} ({why}): its folder {path.parent} cannot be "
-                f"written; set {LOCK_DIR} to a folder you can write")
-    return (f"cannot open the device timing lock {path} ({why}): the file is mode {st.st_mode & 0o777:04o}, "
-            f"owned by uid {st.st_uid}, and every user timing on this device needs to read it; its owner can "
-            f"`chmod a+r` it, or set {LOCK_DIR} to a folder of your own")
 
 
 # --- the session's side ------------------------------------------------------------------------
@@ -827,7 +138,7 @@ def device_timing_lock() -> contextlib.AbstractContextManager:
 class Precompiler:
     """What the autotuner hooks call: `before_timing` on a new key, `bench` around each timing."""
 
-    def __init__(self, settings: Settings, say: Callable[[str], None]):
+    def __init__(self, settings: CompileSettings, say: Callable[[str], None]):
         global _active
         self.settings = settings
         self._say = say
@@ -883,6 +194,8 @@ class Precompiler:
 
     def bench(self, tuner: Any, args: tuple, config: Any, meta: dict, time_it: Callable[[], Any]) -> Any:
         if self._compiles:
+            from .capture import load
+
             load(tuner, args, config, meta)
         with self.timing_lock:
             return time_it()
