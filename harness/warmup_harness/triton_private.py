@@ -1,8 +1,9 @@
 """Every name of Triton's that is not its documented API and that compiling ahead relies on, in one
 place: a new Triton version is checked here, and nowhere else in precompile's modules.
 
-Checked against Triton 3.2 to 3.6 (the suite runs 3.6.0). Compiling ahead needs
-`knobs.runtime.jit_cache_hook` (3.4 and later); `cannot_compile` says why on an older one. Triton
+Checked against Triton 3.4.0 and 3.6.0 (tests/test_precompile.py run with each; the suite runs
+3.6.0). Compiling ahead needs `knobs.runtime.jit_cache_hook` (3.4 and later): on 3.2 and 3.3 this
+module does not import, and precompile.cannot_compile says why. Triton
 3.8's `knobs.autotuning.listener` was not available to check here; the harness's own hook on
 `prune_configs` (tuners.py) is what hands over the pruned configs before they are timed.
 
@@ -14,10 +15,14 @@ What is used, and what Triton does with it:
 * of a `JITFunction`: `.fn` (the Python function), `.module`, `.cache_key`;
 * the specialization JSON's fields (`constant_keys`, `constant_vals`, `attrs_keys`, `attrs_vals`,
   `signature`, `options`), read as `preload` reads them (`rebuild`);
-* `triton._C.libtriton.get_cache_invalidating_env_vars`, `triton.runtime.cache.get_cache_key` and
+* `triton._C.libtriton.get_cache_invalidating_env_vars`, `triton.runtime.cache.get_cache_key` (3.5
+  and later; on 3.4 `compile` builds the same key from `triton.compiler.compiler.triton_key`) and
   `get_cache_manager`, a manager's `get_group` and `cache_dir`, and the entry's metadata file name
-  `<name[:150]>.json`, as `triton.compiler.compile` names it; `triton.compile(..., _env_vars=)`;
-* `driver._active`, which only `driver.set_active` (a stand-in's) sets.
+  `<name[:150]>.json`, as `triton.compiler.compile` names it; `triton.compile(..., _env_vars=)`
+  (3.5 and later);
+* the driver's state, to know whether one was set (`driver.set_active`, a stand-in's) or created
+  without creating one: `_active` (3.5 and later), `active` and `default`, a `LazyProxy` whose
+  `_obj` is empty until used (3.4).
 
 Why `JITFunction.preload` itself is not called: it asks `driver.active` for the current device (a
 worker process must not start a device) and compiles through the JIT without the cache entry's
@@ -31,6 +36,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import inspect
 import json
 import os
 from collections.abc import Iterator
@@ -105,11 +111,21 @@ def rebuild(fn: JITFunction, specialization: str, target: Any) -> tuple[Any, Any
     return ASTSource(fn, signature, constexprs, attrs), backend, options
 
 
+def _cache_key(src: Any, backend: Any, options: Any, env_vars: dict) -> str:
+    try:
+        from triton.runtime.cache import get_cache_key  # 3.5 and later
+    except ImportError:  # 3.4: `compile` builds the same key itself
+        from triton.compiler.compiler import triton_key
+
+        return f"{triton_key()}-{src.hash()}-{backend.hash()}-{options.hash()}-{str(sorted(env_vars.items()))}"
+    return get_cache_key(src, backend, options, env_vars)
+
+
 def cache_entry(src: Any, backend: Any, options: Any, env_vars: dict, cache_dir: str) -> tuple[Any, str]:
     """The source's entry in Triton's cache (its manager) and the folder whose flock guards it."""
-    from triton.runtime.cache import get_cache_key, get_cache_manager
+    from triton.runtime.cache import get_cache_manager
 
-    digest = hashlib.sha256(get_cache_key(src, backend, options, env_vars).encode("utf-8")).hexdigest()
+    digest = hashlib.sha256(_cache_key(src, backend, options, env_vars).encode("utf-8")).hexdigest()
     entry = get_cache_manager(digest)
     # Another cache manager than Triton's files (TRITON_CACHE_MANAGER) gets a folder of locks.
     return entry, getattr(entry, "cache_dir", None) or os.path.join(cache_dir, ".warmup-locks", digest)
@@ -123,7 +139,12 @@ def in_cache(entry: Any, src: Any) -> bool:
 
 
 def compile_into_cache(src: Any, target: Any, options: Any, env_vars: dict) -> None:
-    triton.compile(src, target=target, options=options.__dict__, _env_vars=env_vars)
+    """`triton.compile` keyed with the caller's environment (3.5 and later take it; 3.4 reads this
+    process's, which a worker inherited from the caller)."""
+    if "_env_vars" in inspect.signature(triton.compile).parameters:
+        triton.compile(src, target=target, options=options.__dict__, _env_vars=env_vars)
+    else:
+        triton.compile(src, target=target, options=options.__dict__)
 
 
 def cannot_compile() -> str | None:
@@ -142,4 +163,13 @@ def stub_device_set() -> bool:
     """Whether the benchmark set Triton's driver itself (`driver.set_active`, as a CPU stand-in
     does) to one whose device Triton cannot compile for. The default driver is not created to ask:
     that would start the device before the benchmark does."""
-    return getattr(driver, "_active", None) is not None and cannot_compile() is not None
+    return _driver_exists() and cannot_compile() is not None
+
+
+def _driver_exists() -> bool:
+    """Whether Triton's driver was set (`driver.set_active`) or created already; asking creates none."""
+    state = vars(driver)
+    if "_active" in state:  # 3.5 and later: None until set or first used
+        return state["_active"] is not None
+    active = state.get("active")  # 3.4: the default is a LazyProxy, empty until first used
+    return active is not None and (active is not state.get("default") or vars(active).get("_obj") is not None)
