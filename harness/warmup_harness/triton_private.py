@@ -1,11 +1,12 @@
 """Every name of Triton's that is not its documented API and that compiling ahead relies on, in one
 place: a new Triton version is checked here, and nowhere else in precompile's modules.
 
-Checked against Triton 3.4.0 and 3.6.0 (tests/test_precompile.py run with each; the suite runs
-3.6.0). Compiling ahead needs `knobs.runtime.jit_cache_hook` (3.4 and later): on 3.2 and 3.3 this
-module does not import, and precompile.cannot_compile says why. Triton
-3.8's `knobs.autotuning.listener` was not available to check here; the harness's own hook on
-`prune_configs` (tuners.py) is what hands over the pruned configs before they are timed.
+Checked against Triton 3.4.0, 3.6.0 and 3.8.0 (tests/test_precompile.py run with each, in venvs
+of their own; the suite runs 3.6.0). Compiling ahead needs `knobs.runtime.jit_cache_hook` (3.4 and
+later): on 3.2 and 3.3 this module does not import, and precompile.cannot_compile says why. 3.8's
+`knobs.autotuning.listener` is called after a key's decision (`Autotuner.run`, with the timings),
+so it cannot hand over the pruned configs before they are timed: the hook on `prune_configs`
+(tuners.py) stays the seam for compiling ahead.
 
 What is used, and what Triton does with it:
 
