@@ -15,6 +15,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import contextlib
 import multiprocessing
+import multiprocessing.connection
 import time
 from typing import Any
 
@@ -118,11 +119,11 @@ class CompilePool:
 
     def _here(self, job: tuple[Any, CompileJob]) -> Outcome | str:
         """One job compiled in the caller, never waiting for a sibling."""
-        fn, compile_job_ = job
+        fn, what = job
         try:
-            return compile_job(fn, compile_job_, wait=False)
+            return compile_job(fn, what, wait=False)
         except Exception as exc:
-            return f"{compile_job_.label}: {type(exc).__name__}: {exc}"
+            return f"{what.label}: {type(exc).__name__}: {exc}"
 
     def _shared(self, jobs: list[tuple[Any, CompileJob]]) -> list[Outcome | str]:
         """The jobs in the workers from the start of the list and in the caller from its end; a job
@@ -226,8 +227,9 @@ def _end(executor: cf.Executor, grace_s: float) -> None:
     executor.shutdown(wait=False, cancel_futures=True)
     deadline = time.monotonic() + grace_s
     for process in processes:
-        process.join(max(0.0, deadline - time.monotonic()))
-        if process.exitcode is None:
-            with contextlib.suppress(Exception):
+        # Ended is read from the sentinel, not the pid: the pool's own thread may have reaped the
+        # process already, and a pid reaped can be another process's by now.
+        with contextlib.suppress(ValueError, OSError):  # a sentinel closed: the process was joined
+            if not multiprocessing.connection.wait([process.sentinel], max(0.0, deadline - time.monotonic())):
                 process.kill()
                 process.join(5)
