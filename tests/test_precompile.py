@@ -314,7 +314,7 @@ def test_a_pool_still_starting_is_not_waited_for_the_caller_compiles_the_key(cpu
     assert len(workers) == 2 and all_ended(workers), "a worker outlived the pool"
 
 
-def test_a_running_pool_and_the_caller_share_a_keys_work(cpu):
+def test_a_pool_that_has_started_takes_the_keys_work(cpu, compiles):
     forget_compiled(scale_kernel)
     pool = pc.CompilePool("processes", 2)
     pool.start()
@@ -324,6 +324,7 @@ def test_a_running_pool_and_the_caller_share_a_keys_work(cpu):
     finally:
         pool.close()
     assert (report.compiled, report.found, report.left) == (len(SCALE_CONFIGS), 0, 0), report.errors
+    assert compiles.misses == 0, "the caller compiled beside workers that run"
 
 
 def make_package(root: Path) -> Path:

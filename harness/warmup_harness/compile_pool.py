@@ -88,8 +88,8 @@ class CompilePool:
         Processes only where they pay: jobs found in the cache are settled here first; the rest
         are compiled here one by one unless the pool is running or their work (the first one's
         seconds times their number) reaches POOL_START_S, and with the pool the caller compiles
-        from the end of the list while the workers take from its start, so that it never waits
-        for a worker's start-up to do what it could do itself."""
+        from the end of the list while the workers still start up, so that it never waits for a
+        worker's start-up to do what it could do itself."""
         self.waited_s = 0.0
         outcomes = [Outcome.FOUND if self._cached(fn, job) else Outcome.BUSY for fn, job in jobs]
         todo = [i for i, outcome in enumerate(outcomes) if outcome == Outcome.BUSY]
@@ -115,6 +115,7 @@ class CompilePool:
         first = self._here(jobs[0])
         if (len(jobs) - 1) * (time.perf_counter() - start) < POOL_START_S:
             return [first, *(self._here(job) for job in jobs[1:])]
+        self.start()
         return [first, *self._shared(jobs[1:])]
 
     def _here(self, job: tuple[Any, CompileJob]) -> Outcome | str:
@@ -126,12 +127,16 @@ class CompilePool:
             return f"{what.label}: {type(exc).__name__}: {exc}"
 
     def _shared(self, jobs: list[tuple[Any, CompileJob]]) -> list[Outcome | str]:
-        """The jobs in the workers from the start of the list and in the caller from its end; a job
-        the caller finds another process compiling is left to it (a worker of its own, or a sibling)."""
+        """The jobs in the workers from the start of the list and, while the workers still start up,
+        in the caller from its end (once they run, one more compile here would only share their
+        CPUs); a job the caller finds another process compiling is left to it (a worker of its own,
+        or a sibling)."""
         executor = self._get()
         futures = [executor.submit(compile_worker.compile_in_worker, job, False) for _, job in jobs]
         mine: dict[int, Outcome | str] = {}
         for i in reversed(range(len(jobs))):
+            if self._started():
+                break
             if futures[i].done():
                 continue
             futures[i].cancel()  # a job no worker took yet; one taken finds the caller's compile
@@ -205,6 +210,11 @@ class CompilePool:
             return f"{job.label}: a compile worker died"
         except Exception as exc:
             return f"{job.label}: {type(exc).__name__}: {exc}"
+
+    def _started(self) -> bool:
+        """Whether every worker process finished its start-up (a pool not started by `start` counts
+        as started: nothing tells)."""
+        return all(future.done() for future in self._starting)
 
     def wait_started(self, timeout_s: float) -> bool:
         """Whether every worker process finished its start-up (its imports) within `timeout_s`."""
