@@ -28,7 +28,7 @@ import os
 
 import pytest
 
-from . import env, records
+from . import compile_settings, env, records
 from .env import setting  # noqa: F401  (the settings' getter, for the harness's other modules)
 
 __version__ = "0.1.0"
@@ -47,7 +47,7 @@ def pytest_addoption(parser):
         f"it at the end (default), or 'fail' the test; default from ${env.REPLAY_MISS}, else the "
         f"{env.REPLAY_MISS.lower()} ini option",
     )
-    for name, text in env.INI_SETTINGS.items():
+    for name, text in {**env.INI_SETTINGS, **compile_settings.INI_SETTINGS}.items():
         parser.addini(name.lower(), f"{text} (${name} wins over it)", default="")
 
 

@@ -59,6 +59,14 @@ class Mode:
     op: str
 
 
+def raw_setting(config: Any, name: str) -> str | None:
+    """As `setting`, but an environment variable that is set counts even when blank (for settings
+    whose empty value means something: an empty preload list is no preload)."""
+    if name in os.environ:
+        return os.environ[name]
+    return setting(config, name)
+
+
 def setting(config: Any, name: str) -> str | None:
     """The raw value of a harness setting: the environment variable `name` when it is set and not
     blank, else the ini option `name.lower()` when pytest's config has one and it is not blank, else

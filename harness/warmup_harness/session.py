@@ -52,8 +52,9 @@ class Session:
     def start(cls, config: Any, mode: env.Mode, miss_policy: env.MissPolicy) -> Session:
         """Checks the settings and files before anything runs, then puts the hooks in; raises
         ProtocolError or RecordError."""
-        compiler = precompile.Precompiler(precompile.Settings.from_env(os.environ),
-                                          lambda line: say(config, [line]))
+        compiler = precompile.Precompiler(
+            precompile.compile_settings(lambda name: env.raw_setting(config, name)),
+            lambda line: say(config, [line]))
         try:
             if mode.kind is env.Kind.RECORD:
                 return cls._start_record(config, mode, compiler)
