@@ -7,6 +7,7 @@ mod emit;
 mod parse;
 mod pynum;
 mod resolve;
+mod robust;
 mod scan;
 mod schema;
 mod shape;
@@ -60,7 +61,7 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     pub costs: Option<PathBuf>,
     /// The cost model where there is no cost file, or it has none of the op's shapes
-    /// [default: product, with --strategy lpt or --costs]
+    /// [default: robust, with --strategy lpt or --costs]
     #[arg(long, value_enum, value_name = "MODEL")]
     pub cost_model: Option<Model>,
     /// Under --cost-model product: each shape's fixed cost, in units of the op's mean product
