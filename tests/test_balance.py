@@ -28,8 +28,8 @@ def py_text(shape):
         return None
 
 
-def shard(tmp_path, source: Path, *args, op="mm", out="out"):
-    return run_tool("shard", "--op", op, *args, "--out", tmp_path / out, source)
+def shard(tmp_path, source: Path, *args, op="mm", out="out", **kw):
+    return run_tool("shard", "--op", op, *args, "--out", tmp_path / out, source, **kw)
 
 
 def plan_of(tmp_path, out="out"):
