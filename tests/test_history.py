@@ -186,6 +186,10 @@ def test_predict_without_a_history_exits_0_and_without_devices_is_a_usage_error(
     r = predict(tmp_path / "none", "0,1")
     assert r.returncode == 0 and "no usable history (no " in r.stderr, r.stderr
     history(tmp_path, **HEAVY)
+    sidecar(tmp_path, tune={}, startup_seconds=9.0)  # a harness that timed no key
+    r = predict(tmp_path, "0,0")
+    assert r.returncode == 0 and "no key's tune_seconds" in r.stderr, r.stderr
+    history(tmp_path, **HEAVY)
     r = run_tool("costs", "--predict", "--record-dir", tmp_path, "--op", "mm", *HERE)
     assert r.returncode == 2 and "--devices" in r.stderr, r.stderr
     r = run_tool("costs", "--predict", "--op", "mm", "--devices", "0")

@@ -33,7 +33,16 @@ pub fn predict(args: &Args) -> Result<Status> {
         anyhow::bail!("--predict needs --devices LIST, the devices the sweep would run on (0,1; 0,0 shares one)");
     }
     let mut out = std::io::stdout().lock();
-    let history = match history::find(dir, op, || args.here.find()) {
+    let found = history::find(dir, op, || args.here.find()).and_then(|h| {
+        if h.meta.keys == 0 {
+            return Err(format!(
+                "{} has no key's tune_seconds to predict from",
+                h.meta.path.display()
+            ));
+        }
+        Ok(h)
+    });
+    let history = match found {
         Ok(h) => h,
         Err(why) => {
             eprintln!("{TOOL}: op {op}: no usable history ({why}): nothing to predict from, the warmup runs");

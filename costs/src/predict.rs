@@ -14,8 +14,9 @@
 use crate::history::History;
 
 /// Merge and publish between the sweep and the measurement, and the hand-over to it, in seconds
-/// (BENCHMARKS.md, "Deciding from history": 0.02 s measured with the release build on the
-/// development machine; rounded up for a loaded machine and a slower disk).
+/// (BENCHMARKS.md, "Deciding from history": 0.04 to 0.06 s for both, measured with the release
+/// build on the shared 2-core development machine; the rest allows for a slower disk and for
+/// the measurement noticing the published record).
 pub const FIXED_SECONDS: f64 = 0.25;
 /// The least saving, as a fraction of the plain run, for which the warmup is worth running.
 pub const WORTH: f64 = 0.10;
