@@ -115,6 +115,21 @@ def test_the_device_model_comes_from_the_driver_and_triton_from_the_benchmarks_p
     assert r.returncode == 0 and plan_of(tmp_path, "again")["cost_source"] == "robust", r.stderr
 
 
+def test_a_broken_kept_cost_file_is_refused_by_warmup_costs_and_passed_over_by_the_split(tmp_path):
+    scratch, records = swept(tmp_path)
+    kept = records / "mm.costs.json"
+    kept.write_text('{"mm": {"[1,2]": -1}}')
+    r = run_tool("costs", "--record-dir", records, scratch)
+    assert r.returncode == 2 and str(kept) in r.stderr and "not a cost" in r.stderr, r.stderr
+    assert kept.read_text() == '{"mm": {"[1,2]": -1}}'
+    r = shard(tmp_path, tmp_path / "s.yaml", "--shards", "2", "--history", records, *HERE, out="next")
+    assert r.returncode == 0, r.stderr
+    assert "no usable history" in r.stderr and str(kept) in r.stderr, r.stderr
+    assert plan_of(tmp_path, "next")["cost_source"] == "robust"
+    r = predict(records, "0,1")
+    assert r.returncode == 0 and "no usable history" in r.stderr, r.stderr
+
+
 def test_no_history_at_all_splits_by_the_robust_model(tmp_path):
     r = shard(tmp_path, write(tmp_path, "s.yaml", SIX), "--shards", "2", "--history",
               tmp_path / "records", *HERE)
