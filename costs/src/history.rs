@@ -13,6 +13,8 @@
 use crate::probe::Here;
 use crate::CostFile;
 use anyhow::{Context, Result};
+use protocol::layout::Scratch;
+use protocol::plan::Plan;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -161,6 +163,16 @@ pub fn find(
         return Err(format!("{} has no costs for op {op:?}", path.display()));
     }
     Ok(History { meta, costs })
+}
+
+/// The mean of the `startup_seconds` the plan's children wrote in their sidecars
+/// (`SCRATCH/w<i>/rec/<op>.meta.json`), where any did.
+pub fn startup(plan: &Plan, scratch: &Scratch) -> Option<f64> {
+    let found: Vec<f64> = (0..plan.shards.len())
+        .filter_map(|i| Meta::load(&meta_path(&scratch.record_dir(i), &plan.op)).ok())
+        .filter_map(|m| m.startup_seconds)
+        .collect();
+    (!found.is_empty()).then(|| found.iter().sum::<f64>() / found.len() as f64)
 }
 
 /// Writes this sweep's costs of `op` into `DIR/<op>.costs.json`, replacing the op's earlier ones

@@ -7,12 +7,12 @@
 //! The cost file's format lives here ([`file`]) and warmup-shard reads it through this crate, so
 //! one module owns it. [`measure`] says how a shard's time is attributed to its shapes.
 //! [`history`] keeps a sweep's costs with its records and reads them back, [`probe`] finds the
-//! Triton version and device model a history must match, and [`predict`] decides from a history
-//! whether a warmup would pay (`--predict`).
+//! Triton version and device model a history must match, [`predict`] is the model of whether a
+//! warmup would pay, and [`decision`] is `--predict`, which prints it for a script.
 
+pub mod decision;
 pub mod file;
 pub mod history;
-pub mod learn;
 pub mod measure;
 pub mod predict;
 pub mod probe;
@@ -88,7 +88,7 @@ pub fn non_negative(text: &str) -> std::result::Result<f64, String> {
 
 pub fn run(args: &Args) -> Result<Status> {
     if args.predict {
-        return learn::predict(args);
+        return decision::run(args);
     }
     let Some(scratch_dir) = &args.scratch else {
         anyhow::bail!("give the SCRATCH folder of a finished run, or --predict");
@@ -117,7 +117,7 @@ pub fn run(args: &Args) -> Result<Status> {
         .transpose()?;
     let startup = args
         .startup
-        .unwrap_or_else(|| learn::startup(&plan, &scratch).unwrap_or(0.0));
+        .unwrap_or_else(|| history::startup(&plan, &scratch).unwrap_or(0.0));
     let m = measure::measure(&plan, &scratch, startup)?;
     for why in &m.skipped {
         eprintln!("{TOOL}: {why}: its shapes keep the costs they had");

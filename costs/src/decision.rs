@@ -1,29 +1,17 @@
-//! The two uses of a history that belong to warmup-costs rather than to `history` itself:
-//! the start-up figure a sweep's children measured of themselves (so that `--record-dir` needs no
-//! `--startup`), and `--predict`, which prints the decision as a run summary.
+//! `warmup-costs --predict`: the decision a script acts on, from the op's history (`history`)
+//! and the model (`predict`), as a run summary on stdout, one line for people on stderr, and the
+//! exit status (0: the warmup runs, 3: run plain).
 
-use crate::history::{self, Meta};
+use crate::history;
 use crate::predict;
 use crate::{Args, TOOL};
 use anyhow::{Context, Result};
-use protocol::layout::Scratch;
-use protocol::plan::Plan;
 use protocol::Status;
 use std::io::Write;
 
-/// The mean of the `startup_seconds` the plan's children wrote in their sidecars
-/// (`SCRATCH/w<i>/rec/<op>.meta.json`), where any did.
-pub fn startup(plan: &Plan, scratch: &Scratch) -> Option<f64> {
-    let found: Vec<f64> = (0..plan.shards.len())
-        .filter_map(|i| Meta::load(&history::meta_path(&scratch.record_dir(i), &plan.op)).ok())
-        .filter_map(|m| m.startup_seconds)
-        .collect();
-    (!found.is_empty()).then(|| found.iter().sum::<f64>() / found.len() as f64)
-}
-
 /// `--predict`: the run summary on stdout, a line on stderr; exit 0 when the warmup saves at
 /// least [`predict::WORTH`] of the plain run or no history can say, 3 when it would not.
-pub fn predict(args: &Args) -> Result<Status> {
+pub fn run(args: &Args) -> Result<Status> {
     let op = args.op.name();
     let Some(dir) = &args.record_dir else {
         anyhow::bail!("--predict needs --record-dir DIR, the records of an earlier run");
