@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
 import sys
 from pathlib import Path
 
@@ -15,7 +16,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from support import FLAGGEMS_DATA, ROOT, run_tool
+from support import FLAGGEMS_DATA, ROOT, clean_env, run_tool, tool
 
 HARNESS = ROOT / "tests" / "harness" / "test_bench.py"
 
@@ -299,16 +300,21 @@ def test_a_bad_cost_file_leaves_an_earlier_runs_scratch_as_it_was(tmp_path):
 
 # --- warmup-costs ---------------------------------------------------------------------------------
 
-def fake_run(tmp_path, seconds: dict, *shard_args) -> Path:
+def fake_run(tmp_path, seconds: dict, *shard_args, interrupted: tuple = ()) -> Path:
     """A scratch as a finished run leaves it: warmup-shard's plan, and a status.json per shard
-    with the given wall seconds (shard index -> seconds; None: failed)."""
+    as warmup-spawn writes it, with the given wall seconds (shard index -> seconds; None:
+    failed); the shards in `interrupted` were stopped by a signal to warmup-spawn."""
     src = write(tmp_path, "s.yaml", SIX)
     r = shard(tmp_path, src, *shard_args)
     assert r.returncode == 0, r.stderr
     for i, secs in seconds.items():
-        (tmp_path / "out" / f"w{i}" / "status.json").write_text(json.dumps(
-            {"shard": i, "exit_code": 0 if secs is not None else 1, "timed_out": False,
-             "seconds": secs or 1.0}))
+        w = tmp_path / "out" / f"w{i}"
+        (w / "status.json").write_text(json.dumps({
+            "shard": i, "device": "0", "pid": 100 + i, "exit_code": 0 if secs is not None else 1,
+            "signal": None, "signal_name": None, "timed_out": False,
+            "interrupted": i in interrupted, "started_at": "2024-01-01T00:00:00.000Z",
+            "seconds": secs or 1.0, "argv": ["pytest"], "env": {"set": {}, "unset": []},
+            "log": str(w / "worker.log")}))
     return tmp_path / "out"
 
 
@@ -346,6 +352,17 @@ def test_failed_shards_teach_nothing_and_no_good_shard_writes_nothing(tmp_path):
     assert not costs.exists()
 
 
+def test_a_shard_that_exits_0_when_stopped_teaches_nothing(tmp_path):
+    """A child that exits 0 on warmup-spawn's SIGTERM was cut short: `stopped`, not `ok`."""
+    scratch = fake_run(tmp_path, {0: 9.0, 1: 2.0}, "--shards", "2", interrupted=(0,))
+    costs = tmp_path / "costs.json"
+    r = run_tool("costs", "--costs", costs, scratch)
+    assert r.returncode == 0, r.stderr
+    assert "shard 0 was stopped: its shapes keep the costs they had" in r.stderr
+    plan = plan_of(tmp_path)
+    assert set(json.loads(costs.read_text())["mm"]) == set(plan["shards"][1]["shape_texts"])
+
+
 @pytest.mark.parametrize("bad", ["[1]", '{"mm": {"[1,2]": -1}}', "{"])
 def test_warmup_costs_refuses_a_bad_cost_file_and_leaves_it_as_it_was(tmp_path, bad):
     scratch = fake_run(tmp_path, {0: 1.0, 1: 1.0}, "--shards", "2")
@@ -353,7 +370,93 @@ def test_warmup_costs_refuses_a_bad_cost_file_and_leaves_it_as_it_was(tmp_path, 
     r = run_tool("costs", "--costs", costs, scratch)
     assert r.returncode == 2 and "costs.json" in r.stderr, r.stderr
     assert costs.read_text() == bad
-    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+    # No temporary left; the update lock's file stays (removing it would break the lock).
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == [".costs.json.lock"]
+
+
+def test_two_runs_updating_one_cost_file_at_once_keep_both_ops(tmp_path):
+    """Read, merge and rename happen under the update lock: neither run loses the other's op."""
+    src = write(tmp_path, "s.yaml", SIX + SIX.replace("mm:", "bmm:"))
+    scratches = []
+    for op in ("mm", "bmm"):
+        r = shard(tmp_path, src, "--shards", "2", op=op, out=op)
+        assert r.returncode == 0, r.stderr
+        for i in range(2):
+            w = tmp_path / op / f"w{i}"
+            (w / "status.json").write_text(json.dumps({
+                "shard": i, "device": "0", "pid": 1, "exit_code": 0, "signal": None,
+                "signal_name": None, "timed_out": False, "interrupted": False,
+                "started_at": "2024-01-01T00:00:00.000Z", "seconds": 3.0 + i,
+                "argv": ["pytest"], "env": {"set": {}, "unset": []},
+                "log": str(w / "worker.log")}))
+        scratches.append(tmp_path / op)
+    costs = tmp_path / "costs.json"
+    for attempt in range(25):
+        costs.unlink(missing_ok=True)
+        runs = [subprocess.Popen([tool("costs"), "--costs", str(costs), str(s)], env=clean_env(),
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                for s in scratches]
+        for run in runs:
+            _, err = run.communicate(timeout=120)
+            assert run.returncode == 0, err
+        got = json.loads(costs.read_text())
+        assert sorted(got) == ["bmm", "mm"], (attempt, got)
+        assert all(len(got[op]) == 6 for op in got), (attempt, got)
+
+
+def test_extreme_times_and_plan_costs_are_saturated_not_learned_as_0(tmp_path):
+    scratch = fake_run(tmp_path, {0: 1e306, 1: 4.0}, "--shards", "2")
+    plan = json.loads((scratch / "plan.json").read_text())
+    plan["shards"][1]["shape_costs"] = [1e308] * len(plan["shards"][1]["shapes"])
+    (scratch / "plan.json").write_text(json.dumps(plan))
+    costs = tmp_path / "costs.json"
+    r = run_tool("costs", "--costs", costs, scratch)
+    assert r.returncode == 0, r.stderr
+    assert "shard 0 took 1e306 s, more than a cost file holds: counted as 1e12 s" in r.stderr
+    got = json.loads(costs.read_text())["mm"]
+    texts = [s["shape_texts"] for s in plan["shards"]]
+    assert [got[t] for t in texts[0]] == [pytest.approx(1e12 / 3)] * 3
+    assert [got[t] for t in texts[1]] == [pytest.approx(4 / 3, abs=1e-3)] * 3
+    # What warmup-costs wrote, warmup-shard reads, and its plan holds numbers only.
+    r = shard(tmp_path, write(tmp_path, "s.yaml", SIX), "--shards", "2", "--strategy", "lpt",
+              "--costs", costs, out="next")
+    assert r.returncode == 0, r.stderr
+    assert all(isinstance(s["expected_cost"], float) for s in plan_of(tmp_path, "next")["shards"])
+
+
+def test_a_negative_plan_cost_is_refused_before_any_cost_is_written(tmp_path):
+    scratch = fake_run(tmp_path, {0: 1.0, 1: 1.0}, "--shards", "2", "--cost-model", "uniform")
+    plan = json.loads((scratch / "plan.json").read_text())
+    plan["shards"][0]["shape_costs"][0] = -5
+    (scratch / "plan.json").write_text(json.dumps(plan))
+    r = run_tool("costs", "--costs", tmp_path / "c.json", scratch)
+    assert r.returncode == 2 and "shard 0's \"shape_costs\" holds -5, not a cost" in r.stderr
+    assert not (tmp_path / "c.json").exists()
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (["--overhead", "1e308"], "give a number from 0 to 1e12"),
+    (["--costs", "huge.json"], "1e+308 is not a cost: give seconds as a number from 0 to 1e12"),
+])
+def test_warmup_shard_refuses_costs_whose_sums_would_not_be_numbers(tmp_path, args, needle):
+    write(tmp_path, "huge.json", json.dumps({"mm": {"[1,2]": 1e308, "[9,2]": 1e308}}))
+    r = shard(tmp_path, write(tmp_path, "s.yaml", SIX), "--shards", "2", "--strategy", "lpt",
+              *[str(tmp_path / a) if a.endswith(".json") else a for a in args])
+    assert r.returncode == 2 and needle in r.stderr, r.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_symlinked_cost_file_is_updated_through_the_link(tmp_path):
+    scratch = fake_run(tmp_path, {0: 2.0, 1: 3.0}, "--shards", "2")
+    (tmp_path / "shared").mkdir()
+    real = write(tmp_path / "shared", "costs.json", json.dumps({"bmm": {"[1]": 4.0}}))
+    link = tmp_path / "costs.json"
+    link.symlink_to("shared/costs.json")
+    r = run_tool("costs", "--costs", link, scratch)
+    assert r.returncode == 0, r.stderr
+    assert link.is_symlink() and link.readlink() == Path("shared/costs.json")
+    assert sorted(json.loads(real.read_text())) == ["bmm", "mm"]
+    assert (tmp_path / "shared" / ".costs.json.lock").exists()
 
 
 def test_warmup_costs_needs_a_plan_with_shape_texts(tmp_path):

@@ -247,6 +247,23 @@ def test_shards_that_disagree_on_the_device_publish_none_and_say_so(tmp_path):
     assert meta["device"] is None and meta["triton"] is None and meta["torch"] == "2.11.0"
 
 
+@pytest.mark.parametrize("fields, published", [
+    ([{"startup_seconds": 9.5, "compile_seconds": 3.25}, {"startup_seconds": 8.0, "compile_seconds": 4.5}],
+     {"startup_seconds": 9.5, "compile_seconds": 7.75}),  # the longest start-up, the sum of compiling
+    ([{"startup_seconds": 9.5, "compile_seconds": None}, {"startup_seconds": None, "compile_seconds": 4.5}],
+     {"startup_seconds": 9.5, "compile_seconds": None}),  # a sum missing a shard's is no sum
+    ([{}, {}], {}),  # sidecars of an earlier harness: the fields stay out
+])
+def test_the_shards_start_up_and_compile_seconds_are_published(tmp_path, fields, published):
+    scratch = swept_scratch(tmp_path, {0: sidecar("NVIDIA H200", {"[0]": 2.5}, **fields[0]),
+                                       1: sidecar("NVIDIA H200", {"[1]": 4.0}, **fields[1])})
+    rec = tmp_path / "rec"
+    done = run_tool("publish", "--op", "mm", "--record-dir", rec, scratch)
+    assert done.returncode == 0, done.stderr
+    meta = load_meta(rec / "mm.meta.json")
+    assert {k: meta[k] for k in ("startup_seconds", "compile_seconds") if k in meta} == published
+
+
 def test_a_shards_unreadable_sidecar_is_left_out_and_named(tmp_path):
     scratch = swept_scratch(tmp_path, {0: "{not json", 1: sidecar("NVIDIA H200", {"[1]": 4.0})})
     rec = tmp_path / "rec"

@@ -1,13 +1,13 @@
-//! `warmup-costs --predict`: the decision a script acts on, from the op's history (`history`)
-//! and the model (`predict`), as a run summary on stdout, one line for people on stderr, and the
+//! `warmup-costs --predict`: the decision a script acts on, from the op's history
+//! (`protocol::history`) and the model (`predict`), as a run summary on stdout, one line for people on stderr, and the
 //! exit status (0: the warmup runs, 3: run plain).
 
-use crate::history;
 use crate::predict;
 use crate::{Args, TOOL};
 use anyhow::{Context, Result};
-use protocol::Status;
+use protocol::history;
 use std::io::Write;
+use toolkit::Status;
 
 /// `--predict`: the run summary on stdout, a line on stderr; exit 0 when the warmup saves at
 /// least [`predict::WORTH`] of the plain run or no history can say, 3 when it would not.

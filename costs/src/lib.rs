@@ -4,27 +4,26 @@
 //! Its own tool rather than a mode of warmup-shard or warmup-merge: it runs at another point of
 //! the flow (after the children, like merge, but about time rather than configs), it reads
 //! what spawn wrote and feeds shard, and its inputs and output are nothing like either tool's.
-//! The cost file's format lives here ([`file`]) and warmup-shard reads it through this crate, so
-//! one module owns it. [`measure`] says how a shard's time is attributed to its shapes.
-//! [`history`] keeps a sweep's costs with its records and reads them back, [`probe`] finds the
-//! Triton version and device model a history must match, [`predict`] is the model of whether a
-//! warmup would pay, and [`decision`] is `--predict`, which prints it for a script.
+//! The cost file's format is protocol's ([`protocol::costs`]), which warmup-shard reads it
+//! through, and so is the reading of an op's history in a record folder
+//! ([`protocol::history`]), which warmup-shard `--history` uses too. [`measure`] says how a
+//! shard's time is attributed to its shapes. [`history`] keeps a sweep's costs with its records
+//! and finds the children's start-up, [`predict`] is the model of whether a warmup would pay,
+//! and [`decision`] is `--predict`, which prints it for a script.
 
 pub mod decision;
-pub mod file;
 pub mod history;
 pub mod measure;
 pub mod predict;
-pub mod probe;
 
 use anyhow::{Context, Result};
 use protocol::layout::Scratch;
 use protocol::plan::Plan;
-use protocol::Status;
 use std::io::Write;
 use std::path::PathBuf;
+use toolkit::Status;
 
-pub use file::CostFile;
+use protocol::costs::{target_of, CostFile, MAX_SECONDS};
 
 pub const TOOL: &str = "warmup-costs";
 
@@ -43,10 +42,10 @@ const EXAMPLES: &str = "EXAMPLES:
 
 /// Write or update a cost file from what a finished run measured.
 #[derive(Debug, clap::Parser)]
-#[command(name = TOOL, version, about, after_long_help = protocol::cli::after_help(EXAMPLES))]
+#[command(name = TOOL, version, about, after_long_help = toolkit::cli::after_help(EXAMPLES))]
 pub struct Args {
     #[command(flatten)]
-    pub op: protocol::cli::OpArg,
+    pub op: protocol::op::OpArg,
 
     /// The cost file to write or update ({"<op>": {"<shape text>": seconds}}); its other ops
     /// and shapes are kept, a measured shape's cost replaced
@@ -65,25 +64,17 @@ pub struct Args {
     pub predict: bool,
 
     #[command(flatten)]
-    pub here: probe::HereArgs,
+    pub here: protocol::probe::HereArgs,
 
     /// Seconds of each child's wall time that are start-up (interpreter, imports, device set-up),
     /// not sweeping; subtracted before a shard's time is split over its shapes [default: the
     /// mean of the children's own figures (startup_seconds in their sidecars), else 0]
-    #[arg(long, value_name = "SECS", value_parser = non_negative)]
+    #[arg(long, value_name = "SECS", value_parser = toolkit::cli::non_negative)]
     pub startup: Option<f64>,
 
     /// The finished run's scratch folder (holding plan.json and w<i>/status.json)
     #[arg(value_name = "SCRATCH", required_unless_present = "predict")]
     pub scratch: Option<PathBuf>,
-}
-
-/// A command-line number that is finite and at least 0 (a cost, a start-up, an overhead).
-pub fn non_negative(text: &str) -> std::result::Result<f64, String> {
-    match text.trim().parse::<f64>() {
-        Ok(n) if n.is_finite() && n >= 0.0 => Ok(n),
-        _ => Err(format!("{text:?}: give a number, 0 or more")),
-    }
 }
 
 pub fn run(args: &Args) -> Result<Status> {
@@ -110,6 +101,26 @@ pub fn run(args: &Args) -> Result<Status> {
     let _lock = scratch.lock()?;
     let (plan, scratch) = Plan::load(&scratch.plan())?;
     args.op.for_plan(&plan, &scratch.plan())?;
+    // Read, merged and written under a lock beside the file (beside the file a symlink leads
+    // to, where it is replaced): two runs updating one cost file from different scratches each
+    // keep what the other wrote. `--record-dir`'s file takes its own lock when it is written.
+    let _update = match &args.costs {
+        Some(path) => {
+            let target = target_of(path)?;
+            if let Some(dir) = &args.record_dir {
+                let kept = protocol::history::costs_path(dir, &plan.op);
+                if target_of(&kept)? == target {
+                    anyhow::bail!(
+                        "--costs {} is the file --record-dir keeps the op's costs in ({}): give one of them",
+                        path.display(),
+                        kept.display()
+                    );
+                }
+            }
+            Some(toolkit::lock::update_lock(TOOL, &target)?)
+        }
+        None => None,
+    };
     let mut file = args
         .costs
         .as_deref()
@@ -121,6 +132,9 @@ pub fn run(args: &Args) -> Result<Status> {
     let m = measure::measure(&plan, &scratch, startup)?;
     for why in &m.skipped {
         eprintln!("{TOOL}: {why}: its shapes keep the costs they had");
+    }
+    for what in &m.saturated {
+        eprintln!("{TOOL}: {what}, more than a cost file holds: counted as {MAX_SECONDS:e} s");
     }
     if m.without_text > 0 {
         eprintln!(

@@ -2,7 +2,7 @@
 //! time against the plain run's, predicted from what the last sweep measured
 //! (docs/CONTRACT.md, "Deciding from history", gives the model and its assumptions).
 //!
-//! With T the sum of every key's tuning seconds, C the children's compile seconds, S a child's
+//! With T the sum of every key's tuning seconds, C the children's compile seconds, S their longest
 //! start-up, c the shapes' measured costs (their sum T + M, M the benchmark's own time), k
 //! children on D distinct devices:
 //!
@@ -11,7 +11,7 @@
 //!   plus M plus [`FIXED_SECONDS`]: the measurement starts with the sweep (one start-up), timing
 //!   is serialized per device, and the measurement then replays (M) after merge and publish.
 
-use crate::history::History;
+use protocol::history::History;
 
 /// Merge and publish between the sweep and the measurement, and the hand-over to it, in seconds
 /// (BENCHMARKS.md, "Deciding from history": 0.04 to 0.06 s for both, measured with the release
@@ -118,8 +118,8 @@ pub fn summary(op: &str, f: &Figures, history: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::history::Meta;
-    use crate::CostFile;
+    use protocol::costs::CostFile;
+    use protocol::history::Meta;
     use std::path::Path;
 
     fn history(tune: f64, compile: f64, startup: f64, costs: &[f64]) -> History {

@@ -7,12 +7,12 @@ pub mod record;
 pub mod replay;
 
 use anyhow::{bail, Context, Result};
-use protocol::cli::OpArg;
 use protocol::env::RECORD_DIR;
 use protocol::layout::Scratch;
-use protocol::Status;
+use protocol::op::OpArg;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use toolkit::Status;
 
 pub use replay::Format;
 
@@ -30,7 +30,7 @@ DIR is --record-dir, else $FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR when set and not bl
 
 /// Publish merged configs to DIR/<op>.json and print the replay environment.
 #[derive(Debug, clap::Parser)]
-#[command(name = TOOL, version, after_long_help = protocol::cli::after_help(EXAMPLES))]
+#[command(name = TOOL, version, after_long_help = toolkit::cli::after_help(EXAMPLES))]
 pub struct Args {
     #[command(flatten)]
     pub op: OpArg,
@@ -89,14 +89,14 @@ pub fn run(args: &Args) -> Result<Status> {
     let sidecar = dir.join(meta::file_name(op));
     let wrote = match &combined.sidecar {
         Some(bytes) => {
-            protocol::atomic::commit_all([
-                protocol::atomic::stage(&file, |out| out.write_all(&merged.bytes))?,
-                protocol::atomic::stage(&sidecar, |out| out.write_all(bytes))?,
+            toolkit::atomic::commit_all([
+                toolkit::atomic::stage(&file, |out| out.write_all(&merged.bytes))?,
+                toolkit::atomic::stage(&sidecar, |out| out.write_all(bytes))?,
             ])?;
             format!(", the shards' versions and device to {}", sidecar.display())
         }
         None => {
-            protocol::atomic::write(&file, &merged.bytes)?;
+            toolkit::atomic::write(&file, &merged.bytes)?;
             remove_stale(&sidecar)?
         }
     };

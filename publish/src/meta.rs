@@ -22,6 +22,19 @@ const FIELDS: [&str; 6] = [
     "device",
 ];
 
+/// What the shards' processes spent besides tuning, and how the published sidecar holds it: the
+/// longest start-up (the children start side by side), the sum of compiling (each config is
+/// compiled once between them).
+#[derive(Clone, Copy)]
+enum Fold {
+    Max,
+    Sum,
+}
+const PROCESS_SECONDS: [(&str, Fold); 2] = [
+    ("startup_seconds", Fold::Max),
+    ("compile_seconds", Fold::Sum),
+];
+
 /// `<op>.meta.json`, the sidecar of `<op>.json`.
 pub fn file_name(op: &str) -> String {
     format!("{op}.meta.json")
@@ -36,8 +49,9 @@ pub struct Combined {
 }
 
 /// Combines the sidecars of the plan's shards (`SCRATCH/w<i>/rec/<op>.meta.json`): the
-/// `tune_seconds` of every shard (a key several shards decided keeps the first shard's), and each
-/// of FIELDS where all shards agree, else `null`, which the replay checks nothing against. A
+/// `tune_seconds` of every shard (a key several shards decided keeps the first shard's), each
+/// of FIELDS where all shards agree, else `null`, which the replay checks nothing against, and
+/// PROCESS_SECONDS folded. A
 /// sidecar that cannot be read or is not the harness's is left out, with a note; without a plan
 /// to name the shards, none is read.
 pub fn combine(scratch: &Scratch, op: &str) -> Result<Combined> {
@@ -95,6 +109,11 @@ pub fn combine(scratch: &Scratch, op: &str) -> Result<Combined> {
             ));
         }
     }
+    for (field, fold) in PROCESS_SECONDS {
+        if let Some(value) = process_seconds(&read, field, fold) {
+            out.insert(field.into(), value);
+        }
+    }
     let mut bytes = serde_json::to_vec_pretty(&Value::Object(out))?;
     bytes.push(b'\n');
     Ok(Combined {
@@ -118,6 +137,22 @@ fn parse(bytes: &[u8]) -> Result<Map<String, Value>, String> {
         Ok(_) => Err(format!("not a {FORMAT} file")),
         Err(e) => Err(format!("not JSON ({e})")),
     }
+}
+
+/// `field` over the shards that hold it: None where none does (the field is left out); `null`
+/// where the fold has no number to give (no shard's is one, or a sum would miss a shard's).
+fn process_seconds(read: &[(usize, Map<String, Value>)], field: &str, fold: Fold) -> Option<Value> {
+    let held: Vec<&Value> = read.iter().filter_map(|(_, s)| s.get(field)).collect();
+    if held.is_empty() {
+        return None;
+    }
+    let numbers: Vec<f64> = held.iter().filter_map(|v| v.as_f64()).collect();
+    let folded = match fold {
+        Fold::Max => numbers.iter().copied().reduce(f64::max),
+        Fold::Sum if numbers.len() == read.len() => Some(numbers.iter().sum()),
+        Fold::Sum => None,
+    };
+    Some(folded.map_or(Value::Null, Value::from))
 }
 
 /// Every shard's `{kernel: {key: seconds}}`, the first shard's where several have a key.

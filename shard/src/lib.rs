@@ -3,24 +3,18 @@
 //! the other tools read.
 
 mod commit;
-mod emit;
-mod parse;
-mod pynum;
-mod resolve;
 mod robust;
-mod scan;
-mod schema;
 mod shape;
+mod shape_file;
 mod split;
 mod strategy;
-mod tree;
 
 use anyhow::{Context, Result};
 use protocol::layout::{shapes_in_scratch, Scratch};
 use protocol::plan::{Plan, Shard, VERSION};
-use protocol::Status;
 use std::io::Write;
 use std::path::PathBuf;
+use toolkit::Status;
 
 pub use split::{split, Piece, Split};
 pub use strategy::{Balance, Model, Strategy};
@@ -44,10 +38,10 @@ const EXAMPLES: &str = "EXAMPLES:
 /// Split an op's shapes in a shape file into shard files a child reads with `yaml.safe_load`
 /// into exactly the objects the source gives; round-robin, or balanced by expected costs.
 #[derive(Debug, clap::Parser)]
-#[command(name = TOOL, version, after_long_help = protocol::cli::after_help(EXAMPLES))]
+#[command(name = TOOL, version, after_long_help = toolkit::cli::after_help(EXAMPLES))]
 pub struct Args {
     #[command(flatten)]
-    pub op: protocol::cli::OpArg,
+    pub op: protocol::op::OpArg,
     /// The top-level key whose "shapes" to split, kept as the key in every shard file: where the
     /// benchmark looks the op's shapes up (FlagGems: its benchmark class name) [default: the op]
     #[arg(long, value_name = "KEY")]
@@ -69,14 +63,14 @@ pub struct Args {
     #[arg(long, value_name = "DIR", conflicts_with = "costs")]
     pub history: Option<PathBuf>,
     #[command(flatten)]
-    pub here: costs::probe::HereArgs,
+    pub here: protocol::probe::HereArgs,
     /// The cost model where there is no cost file, or it has none of the op's shapes
     /// [default: robust, with --strategy lpt or --costs]
     #[arg(long, value_enum, value_name = "MODEL")]
     pub cost_model: Option<Model>,
     /// Under --cost-model product: each shape's fixed cost, in units of the op's mean product
     /// (a shape of mean product costs 1 + this)
-    #[arg(long, value_name = "MEANS", default_value = "1", value_parser = costs::non_negative)]
+    #[arg(long, value_name = "MEANS", default_value = "1", value_parser = protocol::costs::cost_arg)]
     pub overhead: f64,
     /// The scratch folder: gets w<i>/shapes.yaml per shard and plan.json (created if missing)
     #[arg(long, value_name = "SCRATCH")]
@@ -94,7 +88,7 @@ pub fn run(args: &Args) -> Result<Status> {
         Strategy::RoundRobin
     });
     let file = match (&args.costs, &args.history) {
-        (Some(path), _) => Some(costs::CostFile::load(path)?),
+        (Some(path), _) => Some(protocol::costs::CostFile::load(path)?),
         (None, Some(dir)) => from_history(dir, &op, args),
         (None, None) => None,
     };
@@ -202,8 +196,8 @@ pub fn run(args: &Args) -> Result<Status> {
 
 /// The costs of the op's last sweep kept in the record folder `dir`, when that sweep ran on this
 /// run's Triton and device model; else `None`, after a line saying why.
-fn from_history(dir: &std::path::Path, op: &str, args: &Args) -> Option<costs::CostFile> {
-    match costs::history::find(dir, op, || args.here.find()) {
+fn from_history(dir: &std::path::Path, op: &str, args: &Args) -> Option<protocol::costs::CostFile> {
+    match protocol::history::find(dir, op, || args.here.find()) {
         Ok(history) => {
             eprintln!(
                 "{TOOL}: op {op}: balancing by the costs its last sweep measured ({})",

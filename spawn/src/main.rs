@@ -1,4 +1,4 @@
 fn main() -> std::process::ExitCode {
-    let args: spawn::Args = protocol::cli::parse();
-    protocol::exit(spawn::TOOL, spawn::run(&args))
+    let args: spawn::Args = toolkit::cli::parse();
+    toolkit::exit(spawn::TOOL, spawn::run(&args))
 }

@@ -1,5 +1,6 @@
 //! What this run would be made on: the Triton version and the device model that a history
-//! (`history`) must match to be used. A history made on another Triton or another GPU model times
+//! ([`crate::history`]) must match to be used; here because warmup-shard (`--history`) and
+//! warmup-costs (`--predict`) both ask, with the same flags. A history made on another Triton or another GPU model times
 //! other kernels, so its costs and figures say nothing of this run; what cannot be found is
 //! unknown, and unknown matches nothing.
 //!
@@ -10,16 +11,15 @@
 //!   `/proc/driver/nvidia/gpus/*/information` (the name torch and nvidia-smi give, `NVIDIA H200`),
 //!   for the listed devices: every GPU's when all GPUs there are one model, else the GPUs named
 //!   by UUID in `--devices`; a list of indices over mixed models is unknown (CUDA's numbering need
-//!   not follow the driver's). The hidden `WARMUP_PROBE_ROOT` prefixes the path, as for
-//!   warmup-spawn's backend probe, so that tests can build a fake `/proc`.
+//!   not follow the driver's). The hidden [`PROBE_ROOT`] prefixes the path (unset or empty: `/`),
+//!   as for warmup-spawn's backend probe, so that tests can build a fake `/proc`.
 
+use crate::env::PROBE_ROOT;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// The same hidden variable warmup-spawn's backend probe reads.
-const PROBE_ROOT: &str = "WARMUP_PROBE_ROOT";
 /// How long `--python` may take to say its Triton version.
 const ASK_SECONDS: u64 = 30;
 
@@ -69,7 +69,9 @@ impl HereArgs {
                 .as_deref()
                 .and_then(|p| triton_of(p, Duration::from_secs(ASK_SECONDS)))
         });
-        let root = std::env::var_os(PROBE_ROOT).map_or_else(|| PathBuf::from("/"), PathBuf::from);
+        let root = std::env::var_os(PROBE_ROOT)
+            .filter(|r| !r.is_empty())
+            .map_or_else(|| PathBuf::from("/"), PathBuf::from);
         let device = clean(self.device_model.clone())
             .or_else(|| device_model(&root.join("proc/driver/nvidia/gpus"), &self.tokens()));
         Here { triton, device }
