@@ -130,6 +130,23 @@ def test_a_broken_kept_cost_file_is_refused_by_warmup_costs_and_passed_over_by_t
     assert r.returncode == 0 and "no usable history" in r.stderr, r.stderr
 
 
+def test_costs_naming_the_file_record_dir_keeps_is_refused_not_left_waiting_on_its_own_lock(tmp_path):
+    scratch, records = swept(tmp_path)
+    kept = records / "mm.costs.json"
+    kept.write_text('{"mm": {"[1]": 4}}')
+    # A symlink to the kept file is the same file: one update lock, taken twice, would never come.
+    (tmp_path / "link.json").symlink_to(kept)
+    for costs in (kept, tmp_path / "link.json"):
+        r = run_tool("costs", "--costs", costs, "--record-dir", records, scratch)
+        assert r.returncode == 2, r.stderr
+        assert f"--costs {costs} is the file --record-dir keeps" in r.stderr, r.stderr
+        assert kept.read_text() == '{"mm": {"[1]": 4}}'
+    r = run_tool("costs", "--costs", tmp_path / "costs.json", "--record-dir", records, scratch)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == [str(tmp_path / "costs.json"), str(kept)]
+    assert (records / ".mm.costs.json.lock").is_file()  # the kept file is updated under its lock
+
+
 def test_no_history_at_all_splits_by_the_robust_model(tmp_path):
     r = shard(tmp_path, write(tmp_path, "s.yaml", SIX), "--shards", "2", "--history",
               tmp_path / "records", *HERE)
