@@ -15,9 +15,9 @@ use crate::probe::Here;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
-/// The harness's sidecar format and the version this build reads.
-const FORMAT: &str = "warmup-harness-meta";
-const VERSION: u64 = 1;
+/// The harness's sidecar format and the version this build reads and warmup-publish writes.
+pub const SIDECAR_FORMAT: &str = "warmup-harness-meta";
+pub const SIDECAR_VERSION: u64 = 1;
 
 /// `DIR/<op>.costs.json`: the op's costs, as the last sweep measured them.
 pub fn costs_path(dir: &Path, op: &str) -> PathBuf {
@@ -27,6 +27,19 @@ pub fn costs_path(dir: &Path, op: &str) -> PathBuf {
 /// `DIR/<op>.meta.json`: the sidecar of the record `DIR/<op>.json`.
 pub fn meta_path(dir: &Path, op: &str) -> PathBuf {
     dir.join(format!("{op}.meta.json"))
+}
+
+/// `DIR/.<op>.journal`: the keys a record session decided and has not folded into `<op>.json`
+/// yet (docs/CONTRACT.md, record mode). The replay pins them too, so a journal left beside a
+/// record that something else replaced would override it.
+pub fn journal_path(dir: &Path, op: &str) -> PathBuf {
+    dir.join(format!(".{op}.journal"))
+}
+
+/// `DIR/<op>`, the name whose update lock (`DIR/.<op>.lock`, `toolkit::lock::update_lock`) every
+/// writer of the op's record holds: the harness's record sessions and warmup-publish.
+pub fn record_lock_target(dir: &Path, op: &str) -> PathBuf {
+    dir.join(op)
 }
 
 /// What a sidecar says that a decision needs.
@@ -59,12 +72,12 @@ impl Meta {
         };
         let doc: Value =
             serde_json::from_slice(&bytes).map_err(|e| format!("{name} is not JSON ({e})"))?;
-        if doc.get("format").and_then(Value::as_str) != Some(FORMAT) {
-            return Err(format!("{name} is not a {FORMAT} file"));
+        if doc.get("format").and_then(Value::as_str) != Some(SIDECAR_FORMAT) {
+            return Err(format!("{name} is not a {SIDECAR_FORMAT} file"));
         }
-        if doc.get("version").and_then(Value::as_u64) != Some(VERSION) {
+        if doc.get("version").and_then(Value::as_u64) != Some(SIDECAR_VERSION) {
             return Err(format!(
-                "{name} is sidecar version {}, this build reads {VERSION}",
+                "{name} is sidecar version {}, this build reads {SIDECAR_VERSION}",
                 doc.get("version").unwrap_or(&Value::Null)
             ));
         }
