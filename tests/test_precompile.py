@@ -609,8 +609,8 @@ def fixture_env(tmp: Path, name: str, **extra: str) -> dict[str, str]:
     return env
 
 
-def start(tmp: Path, name: str, **extra: str) -> subprocess.Popen:
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "warmup_harness",
+def start(tmp: Path, name: str, *opts: str, **extra: str) -> subprocess.Popen:
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "warmup_harness", *opts,
                str(FIXTURE / "bench_scale.py")]
     return subprocess.Popen(command, env=fixture_env(tmp, name, **extra), cwd=tmp, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
@@ -680,6 +680,18 @@ def test_an_unusable_setting_stops_the_session_before_any_test(tmp_path, name, v
     assert proc.returncode == 4, out + err
     assert f"{name}={value!r} is not a whole number of at least 1" in err
     assert not (tmp_path / "bad.json").exists(), "a test ran"
+
+
+def test_compile_settings_are_read_from_ini_options_and_the_variable_wins(tmp_path):
+    ini = ("-o", "warmup_harness_compile_workers=many")
+    proc = start(tmp_path, "bad", *ini, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "rec"))
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 4, out + err
+    assert "WARMUP_HARNESS_COMPILE_WORKERS='many' is not a whole number of at least 1" in err
+    assert not (tmp_path / "bad.json").exists(), "a test ran"
+    proc = start(tmp_path, "good", *ini, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "rec"),
+                 WARMUP_HARNESS_COMPILE_WORKERS="1", WARMUP_HARNESS_PRECOMPILE="threads")
+    assert finish(tmp_path, "good", proc)["reports"], "the variable's setting compiled ahead"
 
 
 def test_a_lock_folder_that_cannot_be_made_stops_the_session_before_any_test(tmp_path):
