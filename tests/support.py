@@ -21,8 +21,8 @@ settings.register_profile("ci", derandomize=True)
 settings.load_profile("ci" if os.environ.get("CI") else "default")
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared"
-FLAGGEMS_DATA = SHARED / "data" / "flaggems"
+# Real FlagGems shape files, kept in the repository (their source and licence: its README.md).
+FLAGGEMS_DATA = ROOT / "tests" / "data" / "flaggems"
 BIN_DIR = Path(os.environ.get("WARMUP_BIN_DIR", ROOT / "target" / "debug"))
 
 _SCRUB_PREFIXES = ("FLAGGEMS_", "PARALLEL_WARMUP_", "TRITON_", "WARMUP_")
