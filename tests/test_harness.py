@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from support import BIN_DIR, ROOT, clean_env
+from support import BIN_DIR, HANG, ROOT, clean_env
 
 SCRIPT = ROOT / "scripts" / "warmup"
 BENCH = ROOT / "tests" / "triton_fixture" / "bench_ops.py"
@@ -73,7 +73,7 @@ def bench_command(shapes: Path, *opts: str, plugin: bool = True) -> list[str]:
 
 def bench(work: Path, shapes: Path, *opts: str, plugin: bool = True, **env: str) -> Run:
     proc = subprocess.run(bench_command(shapes, *opts, plugin=plugin), env=bench_env(work, **env), cwd=work,
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=HANG)
     return Run(proc, work / "trace.jsonl")
 
 
@@ -152,7 +152,7 @@ def test_warmup_records_in_children_merges_and_the_measurement_replays_without_s
     env = bench_env(tmp_path, WARMUP_BIN_DIR=str(BIN_DIR), FLAGGEMS_VENDOR="nvidia", TMPDIR=str(tmp_path),
                     FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "records"))
     proc = subprocess.run([str(SCRIPT), "--gpus", "2", "--devices", "0,1", "--", *bench_command(shapes)],
-                          env=env, cwd=tmp_path, capture_output=True, text=True, timeout=180)
+                          env=env, cwd=tmp_path, capture_output=True, text=True, timeout=HANG)
     run = Run(proc, tmp_path / "trace.jsonl")
     assert run.returncode == 0, run.output
     children = [s for s in run.sessions if s["worker"] == "1"]
@@ -321,7 +321,7 @@ def test_installed_harness_loads_through_its_entry_point_alone(tmp_path):
     make = subprocess.run(
         ["make", "-s", "install-harness", f"HARNESS_PYTHON={sys.executable}",
          f"HARNESS_PIP_FLAGS=--target {site} --no-deps --no-build-isolation"],
-        cwd=ROOT, env=clean_env(), capture_output=True, text=True, timeout=300)
+        cwd=ROOT, env=clean_env(), capture_output=True, text=True, timeout=HANG)
     assert make.returncode == 0, make.stdout + make.stderr
     shapes = shape_file(tmp_path, SHAPES[:1])
     for name, opts in (("auto", []), ("both", ["-p", "warmup_harness"]), ("off", ["-p", "no:warmup_harness"])):
@@ -337,6 +337,6 @@ def test_the_example_benchmark_compiles_and_its_shapes_shard(tmp_path):
         compile((examples / name).read_text(), name, "exec")
     run = subprocess.run([str(BIN_DIR / "warmup-shard"), "--op", "rowsum", "--shards", "2", "--out",
                           str(tmp_path / "s"), str(examples / "shapes.yaml")],
-                         env=clean_env(), capture_output=True, text=True, timeout=60)
+                         env=clean_env(), capture_output=True, text=True, timeout=HANG)
     assert run.returncode == 0, run.stderr
     assert len(yaml.safe_load((tmp_path / "s" / "w0" / "shapes.yaml").read_text())["rowsum"]["shapes"]) == 3

@@ -24,7 +24,7 @@ import triton
 from triton import knobs
 from triton.runtime.driver import driver
 
-from support import ROOT, clean_env
+from support import HANG, ROOT, clean_env
 
 FIXTURE = ROOT / "tests" / "compile_fixture"
 sys.path.insert(0, str(ROOT / "harness"))
@@ -183,7 +183,7 @@ def test_a_kernel_another_process_is_compiling_is_waited_for_then_found_compiled
         assert pc.compile_job(fn, job, wait=False) == pc.BUSY
     finally:
         holder.stdin.close()
-        holder.wait(timeout=60)
+        holder.wait(timeout=HANG)
     assert pc.compile_job(fn, job, wait=True) == pc.COMPILED
     assert pc.compile_job(fn, job, wait=True) == pc.FOUND
 
@@ -352,7 +352,7 @@ def start(tmp: Path, name: str, **extra: str) -> subprocess.Popen:
 
 
 def finish(tmp: Path, name: str, proc: subprocess.Popen) -> dict:
-    out, err = proc.communicate(timeout=300)
+    out, err = proc.communicate(timeout=HANG)
     assert proc.returncode == 0, out + err
     trace = json.loads((tmp / f"{name}.json").read_text())
     return {**trace, "stderr": err, "reports": pc.parse_reports(err)}
@@ -409,7 +409,7 @@ def test_without_protocol_variables_nothing_is_precompiled(tmp_path):
 def test_an_unusable_setting_stops_the_session_before_any_test(tmp_path):
     proc = start(tmp_path, "bad", FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "rec"),
                  WARMUP_HARNESS_COMPILE_WORKERS="many")
-    out, err = proc.communicate(timeout=300)
+    out, err = proc.communicate(timeout=HANG)
     assert proc.returncode == 4, out + err
     assert "WARMUP_HARNESS_COMPILE_WORKERS='many' is not a whole number of at least 1" in err
     assert not (tmp_path / "bad.json").exists(), "a test ran"

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from support import ROOT, clean_env, run_tool, tool
+from support import HANG, ROOT, clean_env, run_tool, tool
 
 sys.path.insert(0, str(ROOT / "harness"))  # the harness's own sidecar reader checks what is published
 
@@ -139,7 +139,7 @@ def test_kill_9_while_publishing_leaves_no_temporaries(tmp_path):
     assert run_tool("publish", "--record-dir", rec, sources[0]).returncode == 0
     took = time.monotonic() - started
     rng = random.Random(9)
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + HANG
     kills = 0
     while kills < 20 and time.monotonic() < deadline:
         proc = subprocess.Popen([tool("publish"), "--record-dir", str(rec), str(sources[kills % 2])],
@@ -153,7 +153,7 @@ def test_kill_9_while_publishing_leaves_no_temporaries(tmp_path):
             if set(os.listdir(rec)) - {"default.json"}:
                 break
         proc.kill()
-        proc.wait(timeout=60)
+        proc.wait(timeout=HANG)
         kills += 1
         # A kill in the instant between naming the temporary and the rename can leave it; at
         # most that one, and the next write removes it (its writer's lock is gone).
