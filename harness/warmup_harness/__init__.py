@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 import sys
 
-from . import env, records
+from . import env, records, versions
 
 __version__ = "0.1.0"
 
@@ -62,7 +62,7 @@ def pytest_configure(config):
     if session is None:
         return
     config._warmup_harness = session
-    _say(config, [*session.opening_lines(), _STORE_NOTE, env.late_store(sys.modules, os.environ)])
+    _say(config, [*session.opening_lines(), versions.warning(), _STORE_NOTE, env.late_store(sys.modules, os.environ)])
 
 
 def pytest_terminal_summary(config):
