@@ -4,15 +4,18 @@ version of the range, the version always taken from the Triton imported here."""
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import triton
 from triton.runtime.autotuner import Autotuner
 
-from support import ROOT
-from test_harness import SHAPES, bench, shape_file
+from support import HANG, ROOT
+from test_harness import SHAPES, bench, bench_command, bench_env, shape_file
 from test_harness_hooks import Launcher, body, make_tuner
 
 sys.path.insert(0, str(ROOT / "harness"))
@@ -136,3 +139,36 @@ def test_the_disk_cache_flag_is_off_while_the_hooks_are_in_on_every_version(hook
     assert tuner.cache_results is False
     tuner.run(object(), 10)
     assert len(timed) == len(tuner.configs)
+
+
+def test_a_driver_the_benchmark_set_is_seen_without_creating_the_default():
+    # 3.4 keeps it in `driver.active`, 3.5 and later in `driver._active`.
+    from triton.runtime.driver import DriverConfig
+
+    config = DriverConfig()
+    assert not versions.driver_set_by_benchmark(config)
+    config.set_active(stub := object())
+    assert versions.driver_set_by_benchmark(config) and config.active is stub
+    assert vars(config).get("_default") is None  # no default driver was made: it starts the device
+
+
+def test_a_benchmark_on_a_stub_device_starts_no_compile_worker(tmp_path):
+    # The fixture sets a CPU stand-in driver Triton cannot compile for: the harness must see it on
+    # every version and start no worker (one left by a crashed benchmark would outlive it).
+    marker = f"WARMUP_TEST_MARK={tmp_path}"
+    env = bench_env(tmp_path, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "rec"),
+                    FIXTURE_CRASH_AT="256x512x128", WARMUP_TEST_MARK=str(tmp_path))
+    with open(tmp_path / "out.txt", "w") as out:  # a file, not a pipe a survivor would hold open
+        done = subprocess.run(bench_command(shape_file(tmp_path, SHAPES)), env=env, cwd=tmp_path,
+                              stdout=out, stderr=subprocess.STDOUT, timeout=HANG)
+    assert done.returncode == 3, (tmp_path / "out.txt").read_text()
+    left = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and marker.encode() in (entry / "environ").read_bytes().split(b"\0"):
+                left.append(int(entry.name))
+        except OSError:
+            continue
+    for pid in left:  # never leave them behind, even when the test fails
+        os.kill(pid, 9)
+    assert not left, f"processes outlived the crashed benchmark: {left}"

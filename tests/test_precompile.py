@@ -39,12 +39,13 @@ from warmup_harness.env import ProtocolError  # noqa: E402
 @pytest.fixture
 def cpu(tmp_path, monkeypatch):
     """A fake H200 and a fresh, empty Triton cache for one test."""
-    saved = driver._active
+    saved = dict(vars(driver))  # the active driver, wherever this Triton keeps it
     driver.set_active(cpu_fakes.CpuDriver())
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
     yield tmp_path
     tuners.uninstall()
-    driver._active = saved
+    vars(driver).clear()
+    vars(driver).update(saved)
 
 
 @pytest.fixture(scope="module")

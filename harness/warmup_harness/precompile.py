@@ -54,6 +54,7 @@ from pathlib import Path
 from typing import Any, Callable
 from collections.abc import Iterator, Mapping
 
+from . import versions
 from .env import ProtocolError
 
 MODE = "WARMUP_HARNESS_PRECOMPILE"
@@ -257,11 +258,10 @@ def _entry_lock(folder: Path, wait: bool) -> Iterator[bool]:
 def compile_job(fn: Any, job: CompileJob, wait: bool) -> str:
     """Compiles one job into the Triton cache unless it is there: COMPILED, FOUND, or BUSY (another
     process compiles it now, and `wait` is off)."""
-    import triton
-    from triton.runtime.cache import get_cache_key, get_cache_manager
+    from triton.runtime.cache import get_cache_manager
 
     src, backend, options = _rebuild(fn, job)
-    digest = hashlib.sha256(get_cache_key(src, backend, options, job.env_vars).encode("utf-8")).hexdigest()
+    digest = hashlib.sha256(versions.cache_key(src, backend, options, job.env_vars).encode("utf-8")).hexdigest()
     entry = get_cache_manager(digest)
     # Another cache manager than Triton's files (TRITON_CACHE_MANAGER) gets a folder of locks.
     folder = getattr(entry, "cache_dir", None) or os.path.join(job.cache_dir, ".warmup-locks", digest)
@@ -272,7 +272,7 @@ def compile_job(fn: Any, job: CompileJob, wait: bool) -> str:
         group = entry.get_group(metadata)
         if group and metadata in group:
             return FOUND
-        triton.compile(src, target=job.target, options=options.__dict__, _env_vars=job.env_vars)
+        versions.compile_source(src, job.target, options.__dict__, job.env_vars)
         return COMPILED
 
 
@@ -501,7 +501,7 @@ def stub_device_set() -> bool:
     that would start the device before the benchmark does."""
     from triton.runtime.driver import driver
 
-    return getattr(driver, "_active", None) is not None and cannot_compile() is not None
+    return versions.driver_set_by_benchmark(driver) and cannot_compile() is not None
 
 
 # --- timing: one config at a time per device ---------------------------------------------------

@@ -6,6 +6,11 @@ TRITONS (README.md, "The harness"). Where those versions differ the hooks were c
 
 * 3.4 added the on-disk autotune cache (`cache_results`), which the hooks turn off, and
   `knobs.runtime.jit_cache_hook`, which the ahead-of-time compile (precompile.py) needs;
+* 3.5 names the key of a compile in Triton's cache `triton.runtime.cache.get_cache_key`; 3.4
+  computes the same text inside `triton.compile`, which takes no `_env_vars` there (`cache_key`,
+  `compile_source`);
+* 3.5 keeps the driver a benchmark sets (`driver.set_active`, a CPU stand-in) in `driver._active`,
+  3.4 in `driver.active`, beside its default (`driver_set_by_benchmark`);
 * 3.8 decides a key whose pruning leaves one config without timing it (`_bench` is not called):
   the decision still goes through `self.cache[key] = ...`, so it is recorded and replayed like any
   other; 3.8 also added `knobs.autotuning.listener`, which is told each decision of Triton's own
@@ -16,13 +21,15 @@ TRITONS (README.md, "The harness"). Where those versions differ the hooks were c
 3.2 and 3.3 have no `knobs`, so nothing ahead-of-time can be compiled there, and they are not
 tested. On a version outside the range the hooks may still work (they touch only `Autotuner`'s
 `cache`, `cache_results`, `prune_configs` and `_bench`), but nothing shows that they do, so the
-plugin says so when it starts. Standard library only.
+plugin says so when it starts. Triton is imported only by the functions that need it.
 """
 
 from __future__ import annotations
 
+import inspect
 import re
 import sys
+from typing import Any
 
 TESTED = ((3, 4), (3, 9))  # the first and last minor tested, both included
 
@@ -54,3 +61,35 @@ def warning(version: str | None = None) -> str | None:
         f"({tested_range()}): its records and replays may be wrong; use a Triton from "
         f"{tested_range()}, or check one record and its replay by hand"
     )
+
+
+def driver_set_by_benchmark(config: Any) -> bool:
+    """Whether Triton's `triton.runtime.driver.driver` holds a driver the benchmark set with
+    `set_active`, asked without creating the default one (that would start the device)."""
+    held = vars(config)
+    if "_active" in held:  # 3.5 and later: None until first asked, then the default
+        return held["_active"] is not None and held["_active"] is not held.get("_default")
+    active = held.get("active")  # 3.4: the default's lazy proxy until set_active replaces it
+    return active is not None and active is not held.get("default")
+
+
+def cache_key(src: Any, backend: Any, options: Any, env_vars: dict) -> str:
+    """The text whose SHA-256 names a compile's entry in Triton's cache, as `triton.compile`
+    computes it on this version."""
+    try:
+        from triton.runtime.cache import get_cache_key
+    except ImportError:  # 3.4: the same text, computed inside triton.compile
+        from triton.compiler.compiler import triton_key
+
+        return f"{triton_key()}-{src.hash()}-{backend.hash()}-{options.hash()}-{sorted(env_vars.items())}"
+    return get_cache_key(src, backend, options, env_vars)
+
+
+def compile_source(src: Any, target: Any, options: dict, env_vars: dict) -> Any:
+    """`triton.compile` into the cache, under the cache-invalidating variables `env_vars` (3.5 and
+    later take them; 3.4 reads them from this process's environment, which is the caller's)."""
+    import triton
+
+    if "_env_vars" in inspect.signature(triton.compile).parameters:
+        return triton.compile(src, target=target, options=options, _env_vars=env_vars)
+    return triton.compile(src, target=target, options=options)
