@@ -56,7 +56,8 @@ test-python: $(VENV)/ready
 # The harness on every Triton it claims (README.md, "The harness"; harness/warmup_harness/versions.py
 # holds the range): the latest patch of each minor, one venv each under .venv-triton/ with only
 # tests/requirements-triton.txt and that Triton, made side by side (pip's cache is shared), then
-# the harness tests in each, one version after the other. TRITONS=3.9.0 runs one.
+# the harness tests in each, one version after the other, every version run even when one fails,
+# and the failed ones named at the end. TRITONS=3.9.0 runs one.
 TRITONS       ?= 3.4.0 3.5.1 3.6.0 3.7.1 3.8.0 3.9.0
 TRITON_VENV   := .venv-triton
 HARNESS_TESTS := tests/test_harness.py tests/test_harness_hooks.py tests/test_harness_versions.py \
@@ -74,10 +75,12 @@ triton-venvs:
 
 test-triton: triton-venvs
 	$(CARGO) build --workspace --locked
-	@set -e; for v in $(TRITONS); do \
+	@failed=; for v in $(TRITONS); do \
 		echo "test-triton: Triton $$v"; \
-		WARMUP_BIN_DIR=$(CURDIR)/$(DEBUG) $(TRITON_VENV)/$$v/bin/python -m pytest -q $(HARNESS_TESTS); \
-	done
+		WARMUP_BIN_DIR=$(CURDIR)/$(DEBUG) $(TRITON_VENV)/$$v/bin/python -m pytest -q $(HARNESS_TESTS) \
+			|| failed="$$failed $$v"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "test-triton: the harness tests failed on Triton$$failed (above)" >&2; exit 1; fi
 
 lint: $(VENV)/ready
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
