@@ -19,7 +19,8 @@ from test_harness import SHAPES, bench, bench_command, bench_env, shape_file
 from test_harness_hooks import Launcher, body, make_tuner
 
 sys.path.insert(0, str(ROOT / "harness"))
-from warmup_harness import triton_private, tuners, versions  # noqa: E402
+from warmup_harness import policies, triton_private, tuners, versions  # noqa: E402
+from warmup_harness.configs import config_record  # noqa: E402
 
 HERE = versions.minor(triton.__version__)
 KERNEL = "test_harness_hooks:body"  # kernel_id of make_tuner's tuners
@@ -92,14 +93,14 @@ def test_a_key_whose_pruning_leaves_one_config_is_recorded_and_replayed(hooks):
     # decision still goes through the tuner's store, so it is recorded and replayed as any other.
     one = {"early_config_prune": lambda configs, nargs, **kw: configs[1:2]}
     decided, timed = [], []
-    hooks(tuners.Recorder(lambda kernel, key, config, seconds: decided.append((kernel, key, config))))
+    hooks(policies.Recorder(lambda kernel, key, config, seconds: decided.append((kernel, key, config))))
     tuner = counting_tuner(timed, prune_configs_by=one)
     tuner.run(object(), 10)
-    assert decided == [(KERNEL, "[10]", tuners.config_record(tuner.configs[1]))]
+    assert decided == [(KERNEL, "[10]", config_record(tuner.configs[1]))]
     assert tuner.best_config is tuner.configs[1]
     assert len(timed) == (0 if HERE >= (3, 8) else 1), (triton.__version__, timed)
 
-    replayer = hooks(tuners.Replayer({KERNEL: {"[10]": decided[0][2]}}, "rec/mm.json", fail=True,
+    replayer = hooks(policies.Replayer({KERNEL: {"[10]": decided[0][2]}}, "rec/mm.json", fail=True,
                                      first_lookup=lambda: None))
     timed.clear()
     fresh = counting_tuner(timed, prune_configs_by=one)
@@ -120,11 +121,11 @@ def test_a_key_name_that_is_not_an_argument(hooks):
             make()
         return
     decided = []
-    hooks(tuners.Recorder(lambda kernel, key, config, seconds: decided.append((kernel, key, config))))
+    hooks(policies.Recorder(lambda kernel, key, config, seconds: decided.append((kernel, key, config))))
     make().run(object(), 10)
     assert [(k, key) for k, key, _ in decided] == [(KERNEL, "[10]")]
-    replayer = hooks(tuners.Replayer({KERNEL: {"[10]": tuners.config_record(configs[1])}}, "rec/mm.json",
-                                     fail=True, first_lookup=lambda: None))
+    replayer = hooks(policies.Replayer({KERNEL: {"[10]": config_record(configs[1])}}, "rec/mm.json",
+                                       fail=True, first_lookup=lambda: None))
     tuner = make()
     tuner.run(object(), 10)
     assert tuner.best_config is configs[1] and replayer.replayed == {(KERNEL, "[10]")}
