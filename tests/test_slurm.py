@@ -128,6 +128,51 @@ def test_a_job_array_merges_what_one_machine_merges_and_a_failed_shard_reruns_al
     assert (records / "mm.json").read_bytes() == expected
 
 
+# What sbatch would read otherwise: '#' starts a comment in a directive, %j and %a are file-name
+# patterns, quotes and backslashes are a directive's quoting.
+ODD = "#5 %j %a 'q' \"d\""
+
+
+def test_odd_characters_in_paths_and_options_reach_slurm_exactly(cluster, tmp_path):
+    work = tmp_path / "cwd #1 %a"
+    work.mkdir()
+    scratch = tmp_path / f"shared {ODD}"
+    comment = f"run#5 {ODD} back\\slash"
+    swept = warmup_slurm(cluster, work, "--scratch", str(scratch), "--shards", "2", "--op", "mm",
+                         f"--sbatch-arg=--comment={comment}", "--wait", "--", *bench_command())
+    assert swept.returncode == 0, swept.stderr
+    ids = job_ids(swept.stdout)
+    outs = sorted(p.name for p in (scratch / "slurm").glob("*.out"))
+    assert outs == sorted([f"shard-{ids['array']}_0.out", f"shard-{ids['array']}_1.out",
+                           f"finish-{ids['finish']}.out"]), outs
+    for name in outs:
+        assert "chdir" not in (scratch / "slurm" / name).read_text(), name
+    assert "from the records of 2 of 2 shards (2 finished)" in swept.stderr, swept.stderr
+
+    held = warmup_slurm(cluster, work, "--scratch", str(scratch), "--shards", "2", "--op", "mm",
+                        f"--sbatch-arg=--comment={comment}", "--sbatch-arg=--hold", "--",
+                        *bench_command())
+    assert held.returncode == 0, held.stderr
+    ids = job_ids(held.stdout)
+    try:
+        for job in ids.values():
+            shown = cluster.client("squeue", "-h", "-j", job, "-o", "%k|%Z").stdout.splitlines()
+            assert shown == [f"{comment}|{work}"], shown
+    finally:
+        cluster.client("scancel", ids["array"], ids["finish"])
+
+
+def test_a_scratch_slurm_cannot_name_output_files_in_is_refused_exit_2(tmp_path):
+    scratch = tmp_path / "back\\slash"
+    done = subprocess.run([str(SCRIPT), "--scratch", str(scratch), "--shards", "2", "--", "pytest",
+                           "--shape_file", str(EXAMPLE)],
+                          env=clean_env(WARMUP_BIN_DIR=str(BIN_DIR)), cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert "holds a backslash, which Slurm drops from output file names" in done.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_options_slurm_refuses_exit_2_submitting_and_writing_nothing(cluster, tmp_path):
     scratch = tmp_path / "shared"
     bad = warmup_slurm(cluster, tmp_path, "--scratch", str(scratch), "--shards", "4",
@@ -209,8 +254,8 @@ def test_finish_names_each_shard_from_its_tasks_run_summary(tmp_path):
     (["--scratch", "s", "--shards", "x", "--", "pytest"], "--shards 'x' is not a whole number"),
     (["--scratch", "s", "--shards", "4", "--", "pytest"], "COMMAND has no --shape_file"),
     (["--scratch", "s", "--shards", "4", "--max-parallel", "0", "--", "pytest"], "give at least 1"),
-    (["--scratch", "s", "--shards", "4", "--sbatch-arg", 'a"b', "--", "pytest", "--shape_file",
-      str(EXAMPLE)], "holds a newline or a double quote"),
+    (["--scratch", "s", "--shards", "4", "--sbatch-arg", "a\nb", "--", "pytest", "--shape_file",
+      str(EXAMPLE)], "holds a newline; it cannot go into a batch script"),
     (["--scratch", "s", "--rerun", "1"], "s/slurm/shard.sbatch is missing"),
     (["--scratch", "s", "--finish", "--", "pytest"], "--finish takes no COMMAND"),
 ])
