@@ -171,6 +171,25 @@ def test_each_skip_rule_says_why_and_runs_the_command_unchanged(work, opts, env,
     assert scratch_folders(work) == []
 
 
+@pytest.mark.parametrize("opts, needle", [
+    (("--strategy", "bogus"), "invalid value 'bogus' for '--strategy"),
+    (("--cost-model", "bogus"), "invalid value 'bogus' for '--cost-model"),
+    (("--overhead", "-1"), "warmup-shard: error:"),
+    (("--overhead=-1",), "invalid value '-1' for '--overhead"),
+    (("--timeout", "abc"), "invalid value 'abc' for '--timeout"),
+    (("--grace", "-1"), "warmup-spawn: error:"),
+    (("--max-log", "1.5M"), "invalid value '1.5M' for '--max-log"),
+    (("--devices", ",,"), 'warmup-spawn: --devices ",,": device 1 is empty'),
+    (("--backend", "bogus"), 'warmup-spawn: --backend "bogus": known backends are'),
+])
+def test_a_bad_option_passed_to_a_tool_is_a_usage_error_before_anything_runs(work, opts, needle):
+    run = warmup(work, "--gpus", "2", *(("--devices", "0,1") if "--devices" not in opts else ()), *opts)
+    assert run.returncode == 2, run.stderr
+    assert needle in run.stderr, run.stderr
+    assert "run 'warmup --help' for usage" in run.stderr, run.stderr
+    assert run.sessions == [] and scratch_folders(work) == [], run.stderr
+
+
 def test_no_shape_file_and_a_missing_one_skip(work):
     run = warmup(work, "--gpus", "2", "--devices", "0,1", command=[sys.executable, "-c", "print('ran')"])
     assert run.returncode == 0 and run.stdout == "ran\n"

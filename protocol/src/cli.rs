@@ -15,7 +15,10 @@ const GENERATE: &str = "--generate=";
 
 /// A tool's `after_long_help`: its examples, then the EXIT STATUS section every tool shares.
 pub fn after_help(examples: &str) -> String {
-    format!("{examples}\n\n{}", crate::exit::EXIT_STATUS_HELP)
+    format!(
+        "{examples}\n\n{CHECK_ARGS_HELP}\n\n{}",
+        crate::exit::EXIT_STATUS_HELP
+    )
 }
 
 /// `--op OP`, one argument for every tool (`#[command(flatten)]`), so that each reads
@@ -64,9 +67,27 @@ impl OpArg {
     }
 }
 
+/// The first argument that checks the rest instead of running the tool: `TOOL --check-args
+/// ARGS...` exits 0 when TOOL would accept ARGS, else 2 with TOOL's own message. The scripts
+/// check their pass-through options with it before anything runs.
+pub const CHECK_ARGS: &str = "--check-args";
+
+const CHECK_ARGS_HELP: &str = "CHECKING ARGUMENTS:
+  --check-args ARGS...  as the first argument: check ARGS as this tool reads them (none is
+                        required) and exit 0, or 2 with the message; runs and writes nothing";
+
 /// Parses the tool's arguments, or prints a completion script or man page and exits 0. A usage
 /// error is printed as `TOOL: error: ...`, like every other message of the tool, and exits 2.
 pub fn parse<A: Parser>() -> A {
+    parse_checked(|_| Ok(()))
+}
+
+/// [`parse`], where `TOOL --check-args ARGS...` also runs `check`: the checks the tool makes of
+/// its arguments past its parser (a backend's name, a shard list against a plan).
+pub fn parse_checked<A: Parser>(check: impl FnOnce(&clap::ArgMatches) -> Result<()>) -> A {
+    if std::env::args_os().nth(1).is_some_and(|a| a == CHECK_ARGS) {
+        std::process::exit(check_args(A::command(), check));
+    }
     if let Some(kind) = std::env::args()
         .nth(1)
         .and_then(|a| a.strip_prefix(GENERATE).map(str::to_owned))
@@ -89,6 +110,36 @@ pub fn parse<A: Parser>() -> A {
         eprint!("{name}: {}", err.render());
         std::process::exit(i32::from(crate::exit::USAGE));
     })
+}
+
+/// `--check-args`: the arguments after it parsed as the tool parses them, with none of them
+/// required (a script checks its options before it knows the files), then `check`. Runs nothing.
+fn check_args(cmd: clap::Command, check: impl FnOnce(&clap::ArgMatches) -> Result<()>) -> i32 {
+    let name = cmd.get_name().to_owned();
+    let ids: Vec<clap::Id> = cmd.get_arguments().map(|a| a.get_id().clone()).collect();
+    let cmd = ids.into_iter().fold(cmd, |cmd, id| {
+        cmd.mut_arg(id, |a| {
+            a.required(false)
+                .required_unless_present(clap::builder::Resettable::Reset)
+        })
+    });
+    let argv = std::env::args_os()
+        .enumerate()
+        .filter_map(|(i, a)| (i != 1).then_some(a));
+    let matches = match cmd.try_get_matches_from(argv) {
+        Ok(matches) => matches,
+        Err(err) => {
+            eprint!("{name}: {}", err.render());
+            return i32::from(crate::exit::USAGE);
+        }
+    };
+    match check(&matches) {
+        Ok(()) => 0,
+        Err(err) => {
+            eprintln!("{name}: {err:#}");
+            i32::from(crate::exit::USAGE)
+        }
+    }
 }
 
 /// Writes the completion script for `kind` (`bash`, `zsh`, `fish`) or the man page (`man`).

@@ -12,6 +12,7 @@
 //! run holds on the scratch). Only `backend` is public: the rest serves this tool alone.
 
 pub mod backend;
+mod check;
 mod child;
 mod job;
 mod log;
@@ -32,6 +33,8 @@ use std::ffi::{OsStr, OsString};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+
+pub use check::args as check_args;
 
 pub const TOOL: &str = "warmup-spawn";
 
