@@ -173,6 +173,22 @@ def test_a_scratch_slurm_cannot_name_output_files_in_is_refused_exit_2(tmp_path)
     assert list(tmp_path.iterdir()) == []
 
 
+def test_the_array_has_one_task_per_shard_that_exists_not_per_shard_asked_for(cluster, tmp_path):
+    """--shards 2000 on the example's 12 shapes makes 12 shards: the array (and Slurm's
+    --test-only check of it, which refuses an array over MaxArraySize) has 12 tasks."""
+    scratch = tmp_path / "shared"
+    held = warmup_slurm(cluster, tmp_path, "--scratch", str(scratch), "--shards", "2000", "--op", "mm",
+                        "--max-parallel", "3", "--sbatch-arg=--hold", "--", *bench_command())
+    assert held.returncode == 0, held.stderr
+    ids = job_ids(held.stdout)
+    try:
+        assert len(json.loads((scratch / "plan.json").read_text())["shards"]) == 12
+        shown = cluster.client("squeue", "-h", "-j", ids["array"], "-o", "%i").stdout.split()
+        assert shown == [f"{ids['array']}_[0-11%3]"], shown
+    finally:
+        cluster.client("scancel", ids["array"], ids["finish"])
+
+
 def test_options_slurm_refuses_exit_2_submitting_and_writing_nothing(cluster, tmp_path):
     scratch = tmp_path / "shared"
     bad = warmup_slurm(cluster, tmp_path, "--scratch", str(scratch), "--shards", "4",
@@ -252,6 +268,7 @@ def test_finish_names_each_shard_from_its_tasks_run_summary(tmp_path):
     (["--scratch", "s"], "no COMMAND"),
     (["--scratch", "s", "--", "pytest"], "--shards N is required"),
     (["--scratch", "s", "--shards", "x", "--", "pytest"], "--shards 'x' is not a whole number"),
+    (["--scratch", "s", "--shards", "1", "--", "pytest"], "--shards 1: give at least 2"),
     (["--scratch", "s", "--shards", "4", "--", "pytest"], "COMMAND has no --shape_file"),
     (["--scratch", "s", "--shards", "4", "--max-parallel", "0", "--", "pytest"], "give at least 1"),
     (["--scratch", "s", "--shards", "4", "--sbatch-arg", "a\nb", "--", "pytest", "--shape_file",

@@ -4,6 +4,7 @@
 
 mod commit;
 mod emit;
+mod listing;
 mod parse;
 mod pynum;
 mod resolve;
@@ -18,7 +19,6 @@ use anyhow::{Context, Result};
 use protocol::layout::{shapes_in_scratch, Scratch};
 use protocol::plan::{Plan, Shard, VERSION};
 use protocol::Status;
-use std::io::Write;
 use std::path::PathBuf;
 
 pub use split::{split, Piece, Split};
@@ -70,6 +70,9 @@ pub struct Args {
     /// The scratch folder: gets w<i>/shapes.yaml per shard and plan.json (created if missing)
     #[arg(long, value_name = "SCRATCH")]
     pub out: PathBuf,
+    /// Split and print the shard files a run would write, one per line; write nothing
+    #[arg(long)]
+    pub dry_run: bool,
     /// The shape file (YAML read by PyYAML's safe_load)
     #[arg(value_name = "SHAPE_FILE")]
     pub shape_file: PathBuf,
@@ -148,6 +151,10 @@ pub fn run(args: &Args) -> Result<Status> {
             .collect(),
     };
     let scratch = Scratch::new(&args.out);
+    if args.dry_run {
+        listing::print(&scratch, cut.pieces.len())?;
+        return Ok(Status::Done);
+    }
     let texts: Vec<&str> = cut.pieces.iter().map(|p| p.text.as_str()).collect();
     let replaced = commit::replace(&scratch, &texts, &plan)?;
     if replaced.plan {
@@ -175,11 +182,7 @@ pub fn run(args: &Args) -> Result<Status> {
     if let Some(line) = expected_line(&plan) {
         eprintln!("{TOOL}: {line}");
     }
-    let mut out = std::io::stdout().lock();
-    for i in 0..cut.pieces.len() {
-        writeln!(out, "{}", scratch.shapes(i).display()).context("writing to stdout")?;
-    }
-    out.flush().context("writing to stdout")?;
+    listing::print(&scratch, cut.pieces.len())?;
     Ok(Status::Done)
 }
 

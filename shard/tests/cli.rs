@@ -468,3 +468,27 @@ fn check_args_checks_options_without_the_required_ones_and_writes_nothing() {
     }
     assert_nothing_written(out.path());
 }
+
+#[test]
+fn dry_run_prints_the_shard_files_a_run_writes_and_writes_nothing() {
+    let dir = TempDir::new().expect("tempdir");
+    let src = source(&dir, SHAPES);
+    let out = dir.child("out");
+    let dry = shard()
+        .args(["--op", "mm", "--shards", "2000", "--dry-run", "--out"])
+        .arg(out.path())
+        .arg(&src)
+        .assert()
+        .code(0)
+        .stderr("");
+    assert_nothing_written(out.path());
+    let run = shard()
+        .args(["--op", "mm", "--shards", "2000", "--out"])
+        .arg(out.path())
+        .arg(&src)
+        .assert()
+        .code(0);
+    let listed = String::from_utf8_lossy(&dry.get_output().stdout).into_owned();
+    assert_eq!(listed, String::from_utf8_lossy(&run.get_output().stdout));
+    assert_eq!(listed.lines().count(), 3, "k = min(N, shapes): {listed}");
+}
