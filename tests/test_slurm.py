@@ -263,6 +263,24 @@ def test_finish_names_each_shard_from_its_tasks_run_summary(tmp_path):
     assert (records / "mm.json").read_bytes() == (scratch / "merged.json").read_bytes()
 
 
+SLURM_COMMANDS = {"sbatch", "squeue", "scancel", "scontrol", "sinfo", "srun", "salloc", "sacct"}
+
+
+@pytest.fixture(scope="module")
+def no_slurm_path(tmp_path_factory) -> str:
+    """PATH as it is, but each folder's Slurm commands hidden: its other programs linked into
+    one folder of their own."""
+    farm = tmp_path_factory.mktemp("no-slurm-bin")
+    for folder in clean_env()["PATH"].split(":"):
+        if not Path(folder).is_dir():
+            continue
+        for program in Path(folder).iterdir():
+            link = farm / program.name
+            if program.name not in SLURM_COMMANDS and not link.exists():
+                link.symlink_to(program)
+    return str(farm)
+
+
 @pytest.mark.parametrize(("args", "needle"), [
     ([], "--scratch DIR is required"),
     (["--scratch", "s"], "no COMMAND"),
@@ -276,8 +294,13 @@ def test_finish_names_each_shard_from_its_tasks_run_summary(tmp_path):
     (["--scratch", "s", "--rerun", "1"], "s/slurm/shard.sbatch is missing"),
     (["--scratch", "s", "--finish", "--", "pytest"], "--finish takes no COMMAND"),
 ])
-def test_usage_errors_exit_2_and_write_nothing(tmp_path, args, needle):
-    done = subprocess.run([str(SCRIPT), *args], env=clean_env(WARMUP_BIN_DIR=str(BIN_DIR)),
+@pytest.mark.parametrize("slurm", ["slurm on PATH", "no slurm on PATH"])
+def test_usage_errors_exit_2_and_write_nothing(tmp_path, no_slurm_path, args, needle, slurm):
+    """A usage error is the user's to fix first: it is found before Slurm is looked for."""
+    env = clean_env(WARMUP_BIN_DIR=str(BIN_DIR))
+    if slurm == "no slurm on PATH":
+        env["PATH"] = no_slurm_path
+    done = subprocess.run([str(SCRIPT), *args], env=env,
                           cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2, done.stderr
     assert needle in done.stderr, done.stderr
