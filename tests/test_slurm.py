@@ -191,7 +191,9 @@ def test_the_array_has_one_task_per_shard_that_exists_not_per_shard_asked_for(cl
 
 def test_options_slurm_refuses_exit_2_submitting_and_writing_nothing(cluster, tmp_path):
     scratch = tmp_path / "shared"
-    bad = warmup_slurm(cluster, tmp_path, "--scratch", str(scratch), "--shards", "4",
+    # --op mm: the shards there will be are counted (warmup-shard --dry-run) before Slurm judges
+    # an array of that many tasks, so the op must be one the shape file has.
+    bad = warmup_slurm(cluster, tmp_path, "--scratch", str(scratch), "--shards", "4", "--op", "mm",
                        "--partition", "nosuch", "--", *bench_command())
     assert bad.returncode == 2, bad.stderr
     assert "invalid partition" in bad.stderr.lower(), bad.stderr
