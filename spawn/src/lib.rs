@@ -93,7 +93,7 @@ pub struct Args {
     #[arg(
         long,
         value_name = "PLAN",
-        required_unless_present_any = ["list_devices", "print_shape_file"]
+        required_unless_present_any = ["list_devices", "print_shape_file", "lock_scratch"]
     )]
     pub plan: Option<PathBuf>,
 
@@ -153,6 +153,12 @@ pub struct Args {
     #[arg(long, conflicts_with_all = ["plan", "dry_run", "list_devices", "summary"])]
     pub print_shape_file: bool,
 
+    /// Take SCRATCH's lock for the caller, on the descriptor it lends in WARMUP_SCRATCH_LOCK_FD
+    /// (open on SCRATCH/.lock), and exit: the caller holds it until it closes that descriptor or
+    /// ends, and the tools it runs run under it (docs/CONTRACT.md, "The scratch lock")
+    #[arg(long, value_name = "SCRATCH", conflicts_with_all = ["plan", "dry_run", "list_devices", "print_shape_file", "summary", "command"])]
+    pub lock_scratch: Option<PathBuf>,
+
     /// The command each child runs; its --shape_file is replaced by the shard's
     #[arg(
         value_name = "COMMAND",
@@ -177,6 +183,10 @@ pub fn run(args: &Args) -> Result<Status> {
     // Before anything else: if the caller dies from here on, the run stops (`signal`).
     let parent = nix::unistd::getppid();
     let env = backend::Environment::current();
+    if let Some(scratch) = &args.lock_scratch {
+        Scratch::new(scratch).lock_for_caller()?;
+        return Ok(Status::Done);
+    }
     if args.list_devices {
         let backend = backend::select(&args.backend, &env)?;
         let devices = backend::devices(backend, args.devices.as_deref(), &env)?;
