@@ -512,7 +512,8 @@ def test_a_scratch_in_use_is_refused_before_anything_is_touched(work):
     err, left = finish(first, pids_in(work / "pids"))
     assert not left
     assert second.returncode == 2, second.stderr
-    assert f"scratch {scratch} is in use by another run (pid {first.pid} holds" in second.stderr
+    # warmup-spawn --lock-scratch took the lock for the first run's script, and refuses the second.
+    assert f"{scratch}: this scratch folder is in use by another run (pid {first.pid} holds" in second.stderr
     assert len(pids_in(work / "pids")) == 2, "the second run started no child"
     assert plan in before and after == before, "the second run touched the scratch"
     assert first.returncode == 0, err
