@@ -178,11 +178,14 @@ def test_the_array_has_one_task_per_shard_that_exists_not_per_shard_asked_for(cl
     --test-only check of it, which refuses an array over MaxArraySize) has 12 tasks."""
     scratch = tmp_path / "shared"
     held = warmup_slurm(cluster, tmp_path, "--scratch", str(scratch), "--shards", "2000", "--op", "mm",
-                        "--max-parallel", "3", "--sbatch-arg=--hold", "--", *bench_command())
+                        "--max-parallel", "3", "--cache-per-child", "--sbatch-arg=--hold", "--",
+                        *bench_command())
     assert held.returncode == 0, held.stderr
     ids = job_ids(held.stdout)
     try:
         assert len(json.loads((scratch / "plan.json").read_text())["shards"]) == 12
+        # The options passed on reach each task's warmup-spawn (the scripts' one table of them).
+        assert " --cache-per-child --summary " in (scratch / "slurm" / "shard.sbatch").read_text()
         shown = cluster.client("squeue", "-h", "-j", ids["array"], "-o", "%i").stdout.split()
         assert shown == [f"{ids['array']}_[0-11%3]"], shown
     finally:
@@ -291,6 +294,10 @@ def no_slurm_path(tmp_path_factory) -> str:
     (["--scratch", "s", "--shards", "1", "--", "pytest"], "--shards 1: give at least 2"),
     (["--scratch", "s", "--shards", "4", "--", "pytest"], "COMMAND has no --shape_file"),
     (["--scratch", "s", "--shards", "4", "--max-parallel", "0", "--", "pytest"], "give at least 1"),
+    (["--scratch", "s", "--shards", "4", "--strategy", "bogus", "--", "pytest", "--shape_file",
+      str(EXAMPLE)], "warmup-shard: error: invalid value 'bogus' for '--strategy"),
+    (["--scratch", "s", "--shards", "4", "--timeout", "abc", "--", "pytest", "--shape_file",
+      str(EXAMPLE)], "warmup-spawn: error: invalid value 'abc' for '--timeout"),
     (["--scratch", "s", "--shards", "4", "--sbatch-arg", "a\nb", "--", "pytest", "--shape_file",
       str(EXAMPLE)], "holds a newline; it cannot go into a batch script"),
     (["--scratch", "s", "--rerun", "1"], "s/slurm/shard.sbatch is missing"),
