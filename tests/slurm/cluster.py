@@ -137,7 +137,7 @@ class Cluster:
             return done.returncode == 0 and done.stdout.strip() == "idle"
         self._until(idle, "the node to come up idle", DAEMONS)
 
-    def _until(self, ready, what: str, daemons, timeout: float = 60) -> None:
+    def _until(self, ready, what: str, daemons, timeout: float = 300) -> None:
         end = time.monotonic() + timeout
         while not ready():
             for name, proc in self.daemons:
@@ -151,7 +151,7 @@ class Cluster:
     # --- use -----------------------------------------------------------------------------------
     def client(self, name: str, *args: str, check: bool = True) -> subprocess.CompletedProcess:
         done = subprocess.run([which(name), *args], env={**os.environ, **self.env},
-                              capture_output=True, text=True, timeout=60)
+                              capture_output=True, text=True, timeout=300)
         if check and done.returncode != 0:
             raise ClusterError(f"{name} {' '.join(args)}: exit {done.returncode}: {done.stderr}")
         return done
@@ -213,7 +213,7 @@ class Cluster:
         return left
 
     def _stop_leftovers(self) -> list[str]:
-        end = time.monotonic() + 10
+        end = time.monotonic() + 60
         while self.processes() and time.monotonic() < end:
             time.sleep(0.1)
         left = []
