@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
 import sys
 from pathlib import Path
 
@@ -15,7 +16,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from support import FLAGGEMS_DATA, ROOT, run_tool
+from support import FLAGGEMS_DATA, ROOT, clean_env, run_tool, tool
 
 HARNESS = ROOT / "tests" / "harness" / "test_bench.py"
 
@@ -28,8 +29,8 @@ def py_text(shape):
         return None
 
 
-def shard(tmp_path, source: Path, *args, op="mm", out="out"):
-    return run_tool("shard", "--op", op, *args, "--out", tmp_path / out, source)
+def shard(tmp_path, source: Path, *args, op="mm", out="out", **kw):
+    return run_tool("shard", "--op", op, *args, "--out", tmp_path / out, source, **kw)
 
 
 def plan_of(tmp_path, out="out"):
@@ -222,9 +223,9 @@ def test_lpt_by_a_cost_file_balances_and_gives_missing_shapes_the_median(tmp_pat
         assert [py_text(x) for x in doc["mm"]["shapes"]] == s["shape_texts"]
 
 
-def test_lpt_without_costs_uses_the_product_model_and_shards_come_longest_first(tmp_path):
+def test_lpt_by_the_product_model_gives_the_largest_product_a_shard_longest_first(tmp_path):
     r = shard(tmp_path, write(tmp_path, "s.yaml", SIX), "--shards", "3", "--strategy", "lpt",
-              "--overhead", "0")
+              "--cost-model", "product", "--overhead", "0")
     assert r.returncode == 0, r.stderr
     plan = plan_of(tmp_path)
     assert plan["cost_source"] == "product"
@@ -299,16 +300,21 @@ def test_a_bad_cost_file_leaves_an_earlier_runs_scratch_as_it_was(tmp_path):
 
 # --- warmup-costs ---------------------------------------------------------------------------------
 
-def fake_run(tmp_path, seconds: dict, *shard_args) -> Path:
+def fake_run(tmp_path, seconds: dict, *shard_args, interrupted: tuple = ()) -> Path:
     """A scratch as a finished run leaves it: warmup-shard's plan, and a status.json per shard
-    with the given wall seconds (shard index -> seconds; None: failed)."""
+    as warmup-spawn writes it, with the given wall seconds (shard index -> seconds; None:
+    failed); the shards in `interrupted` were stopped by a signal to warmup-spawn."""
     src = write(tmp_path, "s.yaml", SIX)
     r = shard(tmp_path, src, *shard_args)
     assert r.returncode == 0, r.stderr
     for i, secs in seconds.items():
-        (tmp_path / "out" / f"w{i}" / "status.json").write_text(json.dumps(
-            {"shard": i, "exit_code": 0 if secs is not None else 1, "timed_out": False,
-             "seconds": secs or 1.0}))
+        w = tmp_path / "out" / f"w{i}"
+        (w / "status.json").write_text(json.dumps({
+            "shard": i, "device": "0", "pid": 100 + i, "exit_code": 0 if secs is not None else 1,
+            "signal": None, "signal_name": None, "timed_out": False,
+            "interrupted": i in interrupted, "started_at": "2024-01-01T00:00:00.000Z",
+            "seconds": secs or 1.0, "argv": ["pytest"], "env": {"set": {}, "unset": []},
+            "log": str(w / "worker.log")}))
     return tmp_path / "out"
 
 
@@ -346,6 +352,17 @@ def test_failed_shards_teach_nothing_and_no_good_shard_writes_nothing(tmp_path):
     assert not costs.exists()
 
 
+def test_a_shard_that_exits_0_when_stopped_teaches_nothing(tmp_path):
+    """A child that exits 0 on warmup-spawn's SIGTERM was cut short: `stopped`, not `ok`."""
+    scratch = fake_run(tmp_path, {0: 9.0, 1: 2.0}, "--shards", "2", interrupted=(0,))
+    costs = tmp_path / "costs.json"
+    r = run_tool("costs", "--costs", costs, scratch)
+    assert r.returncode == 0, r.stderr
+    assert "shard 0 was stopped: its shapes keep the costs they had" in r.stderr
+    plan = plan_of(tmp_path)
+    assert set(json.loads(costs.read_text())["mm"]) == set(plan["shards"][1]["shape_texts"])
+
+
 @pytest.mark.parametrize("bad", ["[1]", '{"mm": {"[1,2]": -1}}', "{"])
 def test_warmup_costs_refuses_a_bad_cost_file_and_leaves_it_as_it_was(tmp_path, bad):
     scratch = fake_run(tmp_path, {0: 1.0, 1: 1.0}, "--shards", "2")
@@ -353,7 +370,93 @@ def test_warmup_costs_refuses_a_bad_cost_file_and_leaves_it_as_it_was(tmp_path, 
     r = run_tool("costs", "--costs", costs, scratch)
     assert r.returncode == 2 and "costs.json" in r.stderr, r.stderr
     assert costs.read_text() == bad
-    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+    # No temporary left; the update lock's file stays (removing it would break the lock).
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == [".costs.json.lock"]
+
+
+def test_two_runs_updating_one_cost_file_at_once_keep_both_ops(tmp_path):
+    """Read, merge and rename happen under the update lock: neither run loses the other's op."""
+    src = write(tmp_path, "s.yaml", SIX + SIX.replace("mm:", "bmm:"))
+    scratches = []
+    for op in ("mm", "bmm"):
+        r = shard(tmp_path, src, "--shards", "2", op=op, out=op)
+        assert r.returncode == 0, r.stderr
+        for i in range(2):
+            w = tmp_path / op / f"w{i}"
+            (w / "status.json").write_text(json.dumps({
+                "shard": i, "device": "0", "pid": 1, "exit_code": 0, "signal": None,
+                "signal_name": None, "timed_out": False, "interrupted": False,
+                "started_at": "2024-01-01T00:00:00.000Z", "seconds": 3.0 + i,
+                "argv": ["pytest"], "env": {"set": {}, "unset": []},
+                "log": str(w / "worker.log")}))
+        scratches.append(tmp_path / op)
+    costs = tmp_path / "costs.json"
+    for attempt in range(25):
+        costs.unlink(missing_ok=True)
+        runs = [subprocess.Popen([tool("costs"), "--costs", str(costs), str(s)], env=clean_env(),
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                for s in scratches]
+        for run in runs:
+            _, err = run.communicate(timeout=120)
+            assert run.returncode == 0, err
+        got = json.loads(costs.read_text())
+        assert sorted(got) == ["bmm", "mm"], (attempt, got)
+        assert all(len(got[op]) == 6 for op in got), (attempt, got)
+
+
+def test_extreme_times_and_plan_costs_are_saturated_not_learned_as_0(tmp_path):
+    scratch = fake_run(tmp_path, {0: 1e306, 1: 4.0}, "--shards", "2")
+    plan = json.loads((scratch / "plan.json").read_text())
+    plan["shards"][1]["shape_costs"] = [1e308] * len(plan["shards"][1]["shapes"])
+    (scratch / "plan.json").write_text(json.dumps(plan))
+    costs = tmp_path / "costs.json"
+    r = run_tool("costs", "--costs", costs, scratch)
+    assert r.returncode == 0, r.stderr
+    assert "shard 0 took 1e306 s, more than a cost file holds: counted as 1e12 s" in r.stderr
+    got = json.loads(costs.read_text())["mm"]
+    texts = [s["shape_texts"] for s in plan["shards"]]
+    assert [got[t] for t in texts[0]] == [pytest.approx(1e12 / 3)] * 3
+    assert [got[t] for t in texts[1]] == [pytest.approx(4 / 3, abs=1e-3)] * 3
+    # What warmup-costs wrote, warmup-shard reads, and its plan holds numbers only.
+    r = shard(tmp_path, write(tmp_path, "s.yaml", SIX), "--shards", "2", "--strategy", "lpt",
+              "--costs", costs, out="next")
+    assert r.returncode == 0, r.stderr
+    assert all(isinstance(s["expected_cost"], float) for s in plan_of(tmp_path, "next")["shards"])
+
+
+def test_a_negative_plan_cost_is_refused_before_any_cost_is_written(tmp_path):
+    scratch = fake_run(tmp_path, {0: 1.0, 1: 1.0}, "--shards", "2", "--cost-model", "uniform")
+    plan = json.loads((scratch / "plan.json").read_text())
+    plan["shards"][0]["shape_costs"][0] = -5
+    (scratch / "plan.json").write_text(json.dumps(plan))
+    r = run_tool("costs", "--costs", tmp_path / "c.json", scratch)
+    assert r.returncode == 2 and "shard 0's \"shape_costs\" holds -5, not a cost" in r.stderr
+    assert not (tmp_path / "c.json").exists()
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (["--overhead", "1e308"], "give a number from 0 to 1e12"),
+    (["--costs", "huge.json"], "1e+308 is not a cost: give seconds as a number from 0 to 1e12"),
+])
+def test_warmup_shard_refuses_costs_whose_sums_would_not_be_numbers(tmp_path, args, needle):
+    write(tmp_path, "huge.json", json.dumps({"mm": {"[1,2]": 1e308, "[9,2]": 1e308}}))
+    r = shard(tmp_path, write(tmp_path, "s.yaml", SIX), "--shards", "2", "--strategy", "lpt",
+              *[str(tmp_path / a) if a.endswith(".json") else a for a in args])
+    assert r.returncode == 2 and needle in r.stderr, r.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_symlinked_cost_file_is_updated_through_the_link(tmp_path):
+    scratch = fake_run(tmp_path, {0: 2.0, 1: 3.0}, "--shards", "2")
+    (tmp_path / "shared").mkdir()
+    real = write(tmp_path / "shared", "costs.json", json.dumps({"bmm": {"[1]": 4.0}}))
+    link = tmp_path / "costs.json"
+    link.symlink_to("shared/costs.json")
+    r = run_tool("costs", "--costs", link, scratch)
+    assert r.returncode == 0, r.stderr
+    assert link.is_symlink() and link.readlink() == Path("shared/costs.json")
+    assert sorted(json.loads(real.read_text())) == ["bmm", "mm"]
+    assert (tmp_path / "shared" / ".costs.json.lock").exists()
 
 
 def test_warmup_costs_needs_a_plan_with_shape_texts(tmp_path):
@@ -438,3 +541,113 @@ def test_a_pool_run_teaches_costs_that_the_next_lpt_run_balances_by(tmp_path):
     plan = plan_of(tmp_path, "next")
     assert plan["cost_source"] == "file"
     assert sum(s["expected_cost"] for s in plan["shards"]) == pytest.approx(sum(learned.values()))
+
+
+# --- the split with no history: the worst case over the family of profiles ---------------------
+
+# The contract's family for the robust model: a shape's cost is P ** a, P the product of its
+# numbers, for each a of POWERS; or, the shapes ranked by P, the r-th of n costs
+# exp(sigma * probit((r + 0.5) / n)) for each sigma of TAILS, equal products sharing the mean.
+POWERS = [0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5]
+TAILS = [0.5, 1.0]
+
+
+def family(products: list[float]) -> list[tuple[str, list[float]]]:
+    """Each profile of the family, by name, as each shape's cost."""
+    import statistics
+
+    top = max(products)
+    out = [(f"P ** {a}", [(p / top) ** a for p in products]) for a in POWERS]
+    n = len(products)
+    order = sorted(range(n), key=lambda j: (products[j], j))
+    for sigma in TAILS:
+        quantile = [math.exp(sigma * statistics.NormalDist().inv_cdf((r + 0.5) / n)) for r in range(n)]
+        cost = [0.0] * n
+        r = 0
+        while r < n:
+            end = r
+            while end < n and products[order[end]] == products[order[r]]:
+                end += 1
+            for j in order[r:end]:
+                cost[j] = statistics.fmean(quantile[r:end])
+            r = end
+        out.append((f"log-normal tail, sigma {sigma}", cost))
+    return out
+
+
+def generated_shapes() -> list[list[int]]:
+    """A second shape set: 64 seeded [B, M, N, K] shapes, powers of two, batch 1 to 16."""
+    import random
+
+    rng = random.Random(16)
+    return [[rng.choice([1, 2, 4, 8, 16])] + [2 ** rng.randint(5, 14) for _ in range(3)]
+            for _ in range(64)]
+
+
+def bench_shapes() -> list[list[int]]:
+    from bench.bench_balance import shapes
+
+    return shapes()
+
+
+def worst_efficiency(plan) -> tuple[float, str]:
+    """The plan's worst efficiency (ideal / makespan, ideal = max(total / k, largest shape))
+    over the family, each shard's load computed from the shapes it holds; and under which
+    profile."""
+    products = [0.0] * plan["shapes"]
+    shard_of = [0] * plan["shapes"]
+    for i, s in enumerate(plan["shards"]):
+        for j, t in zip(s["shapes"], s["shape_texts"]):
+            products[j] = math.prod(abs(v) for v in json.loads(t))
+            shard_of[j] = i
+    k = len(plan["shards"])
+    worst = (2.0, "")
+    for name, cost in family(products):
+        loads = [0.0] * k
+        for j, c in enumerate(cost):
+            loads[shard_of[j]] += c
+        worst = min(worst, (max(sum(cost) / k, max(cost)) / max(loads), name))
+    return worst
+
+
+SHAPE_SETS = {"bench": bench_shapes, "generated": generated_shapes}
+
+
+def split_worst(tmp_path, src, shards, *args):
+    out = f"k{shards}" + "".join(args)
+    r = shard(tmp_path, src, "--shards", shards, "--strategy", "lpt", *args, out=out)
+    assert r.returncode == 0, r.stderr
+    return plan_of(tmp_path, out)
+
+
+@pytest.mark.parametrize("shape_set", SHAPE_SETS)
+def test_with_no_history_the_split_reaches_085_of_ideal_on_every_profile_of_the_family(
+        tmp_path, shape_set):
+    shapes = SHAPE_SETS[shape_set]()
+    src = write(tmp_path, "s.yaml", yaml.safe_dump({"mm": {"shapes": shapes}}))
+    product = []
+    for shards in (4, 8):
+        plan = split_worst(tmp_path, src, shards)
+        assert plan["cost_source"] == "robust"
+        assert sorted(j for s in plan["shards"] for j in s["shapes"]) == list(range(len(shapes)))
+        eff, a = worst_efficiency(plan)
+        assert eff >= 0.85, f"{shards} shards: {eff:.3f} under {a}"
+        product.append(worst_efficiency(split_worst(tmp_path, src, shards, "--cost-model",
+                                                    "product")))
+    # The check can fail: LPT by the product model misses it at 4 or 8 shards.
+    assert min(product)[0] < 0.85, product
+
+
+def test_the_robust_split_is_deterministic_and_fast_for_thousands_of_shapes(tmp_path):
+    import random
+
+    rng = random.Random(3)
+    shapes = [[rng.randint(1, 64), rng.randint(1, 8192), rng.randint(1, 8192)] for _ in range(3000)]
+    src = write(tmp_path, "s.yaml", yaml.safe_dump({"mm": {"shapes": shapes}}))
+    plans = []
+    for out in ("a", "b"):
+        r = shard(tmp_path, src, "--shards", "8", "--strategy", "lpt", out=out)
+        assert r.returncode == 0, r.stderr
+        plans.append([s["shapes"] for s in plan_of(tmp_path, out)["shards"]])
+    assert plans[0] == plans[1]
+    assert worst_efficiency(plan_of(tmp_path, "a"))[0] >= 0.95

@@ -10,9 +10,13 @@ launches with their configs, how many configs each kernel timed, the protocol's 
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -129,6 +133,8 @@ def test_record_sidecar_holds_versions_and_each_keys_tuning_seconds(recorded):
     folder, _ = recorded
     records = json.loads((folder / "mm.json").read_text())
     meta = json.loads((folder / "mm.meta.json").read_text())
+    assert isinstance(meta["startup_seconds"], float) and meta["startup_seconds"] > 0
+    assert meta["compile_seconds"] is None  # the fake device: nothing is compiled ahead
     assert meta["format"] == "warmup-harness-meta" and meta["version"] == 1 and meta["op"] == "mm"
     assert meta["triton"] == "3.6.0" and meta["torch"] is None and meta["flag_gems"] is None
     assert meta["python"] == sys.version.split()[0]
@@ -137,14 +143,113 @@ def test_record_sidecar_holds_versions_and_each_keys_tuning_seconds(recorded):
     assert all(isinstance(s, float) and s >= 0 for v in meta["tune_seconds"].values() for s in v.values())
 
 
+def test_record_sidecar_counts_the_start_up_from_the_interpreters_start_to_the_first_test(tmp_path):
+    run = bench(tmp_path, shape_file(tmp_path, SHAPES[:1]), FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "rec"),
+                FIXTURE_IMPORT_SECONDS="1.5")  # collection pays 1.5 s more
+    assert run.returncode == 0, run.output
+    assert json.loads((tmp_path / "rec" / "mm.meta.json").read_text())["startup_seconds"] >= 1.5
+
+
 def test_record_keeps_every_key_decided_before_a_crash(tmp_path):
     shapes = shape_file(tmp_path, SHAPES)
     run = bench(tmp_path, shapes, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "rec"),
                 FIXTURE_CRASH_AT="256x512x128")
     assert run.returncode == 3, run.output
-    records = json.loads((tmp_path / "rec" / "mm.json").read_text())
+    records = json.loads((tmp_path / "rec" / "mm.json").read_text())  # small: folded after each key
     assert set(records[PLAIN_MM]) == {json.dumps([*s, *["float16"] * 3]) for s in SHAPES[:2]}
-    assert not list((tmp_path / "rec").glob(".*.tmp"))
+    assert not list((tmp_path / "rec").glob(".*.tmp*")) and not (tmp_path / "rec" / ".mm.journal").exists()
+
+
+def test_a_journal_a_dead_process_left_is_folded_into_the_record_at_the_next_start(tmp_path):
+    folder = tmp_path / "rec"
+    folder.mkdir()
+    (folder / "mm.json").write_text(json.dumps({"m:k": {"[1]": {"kwargs": {"B": 1}}}}))
+    lines = [{"kernel": "m:k", "key": "[1]", "config": {"kwargs": {"B": 2}}, "seconds": 1.5},  # decided again
+             {"kernel": "m:j", "key": "[7]", "config": {"kwargs": {"B": 7}}, "seconds": None}]
+    text = "".join(json.dumps(line) + "\n" for line in lines)
+    (folder / ".mm.journal").write_text(text + '{"kernel": "m:k", "key": "[9]", "con')  # cut short by the kill
+    run = bench(tmp_path, shape_file(tmp_path, SHAPES[:1]), FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(folder))
+    assert run.returncode == 0, run.output
+    records = json.loads((folder / "mm.json").read_text())
+    assert records["m:k"] == {"[1]": {"kwargs": {"B": 2}}} and records["m:j"] == {"[7]": {"kwargs": {"B": 7}}}
+    assert len(records) == 5  # and the session's own three kernels
+    assert json.loads((folder / "mm.meta.json").read_text())["tune_seconds"]["m:k"] == {"[1]": 1.5}
+    assert sorted(p.name for p in folder.iterdir()) == [".mm.lock", "mm.json", "mm.meta.json"]
+
+
+def test_replay_pins_the_keys_a_killed_record_session_left_in_its_journal(recorded, tmp_path):
+    folder = copy_records(recorded[0], tmp_path / "rec")
+    records = json.loads((folder / "mm.json").read_text())
+    key = json.dumps([*SHAPES[0], *["float16"] * 3])
+    config = records[PLAIN_MM].pop(key)  # decided, journaled, never folded
+    (folder / "mm.json").write_text(json.dumps(records))
+    (folder / ".mm.journal").write_text(json.dumps({"kernel": PLAIN_MM, "key": key, "config": config,
+                                                    "seconds": 1.0}) + "\n")
+    run = bench(tmp_path, shape_file(tmp_path, SHAPES), FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR=str(folder))
+    assert run.returncode == 0, run.output
+    assert "replayed 12, swept 0 live" in run.stderr and run.session["timed"] == {}
+    assert f"1 key(s) replayed from {folder / '.mm.journal'}" in run.stderr
+    assert (folder / ".mm.journal").exists(), "a replay writes nothing"
+
+
+def test_a_sigterm_folds_the_keys_decided_into_the_record_and_still_ends_the_process(tmp_path):
+    folder = tmp_path / "rec"
+    folder.mkdir()
+    # A record over 1 MiB: the keys wait in the journal, and only the SIGTERM's fold puts them in it.
+    big = {"m:big": {f"[{i}]": {"kwargs": {"BLOCK": i}, "num_warps": 4} for i in range(30000)}}
+    (folder / "mm.json").write_text(json.dumps(big))
+    assert (folder / "mm.json").stat().st_size > 1 << 20
+    proc = subprocess.Popen(bench_command(shape_file(tmp_path, SHAPES)), cwd=tmp_path, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            env=bench_env(tmp_path, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(folder),
+                                          FIXTURE_HANG_AT="256x512x128"))
+    try:
+        deadline = time.monotonic() + 120
+        while not (tmp_path / "hung").exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert (tmp_path / "hung").exists(), proc.communicate()[0]
+        proc.terminate()
+        output = proc.communicate(timeout=120)[0]
+    finally:
+        proc.kill()
+    assert proc.returncode == -signal.SIGTERM, output  # as it would have without the harness
+    records = json.loads((folder / "mm.json").read_text())
+    assert set(records[PLAIN_MM]) == {json.dumps([*s, *["float16"] * 3]) for s in SHAPES[:2]}
+    assert records["m:big"] == big["m:big"]
+    assert not (folder / ".mm.journal").exists()
+
+
+def test_a_record_session_removes_the_temporaries_of_dead_writers_and_keeps_live_ones(tmp_path):
+    folder = tmp_path / "rec"
+    folder.mkdir()
+    dead = [folder / ".mm.json.tmp1234.00ff00ff", folder / ".mm.meta.json.tmpAbCdEf",
+            folder / ".mm.json.999999999.0a0b0c0d.tmp"]  # the last: this harness's earlier naming
+    live, other = folder / ".mm.json.tmpLIVE01", folder / ".bmm.json.tmpDEAD02"
+    for path in [*dead, live, other]:
+        path.write_text("{")
+    with open(live) as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        run = bench(tmp_path, shape_file(tmp_path, SHAPES[:1]), FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(folder))
+        assert run.returncode == 0, run.output
+    assert not any(path.exists() for path in dead)
+    assert live.exists() and other.exists()
+
+
+@pytest.mark.parametrize("damage", [{"tune_seconds": 5}, {"tune_seconds": {PLAIN_MM: None}},
+                                    {"tune_seconds": {PLAIN_MM: {"[1]": "slow"}}}])
+def test_a_damaged_sidecar_is_replaced_and_never_stops_the_record(tmp_path, damage):
+    (tmp_path / "rec").mkdir()
+    meta = tmp_path / "rec" / "mm.meta.json"
+    meta.write_text(json.dumps({"format": "warmup-harness-meta", "version": 1, "op": "mm", **damage}))
+    run = bench(tmp_path, shape_file(tmp_path, SHAPES), FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "rec"))
+    assert run.returncode == 0, run.output
+    records = json.loads((tmp_path / "rec" / "mm.json").read_text())
+    assert sum(map(len, records.values())) == 12
+    seconds = json.loads(meta.read_text())["tune_seconds"]
+    assert {k: set(v) for k, v in seconds.items()} == {k: set(v) for k, v in records.items()}
+    warnings = [ln for ln in run.harness_lines() if "WARNING" in ln]
+    assert len(warnings) == 1 and f"{meta}: \"tune_seconds\"" in warnings[0], run.stderr
+    assert "replaced by this run's sidecar" in warnings[0]
 
 
 def test_warmup_records_in_children_merges_and_the_measurement_replays_without_sweeping(tmp_path):
@@ -191,11 +296,12 @@ def test_replay_sweeps_a_key_missing_from_the_record_live_and_reports_it(recorde
     assert f'{PLAIN_MM} [96, 32, 16, "float16", "float16", "float16"] (not in the record)' in summary[0]
 
 
-@pytest.mark.parametrize("how", ["option", "env"])
+@pytest.mark.parametrize("how", ["option", "env", "ini", "env over ini"])
 def test_replay_miss_fails_the_test_instead_when_asked(recorded, tmp_path, how):
     folder = copy_records(recorded[0], tmp_path / "rec")
-    opts = ["--warmup-replay-miss=fail"] if how == "option" else []
-    env = {"WARMUP_HARNESS_REPLAY_MISS": "fail"} if how == "env" else {}
+    opts = {"option": ["--warmup-replay-miss=fail"], "ini": ["-o", "warmup_harness_replay_miss=fail"],
+            "env over ini": ["-o", "warmup_harness_replay_miss=sweep"]}.get(how, [])
+    env = {"WARMUP_HARNESS_REPLAY_MISS": "fail"} if how.startswith("env") else {}
     run = bench(tmp_path, shape_file(tmp_path, [SHAPES[0], [96, 32, 16]]), *opts,
                 FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR=str(folder), **env)
     assert run.returncode == 1, run.output
@@ -250,12 +356,52 @@ def test_replay_of_a_corrupt_or_foreign_record_is_refused_before_any_test_runs(t
     assert run.sessions == [], "a test ran"
 
 
+UNDECODABLE = {  # valid JSON that Python's json refuses to decode
+    "a 5000-digit integer": '{"k": {"[1]": {"kwargs": {"B": ' + "7" * 5000 + "}}}}",
+    "nesting 100000 deep": '{"k": {"[1]": {"kwargs": {"B": ' + "[" * 100000 + "]" * 100000 + "}}}}",
+}
+
+
+@pytest.mark.parametrize("mode", ["RECORD", "REPLAY"])
+@pytest.mark.parametrize("what", list(UNDECODABLE))
+def test_a_record_pythons_json_cannot_decode_is_a_usage_error_naming_it(tmp_path, mode, what):
+    (tmp_path / "rec").mkdir()
+    (tmp_path / "rec" / "mm.json").write_text(UNDECODABLE[what])
+    run = bench(tmp_path, shape_file(tmp_path, SHAPES),
+                **{f"FLAGGEMS_PERF_AUTOTUNE_{mode}_DIR": str(tmp_path / "rec")})
+    assert run.returncode == 4, run.output
+    assert f"warmup-harness: {tmp_path / 'rec' / 'mm.json'}: the record cannot be decoded" in run.stderr
+    assert run.sessions == [] and (tmp_path / "rec" / "mm.json").read_text() == UNDECODABLE[what]
+
+
+@pytest.mark.parametrize("what", list(UNDECODABLE))
+def test_a_replayed_sidecar_pythons_json_cannot_decode_is_a_warning(recorded, tmp_path, what):
+    folder = copy_records(recorded[0], tmp_path / "rec")
+    (folder / "mm.meta.json").write_text(UNDECODABLE[what])
+    run = bench(tmp_path, shape_file(tmp_path, SHAPES), FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR=str(folder))
+    assert run.returncode == 0, run.output
+    assert f"WARNING {folder / 'mm.meta.json'}: the sidecar cannot be decoded" in run.stderr
+    assert "replayed 12, swept 0 live" in run.stderr
+
+
+def test_a_recorded_sidecar_pythons_json_cannot_decode_is_replaced_with_a_warning(tmp_path):
+    (tmp_path / "rec").mkdir()
+    meta = tmp_path / "rec" / "mm.meta.json"
+    meta.write_text(UNDECODABLE["a 5000-digit integer"])
+    run = bench(tmp_path, shape_file(tmp_path, SHAPES[:1]), FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "rec"))
+    assert run.returncode == 0, run.output
+    assert f"WARNING {meta}: the sidecar cannot be decoded" in run.stderr
+    assert json.loads(meta.read_text())["format"] == "warmup-harness-meta"
+
+
 def test_replay_without_a_record_for_the_op_names_the_ops_recorded_there(tmp_path):
     (tmp_path / "rec").mkdir()
     (tmp_path / "rec" / "bmm.json").write_text("{}")
+    (tmp_path / "rec" / "bmm.meta.json").write_text("{}")  # a record's sidecar and its kept
+    (tmp_path / "rec" / "mm.costs.json").write_text("{}")  # costs (warmup-costs --record-dir): no ops
     run = bench(tmp_path, shape_file(tmp_path, SHAPES), FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR=str(tmp_path / "rec"))
     assert run.returncode == 4, run.output
-    assert "no record for op 'mm'" in run.stderr and "ops recorded there: bmm" in run.stderr
+    assert "no record for op 'mm'" in run.stderr and "ops recorded there: bmm)" in run.stderr
 
 
 def test_record_refuses_to_add_to_a_file_that_is_not_a_record(tmp_path):
@@ -273,6 +419,41 @@ def test_record_into_a_folder_that_cannot_be_made_is_refused_before_any_test(tmp
     assert run.returncode == 4, run.output
     assert f"FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR={tmp_path / 'file' / 'rec'}: cannot make the folder" in run.stderr
     assert run.sessions == []
+
+
+def test_record_into_a_folder_that_cannot_be_written_is_refused_before_any_test(tmp_path):
+    if os.geteuid() == 0:  # root writes through permissions: a file system that refuses everyone
+        folder = Path("/sys/kernel")
+    else:
+        folder = tmp_path / "ro"
+        folder.mkdir(mode=0o555)
+    run = bench(tmp_path, shape_file(tmp_path, SHAPES), FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(folder))
+    assert run.returncode == 4, run.output
+    assert f"warmup-harness: FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR={folder}: cannot write files there" in run.stderr
+    assert run.sessions == []
+
+
+@pytest.mark.parametrize("mode", ["RECORD", "REPLAY"])
+@pytest.mark.parametrize("op", ["../mm", "a/b", ".."])
+def test_an_op_name_that_would_reach_outside_the_record_folder_is_refused(tmp_path, mode, op):
+    (tmp_path / "rec").mkdir()
+    run = bench(tmp_path, shape_file(tmp_path, SHAPES), FLAGGEMS_PERF_CURRENT_OP=op,
+                **{f"FLAGGEMS_PERF_AUTOTUNE_{mode}_DIR": str(tmp_path / "rec")})
+    assert run.returncode == 4, run.output
+    assert f"warmup-harness: FLAGGEMS_PERF_CURRENT_OP={op!r}: " in run.stderr and "may not hold" in run.stderr
+    assert run.sessions == [] and sorted(p.name for p in tmp_path.iterdir()) == ["rec", "shapes.yaml"]
+
+
+def test_importing_the_plugin_changes_no_variable_and_the_session_is_a_registered_plugin(tmp_path):
+    probe = ("import os; import warmup_harness; print(os.environ.get('FLAGGEMS_DB_URL'))")
+    imported = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120,
+                              env=bench_env(tmp_path, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "rec")))
+    assert imported.stdout.strip() == "None", imported.stdout + imported.stderr
+    run = bench(tmp_path, shape_file(tmp_path, SHAPES[:1]), "--trace-config",
+                FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "rec"))
+    assert run.returncode == 0, run.output
+    assert run.session["env"]["FLAGGEMS_DB_URL"] == "sqlite:///:memory:"  # set by the time conftests ran
+    assert "PLUGIN registered: <warmup_harness.session.Session object" in run.output
 
 
 def test_record_and_replay_together_are_refused(tmp_path):
@@ -311,9 +492,13 @@ def test_each_process_sweeps_from_scratch_unless_the_user_chose_a_store(tmp_path
                    FLAGGEMS_DB_URL=f"sqlite:///{db}")
     assert STORE_MM not in chosen.session["timed"]
     assert f"FLAGGEMS_DB_URL=sqlite:///{db} as you set it" in chosen.stderr
-    # What the chosen store answered is recorded all the same.
+    # What the chosen store answered is recorded all the same, as the sweep would have recorded it
+    # (no "pre_hook": null from the store's rebuilt configs), so that it replays.
     records = json.loads((tmp_path / "chosen" / "mm.json").read_text())
-    assert len(records[STORE_MM]) == 4
+    swept = json.loads((tmp_path / "fresh" / "mm.json").read_text())
+    assert records[STORE_MM] == swept[STORE_MM] and len(records[STORE_MM]) == 4
+    replay = bench(tmp_path, shapes, FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR=str(tmp_path / "chosen"))
+    assert replay.returncode == 0 and "replayed 12, swept 0 live" in replay.stderr, replay.output
 
 
 def test_installed_harness_loads_through_its_entry_point_alone(tmp_path):

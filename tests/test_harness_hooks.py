@@ -1,5 +1,7 @@
 """warmup_harness's hooks on Triton's Autotuner, in this process: what they do to a tuner's store,
-its disk cache flag and its pruning, and that taking them off leaves Triton as it was.
+its disk cache flag and its pruning, and that taking them off leaves Triton as it was; and the
+parts the hooks feed, driven directly: the record writer's journal, the settings' getter, the
+compile clock.
 
 The tuners here launch a stand-in for a compiled kernel and time with a `do_bench` that returns a
 constant (Autotuner's own parameter for a custom timer): there is no GPU to launch or time on.
@@ -7,6 +9,7 @@ constant (Autotuner's own parameter for a custom timer): there is no GPU to laun
 
 from __future__ import annotations
 
+import json
 import sys
 
 import pytest
@@ -16,7 +19,7 @@ from triton.runtime.autotuner import Autotuner
 from support import ROOT
 
 sys.path.insert(0, str(ROOT / "harness"))
-from warmup_harness import records, tuners  # noqa: E402
+from warmup_harness import configs, policies, records, tuners  # noqa: E402
 
 
 class Launcher:
@@ -77,7 +80,7 @@ def test_a_tuner_that_saves_and_restores_its_store_keeps_the_store_not_the_view(
 
 def test_record_policy_sees_each_new_key_once_with_the_tuners_winner(hooks):
     decided = []
-    hooks(tuners.Recorder(lambda kernel, key, config, seconds: decided.append((kernel, key, config, seconds))))
+    hooks(policies.Recorder(lambda kernel, key, config, seconds: decided.append((kernel, key, config, seconds))))
     tuner = make_tuner()
     for n in (10, 10, 20):
         tuner.run(object(), n)
@@ -88,7 +91,7 @@ def test_record_policy_sees_each_new_key_once_with_the_tuners_winner(hooks):
 def test_the_seam_before_timing_runs_once_per_new_key_with_the_pruned_configs(hooks, monkeypatch):
     seen = []
     monkeypatch.setattr(tuners, "before_timing", lambda tuner, configs, kwargs: seen.append(len(configs)))
-    hooks(tuners.Recorder(lambda *a: None))
+    hooks(policies.Recorder(lambda *a: None))
     tuner = make_tuner(prune_configs_by={"early_config_prune": lambda configs, nargs, **kw: configs[:2]})
     for n in (10, 10, 20):
         tuner.run(object(), n)
@@ -97,17 +100,32 @@ def test_the_seam_before_timing_runs_once_per_new_key_with_the_pruned_configs(ho
 
 def test_replay_pins_the_tuners_own_config_object(hooks):
     tuner = make_tuner()
-    recorded = {f"{__name__}:body": {"[10]": tuners.config_record(tuner.configs[2])}}
-    replayer = hooks(tuners.Replayer(recorded, "rec/mm.json", fail=False, first_lookup=lambda: None))
+    recorded = {f"{__name__}:body": {"[10]": configs.config_record(tuner.configs[2])}}
+    replayer = hooks(policies.Replayer(recorded, "rec/mm.json", fail=False, first_lookup=lambda: None))
     tuner.run(object(), 10)
     assert tuner.best_config is tuner.configs[2]
     assert tuner.fn.launches[-1]["BLOCK"] == 256
     assert replayer.replayed == {(f"{__name__}:body", "[10]")} and replayer.missed == {}
 
 
+def test_replay_pins_a_config_recorded_with_a_null_pre_hook_by_an_earlier_harness(hooks):
+    tuner = make_tuner()
+    for config in tuner.configs:  # the kernel's own configs have a pre-hook, as FlagGems' TMA ones do
+        config.pre_hook = lambda nargs: None
+    old = {**configs.config_record(tuner.configs[1]), "pre_hook": None}
+    replayer = hooks(policies.Replayer({f"{__name__}:body": {"[10]": old}}, "rec/mm.json", fail=False,
+                                     first_lookup=lambda: None))
+    tuner.run(object(), 10)
+    assert tuner.best_config is tuner.configs[1] and replayer.missed == {}
+
+
+def test_config_record_leaves_out_a_pre_hook_that_is_none_as_a_store_rebuilds_it():
+    assert "pre_hook" not in configs.config_record(triton.Config({"BLOCK_M": 64}, num_warps=8))
+
+
 def test_config_record_holds_every_attribute_of_this_tritons_config_but_the_hook():
     config = triton.Config({"BLOCK_M": 64}, num_warps=8, num_stages=4, pre_hook=print)
-    record = tuners.config_record(config)
+    record = configs.config_record(config)
     assert set(record) == set(vars(config)) - {"pre_hook"}
     assert record["kwargs"] == {"BLOCK_M": 64} and record["num_warps"] == 8 and record["num_stages"] == 4
     records.check_records({"k": {"[1]": record}}, "x.json")
@@ -116,15 +134,15 @@ def test_config_record_holds_every_attribute_of_this_tritons_config_but_the_hook
 def test_kernel_ids_and_keys_are_stable_text():
     heuristics = triton.heuristics({"B": lambda args: 1})(triton.jit(body))
     tuner = Autotuner(heuristics, ["x", "n"], [triton.Config({})], ["n"], None, None)
-    assert tuners.kernel_id(tuner) == f"{__name__}:body"
-    assert tuners.key_text((1024, 512, "torch.float16")) == '[1024, 512, "torch.float16"]'
+    assert configs.kernel_id(tuner) == f"{__name__}:body"
+    assert configs.key_text((1024, 512, "torch.float16")) == '[1024, 512, "torch.float16"]'
 
 
 def test_a_replayed_key_after_its_first_launch_is_answered_without_the_policy(hooks, monkeypatch):
     # A replay's launches are what the benchmark times: after the first, a key costs a dict lookup.
     tuner = make_tuner()
-    recorded = {f"{__name__}:body": {"[10]": tuners.config_record(tuner.configs[1])}}
-    replayer = hooks(tuners.Replayer(recorded, "rec/mm.json", fail=False, first_lookup=lambda: None))
+    recorded = {f"{__name__}:body": {"[10]": configs.config_record(tuner.configs[1])}}
+    replayer = hooks(policies.Replayer(recorded, "rec/mm.json", fail=False, first_lookup=lambda: None))
     tuner.run(object(), 10)
     monkeypatch.setattr(replayer, "_pin", lambda *a: pytest.fail("the policy was asked again"))
     for _ in range(3):
@@ -133,7 +151,7 @@ def test_a_replayed_key_after_its_first_launch_is_answered_without_the_policy(ho
 
 
 def test_two_live_tuners_over_one_function_are_named_as_sharing_a_record_entry(hooks):
-    recorder = hooks(tuners.Recorder(lambda *a: None))
+    recorder = hooks(policies.Recorder(lambda *a: None))
     first, second = make_tuner(), make_tuner()
     first.run(object(), 10)
     assert recorder.shared_ids == set()
@@ -152,3 +170,90 @@ def test_flaggems_imported_before_the_plugin_with_another_store_is_a_warning():
                           mine) is None
     late = env.late_store({"flag_gems.utils.libentry": SimpleNamespace(FLAGGEMS_DB_URL=None)}, mine)
     assert late and "FlagGems was imported before this plugin" in late
+
+
+def test_a_keys_cost_in_record_mode_does_not_grow_with_the_records_size(tmp_path, monkeypatch):
+    from warmup_harness import atomic, writer
+
+    big = {"k": {f"[{i}]": {"kwargs": {"BLOCK": i}, "num_warps": 4} for i in range(40000)}}
+    (tmp_path / "mm.json").write_text(json.dumps(big))
+    record_bytes = (tmp_path / "mm.json").stat().st_size
+    out = writer.RecordWriter(tmp_path, "mm", lambda: "dev")
+    out.open()
+    replaced = []
+    real = atomic.write_bytes
+    monkeypatch.setattr(atomic, "write_bytes", lambda path, data: (replaced.append(path.name), real(path, data))[1])
+    for i in range(52):
+        out.add("k2", f"[{i}]", {"kwargs": {"BLOCK": i}, "num_warps": 8}, 0.5)
+    assert replaced == [], "a key rewrote a whole file"
+    written = (tmp_path / ".mm.journal").stat().st_size  # every byte the 52 keys wrote
+    assert written < 52 * 200 < record_bytes / 100
+    out.close()  # the session's end: one fold
+    assert replaced == ["mm.json", "mm.meta.json"]
+    folded = json.loads((tmp_path / "mm.json").read_text())
+    assert len(folded["k"]) == 40000 and folded["k2"]["[51]"] == {"kwargs": {"BLOCK": 51}, "num_warps": 8}
+    assert json.loads((tmp_path / "mm.meta.json").read_text())["tune_seconds"]["k2"]["[3]"] == 0.5
+    assert not (tmp_path / ".mm.journal").exists()
+
+
+def test_a_setting_is_its_variable_else_its_ini_option_else_none(monkeypatch):
+    from types import SimpleNamespace
+
+    from warmup_harness import env
+
+    def getini(name):
+        if name != "warmup_harness_replay_miss":
+            raise ValueError(name)
+        return "fail"
+
+    config = SimpleNamespace(getini=getini)
+    monkeypatch.delenv("WARMUP_HARNESS_REPLAY_MISS", raising=False)
+    assert env.setting(config, "WARMUP_HARNESS_REPLAY_MISS") == "fail"
+    assert env.setting(config, "WARMUP_HARNESS_OTHER") is None and env.setting(None, "WARMUP_HARNESS_X") is None
+    monkeypatch.setenv("WARMUP_HARNESS_REPLAY_MISS", " ")  # blank counts as unset
+    assert env.setting(config, "WARMUP_HARNESS_REPLAY_MISS") == "fail"
+    monkeypatch.setenv("WARMUP_HARNESS_REPLAY_MISS", "sweep")
+    assert env.setting(config, "WARMUP_HARNESS_REPLAY_MISS") == "sweep"
+    assert env.miss_policy(None, "sweep") is env.MissPolicy.SWEEP
+    assert env.miss_policy("fail", "sweep") is env.MissPolicy.FAIL
+
+
+def test_compile_seconds_are_the_precompilers_reports_plus_loads_outside_timing(monkeypatch):
+    from types import SimpleNamespace
+
+    from warmup_harness import seconds
+
+    now = [100.0]  # a clock the test moves, so that nothing here depends on how fast the machine is
+    monkeypatch.setattr(seconds.time, "perf_counter", lambda: now[0])
+    clock = seconds.CompileClock()
+    lock = SimpleNamespace(waited_s=0.0)
+    nothing_ahead = SimpleNamespace(reports=[], timing_lock=lock)
+    assert clock.total(nothing_ahead) is None, "the tuner's own compiles are inside its timing"
+
+    def timing():
+        now[0] += 1.0  # the timed runs
+        return "timed"
+
+    def bench(timed):  # what the precompiler's bench does: load the kernel, wait for the lock, time
+        now[0] += 2.0  # loading (compiling a config left to Triton)
+        now[0] += 5.0
+        lock.waited_s += 5.0  # waiting for the device's lock is not compiling
+        return timed()
+
+    assert clock.bench(nothing_ahead, bench, timing) == "timed"
+    assert clock.loading == 2.0
+    ahead = SimpleNamespace(reports=[SimpleNamespace(capture_s=1.0, compile_s=2.5)], timing_lock=lock)
+    assert clock.total(ahead) == 5.5
+
+
+def test_a_sidecar_written_by_two_processes_holds_the_longest_start_up_and_the_sum_of_compiling(tmp_path):
+    from warmup_harness import writer
+
+    for startup, compiled in ((2.0, 3.0), (1.5, 4.0)):
+        out = writer.RecordWriter(tmp_path, "mm", lambda: "dev")
+        out.extra_meta = lambda s=startup, c=compiled: {"startup_seconds": s, "compile_seconds": c}
+        out.open()
+        out.add("k", f"[{startup}]", {"kwargs": {}}, 0.5)
+        out.close()
+    meta = json.loads((tmp_path / "mm.meta.json").read_text())
+    assert meta["startup_seconds"] == 2.0 and meta["compile_seconds"] == 7.0

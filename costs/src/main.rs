@@ -1,4 +1,4 @@
 fn main() -> std::process::ExitCode {
-    let args: costs::Args = protocol::cli::parse();
-    protocol::exit(costs::TOOL, costs::run(&args))
+    let args: costs::Args = toolkit::cli::parse();
+    toolkit::exit(costs::TOOL, costs::run(&args))
 }

@@ -10,10 +10,12 @@
 //! share (a kernel keyed coarser than the shape, compiled once per process) are paid by the
 //! first shape alone in reality, and spread over all of them here.
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use protocol::layout::Scratch;
 use protocol::plan::Plan;
-use serde_json::Value;
+use protocol::status::{Outcome, ShardStatus};
+
+use protocol::costs::MAX_SECONDS;
 
 /// The per-shape costs one run gives, and what it could not measure.
 #[derive(Debug, Default)]
@@ -27,6 +29,9 @@ pub struct Measurement {
     pub skipped: Vec<String>,
     /// Shapes JSON cannot hold: a cost file has no key for them.
     pub without_text: usize,
+    /// Shards whose time was more than a cost file holds, and was counted as
+    /// [`MAX_SECONDS`]: `shard 3 took 1e306 s`, ...
+    pub saturated: Vec<String>,
 }
 
 /// Each measured shape's cost in the run of `plan` in `scratch`, less `startup` seconds per
@@ -44,11 +49,12 @@ pub fn measure(plan: &Plan, scratch: &Scratch, startup: f64) -> Result<Measureme
         let Some(seconds) = wall_seconds(scratch, i, &mut m.skipped)? else {
             continue;
         };
-        let cost = (seconds - startup).max(0.0);
-        let weights = match &shard.shape_costs {
-            Some(w) if w.iter().sum::<f64>() > 0.0 => w.clone(),
-            _ => vec![1.0; texts.len()],
-        };
+        let mut cost = (seconds - startup).max(0.0);
+        if cost > MAX_SECONDS {
+            m.saturated.push(format!("shard {i} took {seconds:e} s"));
+            cost = MAX_SECONDS;
+        }
+        let weights = weights(shard.shape_costs.as_deref(), texts.len());
         let total: f64 = weights.iter().sum();
         for (text, w) in texts.iter().zip(&weights) {
             match text {
@@ -65,42 +71,38 @@ pub fn measure(plan: &Plan, scratch: &Scratch, startup: f64) -> Result<Measureme
     Ok(m)
 }
 
-/// Shard i's wall seconds when its child ran to a good end; `None`, with the reason noted in
-/// `skipped`, when it did not run or failed (its time says nothing of its full cost).
-fn wall_seconds(scratch: &Scratch, i: usize, skipped: &mut Vec<String>) -> Result<Option<f64>> {
-    let path = scratch.status(i);
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            skipped.push(format!("shard {i} did not run"));
-            return Ok(None);
-        }
-        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+/// The plan's expected costs of a shard's `n` shapes as weights to split its time by; equal
+/// where the plan has none, or none above 0. Costs whose sum overflows (a plan's 1e308s, which
+/// would split the time into zeros) are scaled by the largest first.
+fn weights(expected: Option<&[f64]>, n: usize) -> Vec<f64> {
+    let Some(w) = expected else {
+        return vec![1.0; n];
     };
-    let status: Value = serde_json::from_str(&text).with_context(|| {
-        format!(
-            "{}: not a status file warmup-spawn wrote; run the shards again",
-            path.display()
-        )
-    })?;
-    let Some(seconds) = status["seconds"].as_f64().filter(|s| *s >= 0.0) else {
-        bail!(
-            "{}: no \"seconds\" of wall time; run the shards again with warmup-spawn",
-            path.display()
-        );
-    };
-    let outcome = if status["timed_out"] == Value::Bool(true) {
-        Some("timed out")
-    } else if status["exit_code"].as_i64() != Some(0) {
-        Some("failed")
+    let sum: f64 = w.iter().sum();
+    let largest = w.iter().copied().fold(0.0, f64::max);
+    if sum.is_finite() && sum > 0.0 {
+        w.to_vec()
+    } else if largest > 0.0 {
+        w.iter().map(|c| c / largest).collect()
     } else {
-        None
-    };
-    if let Some(outcome) = outcome {
-        skipped.push(format!("shard {i} {outcome}"));
-        return Ok(None);
+        vec![1.0; n]
     }
-    Ok(Some(seconds))
+}
+
+/// Shard i's wall seconds when its child ran to a good end ([`Outcome::Ok`], the rule every
+/// run summary counts by); `None`, with the reason noted in `skipped`, when it did not run, failed,
+/// timed out or was stopped (its time says nothing of its full cost).
+fn wall_seconds(scratch: &Scratch, i: usize, skipped: &mut Vec<String>) -> Result<Option<f64>> {
+    let status = ShardStatus::read(&scratch.status(i))?;
+    let why = match Outcome::of(status.as_ref()) {
+        Outcome::Ok => return Ok(status.map(|s| s.seconds)),
+        Outcome::NotStarted => "did not run",
+        Outcome::Failed => "failed",
+        Outcome::TimedOut => "timed out",
+        Outcome::Stopped => "was stopped",
+    };
+    skipped.push(format!("shard {i} {why}"));
+    Ok(None)
 }
 
 #[cfg(test)]
@@ -132,66 +134,139 @@ mod tests {
         }
     }
 
-    /// Shard i's status.json for each i, from its exit code, timed-out flag and seconds.
-    fn statuses(scratch: &Scratch, shards: &[(&str, bool, f64)]) {
-        for (i, (code, timed_out, seconds)) in shards.iter().enumerate() {
-            std::fs::create_dir_all(scratch.worker(i)).expect("mkdir");
-            let body = format!(
-                r#"{{"exit_code": {code}, "timed_out": {timed_out}, "seconds": {seconds}}}"#
-            );
-            std::fs::write(scratch.status(i), body).expect("status");
+    /// How a test's shard ended: exited `code` (`None`: killed), timed out, was stopped.
+    struct End {
+        code: Option<i32>,
+        timed_out: bool,
+        interrupted: bool,
+        seconds: f64,
+    }
+
+    fn exited(code: i32, seconds: f64) -> End {
+        End {
+            code: Some(code),
+            timed_out: false,
+            interrupted: false,
+            seconds,
         }
+    }
+
+    /// Shard i's status.json for each i, as warmup-spawn writes it.
+    fn statuses(scratch: &Scratch, shards: &[End]) {
+        for (i, end) in shards.iter().enumerate() {
+            std::fs::create_dir_all(scratch.worker(i)).expect("mkdir");
+            let status = ShardStatus {
+                shard: i,
+                device: "0".into(),
+                pid: Some(1),
+                exit_code: end.code,
+                signal: None,
+                signal_name: None,
+                timed_out: end.timed_out,
+                interrupted: end.interrupted,
+                started_at: "2024-01-01T00:00:00.000Z".into(),
+                seconds: end.seconds,
+                argv: vec!["pytest".into()],
+                env: Default::default(),
+                log: scratch.log(i),
+                error: None,
+            };
+            status.write(&scratch.status(i)).expect("status");
+        }
+    }
+
+    /// [`measure`] of a run of `shards` whose first ones ended as `ends` (the rest never ran).
+    fn measured(
+        ends: &[End],
+        shards: Vec<(Vec<&str>, Option<Vec<f64>>)>,
+        startup: f64,
+    ) -> Measurement {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let scratch = Scratch::new(dir.path());
+        statuses(&scratch, ends);
+        measure(&plan(shards), &scratch, startup).expect("measure")
     }
 
     #[test]
     fn a_lone_shape_gets_its_shards_time_less_the_start_up() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let scratch = Scratch::new(dir.path());
-        statuses(&scratch, &[("0", false, 5.5), ("0", false, 0.2)]);
-        let p = plan(vec![(vec!["[1]"], None), (vec!["[2]"], None)]);
-        let m = measure(&p, &scratch, 0.5).expect("measure");
+        let m = measured(
+            &[exited(0, 5.5), exited(0, 0.2)],
+            vec![(vec!["[1]"], None), (vec!["[2]"], None)],
+            0.5,
+        );
         assert_eq!(m.costs, vec![("[1]".into(), 5.0), ("[2]".into(), 0.0)]);
         assert_eq!((m.alone, m.attributed), (2, 0));
     }
 
     #[test]
     fn several_shapes_split_the_time_as_the_plan_expected_them() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let scratch = Scratch::new(dir.path());
-        statuses(&scratch, &[("0", false, 9.0), ("0", false, 4.0)]);
-        let p = plan(vec![
-            (vec!["[1]", "[2]"], Some(vec![1.0, 3.0])),
-            (vec!["[3]", "[4]"], None),
-        ]);
-        let m = measure(&p, &scratch, 1.0).expect("measure");
+        let m = measured(
+            &[exited(0, 9.0), exited(0, 4.0)],
+            vec![
+                (vec!["[1]", "[2]"], Some(vec![1.0, 3.0])),
+                (vec!["[3]", "[4]"], None),
+            ],
+            1.0,
+        );
         let want = [("[1]", 2.0), ("[2]", 6.0), ("[3]", 1.5), ("[4]", 1.5)];
         assert_eq!(m.costs, want.map(|(t, c)| (t.to_owned(), c)).to_vec());
         assert_eq!(m.attributed, 4);
     }
 
     #[test]
-    fn failed_timed_out_and_missing_shards_give_nothing() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let scratch = Scratch::new(dir.path());
-        statuses(&scratch, &[("1", false, 2.0), ("null", true, 9.0)]);
-        let p = plan(vec![
-            (vec!["[1]"], None),
-            (vec!["[2]"], None),
-            (vec!["[3]"], None),
-        ]);
-        let m = measure(&p, &scratch, 0.0).expect("measure");
-        assert!(m.costs.is_empty());
+    fn failed_timed_out_stopped_and_missing_shards_give_nothing() {
+        let timed_out = End {
+            code: None,
+            timed_out: true,
+            ..exited(0, 9.0)
+        };
+        // A child that exits 0 on SIGTERM was still cut short: its time is not its cost.
+        let stopped = End {
+            interrupted: true,
+            ..exited(0, 3.0)
+        };
+        let m = measured(
+            &[exited(1, 2.0), timed_out, stopped],
+            vec![
+                (vec!["[1]"], None),
+                (vec!["[2]"], None),
+                (vec!["[3]"], None),
+                (vec!["[4]"], None),
+            ],
+            0.0,
+        );
+        assert!(m.costs.is_empty(), "{:?}", m.costs);
         assert_eq!(
             m.skipped,
-            ["shard 0 failed", "shard 1 timed out", "shard 2 did not run"]
+            [
+                "shard 0 failed",
+                "shard 1 timed out",
+                "shard 2 was stopped",
+                "shard 3 did not run"
+            ]
         );
+    }
+
+    #[test]
+    fn huge_times_and_huge_expectations_saturate_rather_than_vanish() {
+        let m = measured(
+            &[exited(0, 1e306), exited(0, 4.0)],
+            vec![
+                (vec!["[1]"], None),
+                (vec!["[2]", "[3]"], Some(vec![1e308, 1e308])),
+            ],
+            0.0,
+        );
+        let want = [("[1]", MAX_SECONDS), ("[2]", 2.0), ("[3]", 2.0)];
+        assert_eq!(m.costs, want.map(|(t, c)| (t.to_owned(), c)).to_vec());
+        assert_eq!(m.saturated, ["shard 0 took 1e306 s"]);
     }
 
     #[test]
     fn a_torn_status_file_is_an_error_naming_it() {
         let dir = tempfile::tempdir().expect("tempdir");
         let scratch = Scratch::new(dir.path());
-        statuses(&scratch, &[("0", false, 1.0)]);
+        statuses(&scratch, &[exited(0, 1.0)]);
         std::fs::write(scratch.status(0), r#"{"exit_code": 0, "seco"#).expect("torn");
         let p = plan(vec![(vec!["[1]"], None)]);
         let err = format!("{:#}", measure(&p, &scratch, 0.0).expect_err("must refuse"));

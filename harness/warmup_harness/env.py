@@ -7,9 +7,11 @@ Standard library only: this module is imported whenever pytest loads the plugin.
 
 from __future__ import annotations
 
+import enum
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from collections.abc import Mapping, MutableMapping
 
 CURRENT_OP = "FLAGGEMS_PERF_CURRENT_OP"
@@ -19,7 +21,13 @@ DEFAULT_OP = "default"
 
 # What a replay does with a key its record lacks: sweep it live (and report it), or fail.
 REPLAY_MISS = "WARMUP_HARNESS_REPLAY_MISS"
-MISS_POLICIES = ("sweep", "fail")
+
+# The harness's own settings that an ini file may hold too (the option is the name in lowercase);
+# the environment variable wins, as pytest-xdist's do. The protocol's variables are not here: the
+# tools set them per process.
+INI_SETTINGS = {
+    REPLAY_MISS: "replay: what a key the record cannot answer does, 'sweep' (default) or 'fail'",
+}
 
 # FlagGems keeps tuned configs in this database and reuses its rows instead of sweeping.
 FLAGGEMS_DB_URL = "FLAGGEMS_DB_URL"
@@ -30,13 +38,49 @@ class ProtocolError(Exception):
     """The protocol's variables contradict each other or hold a value the harness cannot use."""
 
 
+class Kind(enum.Enum):
+    RECORD = "record"
+    REPLAY = "replay"
+
+
+class MissPolicy(enum.Enum):
+    """What a replay does with a key its record cannot answer."""
+
+    SWEEP = "sweep"  # sweep it live, and name it at the end
+    FAIL = "fail"  # raise in the test
+
+
 @dataclass(frozen=True)
 class Mode:
     """Record or replay, the folder that holds `<op>.json`, and the op."""
 
-    kind: str  # "record" or "replay"
+    kind: Kind
     directory: Path
     op: str
+
+
+def raw_setting(config: Any, name: str) -> str | None:
+    """As `setting`, but an environment variable that is set counts even when blank (for settings
+    whose empty value means something: an empty preload list is no preload)."""
+    if name in os.environ:
+        return os.environ[name]
+    return setting(config, name)
+
+
+def setting(config: Any, name: str) -> str | None:
+    """The raw value of a harness setting: the environment variable `name` when it is set and not
+    blank, else the ini option `name.lower()` when pytest's config has one and it is not blank, else
+    None. `config` is pytest's Config (None: the environment alone)."""
+    raw = os.environ.get(name)
+    if raw is not None and raw.strip():
+        return raw
+    if config is None:
+        return None
+    try:
+        value = config.getini(name.lower())
+    except ValueError:  # no such ini option was registered
+        return None
+    return value if isinstance(value, str) and value.strip() else None
 
 
 def _value(environ: Mapping[str, str], name: str) -> str:
@@ -63,18 +107,26 @@ def mode_from_env(environ: Mapping[str, str]) -> Mode | None:
         )
     if not (record or replay):
         return None
-    kind, folder = ("record", record) if record else ("replay", replay)
-    return Mode(kind, Path(os.path.abspath(folder)), op_name(environ))
-
-
-def miss_policy(environ: Mapping[str, str], option: str | None) -> str:
-    """`--warmup-replay-miss`, else WARMUP_HARNESS_REPLAY_MISS, else "sweep"."""
-    value = option or _value(environ, REPLAY_MISS) or "sweep"
-    if value not in MISS_POLICIES:
+    kind, folder = (Kind.RECORD, record) if record else (Kind.REPLAY, replay)
+    op = op_name(environ)
+    if "/" in op or ".." in op or "\0" in op:
         raise ProtocolError(
-            f"{REPLAY_MISS}={value!r} is not one of {', '.join(MISS_POLICIES)}"
+            f"{CURRENT_OP}={op!r}: the op names the file <op>.json in the record folder, so it may not "
+            f"hold '/' or '..' (it would {'write' if record else 'read'} outside {folder}): give the "
+            f"op's plain name"
         )
-    return value
+    return Mode(kind, Path(os.path.abspath(folder)), op)
+
+
+def miss_policy(option: str | None, raw: str | None) -> MissPolicy:
+    """`--warmup-replay-miss`, else the setting's raw value (environment, else ini), else sweep."""
+    value = (option or raw or MissPolicy.SWEEP.value).strip()
+    try:
+        return MissPolicy(value)
+    except ValueError:
+        raise ProtocolError(
+            f"{REPLAY_MISS}={value!r} is not one of {', '.join(p.value for p in MissPolicy)}"
+        ) from None
 
 
 def isolate_stores(environ: MutableMapping[str, str]) -> str:
@@ -82,8 +134,8 @@ def isolate_stores(environ: MutableMapping[str, str]) -> str:
 
     FlagGems reads FLAGGEMS_DB_URL once, when it is first imported, and silently reuses the rows it
     finds: a warm database turns a sweep into a lookup, and several processes writing one SQLite
-    file at once is unsafe. This must run before FlagGems is imported, so the plugin calls it when
-    pytest loads it, before any conftest. Returns the line that says what was done.
+    file at once is unsafe. This must run before FlagGems is imported, so the plugin calls it from
+    pytest_load_initial_conftests, before any conftest. Returns the line that says what was done.
     """
     chosen = _value(environ, FLAGGEMS_DB_URL)
     if chosen:

@@ -10,15 +10,13 @@ with configs it misread. Standard library only.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
-import os
-import secrets
 import sys
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Callable
-from collections.abc import Iterator
+from typing import Any
+
+from . import atomic
 
 META_FORMAT = "warmup-harness-meta"
 META_VERSION = 1
@@ -36,8 +34,11 @@ def meta_path(directory: Path, op: str) -> Path:
     return directory / f"{op}.meta.json"
 
 
-def _short(value: Any) -> str:
-    text = json.dumps(value)
+def short(value: Any) -> str:
+    try:
+        text = json.dumps(value)
+    except (ValueError, RecursionError):  # an integer or a nesting Python will not write back
+        return f"a {type(value).__name__} too large to show"
     return text if len(text) <= 80 else text[:77] + "..."
 
 
@@ -55,6 +56,14 @@ def _parse(path: Path, what: str) -> Any:
             f"{path}:{exc.lineno}:{exc.colno}: {what} is not valid JSON ({exc.msg}); "
             f"the file is damaged or was cut short: record it again"
         ) from None
+    except (ValueError, RecursionError) as exc:
+        # Valid JSON that Python's json will not decode: an integer over its digit limit
+        # (sys.get_int_max_str_digits) or nesting deeper than its recursion limit.
+        why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc).split(";")[0]
+        raise RecordError(
+            f"{path}: {what} cannot be decoded by Python's json ({why}); no harness wrote it: "
+            f"record it again"
+        ) from None
 
 
 def check_records(doc: Any, path: Path) -> dict[str, dict[str, dict]]:
@@ -68,13 +77,13 @@ def check_records(doc: Any, path: Path) -> dict[str, dict[str, dict]]:
     for kernel, keys in doc.items():
         if not isinstance(keys, dict):
             raise RecordError(
-                f"{path}: kernel {kernel!r} maps to {_short(keys)}, not to an object "
+                f"{path}: kernel {kernel!r} maps to {short(keys)}, not to an object "
                 f"{{key: config}}; {foreign}"
             )
         for key, config in keys.items():
             if not (isinstance(config, dict) and isinstance(config.get("kwargs"), dict)):
                 raise RecordError(
-                    f"{path}: kernel {kernel!r} key {key!r}: {_short(config)} is not a harness "
+                    f"{path}: kernel {kernel!r} key {key!r}: {short(config)} is not a harness "
                     f'config ({{"kwargs": {{...}}, "num_warps": ..., ...}}); {foreign}'
                 )
     return doc
@@ -118,80 +127,27 @@ def versions() -> dict[str, str | None]:
     return found
 
 
-@contextlib.contextmanager
-def _locked(directory: Path, op: str) -> Iterator[None]:
-    """Serializes writers of one op's files: pytest-xdist workers, or sessions run side by side."""
-    directory.mkdir(parents=True, exist_ok=True)
-    with open(directory / f".{op}.lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-
-
-def _write_atomically(path: Path, doc: Any) -> None:
-    """Writes `doc` to a new file beside `path` (mode 0666 less the umask), then renames it over."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+def check_writable(directory: Path, variable: str) -> None:
+    """Refuses, before any test sweeps, a record folder this process cannot make files in (a
+    read-only mount, another user's folder): by making one, as the first decision would."""
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(doc, f)
-            f.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+        atomic.probe(directory)
+    except OSError as exc:
+        raise RecordError(
+            f"{variable}={directory}: cannot write files there ({exc.strerror or exc}): give a "
+            f"folder this user can write"
+        ) from None
 
 
-class RecordWriter:
-    """Adds decisions to `<dir>/<op>.json` and their tuning seconds to the sidecar, one key at a time.
-
-    Each addition reads the files again under a lock and rewrites them atomically, so a crash keeps
-    every key decided before it and several processes recording one op add up instead of
-    overwriting each other. A key decided again replaces its earlier config.
-    """
-
-    def __init__(self, directory: Path, op: str, device_name: Callable[[], str | None]):
-        self.directory = directory
-        self.op = op
-        self.path = record_path(directory, op)
-        self.meta = meta_path(directory, op)
-        self.decided: set[tuple[str, str]] = set()
-        self.seconds = 0.0
-        self._device_name = device_name
-        self._device: Any = _UNASKED  # asked at the first decision, when the device is in use
-
-    def add(self, kernel: str, key: str, config: dict, seconds: float | None) -> None:
-        if self._device is _UNASKED:
-            self._device = self._device_name()
-        try:
-            with _locked(self.directory, self.op):
-                records = load_records(self.path) if self.path.exists() else {}
-                records.setdefault(kernel, {})[key] = config
-                meta = load_meta(self.meta)[0] or {
-                    "format": META_FORMAT, "version": META_VERSION, "op": self.op, "tune_seconds": {}}
-                meta.update(versions(), harness=_harness_version())
-                if self._device is not None or "device" not in meta:
-                    meta["device"] = self._device
-                seconds_of = meta.setdefault("tune_seconds", {}).setdefault(kernel, {})
-                seconds_of[key] = round(seconds, 6) if seconds is not None else None
-                _write_atomically(self.path, records)
-                _write_atomically(self.meta, meta)
-        except OSError as exc:
-            raise RecordError(
-                f"{self.path}: cannot write the record ({exc.strerror or exc}): the record folder must "
-                f"be a writable folder"
-            ) from None
-        self.decided.add((kernel, key))
-        self.seconds += seconds or 0.0
-
-
-_UNASKED = object()
-
-
-def _harness_version() -> str:
-    from . import __version__
-
-    return __version__
+def sidecar_damage(meta: dict, path: Path) -> str | None:
+    """What makes a version-1 sidecar unfit to add keys to (a field of the wrong type), or None."""
+    seconds = meta.get("tune_seconds", {})
+    if not isinstance(seconds, dict):
+        return f"{path}: \"tune_seconds\" is {short(seconds)}, not an object {{kernel: {{key: seconds}}}}"
+    for kernel, keys in seconds.items():
+        if not isinstance(keys, dict):
+            return f"{path}: \"tune_seconds\" of kernel {kernel!r} is {short(keys)}, not an object {{key: seconds}}"
+        for key, value in keys.items():
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+                return f"{path}: \"tune_seconds\" of kernel {kernel!r} key {key!r} is {short(value)}, not a number"
+    return None

@@ -1,58 +1,119 @@
-"""One pytest session under the protocol: loads or opens the record, puts the hooks in, counts, and
-says what happened. The plugin (`__init__`) only forwards pytest's hooks here."""
+"""One pytest session under the protocol, as a plugin object registered for it: loads or opens the
+record, puts the hooks in, counts, says what happened, and takes the hooks out (its methods
+`pytest_terminal_summary` and `pytest_unconfigure` are pytest's hooks)."""
 
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
-from typing import Callable
+from typing import Any
+
+import pytest
 
 from . import env, precompile, records
+from .device import device_name
+from .seconds import CompileClock, process_age
+from .writer import RecordWriter, journal_path, unfolded
+
+TAG = "[warmup-harness]"
+PLUGIN_NAME = "warmup-harness-session"
+SESSION = pytest.StashKey["Session"]()
+
+
+def say(config: Any, lines: list[str | None]) -> None:
+    """Writes lines to stderr, past pytest's output capture, so that a child's log shows them."""
+    capman = config.pluginmanager.getplugin("capturemanager")
+    text = "".join(f"{TAG} {line}\n" for line in lines if line)
+    if capman is None:
+        sys.stderr.write(text)
+        sys.stderr.flush()
+        return
+    with capman.global_and_fixture_disabled():
+        sys.stderr.write(text)
+        sys.stderr.flush()
 
 
 class Session:
-    def __init__(self, mode: env.Mode, policy, notes: list[str], compiler: precompile.Precompiler,
-                 writer=None):
+    def __init__(self, config: Any, mode: env.Mode, policy, notes: list[str],
+                 compiler: precompile.Precompiler, writer: RecordWriter | None = None):
+        self.config = config
         self.mode = mode
-        self.policy = policy  # tuners.Recorder or tuners.Replayer
+        self.policy = policy  # policies.Recorder or policies.Replayer
         self.notes = notes  # said at the end: warnings found on the way
         self.compiler = compiler  # compiles a new key's configs ahead, times one config per device
         self.writer = writer  # record mode's RecordWriter
         self.closed = False  # the closing lines were said
+        self.finished = False  # record mode: the journal was folded at the end
+        self.stopped = False  # the hooks are out
+        self.startup_seconds: float | None = None  # from the interpreter's start to the first test
 
     @classmethod
-    def start(cls, mode: env.Mode, miss_policy: str, say: Callable[[str], None]) -> Session:
+    def start(cls, config: Any, mode: env.Mode, miss_policy: env.MissPolicy) -> Session:
         """Checks the settings and files before anything runs, then puts the hooks in; raises
-        ProtocolError or RecordError. `say` writes a line where a child's log shows it."""
-        compiler = precompile.Precompiler(precompile.Settings.from_env(os.environ), say)
+        ProtocolError or RecordError."""
+        compiler = precompile.Precompiler(
+            precompile.compile_settings(lambda name: env.raw_setting(config, name)),
+            lambda line: say(config, [line]))
         try:
-            if mode.kind == "record":
-                return cls._start_record(mode, compiler)
-            return cls._start_replay(mode, miss_policy, compiler)
+            if mode.kind is env.Kind.RECORD:
+                return cls._start_record(config, mode, compiler)
+            return cls._start_replay(config, mode, miss_policy, compiler)
         except BaseException:
             compiler.close()
             raise
 
-    @classmethod
-    def _start_record(cls, mode: env.Mode, compiler: precompile.Precompiler) -> Session:
-        from . import tuners
+    def register(self, store_note: str) -> None:
+        """Makes this session the config's plugin, and says how it runs."""
+        self.config.stash[SESSION] = self
+        self.config.pluginmanager.register(self, PLUGIN_NAME)
+        say(self.config, [*self.opening_lines(), store_note, env.late_store(sys.modules, os.environ)])
 
-        path = records.record_path(mode.directory, mode.op)
+    # pytest's hooks
+    def pytest_collection_finish(self, session) -> None:
+        if self.startup_seconds is None:  # the process's start-up ends where its first test starts
+            age = process_age()
+            self.startup_seconds = round(age, 3) if age is not None else None
+
+    def pytest_terminal_summary(self, config) -> None:
+        self._close()
+
+    def pytest_unconfigure(self, config) -> None:
+        # Without the terminal reporter (-p no:terminal) the summary is said here.
+        self._close()
+        self.stop()
+
+    def _close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.finish()
+            say(self.config, self.closing_lines())
+
+    @classmethod
+    def _start_record(cls, config: Any, mode: env.Mode, compiler: precompile.Precompiler) -> Session:
+        from . import policies, tuners
+
         try:
             mode.directory.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise records.RecordError(f"{env.RECORD_DIR}={mode.directory}: cannot make the folder "
                                       f"({exc.strerror or exc})") from None
-        if path.exists():  # refuse now, not after the first sweep, a file this run cannot add to
-            records.load_records(path)
-        writer = records.RecordWriter(mode.directory, mode.op, tuners.device_name)
-        policy = tuners.Recorder(writer.add)
-        tuners.install(policy, compiler)
+        records.check_writable(mode.directory, env.RECORD_DIR)
+        writer = RecordWriter(mode.directory, mode.op, device_name)
+        writer.open()  # refuses now, not after the first sweep, a file this run cannot add to
+        policy = policies.Recorder(writer.add)
+        clock = CompileClock()
+        tuners.install(policy, compiler, clock)
         compiler.start_early()  # its workers' imports overlap pytest's collection
-        return cls(mode, policy, [], compiler, writer=writer)
+        session = cls(config, mode, policy, [], compiler, writer=writer)
+        writer.extra_meta = lambda: {"startup_seconds": session.startup_seconds,
+                                     "compile_seconds": clock.total(compiler)}
+        writer.fold_on_sigterm()  # last: nothing after it can fail and leave the handler in
+        return session
 
     @classmethod
-    def _start_replay(cls, mode: env.Mode, miss_policy: str, compiler: precompile.Precompiler) -> Session:
+    def _start_replay(cls, config: Any, mode: env.Mode, miss_policy: env.MissPolicy,
+                      compiler: precompile.Precompiler) -> Session:
         path = records.record_path(mode.directory, mode.op)
         if not path.exists():
             raise records.RecordError(
@@ -62,7 +123,11 @@ class Session:
         recorded = records.load_records(path)
         meta, problem = records.load_meta(records.meta_path(mode.directory, mode.op))
         notes = [f"WARNING {problem}"] if problem else []
-        from . import tuners
+        journaled = unfolded(mode.directory, mode.op, recorded)
+        if journaled:
+            notes.append(f"{journaled} key(s) replayed from {journal_path(mode.directory, mode.op)}, journaled by "
+                         f"a record session that did not finish; the next record session there folds them in")
+        from . import policies, tuners
 
         import triton
 
@@ -73,7 +138,7 @@ class Session:
             )
 
         def check_device() -> None:
-            here = tuners.device_name()
+            here = device_name()
             there = meta.get("device") if meta else None
             if here and there and here != there:
                 notes.append(
@@ -81,9 +146,9 @@ class Session:
                     f"its configs were tuned for another device"
                 )
 
-        policy = tuners.Replayer(recorded, str(path), miss_policy == "fail", check_device)
+        policy = policies.Replayer(recorded, str(path), miss_policy is env.MissPolicy.FAIL, check_device)
         tuners.install(policy, compiler)  # its pool starts at the first key swept live, if any
-        return cls(mode, policy, notes, compiler)
+        return cls(config, mode, policy, notes, compiler)
 
     def opening_lines(self) -> list[str]:
         path = records.record_path(self.mode.directory, self.mode.op)
@@ -93,6 +158,13 @@ class Session:
             what = f"replay mode, op {self.mode.op}: configs pinned from {path}"
         return [what, "Triton's on-disk autotune cache is off: no config from an earlier run answers a key",
                 self.compiler.describe()]
+
+    def finish(self) -> None:
+        """Record mode: folds the journal into the record, once, before the closing lines."""
+        if self.writer is not None and not self.finished:
+            self.finished = True
+            self.writer.restore_sigterm()
+            self.writer.close()
 
     def closing_lines(self) -> list[str]:
         op = self.mode.op
@@ -115,11 +187,16 @@ class Session:
                 f"WARNING several autotuners run one function ({', '.join(shared)}): their keys share "
                 f"one entry of the record, so one's decision can answer the other's key"
             )
-        return [line, self.compiler.summary(), *self.notes]
+        notes = self.notes + (self.writer.notes if self.writer is not None else [])
+        return [line, self.compiler.summary(), *notes]
 
     def stop(self) -> None:
         from . import tuners
 
+        if self.stopped:
+            return
+        self.stopped = True
+        self.finish()
         tuners.uninstall()
         self.compiler.close()
 
@@ -127,7 +204,7 @@ class Session:
 def _present(directory: Path) -> str:
     try:
         names = sorted(n[:-5] for n in os.listdir(directory)
-                       if n.endswith(".json") and not n.endswith(".meta.json"))
+                       if n.endswith(".json") and not n.endswith((".meta.json", ".costs.json")))
     except OSError:
         return "the folder cannot be read"
     return "ops recorded there: " + ", ".join(names) if names else "no op is recorded there"

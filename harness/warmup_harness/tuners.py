@@ -29,63 +29,16 @@ This module imports Triton; the plugin imports it only when a protocol variable 
 
 from __future__ import annotations
 
-import inspect
-import json
-import sys
-import time
-import weakref
-from typing import Any, Callable
+from typing import Any
 
 from triton.runtime.autotuner import Autotuner
 
+from .configs import kernel_id
+from .store import Policy, TunerCache, TunerState
+# Record and replay, by the names the hooks' callers have always used.
+from .policies import Recorder, ReplayMiss, Replayer  # noqa: F401
+
 _MISSING = object()
-
-
-def kernel_id(tuner: Any) -> str:
-    """`module:qualified name` of the Python function under the tuner: unique when two modules
-    define kernels of one name (FlagGems has two `mm_kernel_general`), the same in every process
-    that imports the same code."""
-    fn = getattr(tuner, "base_fn", None) or tuner.fn
-    while not inspect.isfunction(fn) and hasattr(fn, "fn"):
-        fn = fn.fn
-    return f"{getattr(fn, '__module__', '?')}:{getattr(fn, '__qualname__', getattr(fn, '__name__', '?'))}"
-
-
-def key_text(key: Any) -> str:
-    """The tuner's own key as a JSON text: a tuple `(1024, 512, 'torch.float16')` becomes
-    `[1024, 512, "torch.float16"]`. Values JSON cannot hold are written with `str`."""
-    return json.dumps(key, default=str)
-
-
-def config_record(config: Any) -> dict:
-    """Everything that rebuilds a `triton.Config` of this Triton version: its kwargs and every other
-    attribute it has (num_warps, num_stages, num_ctas, maxnreg, ir_override, ... as the version
-    defines them), except functions such as the pre-hook, which replay takes from the tuner's own
-    config: their text would differ between processes."""
-    plain = {name: value for name, value in vars(config).items() if not callable(value)}
-    return json.loads(json.dumps(plain, default=repr))
-
-
-def _config_text(record: dict) -> str:
-    return json.dumps(record, sort_keys=True)
-
-
-def device_name() -> str | None:
-    """The device this process runs on, from modules the benchmark already imported."""
-    torch = sys.modules.get("torch")
-    try:
-        if torch is not None and torch.cuda.is_available():
-            return str(torch.cuda.get_device_name(torch.cuda.current_device()))
-    except Exception:
-        pass
-    try:
-        from triton.runtime.driver import driver
-
-        target = driver.active.get_current_target()
-        return f"{target.backend} {target.arch}"
-    except Exception:
-        return None
-
 
 _precompiler: Any = None  # the session's precompile.Precompiler while the hooks are in
 
@@ -96,120 +49,6 @@ def before_timing(tuner: Any, configs: list, launch_kwargs: dict) -> None:
     by name, `launch_kwargs` the rest)."""
     if _precompiler is not None:
         _precompiler.before_timing(kernel_id(tuner), tuner, configs, launch_kwargs)
-
-
-class TunerState:
-    """What the hooks keep per tuner: its id, keys swept but not yet decided, its config index, and
-    the keys already settled, so that a launch after the first costs a dict lookup, as it does
-    without the hooks (a replay's launches are what the benchmark measures)."""
-
-    def __init__(self, tuner: Any):
-        self.kernel = kernel_id(tuner)
-        self.miss_started: dict[str, float] = {}
-        self.pending: str | None = None  # a key whose sweep is about to prune and time
-        self.pinned: dict[Any, Any] = {}  # replay: tuner key -> the tuner's config it is pinned to
-        self.recorded: set[Any] = set()  # record: tuner keys whose decision is in the record
-        self.unpinned: set[Any] = set()  # replay: tuner keys the record cannot answer
-        self._index_of: tuple[int, int] | None = None
-        self._index: dict[str, Any] = {}
-
-    def config_index(self, configs: list) -> dict[str, Any]:
-        """The tuner's configs by their record text (first of equal ones); rebuilt when the tuner
-        swaps its list (FlagGems can)."""
-        stamp = (id(configs), len(configs))
-        if stamp != self._index_of:
-            self._index = {}
-            for config in configs:
-                self._index.setdefault(_config_text(config_record(config)), config)
-            self._index_of = stamp
-        return self._index
-
-
-class Policy:
-    """What the store view does at a lookup, a miss and a decision; record and replay subclass it.
-
-    It also notices two live tuners under one kernel id (a factory that wraps one function twice):
-    their records would share one entry, so the session names them."""
-
-    def __init__(self):
-        self._tuners: dict[str, weakref.ref] = {}
-        self.shared_ids: set[str] = set()
-
-    def seen(self, kernel: str, tuner: Any) -> None:
-        other = self._tuners.get(kernel)
-        if other is not None and other() is not None and other() is not tuner:
-            self.shared_ids.add(kernel)
-        else:
-            self._tuners[kernel] = weakref.ref(tuner)
-
-    def contains(self, tuner: Any, state: TunerState, key: Any, raw: Any) -> bool:
-        return key in raw
-
-    def getitem(self, tuner: Any, state: TunerState, key: Any, raw: Any) -> Any:
-        return raw[key]
-
-    def setitem(self, tuner: Any, state: TunerState, key: Any, config: Any, raw: Any) -> None:
-        raw[key] = config
-
-
-def _remember(into: dict | set, key: Any, value: Any = None) -> None:
-    """Remembers a settled key; an unhashable one is never settled and takes the slow path."""
-    try:
-        if isinstance(into, dict):
-            into[key] = value
-        else:
-            into.add(key)
-    except TypeError:
-        pass
-
-
-class TunerCache:
-    """A tuner's store as the tuner sees it while the hooks are in: lookups and decisions go
-    through the policy, everything else straight to the store."""
-
-    __slots__ = ("raw", "_tuner", "_state", "_policy", "_pinned")
-
-    def __init__(self, tuner: Any, raw: Any, state: TunerState, policy: Policy):
-        self.raw = raw
-        self._tuner = tuner
-        self._state = state
-        self._policy = policy
-        self._pinned = state.pinned
-
-    # A pinned key is answered first and inline: a replay's launches are what the benchmark times.
-    def __contains__(self, key: Any) -> bool:
-        try:
-            if key in self._pinned:
-                return True
-        except TypeError:
-            pass
-        found = self._policy.contains(self._tuner, self._state, key, self.raw)
-        if not found:
-            text = key_text(key)
-            self._state.miss_started[text] = time.perf_counter()
-            self._state.pending = text
-        return found
-
-    def __getitem__(self, key: Any) -> Any:
-        try:
-            return self._pinned[key]
-        except (KeyError, TypeError):
-            return self._policy.getitem(self._tuner, self._state, key, self.raw)
-
-    def __setitem__(self, key: Any, config: Any) -> None:
-        self._policy.setitem(self._tuner, self._state, key, config, self.raw)
-
-    def get(self, key: Any, default: Any = None) -> Any:
-        return self[key] if key in self else default
-
-    def __len__(self) -> int:
-        return len(self.raw)
-
-    def __iter__(self):
-        return iter(self.raw)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.raw, name)
 
 
 def _state(tuner: Any, policy: Policy) -> TunerState:
@@ -223,11 +62,12 @@ def _state(tuner: Any, policy: Policy) -> TunerState:
 _installed: dict[str, Any] | None = None
 
 
-def install(policy: Policy, precompiler: Any = None) -> None:
+def install(policy: Policy, precompiler: Any = None, clock: Any = None) -> None:
     """Puts the hooks on `Autotuner`, for every subclass and every instance, existing or future.
     With a precompiler, a new key's configs go to it before they are timed, and each timing
-    (`Autotuner._bench`, which FlagGems' LibTuner calls too) goes through its `bench`."""
-    global _installed, _precompiler
+    (`Autotuner._bench`, which FlagGems' LibTuner calls too) goes through its `bench`, counted by
+    `clock` (seconds.CompileClock) when given."""
+    global _installed, _precompiler, _clock
     if _installed is not None:
         raise RuntimeError("warmup-harness: the autotuner hooks are already installed")
 
@@ -274,11 +114,13 @@ def install(policy: Policy, precompiler: Any = None) -> None:
     Autotuner.cache_results = property(get_cache_results, set_cache_results)
     Autotuner.prune_configs = prune_configs
     if precompiler is not None:
+        _clock = clock
         _time_through(precompiler, Autotuner)
         _precompiler = precompiler
 
 
 _benches: list[tuple[type, Any]] = []  # (class, its own _bench) for each class whose _bench is wrapped
+_clock: Any = None  # the session's seconds.CompileClock while the hooks are in
 
 
 def _time_through(precompiler: Any, cls: type) -> None:
@@ -291,7 +133,12 @@ def _time_through(precompiler: Any, cls: type) -> None:
     original = owner.__dict__["_bench"]
 
     def _bench(self, *args, config, **meta):
-        return precompiler.bench(self, args, config, meta, lambda: original(self, *args, config=config, **meta))
+        def time_it():
+            return original(self, *args, config=config, **meta)
+
+        if _clock is None:
+            return precompiler.bench(self, args, config, meta, time_it)
+        return _clock.bench(precompiler, lambda timed: precompiler.bench(self, args, config, meta, timed), time_it)
 
     _bench._warmup_harness = True
     _benches.append((owner, original))
@@ -300,8 +147,8 @@ def _time_through(precompiler: Any, cls: type) -> None:
 
 def uninstall() -> None:
     """Takes the hooks off; every tuner's store is as the tuner left it."""
-    global _installed, _precompiler
-    _precompiler = None
+    global _installed, _precompiler, _clock
+    _precompiler = _clock = None
     while _benches:
         cls, original = _benches.pop()
         cls._bench = original
@@ -313,97 +160,3 @@ def uninstall() -> None:
         else:
             setattr(Autotuner, name, value)
     _installed = None
-
-
-class Recorder(Policy):
-    """Record mode: every decision goes to the writer, with the seconds its sweep took."""
-
-    def __init__(self, add: Callable[[str, str, dict, float | None], None]):
-        super().__init__()
-        self._add = add
-        self._recorded: dict[tuple[str, str], str] = {}
-
-    def _record(self, state: TunerState, text: str, config: Any, seconds: float | None) -> None:
-        record = config_record(config)
-        canon = _config_text(record)
-        if self._recorded.get((state.kernel, text)) != canon:
-            self._add(state.kernel, text, record, seconds)
-            self._recorded[state.kernel, text] = canon
-
-    def setitem(self, tuner, state, key, config, raw):
-        raw[key] = config
-        text = key_text(key)
-        started = state.miss_started.pop(text, None)
-        self._record(state, text, config, time.perf_counter() - started if started is not None else None)
-        _remember(state.recorded, key)
-
-    def getitem(self, tuner, state, key, raw):
-        # A decision the tuner found in its store (one the user chose with FLAGGEMS_DB_URL) is
-        # recorded too, so that the record holds every config the run used.
-        config = raw[key]
-        try:
-            if key in state.recorded:
-                return config
-        except TypeError:
-            pass
-        text = key_text(key)
-        if (state.kernel, text) not in self._recorded:
-            self._record(state, text, config, None)
-        _remember(state.recorded, key)
-        return config
-
-
-class ReplayMiss(RuntimeError):
-    """A key the replay cannot pin, under `--warmup-replay-miss=fail`."""
-
-
-class Replayer(Policy):
-    """Replay mode: a recorded key is answered with the tuner's own matching config; any other key
-    goes to the tuner's sweep, counted."""
-
-    def __init__(self, records: dict[str, dict[str, dict]], source: str, fail: bool,
-                 first_lookup: Callable[[], None]):
-        super().__init__()
-        self._records = records
-        self._source = source
-        self.fail = fail  # a key the record cannot answer raises instead of being swept
-        self._first_lookup: Callable[[], None] | None = first_lookup
-        self.replayed: set[tuple[str, str]] = set()
-        self.missed: dict[tuple[str, str], str] = {}
-
-    def _pin(self, tuner: Any, state: TunerState, key: Any) -> Any:
-        try:
-            if key in state.unpinned and not self.fail:
-                return None
-        except TypeError:
-            pass
-        if self._first_lookup is not None:
-            check, self._first_lookup = self._first_lookup, None
-            check()
-        text = key_text(key)
-        recorded = self._records.get(state.kernel, {}).get(text)
-        if recorded is None:
-            return self._miss(state, key, text, "not in the record")
-        config = state.config_index(tuner.configs).get(_config_text(recorded))
-        if config is None:
-            return self._miss(state, key, text, "its recorded config is not among the kernel's configs")
-        self.replayed.add((state.kernel, text))
-        _remember(state.pinned, key, config)
-        return config
-
-    def _miss(self, state: TunerState, key: Any, text: str, why: str) -> None:
-        self.missed.setdefault((state.kernel, text), why)
-        _remember(state.unpinned, key)
-        if self.fail:
-            raise ReplayMiss(
-                f"warmup-harness: replay miss: kernel {state.kernel} key {text} {why} "
-                f"({self._source}); --warmup-replay-miss=fail forbids sweeping it live"
-            )
-        return None
-
-    def contains(self, tuner, state, key, raw):
-        return self._pin(tuner, state, key) is not None or key in raw
-
-    def getitem(self, tuner, state, key, raw):
-        config = self._pin(tuner, state, key)
-        return config if config is not None else raw[key]

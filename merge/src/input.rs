@@ -3,9 +3,9 @@
 //! buckets or says why it was skipped, so that a dead shard is reported, not silently dropped.
 
 use anyhow::Result;
-use protocol::cli::OpArg;
 use protocol::layout::{Scratch, PLAN};
 use protocol::lock::ScratchLock;
+use protocol::op::OpArg;
 use protocol::plan::Plan;
 use protocol::records::{Records, Unreadable};
 use std::path::{Path, PathBuf};

@@ -7,13 +7,14 @@ pub mod output;
 pub mod union;
 
 use anyhow::{bail, Result};
-use protocol::cli::OpArg;
 use protocol::layout::Scratch;
+use protocol::op::OpArg;
 use protocol::records::{Counts, Records, Unreadable};
+use protocol::status::Outcome;
 use protocol::summary::Summary;
-use protocol::Status;
 use std::path::PathBuf;
 use std::sync::OnceLock;
+use toolkit::Status;
 
 pub const TOOL: &str = "warmup-merge";
 
@@ -28,7 +29,7 @@ and skipped, as the pytest plugin did; --strict makes that an error.";
 
 /// Merge the shards' autotune records; the first value of a key wins, in input order.
 #[derive(Debug, clap::Parser)]
-#[command(name = TOOL, version, after_long_help = protocol::cli::after_help(EXAMPLES))]
+#[command(name = TOOL, version, after_long_help = toolkit::cli::after_help(EXAMPLES))]
 pub struct Args {
     #[command(flatten)]
     pub op: OpArg,
@@ -110,6 +111,7 @@ pub fn run(args: &Args) -> Result<Status> {
     let mut outputs = output::Outputs::default();
     if counts.configs == 0 {
         if let Some(target) = &targets.summary {
+            shard_lines(&mut summary, &sources)?;
             outputs.add(target, |out| out.write_all(summary.bytes()))?;
         }
         outputs.commit()?;
@@ -131,6 +133,7 @@ pub fn run(args: &Args) -> Result<Status> {
                 summary.path(name, &[], file)?;
             }
         }
+        shard_lines(&mut summary, &sources)?;
         outputs.add(target, |out| out.write_all(summary.bytes()))?;
     }
     outputs.commit()?;
@@ -144,6 +147,24 @@ pub fn run(args: &Args) -> Result<Status> {
         targets.merged.name()
     );
     Ok(Status::Done)
+}
+
+/// One `shard INDEX OUTCOME LOG` line per shard of each SCRATCH input, its outcome judged from
+/// its status.json by the one rule every run summary uses ([`Outcome`]): what a script that
+/// finishes a run (warmup-slurm's finishing job) reports and re-runs by, from this one summary.
+/// A status file that cannot be read counts as `failed`, with a line.
+fn shard_lines(summary: &mut Summary, sources: &[input::Source]) -> Result<()> {
+    for source in sources {
+        let (Some(shard), Some((log, status))) = (source.shard, &source.clues) else {
+            continue;
+        };
+        let outcome = Outcome::at(status).unwrap_or_else(|e| {
+            eprintln!("{TOOL}: {e:#}; shard {shard} counted as failed");
+            Outcome::Failed
+        });
+        summary.path("shard", &[&shard, &outcome.word()], log)?;
+    }
+    Ok(())
 }
 
 /// The union of the inputs' records, and how reading them went.

@@ -1,4 +1,4 @@
 fn main() -> std::process::ExitCode {
-    let args: merge::Args = protocol::cli::parse();
-    protocol::exit(merge::TOOL, merge::run(&args))
+    let args: merge::Args = toolkit::cli::parse();
+    toolkit::exit(merge::TOOL, merge::run(&args))
 }

@@ -3,10 +3,10 @@
 //! temporary first and takes its name only when all were written, so that exit 2 writes nothing.
 
 use anyhow::{bail, Context, Result};
-use protocol::atomic::{self, Staged};
 use protocol::layout::Scratch;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+use toolkit::atomic::{self, Staged};
 
 /// One output: stdout (`-`) or a file.
 #[derive(Debug, Clone, PartialEq, Eq)]

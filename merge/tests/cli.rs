@@ -261,18 +261,67 @@ fn in_scratch_writes_the_layouts_files_and_the_summary_on_stdout() {
     let dir = TempDir::new().expect("tempdir");
     scratch(&dir, "mm");
     let root = dir.path().display().to_string();
+    // Shard 0 was cut short by warmup-spawn's stop yet exited 0: stopped, by the one rule.
+    for (i, interrupted) in [(0, true), (1, false)] {
+        dir.child(format!("w{i}/status.json"))
+            .write_str(&status_json(i, interrupted))
+            .expect("status");
+    }
     merge()
         .args(["--in-scratch", &root, "--summary", "-"])
         .assert()
         .code(0)
         .stdout(format!(
             "version 1\ninputs 3\nrecovered 2\nkernels 1\nconfigs 3\nconflicts 1\n\
-             merged {root}/merged.json\nconflicts_file {root}/conflicts.json\n"
+             merged {root}/merged.json\nconflicts_file {root}/conflicts.json\n\
+             shard 0 stopped {root}/w0/worker.log\nshard 1 ok {root}/w1/worker.log\n\
+             shard 2 not_started {root}/w2/worker.log\n"
         ));
     dir.child("merged.json")
         .assert("{\n  \"k\": {\n    \"a\": 1,\n    \"b\": 2,\n    \"c\": 4\n  }\n}\n");
     dir.child("conflicts.json")
         .assert(predicate::str::contains("\"shard\": 1"));
+}
+
+/// Shard i's status.json as warmup-spawn writes it for a child that exited 0.
+fn status_json(i: usize, interrupted: bool) -> String {
+    format!(
+        r#"{{"shard": {i}, "device": "0", "pid": 9, "exit_code": 0, "signal": null,
+  "signal_name": null, "timed_out": false, "interrupted": {interrupted},
+  "started_at": "2024-01-01T00:00:00.000Z", "seconds": 1.0, "argv": ["pytest"],
+  "env": {{"set": {{}}, "unset": []}}, "log": "w{i}/worker.log"}}"#
+    )
+}
+
+#[test]
+fn with_no_configs_the_summary_still_judges_every_shard_and_a_torn_status_is_failed() {
+    let dir = TempDir::new().expect("tempdir");
+    scratch(&dir, "mm");
+    for i in 0..2 {
+        dir.child(format!("w{i}/rec/mm.json"))
+            .write_str("{}")
+            .expect("empty record");
+    }
+    dir.child("w0/status.json")
+        .write_str(&status_json(0, false))
+        .expect("status");
+    dir.child("w1/status.json")
+        .write_str("{\"shard\": 1, \"exi")
+        .expect("torn");
+    let root = dir.path().display().to_string();
+    merge()
+        .args(["--in-scratch", &root, "--summary", "-"])
+        .assert()
+        .code(3)
+        .stdout(format!(
+            "version 1\ninputs 3\nrecovered 2\nkernels 0\nconfigs 0\nconflicts 0\n\
+             shard 0 ok {root}/w0/worker.log\nshard 1 failed {root}/w1/worker.log\n\
+             shard 2 not_started {root}/w2/worker.log\n"
+        ))
+        .stderr(
+            contains("w1/status.json: not a status file")
+                .and(contains("shard 1 counted as failed")),
+        );
 }
 
 #[test]

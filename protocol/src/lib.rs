@@ -1,27 +1,31 @@
 //! The harness protocol the warmup tools share (docs/CONTRACT.md), and only that: what two tools
-//! must agree on lives here, everything else stays in its tool's crate.
+//! must agree on lives here, everything else stays in its tool's crate, and how a tool behaves as
+//! a Unix tool (parsing, exit statuses, atomic writes, locks, quoting) is `toolkit`'s.
 //!
-//! - [`env`]: the harness's environment variable names;
+//! - [`env`](mod@env): the harness's environment variable names; [`op`]: `--op`, read by every tool alike;
 //! - [`layout`]: every path inside a scratch folder, and [`layout::Scratch::lock`], the scratch
 //!   lock ([`lock::LOCK_FD`] is the caller's handshake);
 //! - [`plan`]: `SCRATCH/plan.json`, which warmup-shard writes and the others read;
+//! - [`status`]: `SCRATCH/w<i>/status.json`, which warmup-spawn writes and warmup-costs reads,
+//!   and [`status::Outcome`], the one rule every run summary judges a shard by;
+//! - [`costs`]: the cost file, which warmup-costs writes and warmup-shard reads;
+//! - [`history`]: an op's history in a record folder (the published sidecar and
+//!   `<op>.costs.json`), which warmup-shard `--history` and `warmup-costs --predict` read, and
+//!   [`probe`]: the Triton version and device model a history must match;
 //! - [`records`]: the `{kernel: {key: config}}` shape check and counts that warmup-merge and
 //!   warmup-publish both report;
-//! - [`summary`]: the run-summary lines scripts read; [`shell`]: quoting for POSIX shells;
-//! - [`atomic`]: writing files whole or not at all; [`cli`]: argument parsing, `--op`, and the
-//!   generated completions and man pages; [`exit`] and [`Status`]: the exit statuses.
+//! - [`summary`]: the run-summary lines scripts read.
 //!
 //! Python's `json`, which the record files are written with, is the `pyjson` crate's.
 
-pub mod atomic;
-pub mod cli;
+pub mod costs;
 pub mod env;
-mod exit;
+pub mod history;
 pub mod layout;
 pub mod lock;
+pub mod op;
 pub mod plan;
+pub mod probe;
 pub mod records;
-pub mod shell;
+pub mod status;
 pub mod summary;
-
-pub use exit::{exit, Status, USAGE};

@@ -9,10 +9,11 @@ use crate::layout::Scratch;
 use anyhow::{bail, Context, Result};
 use nix::errno::Errno;
 use nix::fcntl::{Flock, FlockArg};
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, Write};
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
+use toolkit::lock::{try_lock, Taken};
 
 /// Set by a caller that holds the lock for a whole run (scripts/warmup): its open descriptor
 /// on `SCRATCH/.lock`. A tool that finds it open on that same file runs under it.
@@ -45,16 +46,17 @@ impl Scratch {
             },
             Err(e) => return Err(e).with_context(|| cannot_open(&path)),
         };
-        match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
-            Ok(held) => {
+        let taken = try_lock(file, FlockArg::LockExclusiveNonblock)
+            .with_context(|| format!("locking {}", path.display()))?;
+        match taken {
+            Taken::Held(held) => {
                 if writable {
                     write_pid(&held)
                         .with_context(|| format!("writing this pid to {}", path.display()))?;
                 }
                 Ok(ScratchLock { _held: Some(held) })
             }
-            Err((_, Errno::EWOULDBLOCK)) => Err(self.in_use()),
-            Err((_, e)) => Err(e).with_context(|| format!("locking {}", path.display())),
+            Taken::Busy(_) => Err(self.in_use()),
         }
     }
 
@@ -106,13 +108,13 @@ impl Scratch {
     }
 }
 
+/// The lock file, for writing the holder's pid; read-only where the scratch is.
 fn open(path: &Path, write: bool) -> io::Result<File> {
-    OpenOptions::new()
-        .read(true)
-        .write(write)
-        .create(write)
-        .truncate(false)
-        .open(path)
+    if write {
+        toolkit::lock::open(path)
+    } else {
+        File::open(path)
+    }
 }
 
 fn read_only(e: &io::Error) -> bool {

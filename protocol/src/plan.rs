@@ -29,7 +29,10 @@ pub struct Plan {
     /// (largest expected cost first, onto the shard with the least so far).
     pub strategy: String,
     /// Where the expected costs came from, when the plan has them: `file` (seconds, from a cost
-    /// file), `uniform` or `product` (a cost model, in its own units). Absent: no costs.
+    /// file, given or kept in a record folder's history), or a cost model, in its own units:
+    /// `uniform`, `product` or `robust` (the default model where nothing was measured: under
+    /// `lpt` the split that holds up over a family of profiles, each shape's cost its mean share
+    /// of them). Absent: no costs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_source: Option<String>,
     /// How many shapes the op has in the source.
@@ -116,6 +119,18 @@ impl Plan {
                     );
                 }
             }
+            let costs = shard
+                .shape_costs
+                .iter()
+                .flatten()
+                .map(|c| ("shape_costs", c));
+            let expected = shard.expected_cost.iter().map(|c| ("expected_cost", c));
+            if let Some((field, c)) = costs.chain(expected).find(|(_, c)| **c < 0.0) {
+                bail!(
+                    "{}: shard {i}'s \"{field}\" holds {c}, not a cost (a number of at least 0); rewrite the plan with warmup-shard",
+                    path.display()
+                );
+            }
         }
         let root = match path.parent() {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
@@ -126,7 +141,7 @@ impl Plan {
 
     /// Writes the plan to `SCRATCH/plan.json` atomically.
     pub fn save(&self, scratch: &Scratch) -> Result<()> {
-        crate::atomic::write_json(&scratch.plan(), self)
+        toolkit::atomic::write_json(&scratch.plan(), self)
     }
 }
 
@@ -228,6 +243,21 @@ mod tests {
         );
         assert!(
             err.contains("shard 1") && err.contains("shape_costs"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_negative_cost_is_refused_naming_the_shard_and_field() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let scratch = Scratch::new(dir.path());
+        let mut plan = sample();
+        let n = plan.shards[1].shapes.len();
+        plan.shards[1].shape_costs = Some(vec![-2.0; n]);
+        plan.save(&scratch).expect("save");
+        let err = format!("{:#}", Plan::load(&scratch.plan()).expect_err("negative"));
+        assert!(
+            err.contains("shard 1's \"shape_costs\" holds -2, not a cost"),
             "{err}"
         );
     }

@@ -63,7 +63,7 @@ impl Summary {
                 .and_then(|()| out.flush())
                 .map_err(|e| anyhow::Error::new(e).context("writing the summary to stdout"))
         } else {
-            crate::atomic::write(target, &self.text)
+            toolkit::atomic::write(target, &self.text)
         }
     }
 }

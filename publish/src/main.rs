@@ -1,4 +1,4 @@
 fn main() -> std::process::ExitCode {
-    let args: publish::Args = protocol::cli::parse();
-    protocol::exit(publish::TOOL, publish::run(&args))
+    let args: publish::Args = toolkit::cli::parse();
+    toolkit::exit(publish::TOOL, publish::run(&args))
 }

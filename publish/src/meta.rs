@@ -9,9 +9,7 @@ use protocol::layout::Scratch;
 use protocol::plan::Plan;
 use serde_json::{Map, Value};
 
-/// The harness's sidecar format and the version of it this build writes.
-const FORMAT: &str = "warmup-harness-meta";
-const VERSION: u64 = 1;
+use protocol::history::{meta_path, SIDECAR_FORMAT as FORMAT, SIDECAR_VERSION as VERSION};
 /// Where a record was made; the replay warns on another Triton or another device.
 const FIELDS: [&str; 6] = [
     "python",
@@ -22,10 +20,18 @@ const FIELDS: [&str; 6] = [
     "device",
 ];
 
-/// `<op>.meta.json`, the sidecar of `<op>.json`.
-pub fn file_name(op: &str) -> String {
-    format!("{op}.meta.json")
+/// What the shards' processes spent besides tuning, and how the published sidecar holds it: the
+/// longest start-up (the children start side by side), the sum of compiling (each config is
+/// compiled once between them).
+#[derive(Clone, Copy)]
+enum Fold {
+    Max,
+    Sum,
 }
+const PROCESS_SECONDS: [(&str, Fold); 2] = [
+    ("startup_seconds", Fold::Max),
+    ("compile_seconds", Fold::Sum),
+];
 
 /// The shards' sidecars as one, and what a person should know about how it was made.
 #[derive(Debug, Default)]
@@ -36,8 +42,9 @@ pub struct Combined {
 }
 
 /// Combines the sidecars of the plan's shards (`SCRATCH/w<i>/rec/<op>.meta.json`): the
-/// `tune_seconds` of every shard (a key several shards decided keeps the first shard's), and each
-/// of FIELDS where all shards agree, else `null`, which the replay checks nothing against. A
+/// `tune_seconds` of every shard (a key several shards decided keeps the first shard's), each
+/// of FIELDS where all shards agree, else `null`, which the replay checks nothing against, and
+/// PROCESS_SECONDS folded. A
 /// sidecar that cannot be read or is not the harness's is left out, with a note; without a plan
 /// to name the shards, none is read.
 pub fn combine(scratch: &Scratch, op: &str) -> Result<Combined> {
@@ -53,7 +60,7 @@ pub fn combine(scratch: &Scratch, op: &str) -> Result<Combined> {
     let mut notes = Vec::new();
     let mut read = Vec::new();
     for shard in 0..plan.shards.len() {
-        let path = scratch.record_dir(shard).join(file_name(op));
+        let path = meta_path(&scratch.record_dir(shard), op);
         let parsed = match std::fs::read(&path) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
             Err(e) => Err(format!("cannot be read ({e})")),
@@ -95,6 +102,11 @@ pub fn combine(scratch: &Scratch, op: &str) -> Result<Combined> {
             ));
         }
     }
+    for (field, fold) in PROCESS_SECONDS {
+        if let Some(value) = process_seconds(&read, field, fold) {
+            out.insert(field.into(), value);
+        }
+    }
     let mut bytes = serde_json::to_vec_pretty(&Value::Object(out))?;
     bytes.push(b'\n');
     Ok(Combined {
@@ -118,6 +130,22 @@ fn parse(bytes: &[u8]) -> Result<Map<String, Value>, String> {
         Ok(_) => Err(format!("not a {FORMAT} file")),
         Err(e) => Err(format!("not JSON ({e})")),
     }
+}
+
+/// `field` over the shards that hold it: None where none does (the field is left out); `null`
+/// where the fold has no number to give (no shard's is one, or a sum would miss a shard's).
+fn process_seconds(read: &[(usize, Map<String, Value>)], field: &str, fold: Fold) -> Option<Value> {
+    let held: Vec<&Value> = read.iter().filter_map(|(_, s)| s.get(field)).collect();
+    if held.is_empty() {
+        return None;
+    }
+    let numbers: Vec<f64> = held.iter().filter_map(|v| v.as_f64()).collect();
+    let folded = match fold {
+        Fold::Max => numbers.iter().copied().reduce(f64::max),
+        Fold::Sum if numbers.len() == read.len() => Some(numbers.iter().sum()),
+        Fold::Sum => None,
+    };
+    Some(folded.map_or(Value::Null, Value::from))
 }
 
 /// Every shard's `{kernel: {key: seconds}}`, the first shard's where several have a key.

@@ -3,23 +3,18 @@
 //! the other tools read.
 
 mod commit;
-mod emit;
 mod listing;
-mod parse;
-mod pynum;
-mod resolve;
-mod scan;
-mod schema;
+mod robust;
 mod shape;
+mod shape_file;
 mod split;
 mod strategy;
-mod tree;
 
 use anyhow::{Context, Result};
 use protocol::layout::{shapes_in_scratch, Scratch};
 use protocol::plan::{Plan, Shard, VERSION};
-use protocol::Status;
 use std::path::PathBuf;
+use toolkit::Status;
 
 pub use split::{split, Piece, Split};
 pub use strategy::{Balance, Model, Strategy};
@@ -34,16 +29,19 @@ const EXAMPLES: &str = "EXAMPLES:
   FLAGGEMS_PERF_CURRENT_OP=addmm warmup-shard --shards 8 --out \"$SCRATCH\" shapes.yaml | xargs wc -l
   warmup-shard --op mm --shards 8 --strategy lpt --costs costs.json --out /tmp/run shapes.yaml
       balanced by the seconds a previous run measured (warmup-costs writes costs.json)
+  warmup-shard --op mm --shards 4 --history records --python .venv/bin/python --out /tmp/run shapes.yaml
+      LPT by the costs the last sweep kept in records/ (warmup-costs --record-dir), when it ran
+      on this Triton and GPU model; else the robust split
   warmup-shard --op mm --shards 1000 --strategy lpt --out /tmp/run shapes.yaml
       one shape per shard, largest product first: warmup-spawn runs them as a pool";
 
 /// Split an op's shapes in a shape file into shard files a child reads with `yaml.safe_load`
 /// into exactly the objects the source gives; round-robin, or balanced by expected costs.
 #[derive(Debug, clap::Parser)]
-#[command(name = TOOL, version, after_long_help = protocol::cli::after_help(EXAMPLES))]
+#[command(name = TOOL, version, after_long_help = toolkit::cli::after_help(EXAMPLES))]
 pub struct Args {
     #[command(flatten)]
-    pub op: protocol::cli::OpArg,
+    pub op: protocol::op::OpArg,
     /// The top-level key whose "shapes" to split, kept as the key in every shard file: where the
     /// benchmark looks the op's shapes up (FlagGems: its benchmark class name) [default: the op]
     #[arg(long, value_name = "KEY")]
@@ -52,20 +50,27 @@ pub struct Args {
     /// devices make warmup-spawn run them as a pool, longest expected first
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub shards: u64,
-    /// How to assign shapes to shards
-    #[arg(long, value_enum, default_value = "round-robin")]
-    pub strategy: Strategy,
+    /// How to assign shapes to shards [default: lpt with --history, else round-robin]
+    #[arg(long, value_enum)]
+    pub strategy: Option<Strategy>,
     /// A cost file of measured seconds per shape (warmup-costs writes it); shapes it lacks get
     /// the median of the op's shapes it has
     #[arg(long, value_name = "FILE")]
     pub costs: Option<PathBuf>,
+    /// A record folder: balance by the costs the op's last sweep kept there (<op>.costs.json,
+    /// `warmup-costs --record-dir`) when its <op>.meta.json names this run's Triton version and
+    /// device model, else by the cost model
+    #[arg(long, value_name = "DIR", conflicts_with = "costs")]
+    pub history: Option<PathBuf>,
+    #[command(flatten)]
+    pub here: protocol::probe::HereArgs,
     /// The cost model where there is no cost file, or it has none of the op's shapes
-    /// [default: product, with --strategy lpt or --costs]
+    /// [default: robust, with --strategy lpt or --costs]
     #[arg(long, value_enum, value_name = "MODEL")]
     pub cost_model: Option<Model>,
     /// Under --cost-model product: each shape's fixed cost, in units of the op's mean product
     /// (a shape of mean product costs 1 + this)
-    #[arg(long, value_name = "MEANS", default_value = "1", value_parser = costs::non_negative)]
+    #[arg(long, value_name = "MEANS", default_value = "1", value_parser = protocol::costs::cost_arg)]
     pub overhead: f64,
     /// The scratch folder: gets w<i>/shapes.yaml per shard and plan.json (created if missing)
     #[arg(long, value_name = "SCRATCH")]
@@ -80,13 +85,19 @@ pub struct Args {
 
 pub fn run(args: &Args) -> Result<Status> {
     let op = args.op.name().to_owned();
+    let strategy = args.strategy.unwrap_or(if args.history.is_some() {
+        Strategy::Lpt
+    } else {
+        Strategy::RoundRobin
+    });
+    let file = match (&args.costs, &args.history) {
+        (Some(path), _) => Some(protocol::costs::CostFile::load(path)?),
+        (None, Some(dir)) => from_history(dir, &op, args),
+        (None, None) => None,
+    };
     let balance = Balance {
-        strategy: args.strategy,
-        costs: args
-            .costs
-            .as_deref()
-            .map(costs::CostFile::load)
-            .transpose()?,
+        strategy,
+        costs: file,
         model: args.cost_model,
         overhead: args.overhead,
     };
@@ -122,7 +133,7 @@ pub fn run(args: &Args) -> Result<Status> {
         op: op.clone(),
         entry: Some(entry.unwrap_or(&op).to_owned()),
         source,
-        strategy: args.strategy.name().to_owned(),
+        strategy: strategy.name().to_owned(),
         cost_source: cut.costs.as_ref().map(|c| c.source.to_owned()),
         shapes: cut.total,
         shards: cut
@@ -177,13 +188,32 @@ pub fn run(args: &Args) -> Result<Status> {
         sizes.len(),
         sizes.join(", "),
         args.out.display(),
-        args.strategy.name()
+        strategy.name()
     );
     if let Some(line) = expected_line(&plan) {
         eprintln!("{TOOL}: {line}");
     }
     listing::print(&scratch, cut.pieces.len())?;
     Ok(Status::Done)
+}
+
+/// The costs of the op's last sweep kept in the record folder `dir`, when that sweep ran on this
+/// run's Triton and device model; else `None`, after a line saying why.
+fn from_history(dir: &std::path::Path, op: &str, args: &Args) -> Option<protocol::costs::CostFile> {
+    match protocol::history::find(dir, op, || args.here.find()) {
+        Ok(history) => {
+            eprintln!(
+                "{TOOL}: op {op}: balancing by the costs its last sweep measured ({})",
+                history.costs.path().display()
+            );
+            Some(history.costs)
+        }
+        Err(why) => {
+            let model = args.cost_model.unwrap_or(Model::Robust).name();
+            eprintln!("{TOOL}: op {op}: no usable history ({why}): splitting by the {model} model");
+            None
+        }
+    }
 }
 
 /// `expected cost per shard (file): 12.100 s (largest) to 11.800 s, mean 11.900 s`, for a plan

@@ -1,4 +1,4 @@
 fn main() -> std::process::ExitCode {
-    let args: shard::Args = protocol::cli::parse();
-    protocol::exit(shard::TOOL, shard::run(&args))
+    let args: shard::Args = toolkit::cli::parse();
+    toolkit::exit(shard::TOOL, shard::run(&args))
 }

@@ -1,12 +1,10 @@
 //! One entry's shapes cut into shards (by the strategy in `strategy`), each rendered as a complete
 //! shape file in memory, so that nothing is written unless every shard could be built.
 
-use crate::emit::{expanded_size, Emitter, MAX_NODES};
-use crate::resolve;
-use crate::schema::{Key, Schema};
+use crate::shape_file::{self, MAX_NODES};
 use crate::strategy::{self, Balance, Costs, ShapeInfo};
-use crate::tree::{self, Doc, Kind, NodeId};
 use anyhow::Result;
+use pyyaml::{expanded_size, tag, Doc, Key, Kind, NodeId, Schema};
 
 /// One shard: which source shapes it holds and its shape file's text.
 #[derive(Debug)]
@@ -40,12 +38,11 @@ pub fn split(
     shards: usize,
     balance: &Balance,
 ) -> Result<Split> {
-    let text = tree::prepare(bytes, name)?;
-    let doc = tree::compose(&text, name)?;
+    let doc = shape_file::load(bytes, name)?;
     let mut schema = Schema::new(&doc, name);
     schema.validate()?;
     let root = &doc.nodes[doc.root];
-    if !matches!(root.kind, Kind::Map(_)) || root.tag != resolve::MAP {
+    if !matches!(root.kind, Kind::Map(_)) || root.tag != tag::MAP {
         return Err(doc.error_at(
             name,
             doc.root,
@@ -65,7 +62,7 @@ pub fn split(
         _ => format!("op {op:?}"),
     };
     let entry_node = &doc.nodes[entry_id];
-    if !matches!(entry_node.kind, Kind::Map(_)) || entry_node.tag != resolve::MAP {
+    if !matches!(entry_node.kind, Kind::Map(_)) || entry_node.tag != tag::MAP {
         return Err(doc.error_at(
             name,
             entry_id,
@@ -141,8 +138,7 @@ pub fn split(
                 listed.join(", ")
             );
             let items: Vec<NodeId> = picked.iter().map(|&j| items[j]).collect();
-            let text =
-                Emitter::new(&doc).shard_file(&comment, entry_key, &pairs, shapes_at, &items);
+            let text = shape_file::shard_file(&doc, &comment, entry_key, &pairs, shapes_at, &items);
             Piece {
                 shapes: picked,
                 text,

@@ -1,16 +1,18 @@
 //! Which shapes go to which shard: round-robin (the plugin's way, the default), or LPT (largest
 //! expected cost first, each onto the shard with the least expected cost so far), and where the
-//! expected costs come from: a cost file of measured seconds, else a cost model.
+//! expected costs come from: a cost file of measured seconds (given, or kept with the records:
+//! `protocol::history`), else a cost model. Where nothing was measured the default is `robust`,
+//! the split that holds up over a family of profiles (`robust`), not LPT by one guessed model.
 //!
 //! Costs are assumed to add up: a shard is expected to take the sum of its shapes' costs, which
-//! holds once nothing is shared between shapes of one process (see `costs::measure` for what a
+//! holds once nothing is shared between shapes of one process (see warmup-costs' `measure` for what a
 //! shared compile does to measured costs).
 
-use crate::schema::Schema;
+use crate::robust;
 use crate::shape;
-use crate::tree::NodeId;
 use crate::TOOL;
-use costs::CostFile;
+use protocol::costs::CostFile;
+use pyyaml::{NodeId, Schema};
 use std::cmp::Ordering;
 
 /// How shapes are assigned to shards.
@@ -38,6 +40,9 @@ pub enum Model {
     Uniform,
     /// The product of the numbers in the shape, relative to the op's mean, plus --overhead
     Product,
+    /// Cost grows with the shape's product by an unknown power: the split whose worst case over
+    /// the powers 0 to 1.5 is best
+    Robust,
 }
 
 impl Model {
@@ -45,6 +50,7 @@ impl Model {
         match self {
             Model::Uniform => "uniform",
             Model::Product => "product",
+            Model::Robust => "robust",
         }
     }
 }
@@ -110,6 +116,10 @@ impl Balance {
     pub fn assign(&self, op: &str, shapes: &[ShapeInfo], k: usize) -> Assignment {
         let costs = self.costs(op, shapes);
         let groups = match (&self.strategy, &costs) {
+            (Strategy::Lpt, Some(c)) if c.source == Model::Robust.name() => {
+                let products: Vec<f64> = shapes.iter().map(|s| s.product).collect();
+                in_shards(&robust::assign(&products, k), &c.per_shape, k)
+            }
             (Strategy::Lpt, Some(c)) => lpt(&c.per_shape, k),
             _ => (0..k)
                 .map(|i| (i..shapes.len()).step_by(k).collect())
@@ -126,7 +136,7 @@ impl Balance {
         }
         let model = match self.model {
             Some(m) => m,
-            None if self.strategy == Strategy::Lpt || self.costs.is_some() => Model::Product,
+            None if self.strategy == Strategy::Lpt || self.costs.is_some() => Model::Robust,
             None => return None,
         };
         Some(Costs {
@@ -173,14 +183,24 @@ fn from_file(file: &CostFile, op: &str, shapes: &[ShapeInfo]) -> Option<Costs> {
     })
 }
 
-/// A model's cost of each shape: `uniform` 1 each; `product` overhead + product / mean product.
+/// A model's cost of each shape: `uniform` 1 each; `product` overhead + product / mean product;
+/// `robust` the shape's mean share of the family's profiles, in units of the mean shape.
 fn modelled(model: Model, overhead: f64, shapes: &[ShapeInfo]) -> Vec<f64> {
     match model {
         Model::Uniform => vec![1.0; shapes.len()],
+        Model::Robust => {
+            let products: Vec<f64> = shapes.iter().map(|s| s.product.min(1e300)).collect();
+            robust::mean_shares(&products)
+        }
         Model::Product => {
             // Clamped so that a sum of huge products stays finite.
             let p = |s: &ShapeInfo| s.product.min(1e300);
-            let mean = shapes.iter().map(p).sum::<f64>() / shapes.len().max(1) as f64;
+            let n = shapes.len().max(1) as f64;
+            let mut mean = shapes.iter().map(p).sum::<f64>() / n;
+            if !mean.is_finite() {
+                // Many products near the clamp: summed as shares, which cannot overflow.
+                mean = shapes.iter().map(|s| p(s) / n).sum::<f64>();
+            }
             shapes
                 .iter()
                 .map(|s| overhead + if mean > 0.0 { p(s) / mean } else { 0.0 })
@@ -210,6 +230,21 @@ pub fn lpt(costs: &[f64], k: usize) -> Vec<Vec<usize>> {
         bins[least].0 += costs[j];
         bins[least].1.push(j);
     }
+    ordered(bins)
+}
+
+/// The shards of a split given as each shape's shard, ordered as [`lpt`] orders them.
+fn in_shards(shard_of: &[usize], costs: &[f64], k: usize) -> Vec<Vec<usize>> {
+    let mut bins: Vec<(f64, Vec<usize>)> = vec![(0.0, Vec::new()); k];
+    for (j, &i) in shard_of.iter().enumerate() {
+        bins[i].0 += costs[j];
+        bins[i].1.push(j);
+    }
+    ordered(bins)
+}
+
+/// Largest expected first (then by first shape), each shard's shapes in source order.
+fn ordered(mut bins: Vec<(f64, Vec<usize>)>) -> Vec<Vec<usize>> {
     for bin in &mut bins {
         bin.1.sort_unstable();
     }
@@ -238,6 +273,16 @@ mod tests {
 
     fn load(json: &str) -> CostFile {
         CostFile::parse(Path::new("c.json"), json).expect("valid cost file")
+    }
+
+    /// `strategy` by the cost file `json`, `model` where it has none of the op's shapes.
+    fn by_file(strategy: Strategy, json: &str, model: Option<Model>) -> Balance {
+        Balance {
+            strategy,
+            costs: Some(load(json)),
+            model,
+            overhead: 1.0,
+        }
     }
 
     fn loads(groups: &[Vec<usize>], costs: &[f64]) -> Vec<f64> {
@@ -276,14 +321,11 @@ mod tests {
     #[test]
     fn lpt_by_the_cost_file_gives_missing_shapes_the_median() {
         let shapes = info(&["[1]", "[2]", "[3]", "[4]"], &[1.0; 4]);
-        let balance = Balance {
-            strategy: Strategy::Lpt,
-            costs: Some(load(
-                r#"{"mm": {"[1]": 8, "[2]": 1, "[3]": 2, "[9]": 100}}"#,
-            )),
-            model: None,
-            overhead: 1.0,
-        };
+        let balance = by_file(
+            Strategy::Lpt,
+            r#"{"mm": {"[1]": 8, "[2]": 1, "[3]": 2, "[9]": 100}}"#,
+            None,
+        );
         let a = balance.assign("mm", &shapes, 2);
         let costs = a.costs.expect("costs");
         assert_eq!(costs.source, "file");
@@ -294,12 +336,11 @@ mod tests {
     #[test]
     fn a_cost_file_without_the_op_falls_back_to_the_model() {
         let shapes = info(&["[1]", "[3]"], &[1.0, 3.0]);
-        let balance = Balance {
-            strategy: Strategy::Lpt,
-            costs: Some(load(r#"{"bmm": {"[1]": 8}}"#)),
-            model: Some(Model::Uniform),
-            overhead: 1.0,
-        };
+        let balance = by_file(
+            Strategy::Lpt,
+            r#"{"bmm": {"[1]": 8}}"#,
+            Some(Model::Uniform),
+        );
         let costs = balance.assign("mm", &shapes, 2).costs.expect("costs");
         assert_eq!((costs.source, costs.per_shape), ("uniform", vec![1.0, 1.0]));
     }
@@ -316,14 +357,29 @@ mod tests {
     }
 
     #[test]
+    fn huge_products_and_huge_file_costs_keep_every_sum_finite() {
+        let shapes = info(&["a"; 400], &[f64::INFINITY; 400]);
+        let costs = modelled(Model::Product, 1e12, &shapes);
+        assert!(costs.iter().all(|c| *c == 1e12 + 1.0), "{:?}", &costs[..2]);
+        let shapes = info(&["[1]", "[2]", "[3]"], &[1.0; 3]);
+        let balance = by_file(
+            Strategy::Lpt,
+            r#"{"mm": {"[1]": 1e12, "[2]": 1e12, "[3]": 1e12}}"#,
+            None,
+        );
+        let a = balance.assign("mm", &shapes, 2);
+        let sum: f64 = a.costs.expect("costs").per_shape.iter().sum();
+        assert!(sum.is_finite() && sum == 3e12, "{sum}");
+    }
+
+    #[test]
     fn round_robin_with_costs_keeps_its_cut_and_records_the_costs() {
         let shapes = info(&["[1]", "[2]", "[3]"], &[1.0, 1.0, 1.0]);
-        let balance = Balance {
-            strategy: Strategy::RoundRobin,
-            costs: Some(load(r#"{"mm": {"[1]": 4, "[2]": 1, "[3]": 2}}"#)),
-            model: None,
-            overhead: 1.0,
-        };
+        let balance = by_file(
+            Strategy::RoundRobin,
+            r#"{"mm": {"[1]": 4, "[2]": 1, "[3]": 2}}"#,
+            None,
+        );
         let a = balance.assign("mm", &shapes, 2);
         assert_eq!(a.groups, vec![vec![0, 2], vec![1]]);
         assert_eq!(a.costs.expect("costs").per_shape, vec![4.0, 1.0, 2.0]);

@@ -19,6 +19,16 @@ fn source(dir: &TempDir, text: &str) -> PathBuf {
     file.path().to_path_buf()
 }
 
+/// `warmup-shard ARGS --out DIR/run SRC`, SRC a shape file holding `text`: the command, not
+/// yet run (a test may add to its environment), the scratch it writes, and SRC.
+fn split_cmd(dir: &TempDir, text: &str, args: &[&str]) -> (Command, PathBuf, PathBuf) {
+    let src = source(dir, text);
+    let out = dir.path().join("run");
+    let mut cmd = shard();
+    cmd.args(args).arg("--out").arg(&out).arg(&src);
+    (cmd, out, src)
+}
+
 fn assert_nothing_written(out: &Path) {
     assert!(!out.exists(), "{} was created", out.display());
 }
@@ -50,19 +60,12 @@ fn snapshot(root: &Path) -> BTreeMap<PathBuf, Option<String>> {
 #[test]
 fn stdout_lists_one_shard_file_per_line_and_the_plan_records_them() {
     let dir = TempDir::new().expect("tempdir");
-    let src = source(&dir, SHAPES);
-    let out = dir.path().join("run");
-    shard()
-        .args(["--op", "mm", "--shards", "2", "--out"])
-        .arg(&out)
-        .arg(&src)
-        .assert()
-        .success()
-        .stdout(format!(
-            "{}\n{}\n",
-            out.join("w0/shapes.yaml").display(),
-            out.join("w1/shapes.yaml").display()
-        ));
+    let (mut cmd, out, src) = split_cmd(&dir, SHAPES, &["--op", "mm", "--shards", "2"]);
+    cmd.assert().success().stdout(format!(
+        "{}\n{}\n",
+        out.join("w0/shapes.yaml").display(),
+        out.join("w1/shapes.yaml").display()
+    ));
     let (plan, _) = protocol::plan::Plan::load(&out.join("plan.json")).expect("plan loads");
     assert_eq!(plan.op, "mm");
     assert_eq!(plan.entry(), "mm");
@@ -79,13 +82,8 @@ fn stdout_lists_one_shard_file_per_line_and_the_plan_records_them() {
 #[test]
 fn the_op_comes_from_the_environment_trimmed_when_no_flag() {
     let dir = TempDir::new().expect("tempdir");
-    let src = source(&dir, SHAPES);
-    let out = dir.path().join("run");
-    shard()
-        .env("FLAGGEMS_PERF_CURRENT_OP", "  mm \n")
-        .args(["--shards", "5", "--out"])
-        .arg(&out)
-        .arg(&src)
+    let (mut cmd, out, _) = split_cmd(&dir, SHAPES, &["--shards", "5"]);
+    cmd.env("FLAGGEMS_PERF_CURRENT_OP", "  mm \n")
         .assert()
         .success();
     assert!(out.join("w2/shapes.yaml").exists() && !out.join("w3").exists());
@@ -96,51 +94,34 @@ const BLAS: &str = "BlasBenchmark:\n  shapes:\n    - [2, 384, 384, 384]\n    - [
 #[test]
 fn an_entry_under_another_key_is_split_and_kept_under_that_key() {
     let dir = TempDir::new().expect("tempdir");
-    let src = source(&dir, BLAS);
-    let out = dir.path().join("run");
-    shard()
-        .args([
-            "--op",
-            "mm",
-            "--entry",
-            "BlasBenchmark",
-            "--shards",
-            "2",
-            "--out",
-        ])
-        .arg(&out)
-        .arg(&src)
-        .assert()
-        .success();
+    let args = ["--op", "mm", "--entry", "BlasBenchmark", "--shards", "2"];
+    let (mut cmd, out, src) = split_cmd(&dir, BLAS, &args);
+    cmd.assert().success();
     let (plan, _) = protocol::plan::Plan::load(&out.join("plan.json")).expect("plan");
     assert_eq!((plan.op.as_str(), plan.entry()), ("mm", "BlasBenchmark"));
     let w1 = std::fs::read_to_string(out.join("w1/shapes.yaml")).expect("shard 1");
-    assert!(
-        w1.contains("\nBlasBenchmark:\n  shapes:\n    - [16, 1024, 1024, 1024]\n"),
-        "{w1}"
+    let from = src.canonicalize().expect("abs");
+    assert_eq!(
+        w1,
+        format!(
+            "# shard 1 of 2: entry BlasBenchmark (op mm) from {} (shapes 1)\nBlasBenchmark:\n  shapes:\n    - [16, 1024, 1024, 1024]\n  shape_desc: \"B, M, N, K\"\n",
+            from.display()
+        )
     );
 }
 
 #[test]
 fn a_missing_op_lists_the_top_level_keys_and_suggests_an_entry() {
     let dir = TempDir::new().expect("tempdir");
-    let src = source(&dir, BLAS);
-    let out = dir.path().join("run");
-    shard()
-        .args(["--op", "mm", "--shards", "2", "--out"])
-        .arg(&out)
-        .arg(&src)
-        .assert()
-        .code(2)
-        .stdout("")
-        .stderr(
-            predicate::str::starts_with("warmup-shard: ")
-                .and(predicate::str::contains("no op \"mm\""))
-                .and(predicate::str::contains(
-                    "top-level keys: BlasBenchmark, mv",
-                ))
-                .and(predicate::str::contains("--entry BlasBenchmark")),
-        );
+    let (mut cmd, out, src) = split_cmd(&dir, BLAS, &["--op", "mm", "--shards", "2"]);
+    cmd.assert().code(2).stdout("").stderr(
+        predicate::str::starts_with("warmup-shard: ")
+            .and(predicate::str::contains("no op \"mm\""))
+            .and(predicate::str::contains(
+                "top-level keys: BlasBenchmark, mv",
+            ))
+            .and(predicate::str::contains("--entry BlasBenchmark")),
+    );
     assert_nothing_written(&out);
     shard()
         .args(["--op", "mm", "--entry", "Blas", "--shards", "2", "--out"])
@@ -336,12 +317,19 @@ fn shard_into(out: &Path, src: &Path, shards: &str) -> assert_cmd::assert::Asser
         .assert()
 }
 
+/// A source of six shapes in `dir`, and a run of it into `dir/run` by shard count: the scratch
+/// and the run.
+fn six_shape_runs(dir: &TempDir) -> (PathBuf, impl Fn(&str) -> assert_cmd::assert::Assert) {
+    let src = six_shapes(dir);
+    let out = dir.path().join("run");
+    let scratch = out.clone();
+    (scratch, move |n: &str| shard_into(&out, &src, n))
+}
+
 #[test]
 fn a_rerun_replaces_the_plan_and_removes_only_stale_shard_folders() {
     let dir = TempDir::new().expect("tempdir");
-    let src = six_shapes(&dir);
-    let out = dir.path().join("run");
-    let run = |n: &str| shard_into(&out, &src, n);
+    let (out, run) = six_shape_runs(&dir);
     run("5").success();
     std::fs::create_dir_all(out.join("keep")).expect("mkdir");
     std::fs::create_dir_all(out.join("w9x")).expect("mkdir");
@@ -390,9 +378,7 @@ fn a_rerun_that_fails_part_way_leaves_the_earlier_plan_shards_and_outputs_and_no
     // would make it with errors.
     for (blocker, is_dir) in [("w2", false), ("w1/shapes.yaml", true)] {
         let dir = TempDir::new().expect("tempdir");
-        let src = six_shapes(&dir);
-        let out = dir.path().join("run");
-        let run = |n: &str| shard_into(&out, &src, n);
+        let (out, run) = six_shape_runs(&dir);
         run("2").success();
         std::fs::create_dir_all(out.join("w0/rec")).expect("mkdir");
         std::fs::write(out.join("w0/rec/mm.json"), "{\"k\": {}}").expect("record");

@@ -1,4 +1,4 @@
-//! `warmup-spawn --check-args ARGS...` (protocol::cli): the checks of its arguments that the
+//! `warmup-spawn --check-args ARGS...` (toolkit::cli): the checks of its arguments that the
 //! parser cannot make, so that a script composing the tools refuses a typo in an option it passes
 //! on (exit 2) before anything runs, rather than finding it after the skip rules and falling back
 //! to the plain run: the backend's name, the syntax of `--devices`, and, with `--plan`, the op and

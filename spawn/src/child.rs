@@ -5,9 +5,9 @@
 
 use crate::log::Log;
 use crate::process::{self, Exit};
-use crate::status::ShardStatus;
 use nix::sys::signal::Signal;
 use nix::unistd::Pid;
+use protocol::status::ShardStatus;
 use std::time::{Duration, Instant};
 
 /// What has been sent to a child's processes.

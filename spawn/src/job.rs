@@ -4,9 +4,9 @@
 
 use crate::backend::Backend;
 use crate::process::Marker;
-use crate::status::EnvChanges;
 use protocol::env;
 use protocol::layout::Scratch;
+use protocol::status::EnvChanges;
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;

@@ -7,9 +7,13 @@
 //! The modules: `backend` (devices), `job` (a shard's child, resolved), `supervisor` (the run's
 //! loop) over `child` (one child's life), `process` (groups, markers, orphans), `signal`,
 //! `watchdog` (what stops the children if warmup-spawn is killed), `log` (a child's output),
-//! `status` (status.json and the run summary), `progress` (what a person sees), `shell`
+//! `status` (a child's status.json as it starts, and the run summary; the file's type and the
+//! outcome rule are `protocol::status`'s), `progress` (what a person sees), `shell`
 //! (`--dry-run` lines), `select` (which shards run: `--only`, `--index-from-env`, and what such a
 //! run holds on the scratch). Only `backend` is public: the rest serves this tool alone.
+//!
+//! [`run`] parses nothing: [`Command::of`] says which of the six things this invocation does,
+//! and each is one function.
 
 pub mod backend;
 mod check;
@@ -28,11 +32,12 @@ mod watchdog;
 use anyhow::{bail, Context, Result};
 use protocol::layout::Scratch;
 use protocol::plan::Plan;
-use protocol::Status;
 use std::ffi::{OsStr, OsString};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+use toolkit::cli::Invocation;
+use toolkit::Status;
 
 pub use check::args as check_args;
 
@@ -83,11 +88,11 @@ FILES:
     name = TOOL,
     version,
     about,
-    after_long_help = protocol::cli::after_help(EXAMPLES)
+    after_long_help = toolkit::cli::after_help(EXAMPLES)
 )]
 pub struct Args {
     #[command(flatten)]
-    pub op: protocol::cli::OpArg,
+    pub op: protocol::op::OpArg,
 
     /// The plan warmup-shard wrote (SCRATCH/plan.json), or its SCRATCH folder
     #[arg(
@@ -179,34 +184,104 @@ fn seconds(text: &str) -> std::result::Result<Duration, String> {
     Duration::try_from_secs_f64(n).map_err(|e| format!("{text:?}: {e}"))
 }
 
-pub fn run(args: &Args) -> Result<Status> {
+/// What one invocation does, decided from the arguments alone before anything is read or
+/// started (as ripgrep's `Mode`): each is one function below, and [`run`] is one match.
+#[derive(Debug, Clone, Copy)]
+pub enum Command<'a> {
+    /// `--check-args ARGS...`: check ARGS past the parser ([`check_args`]), run nothing.
+    CheckArgs(&'a clap::ArgMatches),
+    /// `--lock-scratch SCRATCH`: take SCRATCH's lock on the caller's descriptor.
+    LockScratch(&'a Path),
+    /// `--list-devices`: print the device tokens a run would use.
+    ListDevices(&'a Args),
+    /// `--print-shape-file`: print the shape file COMMAND names.
+    PrintShapeFile(&'a [OsString]),
+    /// `--dry-run`: print each shard's device, environment changes and argv.
+    DryRun(&'a Args),
+    /// Run and supervise one child per shard.
+    Run(&'a Args),
+}
+
+impl<'a> Command<'a> {
+    /// The command `invocation` asks for (clap has refused the combinations that conflict).
+    pub fn of(invocation: &'a Invocation<Args>) -> Command<'a> {
+        let args = match invocation {
+            Invocation::CheckArgs(matches) => return Command::CheckArgs(matches),
+            Invocation::Run(args) => args,
+        };
+        if let Some(scratch) = &args.lock_scratch {
+            Command::LockScratch(scratch)
+        } else if args.list_devices {
+            Command::ListDevices(args)
+        } else if args.print_shape_file {
+            Command::PrintShapeFile(&args.command)
+        } else if args.dry_run {
+            Command::DryRun(args)
+        } else {
+            Command::Run(args)
+        }
+    }
+}
+
+pub fn run(invocation: &Invocation<Args>) -> Result<Status> {
     // Before anything else: if the caller dies from here on, the run stops (`signal`).
     let parent = nix::unistd::getppid();
     let env = backend::Environment::current();
-    if let Some(scratch) = &args.lock_scratch {
-        Scratch::new(scratch).lock_for_caller()?;
-        return Ok(Status::Done);
-    }
-    if args.list_devices {
-        let backend = backend::select(&args.backend, &env)?;
-        let devices = backend::devices(backend, args.devices.as_deref(), &env)?;
-        let mut out = std::io::stdout().lock();
-        for d in devices {
-            writeln!(out, "{d}").context("writing to stdout")?;
+    match Command::of(invocation) {
+        Command::CheckArgs(matches) => check::args(matches).map(|()| Status::Done),
+        Command::LockScratch(scratch) => {
+            Scratch::new(scratch).lock_for_caller()?;
+            Ok(Status::Done)
         }
-        return Ok(Status::Done);
+        Command::ListDevices(args) => list_devices(args, &env),
+        Command::PrintShapeFile(command) => print_shape_file(command),
+        Command::DryRun(args) => match prepare(args, &env)? {
+            Some(shards) => dry_run(&shards),
+            None => Ok(Status::NothingToDo),
+        },
+        Command::Run(args) => match prepare(args, &env)? {
+            Some(shards) => supervise(args, &shards, parent),
+            None => Ok(Status::NothingToDo),
+        },
     }
-    if args.print_shape_file {
-        let Some(file) = job::shape_file_of(&args.command) else {
-            return Ok(Status::NothingToDo);
-        };
-        let mut out = std::io::stdout().lock();
-        out.write_all(file.as_encoded_bytes())
-            .and_then(|()| out.write_all(b"\n"))
-            .context("writing to stdout")?;
-        return Ok(Status::Done);
-    }
+}
 
+fn list_devices(args: &Args, env: &backend::Environment) -> Result<Status> {
+    let backend = backend::select(&args.backend, env)?;
+    let devices = backend::devices(backend, args.devices.as_deref(), env)?;
+    let mut out = std::io::stdout().lock();
+    for d in devices {
+        writeln!(out, "{d}").context("writing to stdout")?;
+    }
+    Ok(Status::Done)
+}
+
+/// Exit 3, printing nothing, when `command` names no shape file.
+fn print_shape_file(command: &[OsString]) -> Result<Status> {
+    let Some(file) = job::shape_file_of(command) else {
+        return Ok(Status::NothingToDo);
+    };
+    let mut out = std::io::stdout().lock();
+    out.write_all(file.as_encoded_bytes())
+        .and_then(|()| out.write_all(b"\n"))
+        .context("writing to stdout")?;
+    Ok(Status::Done)
+}
+
+/// What a dry run prints and a run starts: the plan (narrowed to the chosen shards), its
+/// scratch, one job per shard in start order, and the devices.
+struct Shards {
+    plan: Plan,
+    scratch: Scratch,
+    choice: Option<select::Choice>,
+    jobs: Vec<job::Job>,
+    devices: Vec<String>,
+    run_id: String,
+}
+
+/// Reads and checks everything a run needs, writing nothing; `None` (after saying so, and
+/// writing the summary) when the plan has no shards.
+fn prepare(args: &Args, env: &backend::Environment) -> Result<Option<Shards>> {
     let plan_arg = args
         .plan
         .as_deref()
@@ -234,8 +309,8 @@ pub fn run(args: &Args) -> Result<Status> {
         );
     }
     check_command(&args.command[0])?;
-    let backend = backend::select(&args.backend, &env)?;
-    let devices = backend::devices(backend, args.devices.as_deref(), &env)?;
+    let backend = backend::select(&args.backend, env)?;
+    let devices = backend::devices(backend, args.devices.as_deref(), env)?;
     let run_id = process::run_id();
     let sharing = job::Sharing {
         children: plan.shards.len().min(devices.len()),
@@ -262,45 +337,64 @@ pub fn run(args: &Args) -> Result<Status> {
             plan_path.display()
         );
         write_summary(args, &plan, &jobs, &[], Duration::ZERO)?;
-        return Ok(Status::NothingToDo);
+        return Ok(None);
     }
+    Ok(Some(Shards {
+        plan,
+        scratch,
+        choice,
+        jobs,
+        devices,
+        run_id,
+    }))
+}
 
-    if args.dry_run {
-        let mut out = std::io::stdout().lock();
-        for (i, job) in jobs.iter().enumerate() {
-            let device = &devices[i % devices.len()];
-            writeln!(out, "# shard {} on device {device}", job.shard)
-                .and_then(|()| {
-                    let argv = job::lossy(&job.argv);
-                    writeln!(out, "{}", shell::env_line(&job.env_on(device), &argv))
-                })
-                .context("writing to stdout")?;
-        }
-        return Ok(Status::Done);
+/// Prints each shard's device and its `env` line; runs nothing.
+fn dry_run(shards: &Shards) -> Result<Status> {
+    let devices = &shards.devices;
+    let mut out = std::io::stdout().lock();
+    for (i, job) in shards.jobs.iter().enumerate() {
+        let device = &devices[i % devices.len()];
+        writeln!(out, "# shard {} on device {device}", job.shard)
+            .and_then(|()| {
+                let argv = job::lossy(&job.argv);
+                writeln!(out, "{}", shell::env_line(&job.env_on(device), &argv))
+            })
+            .context("writing to stdout")?;
     }
+    Ok(Status::Done)
+}
 
-    for job in &jobs {
+/// Claims the scratch, clears the chosen shards' outputs, and runs and supervises their
+/// children to the end; `parent` is the caller whose death stops the run.
+fn supervise(args: &Args, shards: &Shards, parent: nix::unistd::Pid) -> Result<Status> {
+    let (scratch, jobs, devices) = (&shards.scratch, &shards.jobs, &shards.devices);
+    for job in jobs {
         check_writable(&scratch.worker(job.shard), job.shard)?;
     }
     // The whole scratch, or a shared hold on it and each chosen shard (`select`).
-    let _claim = select::Claim::take(&scratch, choice.as_ref())?;
+    let some: Option<Vec<usize>> = shards
+        .choice
+        .as_ref()
+        .map(|_| shards.plan.shards.iter().map(|s| s.index).collect());
+    let _claim = select::Claim::take(scratch, some.as_deref())?;
     // Before any child starts, so that a shard a signal keeps from starting leaves nothing
     // of an earlier run behind either: a missing status.json means "not started".
-    for job in &jobs {
+    for job in jobs {
         scratch.clear_outputs(job.shard).with_context(|| {
             format!("clearing what an earlier run left for shard {}", job.shard)
         })?;
     }
 
     // The watchdog first, while this is the only thread and no signal is blocked yet.
-    let mut watchdog = watchdog::Watchdog::start(&run_id)?;
+    let mut watchdog = watchdog::Watchdog::start(&shards.run_id)?;
     let signals = signal::Signals::install(parent)?;
-    let mut progress = progress::Progress::new(&devices);
+    let mut progress = progress::Progress::new(devices);
     let t0 = Instant::now();
     let outcome = supervisor::supervise(
-        &jobs,
+        jobs,
         supervisor::Run {
-            devices: &devices,
+            devices,
             limits: supervisor::Limits {
                 timeout: args.timeout,
                 grace: args.grace,
@@ -309,13 +403,13 @@ pub fn run(args: &Args) -> Result<Status> {
             signals: &signals,
             watchdog: &mut watchdog,
             progress: &mut progress,
-            run_id: &run_id,
+            run_id: &shards.run_id,
         },
     )?;
     watchdog.finish();
     let wall = t0.elapsed();
     progress.summary(&outcome.statuses, jobs.len(), wall);
-    write_summary(args, &plan, &jobs, &outcome.statuses, wall)?;
+    write_summary(args, &shards.plan, jobs, &outcome.statuses, wall)?;
     Ok(match outcome.stopped_by {
         Some(sig) => Status::Signalled(sig as i32),
         None if outcome.write_failed || outcome.statuses.iter().any(|s| !s.ok()) => Status::Partial,
@@ -397,7 +491,7 @@ fn write_summary(
     args: &Args,
     plan: &Plan,
     jobs: &[job::Job],
-    statuses: &[status::ShardStatus],
+    statuses: &[protocol::status::ShardStatus],
     wall: Duration,
 ) -> Result<()> {
     match &args.summary {
@@ -446,4 +540,34 @@ fn check_command(program: &OsStr) -> Result<()> {
         "COMMAND {:?} not found in PATH (or not executable); give its path or fix PATH",
         program.to_string_lossy()
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn command(args: &[&str]) -> String {
+        let invocation = Invocation::Run(Args::try_parse_from(args).expect("valid arguments"));
+        let command = format!("{:?}", Command::of(&invocation));
+        command[..command.find('(').unwrap_or(command.len())].to_owned()
+    }
+
+    #[test]
+    fn each_invocation_is_one_command() {
+        let spawn = "warmup-spawn";
+        assert_eq!(command(&[spawn, "--list-devices"]), "ListDevices");
+        assert_eq!(
+            command(&[spawn, "--print-shape-file", "--", "pytest"]),
+            "PrintShapeFile"
+        );
+        assert_eq!(
+            command(&[spawn, "--plan", "p", "--dry-run", "--", "pytest"]),
+            "DryRun"
+        );
+        assert_eq!(command(&[spawn, "--plan", "p", "--", "pytest"]), "Run");
+        assert_eq!(command(&[spawn, "--lock-scratch", "s"]), "LockScratch");
+        let checking = Invocation::<Args>::CheckArgs(clap::ArgMatches::default());
+        assert!(matches!(Command::of(&checking), Command::CheckArgs(_)));
+    }
 }

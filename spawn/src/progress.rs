@@ -2,7 +2,7 @@
 //! state), in colour unless `NO_COLOR` is set; otherwise one plain line per start and end, so logs
 //! and CI stay readable. At the end a summary, with the last log lines of every failed shard.
 
-use crate::status::{Outcome, ShardStatus};
+use protocol::status::{Outcome, ShardStatus};
 use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::time::{Duration, Instant};

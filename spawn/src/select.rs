@@ -7,21 +7,22 @@
 
 use crate::job::Job;
 use anyhow::{bail, Context, Result};
-use nix::errno::Errno;
 use nix::fcntl::{Flock, FlockArg};
 use protocol::layout::Scratch;
 use protocol::lock::{held_by_caller, ScratchLock};
 use protocol::plan::Plan;
 use std::ffi::OsString;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{Read, Seek, Write};
 use std::path::Path;
+use toolkit::lock::Taken;
 
 /// The shards a run was asked for, and how the request was spelled, for messages.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Choice {
-    /// Shard indices, ascending, each once.
-    pub shards: Vec<usize>,
+    /// Inclusive ranges of shard indices (`3` is `3-3`), as asked: expanded only against the
+    /// plan ([`Choice::narrow`]), so that `--only 0-18446744073709551615` costs nothing.
+    pub ranges: Vec<(usize, usize)>,
     /// `--only 2-5` or `SLURM_ARRAY_TASK_ID=3`.
     pub asked: String,
     /// Picked from a task's environment: the task holds its own devices.
@@ -38,7 +39,7 @@ impl Choice {
     ) -> Result<Option<Choice>> {
         if let Some(list) = only {
             return Ok(Some(Choice {
-                shards: parse_list(list)?,
+                ranges: parse_list(list)?,
                 asked: format!("--only {list}"),
                 from_env: false,
             }));
@@ -64,16 +65,23 @@ impl Choice {
             format!("--index-from-env {var}: {var}={text:?} is not a shard index (a whole number, 0 or more)")
         })?;
         Ok(Some(Choice {
-            shards: vec![index],
+            ranges: vec![(index, index)],
             asked: format!("{var}={index}"),
             from_env: true,
         }))
     }
 
-    /// Keeps only the chosen shards in `plan`; refuses an index the plan does not have.
+    /// Whether shard `i` was asked for.
+    pub fn contains(&self, i: usize) -> bool {
+        self.ranges.iter().any(|&(a, b)| (a..=b).contains(&i))
+    }
+
+    /// Keeps only the chosen shards in `plan`; refuses an index the plan does not have (the
+    /// lowest one asked for), checked on the ranges before anything is expanded.
     pub fn narrow(&self, plan: &mut Plan, path: &Path) -> Result<()> {
         let shards = plan.shards.len();
-        if let Some(&bad) = self.shards.iter().find(|&&i| i >= shards) {
+        let past_the_plan = self.ranges.iter().filter(|&&(_, b)| b >= shards);
+        if let Some(bad) = past_the_plan.map(|&(a, _)| a.max(shards)).min() {
             let have = match shards {
                 0 => "no shards".to_owned(),
                 1 => "1 shard (index 0)".to_owned(),
@@ -87,7 +95,7 @@ impl Choice {
                 shards.max(1) - 1
             );
         }
-        plan.shards.retain(|s| self.shards.contains(&s.index));
+        plan.shards.retain(|s| self.contains(s.index));
         Ok(())
     }
 
@@ -116,8 +124,9 @@ impl Choice {
 }
 
 /// Parses `--only LIST`: indices and inclusive ranges separated by commas (`3`, `0,4,8`, `2-5`,
-/// `0,2-3,7`), as `sbatch --array` writes them; ascending, each once.
-pub fn parse_list(list: &str) -> Result<Vec<usize>> {
+/// `0,2-3,7`), as `sbatch --array` writes them; each an inclusive range, in the list's order,
+/// not expanded.
+pub fn parse_list(list: &str) -> Result<Vec<(usize, usize)>> {
     let mut out = Vec::new();
     for (n, item) in list.split(',').enumerate() {
         let item = item.trim();
@@ -140,13 +149,14 @@ pub fn parse_list(list: &str) -> Result<Vec<usize>> {
                 if a > b {
                     bail!(what("runs backwards"));
                 }
-                out.extend(a..=b);
+                out.push((a, b));
             }
-            None => out.push(index(item).with_context(|| what("is not a shard index"))?),
+            None => {
+                let i = index(item).with_context(|| what("is not a shard index"))?;
+                out.push((i, i));
+            }
         }
     }
-    out.sort_unstable();
-    out.dedup();
     Ok(out)
 }
 
@@ -173,9 +183,9 @@ pub struct Claim {
 
 impl Claim {
     /// Takes the locks, or refuses (an error: exit 2) naming who holds them. Writes nothing but
-    /// the lock files.
-    pub fn take(scratch: &Scratch, choice: Option<&Choice>) -> Result<Claim> {
-        let Some(choice) = choice else {
+    /// the lock files. `some`: the shards of a run of some shards; `None`: a run of every shard.
+    pub fn take(scratch: &Scratch, some: Option<&[usize]>) -> Result<Claim> {
+        let Some(some) = some else {
             return Ok(Claim {
                 _whole: Some(scratch.lock()?),
                 _shards: Vec::new(),
@@ -197,7 +207,7 @@ impl Claim {
                 .with_context(|| format!("clearing {}", whole.display()))?;
             locks.push(file);
         }
-        for &i in &choice.shards {
+        for &i in some {
             let path = scratch.shard_lock(i);
             let mut file = lock(&path, FlockArg::LockExclusiveNonblock, || {
                 format!(
@@ -221,24 +231,19 @@ impl Claim {
     }
 }
 
-/// Locks `path`, created if missing.
+/// Locks `path`, created if missing; `held` says who holds it when another does.
 fn lock(path: &Path, how: FlockArg, held: impl Fn() -> String) -> Result<Flock<File>> {
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)
-        .with_context(|| {
-            format!(
-                "opening the lock file {} (is the scratch writable?)",
-                path.display()
-            )
-        })?;
-    match Flock::lock(file, how) {
-        Ok(locked) => Ok(locked),
-        Err((_, Errno::EWOULDBLOCK)) => bail!(held()),
-        Err((_, e)) => Err(e).with_context(|| format!("locking {}", path.display())),
+    let file = toolkit::lock::open(path).with_context(|| {
+        format!(
+            "opening the lock file {} (is the scratch writable?)",
+            path.display()
+        )
+    })?;
+    match toolkit::lock::try_lock(file, how)
+        .with_context(|| format!("locking {}", path.display()))?
+    {
+        Taken::Held(locked) => Ok(locked),
+        Taken::Busy(_) => bail!(held()),
     }
 }
 
@@ -267,16 +272,38 @@ mod tests {
         format!("{:#}", parse_list(list).expect_err(list))
     }
 
+    /// The shards of `list` in a plan of `n`, ascending.
+    fn chosen(list: &str, n: usize) -> Result<Vec<usize>> {
+        let choice = Choice::from_args(Some(list), None, env(&[]))?.expect("some");
+        let mut plan = plan(n);
+        choice.narrow(&mut plan, Path::new("/s/plan.json"))?;
+        Ok(plan.shards.iter().map(|s| s.index).collect())
+    }
+
     fn env<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<OsString> + 'a {
         move |k| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| v.into())
     }
 
     #[test]
     fn lists_take_indices_ranges_and_mixes_ascending_and_once() {
-        assert_eq!(parse_list("3").expect("one"), [3]);
-        assert_eq!(parse_list("0,4,8").expect("list"), [0, 4, 8]);
-        assert_eq!(parse_list("2-5").expect("range"), [2, 3, 4, 5]);
-        assert_eq!(parse_list(" 7, 0-2 ,1,5-5").expect("mix"), [0, 1, 2, 5, 7]);
+        assert_eq!(chosen("3", 9).expect("one"), [3]);
+        assert_eq!(chosen("0,4,8", 9).expect("list"), [0, 4, 8]);
+        assert_eq!(chosen("2-5", 9).expect("range"), [2, 3, 4, 5]);
+        assert_eq!(chosen(" 7, 0-2 ,1,5-5", 9).expect("mix"), [0, 1, 2, 5, 7]);
+    }
+
+    #[test]
+    fn a_huge_range_is_refused_against_the_plan_before_it_is_expanded() {
+        for list in ["0-18446744073709551615", "0-2000000000", "2,3-99999999999"] {
+            let e = format!("{:#}", chosen(list, 4).expect_err(list));
+            assert!(
+                e.contains("which has 4 shards (indices 0-3)")
+                    && e.contains(&format!("--only {list} asks")),
+                "{e}"
+            );
+        }
+        let e = format!("{:#}", chosen("6,5-9", 4).expect_err("past"));
+        assert!(e.contains("shard 5 is not in the plan"), "{e}");
     }
 
     #[test]
@@ -298,7 +325,7 @@ mod tests {
             Choice::from_args(None, Some("SLURM_PROCID"), env(&[("SLURM_PROCID", " 2\n")]))
                 .expect("ok")
                 .expect("some");
-        assert_eq!((choice.shards, choice.from_env), (vec![2], true));
+        assert_eq!((choice.ranges, choice.from_env), (vec![(2, 2)], true));
         assert_eq!(choice.asked, "SLURM_PROCID=2");
 
         let missing =
@@ -399,8 +426,7 @@ mod tests {
     }
 
     fn claim(s: &Scratch, list: &str) -> Result<Claim> {
-        let choice = Choice::from_args(Some(list), None, env(&[]))?;
-        Claim::take(s, choice.as_ref())
+        Claim::take(s, Some(&chosen(list, 9)?))
     }
 
     fn scratch(dir: &Path, shards: usize) -> Scratch {

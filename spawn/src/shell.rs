@@ -1,9 +1,9 @@
 //! `--dry-run` output: one copy-pastable `env -u VAR ... VAR=value ... command args` line per
 //! shard, shell-quoted, so that a person can run one shard by hand exactly as the spawner would.
 
-use crate::status::EnvChanges;
+use protocol::status::EnvChanges;
 
-use protocol::shell::quote;
+use toolkit::shell::quote;
 
 /// The `env` line that runs `argv` with `env`'s changes.
 pub fn env_line(env: &EnvChanges, argv: &[String]) -> String {

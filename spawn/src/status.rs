@@ -1,132 +1,35 @@
-//! How shards ended: `SCRATCH/w<i>/status.json`, one per shard that started, for people reading
-//! a run afterwards and for scripts deciding what to keep, written atomically once nothing of the
-//! child is left; and the run summary (`--summary`) that counts them. A shard that never started
-//! (the run was interrupted first) has no status file: the spawner removes stale ones before it
-//! starts, so a missing file always means "not run".
+//! How shards ended: each started shard's `SCRATCH/w<i>/status.json` (the type and the outcome
+//! rule are protocol's, [`protocol::status`]), for people reading a run afterwards and for
+//! scripts deciding what to keep, written atomically once nothing of the child is left; and the
+//! run summary (`--summary`) that counts them. A shard that never started (the run was
+//! interrupted first) has no status file: the spawner removes stale ones before it starts, so a
+//! missing file always means "not run".
 
 use crate::job::{lossy, Job};
 use anyhow::Result;
+use protocol::status::{EnvChanges, Outcome, ShardStatus};
 use protocol::summary::Summary;
-use serde::Serialize;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-/// The environment changes a child gets on top of the spawner's own environment.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct EnvChanges {
-    /// Variables set, in the order they are applied.
-    #[serde(serialize_with = "ordered_map")]
-    pub set: Vec<(String, String)>,
-    /// Variables removed.
-    pub unset: Vec<String>,
-}
-
-fn ordered_map<S: serde::Serializer>(pairs: &[(String, String)], s: S) -> Result<S::Ok, S::Error> {
-    use serde::ser::SerializeMap;
-    let mut map = s.serialize_map(Some(pairs.len()))?;
-    for (k, v) in pairs {
-        map.serialize_entry(k, v)?;
-    }
-    map.end()
-}
-
-/// One shard's outcome. `exit_code` and `signal` are both null only when the child could not be
-/// started at all (`error` says why).
-#[derive(Debug, Clone, Serialize)]
-pub struct ShardStatus {
-    pub shard: usize,
-    pub device: String,
-    pub pid: Option<u32>,
-    pub exit_code: Option<i32>,
-    /// The signal number that ended the child, e.g. 15.
-    pub signal: Option<i32>,
-    /// The signal's name, e.g. `SIGTERM`.
-    pub signal_name: Option<String>,
-    /// Stopped because it ran past `--timeout`.
-    pub timed_out: bool,
-    /// Stopped because warmup-spawn itself was told to stop.
-    pub interrupted: bool,
-    /// RFC 3339, UTC, milliseconds.
-    pub started_at: String,
-    /// Wall time from start until the child exited.
-    pub seconds: f64,
-    pub argv: Vec<String>,
-    pub env: EnvChanges,
-    pub log: PathBuf,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-}
-
-/// What became of a shard, as the run summary and the people's summary count it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
-    Ok,
-    /// Exited non-zero, was killed by a signal of its own making, or could not start.
-    Failed,
-    TimedOut,
-    /// Cut short because warmup-spawn was told to stop.
-    Stopped,
-    NotStarted,
-}
-
-impl Outcome {
-    /// The word for it in the run summary (docs/CONTRACT.md, "Run summaries").
-    pub fn word(self) -> &'static str {
-        match self {
-            Outcome::Ok => "ok",
-            Outcome::Failed => "failed",
-            Outcome::TimedOut => "timed_out",
-            Outcome::Stopped => "stopped",
-            Outcome::NotStarted => "not_started",
-        }
-    }
-
-    pub const ALL: [Outcome; 5] = [
-        Outcome::Ok,
-        Outcome::Failed,
-        Outcome::TimedOut,
-        Outcome::Stopped,
-        Outcome::NotStarted,
-    ];
-}
-
-impl ShardStatus {
-    /// The status of `job`'s child started on `device` with `env` at `started_at`, before
-    /// anything is known of how it ends.
-    pub fn new(job: &Job, device: &str, env: EnvChanges, started_at: String) -> ShardStatus {
-        ShardStatus {
-            shard: job.shard,
-            device: device.to_owned(),
-            pid: None,
-            exit_code: None,
-            signal: None,
-            signal_name: None,
-            timed_out: false,
-            interrupted: false,
-            started_at,
-            seconds: 0.0,
-            argv: lossy(&job.argv),
-            env,
-            log: job.log.clone(),
-            error: None,
-        }
-    }
-
-    /// Exited 0, within its time.
-    pub fn ok(&self) -> bool {
-        self.exit_code == Some(0) && !self.timed_out && self.error.is_none()
-    }
-
-    pub fn outcome(&self) -> Outcome {
-        if self.ok() {
-            Outcome::Ok
-        } else if self.timed_out {
-            Outcome::TimedOut
-        } else if self.interrupted && self.error.is_none() {
-            Outcome::Stopped
-        } else {
-            Outcome::Failed
-        }
+/// The status of `job`'s child started on `device` with `env` at `started_at`, before anything
+/// is known of how it ends.
+pub fn starting(job: &Job, device: &str, env: EnvChanges, started_at: String) -> ShardStatus {
+    ShardStatus {
+        shard: job.shard,
+        device: device.to_owned(),
+        pid: None,
+        exit_code: None,
+        signal: None,
+        signal_name: None,
+        timed_out: false,
+        interrupted: false,
+        started_at,
+        seconds: 0.0,
+        argv: lossy(&job.argv),
+        env,
+        log: job.log.clone(),
+        error: None,
     }
 }
 
@@ -138,12 +41,7 @@ pub fn summary(
     statuses: &[ShardStatus],
     wall: Duration,
 ) -> Result<Summary> {
-    let outcome = |job: &Job| {
-        statuses
-            .iter()
-            .find(|s| s.shard == job.shard)
-            .map_or(Outcome::NotStarted, ShardStatus::outcome)
-    };
+    let outcome = |job: &Job| Outcome::of(statuses.iter().find(|s| s.shard == job.shard));
     let mut out = Summary::new();
     out.path("op", &[], Path::new(op))?
         .value("shards", jobs.len());
@@ -209,17 +107,5 @@ mod tests {
         // 2100-03-01: 2100 is not a leap year
         assert_eq!(rfc3339(at(4_107_542_400, 0)), "2100-03-01T00:00:00.000Z");
         assert_eq!(rfc3339(at(1_735_689_599, 999)), "2024-12-31T23:59:59.999Z");
-    }
-
-    #[test]
-    fn env_changes_serialise_set_as_an_ordered_object() {
-        let env = EnvChanges {
-            set: vec![("B".into(), "1".into()), ("A".into(), "2".into())],
-            unset: vec!["C".into()],
-        };
-        assert_eq!(
-            serde_json::to_string(&env).expect("json"),
-            r#"{"set":{"B":"1","A":"2"},"unset":["C"]}"#
-        );
     }
 }

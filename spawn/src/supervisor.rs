@@ -13,13 +13,14 @@ use crate::log::Log;
 use crate::process::{self, POLL};
 use crate::progress::Progress;
 use crate::signal::Signals;
-use crate::status::{rfc3339, ShardStatus};
+use crate::status::rfc3339;
 use crate::watchdog::Watchdog;
 use anyhow::{Context, Result};
 use nix::errno::Errno;
 use nix::poll::{PollFd, PollFlags, PollTimeout};
 use nix::sys::signal::Signal;
 use nix::unistd::Pid;
+use protocol::status::ShardStatus;
 use std::collections::{HashMap, VecDeque};
 use std::os::fd::OwnedFd;
 use std::process::{Command, Stdio};
@@ -101,6 +102,11 @@ pub fn supervise(jobs: &[Job], run: Run<'_>) -> Result<Outcome> {
         }
 
         wait(signals, &running, progress.refresh())?;
+        // The signals are read, which drains every pending SIGCHLD, before the children are
+        // reaped: read after, a child that exits between the two would have its SIGCHLD drained
+        // unseen and stay a zombie, with nothing left to wake the next wait (seen once: a sweep
+        // sat 11 minutes in poll with no deadline to wake it).
+        let stop_signals = signals.read()?;
         for child in &mut running {
             child.log.pump();
         }
@@ -121,7 +127,7 @@ pub fn supervise(jobs: &[Job], run: Run<'_>) -> Result<Outcome> {
         };
 
         let now = Instant::now();
-        for sig in signals.read()? {
+        for sig in stop_signals {
             let grace = if stopped_by.is_none() {
                 stopped_by = Some(sig);
                 progress.note(&format!(
@@ -194,7 +200,7 @@ fn start(
 ) -> Result<Child, Box<ShardStatus>> {
     let started = Instant::now();
     let env = job.env_on(device);
-    let mut status = ShardStatus::new(job, device, env, rfc3339(SystemTime::now()));
+    let mut status = crate::status::starting(job, device, env, rfc3339(SystemTime::now()));
     // Its folder is empty: `run` cleared what an earlier run left in it.
     let opened = std::fs::create_dir_all(&job.record_dir)
         .with_context(|| format!("creating {}", job.record_dir.display()))
@@ -289,7 +295,7 @@ fn wait(signals: &Signals, running: &[Child], refresh: Option<Duration>) -> Resu
 
 /// Writes status.json; says so and returns false when it cannot.
 fn write_status(job: &Job, status: &ShardStatus, progress: &mut Progress) -> bool {
-    match protocol::atomic::write_json(&job.status, status) {
+    match status.write(&job.status) {
         Ok(()) => true,
         Err(e) => {
             progress.note(&format!(

@@ -4,9 +4,10 @@
 
 use predicates::prelude::*;
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 mod common;
-use common::{plan, spawn_cmd, status};
+use common::{plan, spawn_cmd, status, stdout_of};
 
 /// A child that records its argv (one per line) and environment in its record folder.
 const RECORDER: &str = r#"printf '%s\n' "$0" "$@" > "$FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR/argv"; env > "$FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR/env""#;
@@ -93,23 +94,19 @@ fn children_get_the_shard_file_and_the_contract_environment() {
 fn dry_run_prints_env_lines_and_writes_nothing() {
     let dir = tempfile::tempdir().expect("tempdir");
     let plan = plan(dir.path(), 3);
-    let out = spawn_cmd()
-        .args([
-            "--plan",
-            plan.to_str().expect("utf-8"),
-            "--dry-run",
-            "--devices",
-            "MIG-1/2, 4",
-            "--backend",
-            "cuda",
-        ])
-        .args(["--", "true", "-k", "it's", "--shape_file", "a.yaml"])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let text = String::from_utf8(out).expect("utf-8");
+    let text = stdout_of(
+        spawn_cmd()
+            .args([
+                "--plan",
+                plan.to_str().expect("utf-8"),
+                "--dry-run",
+                "--devices",
+                "MIG-1/2, 4",
+                "--backend",
+                "cuda",
+            ])
+            .args(["--", "true", "-k", "it's", "--shape_file", "a.yaml"]),
+    );
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 6, "{text}");
     assert_eq!(lines[0], "# shard 0 on device MIG-1/2");
@@ -136,17 +133,13 @@ fn dry_run_prints_env_lines_and_writes_nothing() {
 fn cache_per_child_gives_each_child_its_own_triton_cache_in_the_scratch() {
     let dir = tempfile::tempdir().expect("tempdir");
     let plan = plan(dir.path(), 3);
-    let out = spawn_cmd()
-        .args(["--plan", plan.to_str().expect("utf-8"), "--dry-run"])
-        .args(["--devices", "0,1", "--backend", "cuda", "--cache-per-child"])
-        .args(["--", "true"])
-        .env("TRITON_CACHE_DIR", "/home/u/.triton/cache")
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let text = String::from_utf8(out).expect("utf-8");
+    let text = stdout_of(
+        spawn_cmd()
+            .args(["--plan", plan.to_str().expect("utf-8"), "--dry-run"])
+            .args(["--devices", "0,1", "--backend", "cuda", "--cache-per-child"])
+            .args(["--", "true"])
+            .env("TRITON_CACHE_DIR", "/home/u/.triton/cache"),
+    );
     let root = std::path::absolute(dir.path()).expect("absolute");
     for i in 0..3 {
         let line = text
@@ -604,4 +597,54 @@ fn max_log_keeps_the_start_of_a_flood_and_says_what_was_dropped() {
         note.contains("bytes of output dropped past --max-log"),
         "{note}"
     );
+}
+
+#[test]
+fn a_child_that_exits_0_on_sigterm_is_summarised_stopped_not_ok() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let plan = plan(dir.path(), 1);
+    let started = dir.path().join("w0/rec/started");
+    let mut run = std::process::Command::new(assert_cmd::cargo::cargo_bin("warmup-spawn"))
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").expect("PATH"))
+        .args(["--plan", plan.to_str().expect("utf-8"), "--backend", "cuda"])
+        .args(["--devices", "0", "--grace", "60", "--summary", "-", "--"])
+        .args(["sh", "-c"])
+        .arg(r#"trap 'exit 0' TERM; touch "$FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR/started"; while :; do sleep 0.02; done"#)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run");
+    let end = Instant::now() + Duration::from_secs(120);
+    while !started.exists() {
+        assert!(Instant::now() < end, "the child never started");
+        assert!(run.try_wait().expect("try_wait").is_none(), "ended early");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(run.id()).expect("pid")),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .expect("SIGTERM");
+    let out = run.wait_with_output().expect("wait");
+    assert_eq!(out.status.code(), Some(143));
+    let st = status(dir.path(), 0);
+    assert_eq!(
+        (st["exit_code"].as_i64(), &st["interrupted"]),
+        (Some(0), &true.into())
+    );
+    let text = String::from_utf8(out.stdout).expect("utf-8");
+    let got = summary_lines(&text);
+    assert_eq!(
+        (got["ok"].as_str(), got["stopped"].as_str()),
+        ("0", "1"),
+        "{text}"
+    );
+    assert!(got["shard 0"].starts_with("stopped "), "{text}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("0 ok, 0 failed, 0 timed out, 1 stopped"),
+        "{err}"
+    );
+    assert!(err.contains("shard 0 stopped (exit 0)"), "{err}");
 }

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{plan, spawn_cmd, status};
+use common::{plan, spawn_cmd, spawn_sh, status};
 
 /// A child that records its environment in its record folder, then says hello in its log.
 const RECORDER: &str = r#"env > "$FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR/env"; echo new run"#;
@@ -37,18 +37,7 @@ fn only_runs_the_listed_shards_and_leaves_the_others_outputs_alone() {
         seed_outputs(dir.path(), i);
     }
     let before: Vec<_> = (0..5).map(|i| outputs(dir.path(), i)).collect();
-    spawn_cmd()
-        .args(["--plan", plan.to_str().expect("utf-8"), "--only", "1,3-4"])
-        .args([
-            "--devices",
-            "0,1",
-            "--backend",
-            "cuda",
-            "--",
-            "sh",
-            "-c",
-            RECORDER,
-        ])
+    spawn_sh(&plan, &["--only", "1,3-4", "--devices", "0,1"], RECORDER)
         .assert()
         .success();
     for (i, earlier) in before.iter().enumerate() {
@@ -140,11 +129,7 @@ fn refused(args: &[&str], env: &[(&str, &str)], needle: &str) {
     for i in 0..4 {
         seed_outputs(dir.path(), i);
     }
-    let mut cmd = spawn_cmd();
-    cmd.args(["--plan", plan.to_str().expect("utf-8"), "--devices", "0"])
-        .args(["--backend", "cuda"])
-        .args(args)
-        .args(["--", "sh", "-c", RECORDER]);
+    let mut cmd = spawn_sh(&plan, &[&["--devices", "0"], args].concat(), RECORDER);
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -173,6 +158,15 @@ fn bad_lists_and_indices_exit_2_writing_nothing() {
         &[],
         "shard 4 is not in the plan, which has 4 shards (indices 0-3); --only 2-5 asks for it",
     );
+    // Checked against the plan before it is expanded: no capacity-overflow panic (exit 101),
+    // no 16 GB list.
+    for huge in ["0-18446744073709551615", "1,0-2000000000"] {
+        refused(
+            &["--only", huge],
+            &[],
+            &format!("shard 4 is not in the plan, which has 4 shards (indices 0-3); --only {huge} asks for it"),
+        );
+    }
     refused(
         &["--index-from-env", "SLURM_ARRAY_TASK_ID"],
         &[],
@@ -239,18 +233,7 @@ fn one_shard_runs_once_at_a_time_while_other_shards_share_the_scratch() {
         .expect("first run");
     wait_for(&dir.path().join("w0/rec/started"), &mut first);
 
-    let again = spawn_cmd()
-        .args([
-            "--plan",
-            plan,
-            "--only",
-            "0-1",
-            "--devices",
-            "0",
-            "--backend",
-            "cuda",
-        ])
-        .args(["--", "sh", "-c", RECORDER])
+    let again = spawn_sh(plan, &["--only", "0-1", "--devices", "0"], RECORDER)
         .assert()
         .code(2);
     let stderr = String::from_utf8_lossy(&again.get_output().stderr).into_owned();
@@ -264,9 +247,7 @@ fn one_shard_runs_once_at_a_time_while_other_shards_share_the_scratch() {
         "refused before running shard 1"
     );
 
-    let whole = spawn_cmd()
-        .args(["--plan", plan, "--devices", "0", "--backend", "cuda"])
-        .args(["--", "sh", "-c", RECORDER])
+    let whole = spawn_sh(plan, &["--devices", "0"], RECORDER)
         .assert()
         .code(2);
     let stderr = String::from_utf8_lossy(&whole.get_output().stderr).into_owned();
@@ -275,18 +256,7 @@ fn one_shard_runs_once_at_a_time_while_other_shards_share_the_scratch() {
         "{stderr}"
     );
 
-    spawn_cmd()
-        .args([
-            "--plan",
-            plan,
-            "--only",
-            "1,2",
-            "--devices",
-            "0",
-            "--backend",
-            "cuda",
-        ])
-        .args(["--", "sh", "-c", RECORDER])
+    spawn_sh(plan, &["--only", "1,2", "--devices", "0"], RECORDER)
         .assert()
         .success();
     assert!(

@@ -30,6 +30,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import time
 from collections import Counter
 from types import SimpleNamespace
 
@@ -118,6 +119,8 @@ def pytest_addoption(parser):
 
 
 def pytest_generate_tests(metafunc):
+    # FIXTURE_IMPORT_SECONDS=S: collecting costs S seconds more, as a benchmark's imports do.
+    time.sleep(float(os.environ.get("FIXTURE_IMPORT_SECONDS") or 0))
     if "shape" in metafunc.fixturenames:
         path = metafunc.config.getoption("shape_file")
         with open(path) as f:

@@ -1,5 +1,6 @@
 //! What warmup-spawn's process tests share: the tool with the tests' one scrubbed environment
-//! (testkit), a scratch with a plan of `n` shards, and a shard's status file.
+//! (testkit), a run whose children run a shell script, what a run printed, a scratch with a plan
+//! of `n` shards, and a shard's status file.
 
 use assert_cmd::Command;
 use serde_json::Value;
@@ -8,6 +9,26 @@ use std::path::{Path, PathBuf};
 /// warmup-spawn with the environment scrubbed by the tests' one policy (testkit).
 pub fn spawn_cmd() -> Command {
     testkit::tool(env!("CARGO_BIN_EXE_warmup-spawn"))
+}
+
+/// `warmup-spawn --plan PLAN --backend cuda ARGS -- sh -c SCRIPT`: every child runs the shell
+/// SCRIPT.
+#[allow(dead_code)] // each test binary uses its own part of this module
+pub fn spawn_sh(plan: impl AsRef<Path>, args: &[&str], script: &str) -> Command {
+    let mut cmd = spawn_cmd();
+    cmd.arg("--plan")
+        .arg(plan.as_ref())
+        .args(["--backend", "cuda"])
+        .args(args)
+        .args(["--", "sh", "-c", script]);
+    cmd
+}
+
+/// What `cmd` printed on stdout; it must exit 0.
+#[allow(dead_code)] // each test binary uses its own part of this module
+pub fn stdout_of(cmd: &mut Command) -> String {
+    let out = cmd.assert().success().get_output().stdout.clone();
+    String::from_utf8(out).expect("utf-8 on stdout")
 }
 
 /// A scratch folder with `n` shards (w<i>/shapes.yaml) and a v1 plan.

@@ -1,5 +1,5 @@
 //! Python's numbers as PyYAML's SafeConstructor builds them from a scalar's text, ported once for
-//! every use: whether a `!!int` or `!!float` can be built at all, dict-key identity, and a shape's
+//! every use: whether a `!!int` or `!!float` can be built at all, dict-key identity, and a value's
 //! JSON text. `construct_yaml_int` and `construct_yaml_float` step by step, over Python's `int()`
 //! and `float()`; ints are exact at any size ([`PyInt`], sign and magnitude), floats round where
 //! Python's do (base 60 summed from the last part up, each part times `float(60 ** i)`).
@@ -139,7 +139,7 @@ impl PyInt {
         PyInt::new(f.is_sign_negative(), limbs)
     }
 
-    /// `str(n)`; `None` past [`MAX_STR_DIGITS`] digits, where Python raises ValueError.
+    /// `str(n)`; `None` past `MAX_STR_DIGITS` (4300) digits, where Python raises ValueError.
     pub fn to_decimal(&self) -> Option<String> {
         // 10^4300 needs 14285 bits: anything longer has more digits than Python writes.
         if self.bits() > 14_285 {

@@ -1,10 +1,11 @@
 //! What SafeConstructor does with the node graph, without building Python objects: merge keys
 //! flattened as `flatten_mapping` does, dict keys compared as Python compares them, and every
-//! construction `safe_load` would refuse found up front, so bad input never yields shards.
+//! construction `safe_load` would refuse found up front, so that bad input is refused before
+//! anything is built from it.
 
+use crate::composer::{Doc, Kind, NodeId};
 use crate::pynum::{construct_float, construct_int, PyInt};
-use crate::resolve::{self, construct_bool};
-use crate::tree::{Doc, Kind, NodeId};
+use crate::resolver::{self, construct_bool};
 use anyhow::Result;
 use std::collections::{HashMap, HashSet};
 
@@ -68,7 +69,7 @@ impl<'d> Schema<'d> {
     }
 
     fn is_merge_key(&self, id: NodeId) -> bool {
-        self.doc.nodes[id].tag == resolve::MERGE
+        self.doc.nodes[id].tag == resolver::MERGE
     }
 
     /// The mapping's pairs after PyYAML 6's `flatten_mapping`: merged pairs first, in the
@@ -81,7 +82,7 @@ impl<'d> Schema<'d> {
             return Err(self.err(map, "expected a mapping"));
         };
         if !self.flattening.insert(map) {
-            return Err(self.err(map, "a merge key (<<) that merges this mapping into itself (through aliases): PyYAML reads it, warmup-shard refuses it; merge a copy of the data instead of an alias to a mapping that holds this merge"));
+            return Err(self.err(map, format!("a merge key (<<) that merges this mapping into itself (through aliases): PyYAML reads it, {} refuses it; merge a copy of the data instead of an alias to a mapping that holds this merge", self.doc.words.program)));
         }
         let mut merged = Vec::new();
         let mut seen: HashSet<Ident> = HashSet::new();
@@ -168,8 +169,8 @@ impl<'d> Schema<'d> {
     ///
     /// PyYAML 6.0.4 merges `<<: [A, B]` differently from earlier versions (the last mapping's
     /// value of a key shared by A and B wins, where the spec and 6.0.3 let the first win). Where
-    /// that changes the dict, no shard can give every child the source's values, so the mapping
-    /// is refused, saying how to write it so that every version agrees.
+    /// that changes the dict, the file means different objects to different versions, and the
+    /// mapping is refused, saying how to write it so that every version agrees.
     pub fn dict_any_pyyaml(&mut self, map: NodeId) -> Result<Vec<(Key, NodeId, NodeId)>> {
         let now = self.dict(map)?;
         let spec = self.dict_from(self.flatten_spec(map)?)?;
@@ -184,9 +185,10 @@ impl<'d> Schema<'d> {
                     format!(
                         "key {} reaches this mapping from several merged mappings (<<: [...]) with \
                          different values; PyYAML 6.0.4 takes the last of them, earlier versions the \
-                         first, so no shard can match every PyYAML: set the key on this mapping \
+                         first, so no {} can match every PyYAML: set the key on this mapping \
                          itself, or keep it in one of the merged mappings",
-                        self.text(*k)
+                        self.text(*k),
+                        self.doc.words.output,
                     ),
                 ));
             }
@@ -194,13 +196,13 @@ impl<'d> Schema<'d> {
         Ok(now)
     }
 
-    /// A node as warmup-shard writes it in flow style: equal texts are equal values. A node that
+    /// A node as the [`Emitter`](crate::Emitter) writes it in flow style: equal texts are equal values. A node that
     /// reaches a cycle cannot be written out; it is equal only to itself.
     fn text(&self, id: NodeId) -> String {
         if self.doc.reaches_cycle[id] {
             return format!("<recursive node {id}>");
         }
-        let mut e = crate::emit::Emitter::new(self.doc);
+        let mut e = crate::emitter::Emitter::new(self.doc);
         e.flow(id);
         e.out
     }
@@ -235,17 +237,17 @@ impl<'d> Schema<'d> {
             return Err(self.err(id, "a list or mapping used as a mapping key: safe_load cannot hash it; use a scalar key"));
         };
         Ok(match node.tag.as_str() {
-            resolve::STR | resolve::VALUE => Key::Str(value.clone()),
-            resolve::NULL => Key::Null,
-            resolve::BOOL => match construct_bool(value) {
+            resolver::STR | resolver::VALUE => Key::Str(value.clone()),
+            resolver::NULL => Key::Null,
+            resolver::BOOL => match construct_bool(value) {
                 Some(b) => Key::Int(i128::from(b)),
                 None => Key::Other(node.tag.clone(), value.clone()),
             },
-            resolve::INT => match construct_int(value) {
+            resolver::INT => match construct_int(value) {
                 Some(n) => Key::int(n),
                 None => Key::Other(node.tag.clone(), value.clone()),
             },
-            resolve::FLOAT => match construct_float(value) {
+            resolver::FLOAT => match construct_float(value) {
                 Some(f) if f.is_nan() => Key::Unique(id),
                 // Python's hash: a float with an integral value is the int it equals.
                 Some(f) if f.is_finite() && f.fract() == 0.0 => {
@@ -270,18 +272,18 @@ impl<'d> Schema<'d> {
             let tag = node.tag.as_str();
             match &node.kind {
                 Kind::Scalar(value) => {
-                    if !resolve::is_scalar_tag(tag) {
+                    if !resolver::is_scalar_tag(tag) {
                         return Err(self.err(id, unknown_tag(tag, "scalar")));
                     }
-                    if let Some(why) = resolve::construct_error(tag, value) {
+                    if let Some(why) = resolver::construct_error(tag, value) {
                         return Err(self.err(id, format!("{why}: safe_load rejects it; fix the value or quote it without the tag")));
                     }
                 }
                 Kind::Seq(items) => {
-                    if !matches!(tag, resolve::SEQ | resolve::OMAP | resolve::PAIRS) {
+                    if !matches!(tag, resolver::SEQ | resolver::OMAP | resolver::PAIRS) {
                         return Err(self.err(id, unknown_tag(tag, "list")));
                     }
-                    if tag != resolve::SEQ {
+                    if tag != resolver::SEQ {
                         for &item in items {
                             match &self.doc.nodes[item].kind {
                                 Kind::Map(pairs) if pairs.len() == 1 => {
@@ -296,12 +298,12 @@ impl<'d> Schema<'d> {
                     }
                 }
                 Kind::Map(_) => {
-                    if !matches!(tag, resolve::MAP | resolve::SET) {
+                    if !matches!(tag, resolver::MAP | resolver::SET) {
                         return Err(self.err(id, unknown_tag(tag, "mapping")));
                     }
                     for (_, k, v) in self.dict(id)? {
                         // `=` as a key is the string "=" (flatten_mapping retags it).
-                        if self.doc.nodes[k].tag != resolve::VALUE {
+                        if self.doc.nodes[k].tag != resolver::VALUE {
                             todo.push(k);
                         }
                         todo.push(v);
@@ -314,11 +316,11 @@ impl<'d> Schema<'d> {
 }
 
 fn unknown_tag(tag: &str, what: &str) -> String {
-    let shown = match tag.strip_prefix(resolve::YAML) {
+    let shown = match tag.strip_prefix(resolver::YAML) {
         Some(short) => format!("!!{short}"),
         None => tag.to_owned(),
     };
-    if tag == resolve::MERGE || tag == resolve::VALUE {
+    if tag == resolver::MERGE || tag == resolver::VALUE {
         format!("a plain {shown:?} {what} has no value in safe_load (it is {shown}): quote it")
     } else {
         format!("tag {shown} on a {what}: safe_load has no constructor for it; remove the tag or use a standard one (!!str, !!int, !!float, !!bool, !!null, !!binary, !!timestamp, !!seq, !!map, !!set, !!omap, !!pairs)")

@@ -132,7 +132,8 @@ pub fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> Result<()> {
     write(path, &bytes)
 }
 
-fn folder_of(path: &Path) -> &Path {
+/// The folder `path` is in (`.` for a bare name).
+pub(crate) fn folder_of(path: &Path) -> &Path {
     match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),

@@ -5,9 +5,10 @@
 //! in others (a tab may not separate tokens; `?`, `|` and `>` cannot start a scalar in a flow
 //! collection); a spec parser gets those cases wrong both ways, a port gets them right.
 //!
-//! The text comes in as `tree::prepare` leaves it: checked for what PyYAML's Reader refuses, with
-//! `\r\n` and `\r` already folded to `\n`, as Python's text-mode `open` does for the harness.
+//! The text comes in as `composer::prepare` leaves it: checked for what PyYAML's Reader refuses, with
+//! `\r\n` and `\r` already folded to `\n`, as Python's text-mode `open` hands it over.
 
+use crate::Words;
 use std::collections::VecDeque;
 
 /// A position in the text, 0-based like PyYAML's `Mark` (which prints them 1-based).
@@ -143,6 +144,8 @@ fn word_char(c: char) -> bool {
 
 #[derive(Debug)]
 pub struct Scanner {
+    /// The caller's words, for the lone surrogate this port cannot carry.
+    words: Words,
     // Reader
     chars: Vec<char>,
     pointer: usize,
@@ -161,10 +164,11 @@ pub struct Scanner {
 }
 
 impl Scanner {
-    pub fn new(text: &str) -> Self {
+    pub fn new(text: &str, words: Words) -> Self {
         let mut chars: Vec<char> = text.chars().collect();
         chars.push('\0');
         let mut s = Scanner {
+            words,
             chars,
             pointer: 0,
             line: 0,
@@ -252,6 +256,11 @@ impl Scanner {
             self.fetch_more_tokens()?;
         }
         Ok(self.tokens.front())
+    }
+
+    /// The caller's words this scanner was made with.
+    pub fn words(&self) -> Words {
+        self.words
     }
 
     /// Takes the next token; `None` after the stream's end was taken.
@@ -1129,8 +1138,10 @@ impl Scanner {
                             return Err(error(
                                 context,
                                 format!(
-                                    "\\{ch}{} is a lone UTF-16 surrogate: PyYAML reads it into a string that cannot be written as UTF-8, and warmup-shard cannot copy it into a shard; write the character itself, or as one \\U{{8 hex digits}} escape",
-                                    self.prefix(length)
+                                    "\\{ch}{} is a lone UTF-16 surrogate: PyYAML reads it into a string that cannot be written as UTF-8, and {} cannot copy it into a {}; write the character itself, or as one \\U{{8 hex digits}} escape",
+                                    self.prefix(length),
+                                    self.words.program,
+                                    self.words.output,
                                 ),
                                 self.mark(),
                             ))
@@ -1461,7 +1472,7 @@ mod tests {
     use super::*;
 
     fn kinds(text: &str) -> Vec<Tok> {
-        let mut s = Scanner::new(text);
+        let mut s = Scanner::new(text, crate::tests::WORDS);
         let mut out = Vec::new();
         while let Some(t) = s.get_token().expect("scans") {
             out.push(t.tok);
@@ -1493,7 +1504,7 @@ mod tests {
 
     #[test]
     fn a_tab_between_tokens_is_pyyamls_error() {
-        let mut s = Scanner::new("- [1, 2]\t\n");
+        let mut s = Scanner::new("- [1, 2]\t\n", crate::tests::WORDS);
         let err = loop {
             match s.get_token() {
                 Ok(Some(_)) => continue,

@@ -1,6 +1,7 @@
 //! The cost file: `{"<op>": {"<shape text>": seconds, ...}, ...}`, what one run learned of each
-//! shape's sweep cost, read by `warmup-shard --costs` and written by `warmup-costs`.
-//! docs/CONTRACT.md ("File formats", the cost file) is the format's description.
+//! shape's sweep cost, written by `warmup-costs` and read by `warmup-shard --costs`: here, so
+//! that neither tool depends on the other. docs/CONTRACT.md ("File formats", the cost file) is
+//! the format's description.
 //!
 //! Checked whole on load, so that a bad file is refused before anything is written, with the
 //! place it is wrong at: a JSON error's line and column, else the op and shape.
@@ -10,11 +11,51 @@ use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+/// The largest cost a cost file holds, in seconds (about 31,700 years): a larger one is refused
+/// on reading and saturated on learning, so that any plan's sums of costs stay finite numbers.
+pub const MAX_SECONDS: f64 = 1e12;
+
+/// A command-line cost (`warmup-shard --overhead`): a number from 0 to [`MAX_SECONDS`], as a
+/// cost file holds, so that sums of costs stay finite: clap's `value_parser`.
+pub fn cost_arg(text: &str) -> std::result::Result<f64, String> {
+    match toolkit::cli::non_negative(text) {
+        Ok(n) if n <= MAX_SECONDS => Ok(n),
+        _ => Err(format!("{text:?}: give a number from 0 to {MAX_SECONDS:e}")),
+    }
+}
+
 /// A checked cost file, in its own order; new ops and shapes go at the end.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CostFile {
+    /// The path as given, for messages.
     path: PathBuf,
+    /// Where [`CostFile::save`] writes: `path`, or the file a symlink at `path` leads to.
+    target: PathBuf,
     ops: Map<String, Value>,
+}
+
+/// The file `path` names once every symlink is followed (the path itself when it is no
+/// symlink), whether or not that file exists yet: a cost file that is a link is written
+/// through to its target, in the target's folder, and the link is kept.
+pub fn target_of(path: &Path) -> Result<PathBuf> {
+    let mut at = path.to_path_buf();
+    for _ in 0..40 {
+        match at.symlink_metadata() {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                let link = std::fs::read_link(&at)
+                    .with_context(|| format!("reading the symlink {}", at.display()))?;
+                at = match at.parent() {
+                    Some(folder) if link.is_relative() => folder.join(link),
+                    _ => link,
+                };
+            }
+            _ => return Ok(at),
+        }
+    }
+    bail!(
+        "cost file {}: too many levels of symlinks; point it at a file",
+        path.display()
+    )
 }
 
 /// How a cost file's errors end: what to do about them.
@@ -30,7 +71,9 @@ impl CostFile {
         let text = std::fs::read_to_string(path).with_context(|| {
             format!("reading cost file {name} (check the path; warmup-costs writes one)")
         })?;
-        Self::parse(path, &text)
+        let mut file = Self::parse(path, &text)?;
+        file.target = target_of(path)?;
+        Ok(file)
     }
 
     /// [`load`](Self::load), or an empty cost file when nothing is at `path` yet.
@@ -38,10 +81,19 @@ impl CostFile {
         if path.symlink_metadata().is_err() {
             return Ok(CostFile {
                 path: path.to_path_buf(),
+                target: path.to_path_buf(),
                 ops: Map::new(),
             });
         }
-        Self::load(path)
+        if path.exists() {
+            return Self::load(path);
+        }
+        // A symlink to a file not there yet: written through to where it points.
+        Ok(CostFile {
+            path: path.to_path_buf(),
+            target: target_of(path)?,
+            ops: Map::new(),
+        })
     }
 
     /// Checks `text` as the cost file at `path`.
@@ -72,15 +124,19 @@ impl CostFile {
                 );
             };
             for (shape, cost) in shapes {
-                if !cost.as_f64().is_some_and(|c| c.is_finite() && c >= 0.0) {
+                if !cost
+                    .as_f64()
+                    .is_some_and(|c| (0.0..=MAX_SECONDS).contains(&c))
+                {
                     bail!(
-                        "{name}: op {op:?}, shape {shape}: {cost} is not a cost: give seconds as a number of at least 0; {FIX}"
+                        "{name}: op {op:?}, shape {shape}: {cost} is not a cost: give seconds as a number from 0 to {MAX_SECONDS:e}; {FIX}"
                     );
                 }
             }
         }
         Ok(CostFile {
             path: path.to_path_buf(),
+            target: path.to_path_buf(),
             ops,
         })
     }
@@ -100,9 +156,15 @@ impl CostFile {
         }
     }
 
-    /// Sets one shape's cost, rounded to the millisecond; returns whether it is new to the file.
+    /// Sets one shape's cost, rounded to the millisecond and held to 0 to [`MAX_SECONDS`] (the
+    /// caller says when it saturates one); returns whether it is new to the file.
     pub fn set(&mut self, op: &str, shape: &str, seconds: f64) -> bool {
-        let rounded = (seconds * 1000.0).round() / 1000.0;
+        let held = if seconds.is_nan() {
+            0.0
+        } else {
+            seconds.clamp(0.0, MAX_SECONDS)
+        };
+        let rounded = (held * 1000.0).round() / 1000.0;
         if !matches!(self.ops.get(op), Some(Value::Object(_))) {
             self.ops.insert(op.to_owned(), Value::Object(Map::new()));
         }
@@ -115,9 +177,21 @@ impl CostFile {
             .is_none()
     }
 
-    /// Writes the file atomically: JSON, two-space indented, a newline at the end.
+    /// Forgets every cost of `op` (a sweep's costs replacing the op's earlier ones); returns
+    /// whether it had any.
+    pub fn clear(&mut self, op: &str) -> bool {
+        self.ops.shift_remove(op).is_some()
+    }
+
+    /// Where [`save`](Self::save) writes: the file itself, a symlink's target for a link.
+    pub fn target(&self) -> &Path {
+        &self.target
+    }
+
+    /// Writes the file atomically: JSON, two-space indented, a newline at the end; through a
+    /// symlink to its target, in the target's folder, the link left as it is.
     pub fn save(&self) -> Result<()> {
-        protocol::atomic::write_json(&self.path, &self.ops)
+        toolkit::atomic::write_json(&self.target, &self.ops)
     }
 }
 
@@ -166,13 +240,49 @@ mod tests {
         assert!(err("[1, 2]").contains("the top level is an array"));
         assert!(err(r#"{"mm": [1]}"#).contains("op \"mm\" holds an array"));
         assert!(err(r#"{"mm": {"[1]": 1e999}}"#).starts_with("costs.json:1:"));
-        for bad in ["-1", "\"3\"", "null", "true"] {
+        for bad in ["-1", "\"3\"", "null", "true", "1e308", "1000000000001"] {
             let e = err(&format!(r#"{{"mm": {{"[1,2]": {bad}}}}}"#));
             assert!(
                 e.contains("op \"mm\", shape [1,2]") && e.contains("not a cost"),
                 "{bad}: {e}"
             );
         }
+    }
+
+    #[test]
+    fn extreme_costs_are_held_to_the_range_not_learned_as_0() {
+        let mut file = parse("{}").expect("valid");
+        file.set("mm", "[1]", 1e306);
+        file.set("mm", "[2]", -3.0);
+        file.set("mm", "[3]", MAX_SECONDS);
+        let text = serde_json::to_string(&file.ops).expect("json");
+        assert_eq!(
+            text,
+            r#"{"mm":{"[1]":1000000000000.0,"[2]":0.0,"[3]":1000000000000.0}}"#
+        );
+        parse(&text).expect("what is written reads back");
+    }
+
+    #[test]
+    fn a_symlinked_cost_file_is_written_through_to_its_target() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let real = dir.path().join("shared/costs.json");
+        std::fs::create_dir(dir.path().join("shared")).expect("mkdir");
+        let link = dir.path().join("link.json");
+        std::os::unix::fs::symlink("shared/costs.json", &link).expect("symlink");
+        let mut file = CostFile::load_or_new(&link).expect("dangling: new");
+        assert_eq!(file.target(), real);
+        file.set("mm", "[1]", 1.0);
+        file.save().expect("save");
+        std::fs::write(&real, r#"{"mm": {"[1]": 2}}"#).expect("edit");
+        let mut file = CostFile::load(&link).expect("through the link");
+        assert_eq!(file.costs("mm").get("[1]"), Some(&2.0));
+        file.set("bmm", "[1]", 1.0);
+        file.save().expect("save");
+        assert!(link.symlink_metadata().expect("link").is_symlink());
+        assert!(std::fs::read_to_string(&real)
+            .expect("real")
+            .contains("bmm"));
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! PyYAML's Parser (`yaml/parser.py`, PyYAML 6.0), ported state by state over [`crate::scan`]'s
+//! PyYAML's Parser (`yaml/parser.py`, PyYAML 6.0), ported state by state over [`crate::scanner`]'s
 //! tokens: the same events, the same tag handles, the same errors. Its grammar (from parser.py):
 //!
 //! ```text
@@ -9,7 +9,8 @@
 //! flow_node         ::= ALIAS | properties flow_content? | flow_content
 //! ```
 
-use crate::scan::{error, Directive, Mark, Result, Scanner, Tok, Token};
+use crate::scanner::{error, Directive, Mark, Result, Scanner, Tok, Token};
+use crate::Words;
 use std::collections::HashMap;
 
 /// `tag:yaml.org,2002:`, what `!!` stands for.
@@ -91,9 +92,9 @@ fn default_tags() -> HashMap<String, String> {
 }
 
 impl Parser {
-    pub fn new(text: &str) -> Self {
+    pub fn new(text: &str, words: Words) -> Self {
         Parser {
-            scanner: Scanner::new(text),
+            scanner: Scanner::new(text, words),
             tag_handles: HashMap::new(),
             states: Vec::new(),
             marks: Vec::new(),
@@ -110,7 +111,8 @@ impl Parser {
     }
 
     fn peek(&mut self) -> Result<&Token> {
-        self.scanner.peek_token()?.ok_or_else(exhausted)
+        let words = self.scanner.words();
+        self.scanner.peek_token()?.ok_or_else(|| exhausted(words))
     }
 
     fn check(&mut self, pred: impl Fn(&Tok) -> bool) -> Result<bool> {
@@ -118,7 +120,8 @@ impl Parser {
     }
 
     fn take(&mut self) -> Result<Token> {
-        self.scanner.get_token()?.ok_or_else(exhausted)
+        let words = self.scanner.words();
+        self.scanner.get_token()?.ok_or_else(|| exhausted(words))
     }
 
     fn pop_state(&mut self) -> Option<State> {
@@ -504,7 +507,7 @@ impl Parser {
         self.expect_block_end("while parsing a block mapping", Ev::MappingEnd)
     }
 
-    /// The end of a block collection: a BLOCK-END token, or PyYAML's "expected <block end>".
+    /// The end of a block collection: a BLOCK-END token, or PyYAML's `expected <block end>`.
     fn expect_block_end(&mut self, context: &str, end: Ev) -> Result<Event> {
         if !self.check(|t| matches!(t, Tok::BlockEnd))? {
             let opened = self.marks.last().copied();
@@ -583,7 +586,7 @@ impl Parser {
         Ok(event(Ev::MappingEnd, token.start))
     }
 
-    fn flow_error(&mut self, context: &str, closer: &str) -> crate::scan::YamlError {
+    fn flow_error(&mut self, context: &str, closer: &str) -> crate::scanner::YamlError {
         let opened = self.marks.last().copied();
         match self.peek() {
             Ok(token) => error(
@@ -598,10 +601,13 @@ impl Parser {
 
 /// No token where the grammar needs one: the scanner always ends the stream with STREAM-END, which
 /// only the state that ends the parse takes, so this is a bug, reported rather than a panic.
-fn exhausted() -> crate::scan::YamlError {
+fn exhausted(words: Words) -> crate::scanner::YamlError {
     error(
         None,
-        "the token stream ended early (a bug in warmup-shard's parser)",
+        format!(
+            "the token stream ended early (a bug in {}'s parser)",
+            words.program
+        ),
         Mark::default(),
     )
 }
@@ -628,7 +634,7 @@ mod tests {
     use super::*;
 
     fn events(text: &str) -> Result<Vec<Ev>> {
-        let mut p = Parser::new(text);
+        let mut p = Parser::new(text, crate::tests::WORDS);
         let mut out = Vec::new();
         while let Some(e) = p.next_event()? {
             out.push(e.ev);

@@ -1,16 +1,17 @@
 //! The document as PyYAML's composer sees it: a node graph (aliases are the same node, and may
-//! make cycles, as in PyYAML) built from [`crate::parse`]'s events, every scalar carrying the tag
+//! make cycles, as in PyYAML) built from [`crate::parser`]'s events, every scalar carrying the tag
 //! `safe_load` would construct it with.
 //!
 //! The events come from a port of PyYAML's own scanner and parser rather than from a YAML library:
 //! the contract is what `yaml.safe_load` reads, and PyYAML departs from the YAML spec both ways
 //! (it reads `- [1,` continued on a less indented line and `[1, 2]#c`; it refuses a tab between
 //! tokens and `[|1]`), so any spec parser accepts some files PyYAML refuses and refuses some it
-//! reads. Scalars are then resolved by PyYAML's rules in `resolve`.
+//! reads. Scalars are then resolved by PyYAML's rules in `resolver`.
 
-use crate::parse::{Ev, Parser};
-use crate::resolve;
-use crate::scan::YamlError;
+use crate::parser::{Ev, Parser};
+use crate::resolver;
+use crate::scanner::YamlError;
+use crate::Words;
 use anyhow::{bail, Result};
 use std::collections::HashMap;
 
@@ -45,6 +46,8 @@ pub struct Doc {
     pub root: NodeId,
     /// Per node: whether it reaches a cycle (an alias to a collection that contains it).
     pub reaches_cycle: Vec<bool>,
+    /// The caller's words, for the constructor's refusals.
+    pub(crate) words: Words,
 }
 
 impl Doc {
@@ -62,7 +65,7 @@ pub fn at(name: &str, line: usize, col: usize, what: impl std::fmt::Display) -> 
 
 /// Checks the text the way PyYAML's Reader would and returns it ready for the scanner: without a
 /// leading BOM and with `\r\n` and `\r` as `\n`, as Python's text-mode `open` hands it to PyYAML.
-pub fn prepare(bytes: &[u8], name: &str) -> Result<String> {
+pub fn prepare(bytes: &[u8], name: &str, words: Words) -> Result<String> {
     let text = match std::str::from_utf8(bytes) {
         Ok(t) => t,
         Err(e) => {
@@ -75,8 +78,9 @@ pub fn prepare(bytes: &[u8], name: &str) -> Result<String> {
                 line,
                 col,
                 format!(
-                    "not UTF-8 text (byte {}): safe_load cannot decode it; save the shape file as UTF-8",
-                    e.valid_up_to()
+                    "not UTF-8 text (byte {}): safe_load cannot decode it; save {} as UTF-8",
+                    e.valid_up_to(),
+                    words.file
                 ),
             ));
         }
@@ -144,14 +148,15 @@ fn syntax(name: &str, e: &YamlError) -> anyhow::Error {
     )
 }
 
-/// Builds the node graph of the single document in `text`, as PyYAML's `compose` does.
-pub fn compose(text: &str, name: &str) -> Result<Doc> {
+/// Builds the node graph of the single document in `text`, as PyYAML's `compose` does; `None`
+/// where the stream holds no document.
+pub fn compose(text: &str, name: &str, words: Words) -> Result<Option<Doc>> {
     let mut nodes: Vec<Node> = Vec::new();
     let mut anchors: HashMap<String, NodeId> = HashMap::new();
     let mut open: Vec<Frame> = Vec::new();
     let mut root: Option<NodeId> = None;
     let mut documents = 0usize;
-    let mut parser = Parser::new(text);
+    let mut parser = Parser::new(text, words);
     while let Some(event) = parser.next_event().map_err(|e| syntax(name, &e))? {
         let (line, col) = (event.start.line + 1, event.start.column + 1);
         let mut anchor_new = |anchor: Option<String>, id: NodeId, nodes: &[Node]| -> Result<()> {
@@ -204,8 +209,8 @@ pub fn compose(text: &str, name: &str) -> Result<Doc> {
             } => {
                 let tag = match tag {
                     Some(t) if t != "!" => t,
-                    _ if plain_implicit => resolve::implicit(&value).to_owned(),
-                    _ => resolve::STR.to_owned(),
+                    _ if plain_implicit => resolver::implicit(&value).to_owned(),
+                    _ => resolver::STR.to_owned(),
                 };
                 let id = push(&mut nodes, Kind::Scalar(value), tag, false, line, col);
                 anchor_new(anchor, id, &nodes)?;
@@ -222,14 +227,14 @@ pub fn compose(text: &str, name: &str) -> Result<Doc> {
                         name,
                         line,
                         col,
-                        format!("nesting deeper than {MAX_DEPTH} levels: PyYAML may read it up to its recursion limit, warmup-shard refuses it; flatten the nesting"),
+                        format!("nesting deeper than {MAX_DEPTH} levels: PyYAML may read it up to its recursion limit, {} refuses it; flatten the nesting", words.program),
                     ));
                 }
                 let tag = tag.filter(|t| t != "!");
                 let (kind, tag) = if is_seq {
-                    (Kind::Seq(Vec::new()), tag.unwrap_or_else(|| resolve::SEQ.to_owned()))
+                    (Kind::Seq(Vec::new()), tag.unwrap_or_else(|| resolver::SEQ.to_owned()))
                 } else {
-                    (Kind::Map(Vec::new()), tag.unwrap_or_else(|| resolve::MAP.to_owned()))
+                    (Kind::Map(Vec::new()), tag.unwrap_or_else(|| resolver::MAP.to_owned()))
                 };
                 let id = push(&mut nodes, kind, tag, flow, line, col);
                 // Registered before its content, as PyYAML does: an alias inside may refer to it.
@@ -253,19 +258,12 @@ pub fn compose(text: &str, name: &str) -> Result<Doc> {
         };
         attach(&mut nodes, &mut open, &mut root, new);
     }
-    match root {
-        Some(root) => {
-            let reaches_cycle = reaches_cycle(&nodes);
-            Ok(Doc {
-                nodes,
-                root,
-                reaches_cycle,
-            })
-        }
-        None => {
-            bail!("{name}: empty file: no YAML document; give the shape file with the op's entry")
-        }
-    }
+    Ok(root.map(|root| Doc {
+        reaches_cycle: reaches_cycle(&nodes),
+        nodes,
+        root,
+        words,
+    }))
 }
 
 fn push(
@@ -359,10 +357,11 @@ fn reaches_cycle(nodes: &[Node]) -> Vec<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tests::WORDS;
 
     #[test]
     fn aliases_share_nodes_and_a_self_reference_is_a_cycle() {
-        let doc = compose("a: &x [1, *x]\nb: &y [2]\nc: *y\n", "t.yaml").expect("PyYAML reads it");
+        let doc = crate::tests::load("a: &x [1, *x]\nb: &y [2]\nc: *y\n");
         let Kind::Map(pairs) = &doc.nodes[doc.root].kind else {
             panic!("root is a mapping")
         };
@@ -386,8 +385,44 @@ mod tests {
             ),
             ("a: 1\n---\nb: 2\n", "t.yaml:2:1: a second YAML document"),
         ] {
-            let err = format!("{:#}", compose(text, "t.yaml").expect_err(text));
+            let err = format!("{:#}", compose(text, "t.yaml", WORDS).expect_err(text));
             assert!(err.starts_with(want), "{text:?}: {err}");
         }
+    }
+
+    #[test]
+    fn a_stream_without_a_document_is_none_as_safe_load_returns_none() {
+        for text in ["", "# only a comment\n", "\n\n"] {
+            assert!(
+                compose(text, "t.yaml", WORDS).expect(text).is_none(),
+                "{text:?}"
+            );
+        }
+        assert!(compose("---\n", "t.yaml", WORDS).expect("---").is_some());
+    }
+
+    #[test]
+    fn where_the_port_refuses_what_pyyaml_reads_it_speaks_in_the_callers_words() {
+        let deep = format!(
+            "{}1{}",
+            "[".repeat(MAX_DEPTH + 1),
+            "]".repeat(MAX_DEPTH + 1)
+        );
+        let surrogate = "a: \"\\ud800\"\n";
+        for (text, want) in [
+            (
+                deep.as_str(),
+                "PyYAML may read it up to its recursion limit, the reader refuses it",
+            ),
+            (surrogate, "and the reader cannot copy it into a copy;"),
+        ] {
+            let err = format!("{:#}", compose(text, "t.yaml", WORDS).expect_err(want));
+            assert!(err.contains(want), "{err}");
+        }
+        let err = prepare(b"a: \xff\n", "t.yaml", WORDS).expect_err("not UTF-8");
+        assert!(
+            format!("{err:#}").ends_with("save the file as UTF-8"),
+            "{err:#}"
+        );
     }
 }

@@ -1,19 +1,18 @@
 //! Writes nodes back as YAML text that PyYAML reads into the same objects: every scalar as
 //! (tag, text), which is all SafeConstructor looks at. A scalar goes out plain only when its
 //! text is plain-safe and resolves to the same tag; otherwise double-quoted, with `!!tag` where
-//! the tag is not `str`. Aliases are written out in full (bounded by [`MAX_NODES`]).
+//! the tag is not `str`. Aliases are written out in full: [`expanded_size`] says how large that
+//! makes a node, for a caller to bound (an alias bomb expands exponentially).
 
-use crate::resolve::{self, plain_keeps};
-use crate::tree::{Doc, Kind, NodeId};
+use crate::composer::{Doc, Kind, NodeId};
+use crate::resolver::{self, plain_keeps};
 use std::fmt::Write;
 
 /// Longest key written as an implicit key (PyYAML allows 1024 characters).
 const MAX_IMPLICIT_KEY: usize = 1000;
 
-/// Most nodes one shard may expand to, so an alias bomb is refused rather than written.
-pub const MAX_NODES: u64 = 20_000_000;
-
-/// How many nodes `id` expands to once aliases are written out, saturating.
+/// How many nodes `id` expands to once aliases are written out, saturating; `memo` holds one
+/// slot per node of the document, `None` at first.
 pub fn expanded_size(doc: &Doc, id: NodeId, memo: &mut Vec<Option<u64>>) -> u64 {
     if let Some(n) = memo[id] {
         return n;
@@ -32,9 +31,14 @@ pub fn expanded_size(doc: &Doc, id: NodeId, memo: &mut Vec<Option<u64>>) -> u64 
     n
 }
 
+/// Writes nodes of one document as YAML text: an untagged, non-empty collection in block style
+/// where the source wrote it so, every other node in flow style; `safe_load` reads the text back
+/// into the objects it builds from the nodes. A caller lays out the lines around them (a comment,
+/// a key with part of its value) by writing to `out` between calls.
 #[derive(Debug)]
 pub struct Emitter<'d> {
     pub doc: &'d Doc,
+    /// The text written so far.
     pub out: String,
 }
 
@@ -46,52 +50,8 @@ impl<'d> Emitter<'d> {
         }
     }
 
-    /// One shard's shape file: the `comment` line, then the entry's key (`key`) holding its
-    /// `pairs` in order, the `shapes` pair (`pairs[shapes_at]`) holding only the `picked` items.
-    /// A `shapes` list with a tag of its own is written as a flow list under that tag.
-    pub fn shard_file(
-        mut self,
-        comment: &str,
-        key: NodeId,
-        pairs: &[(NodeId, NodeId)],
-        shapes_at: usize,
-        picked: &[NodeId],
-    ) -> String {
-        self.out
-            .push_str(&comment.replace(['\n', '\r', '\u{85}', '\u{2028}', '\u{2029}'], " "));
-        self.out.push('\n');
-        self.key(key, 0);
-        self.out.push('\n');
-        for (i, &(k, v)) in pairs.iter().enumerate() {
-            if i != shapes_at {
-                self.pair(k, v, 2, false);
-                continue;
-            }
-            self.indent(2);
-            self.key(k, 2);
-            let tag = &self.doc.nodes[v].tag;
-            if tag == resolve::SEQ {
-                self.out.push('\n');
-                for &item in picked {
-                    self.item(item, 4, false);
-                }
-            } else {
-                self.out.push(' ');
-                self.out.push_str(&short_tag(tag));
-                self.out.push_str(" [");
-                for (n, &item) in picked.iter().enumerate() {
-                    if n > 0 {
-                        self.out.push_str(", ");
-                    }
-                    self.flow(item);
-                }
-                self.out.push_str("]\n");
-            }
-        }
-        self.out
-    }
-
-    fn indent(&mut self, n: usize) {
+    /// `n` spaces.
+    pub fn indent(&mut self, n: usize) {
         self.out.extend(std::iter::repeat_n(' ', n));
     }
 
@@ -143,10 +103,10 @@ impl<'d> Emitter<'d> {
     fn block_kind(&self, id: NodeId) -> Option<bool> {
         let node = &self.doc.nodes[id];
         match &node.kind {
-            Kind::Seq(items) if !node.flow && !items.is_empty() && node.tag == resolve::SEQ => {
+            Kind::Seq(items) if !node.flow && !items.is_empty() && node.tag == resolver::SEQ => {
                 Some(true)
             }
-            Kind::Map(pairs) if !node.flow && !pairs.is_empty() && node.tag == resolve::MAP => {
+            Kind::Map(pairs) if !node.flow && !pairs.is_empty() && node.tag == resolver::MAP => {
                 Some(false)
             }
             _ => None,
@@ -193,19 +153,9 @@ impl<'d> Emitter<'d> {
                 let text = scalar(value, &node.tag);
                 self.out.push_str(&text);
             }
-            Kind::Seq(items) => {
-                self.tag_prefix(&node.tag, resolve::SEQ);
-                self.out.push('[');
-                for (i, &item) in items.iter().enumerate() {
-                    if i > 0 {
-                        self.out.push_str(", ");
-                    }
-                    self.flow(item);
-                }
-                self.out.push(']');
-            }
+            Kind::Seq(items) => self.flow_seq(&node.tag, items),
             Kind::Map(pairs) => {
-                self.tag_prefix(&node.tag, resolve::MAP);
+                self.tag_prefix(&node.tag, resolver::MAP);
                 self.out.push('{');
                 for (i, &(k, v)) in pairs.iter().enumerate() {
                     if i > 0 {
@@ -225,6 +175,20 @@ impl<'d> Emitter<'d> {
                 self.out.push('}');
             }
         }
+    }
+
+    /// A flow sequence of `items` on one line under `tag` (`!!omap [a: 1]`; no tag written for
+    /// `!!seq`): a sequence node, or a part of its items.
+    pub fn flow_seq(&mut self, tag: &str, items: &[NodeId]) {
+        self.tag_prefix(tag, resolver::SEQ);
+        self.out.push('[');
+        for (i, &item) in items.iter().enumerate() {
+            if i > 0 {
+                self.out.push_str(", ");
+            }
+            self.flow(item);
+        }
+        self.out.push(']');
     }
 
     fn tag_prefix(&mut self, tag: &str, default: &str) {
@@ -248,16 +212,16 @@ impl<'d> Emitter<'d> {
 }
 
 /// `!!name` for the yaml.org tags, `!<uri>` for any other.
-pub fn short_tag(tag: &str) -> String {
-    match tag.strip_prefix(resolve::YAML) {
+fn short_tag(tag: &str) -> String {
+    match tag.strip_prefix(resolver::YAML) {
         Some(name) if name.chars().all(|c| c.is_ascii_alphanumeric()) => format!("!!{name}"),
         _ => format!("!<{tag}>"),
     }
 }
 
 /// One scalar, written so that PyYAML constructs it from the same tag and text.
-pub fn scalar(value: &str, tag: &str) -> String {
-    if tag == resolve::NULL {
+fn scalar(value: &str, tag: &str) -> String {
+    if tag == resolver::NULL {
         // construct_yaml_null ignores the text.
         return "null".to_owned();
     }
@@ -265,7 +229,7 @@ pub fn scalar(value: &str, tag: &str) -> String {
         return value.to_owned();
     }
     let quoted = double_quoted(value);
-    if tag == resolve::STR {
+    if tag == resolver::STR {
         quoted
     } else {
         format!("{} {quoted}", short_tag(tag))
@@ -304,7 +268,7 @@ fn plain_safe(value: &str) -> bool {
 
 /// A double-quoted YAML string holding exactly `value`, escaping what PyYAML's reader refuses
 /// raw or would read as a line break.
-pub fn double_quoted(value: &str) -> String {
+fn double_quoted(value: &str) -> String {
     let mut out = String::with_capacity(value.len() + 2);
     out.push('"');
     for c in value.chars() {
@@ -340,16 +304,16 @@ mod tests {
 
     #[test]
     fn scalars_keep_their_tag_through_the_text() {
-        assert_eq!(scalar("64", resolve::INT), "64");
-        assert_eq!(scalar("yes", resolve::STR), "\"yes\"");
-        assert_eq!(scalar("1e-5", resolve::STR), "1e-5");
-        assert_eq!(scalar("017", resolve::STR), "\"017\"");
-        assert_eq!(scalar("abc", resolve::INT), "!!int \"abc\"");
-        assert_eq!(scalar("T, N", resolve::STR), "\"T, N\"");
-        assert_eq!(scalar("", resolve::NULL), "null");
-        assert_eq!(scalar("a\u{2028}\"b", resolve::STR), "\"a\\u2028\\\"b\"");
-        assert_eq!(scalar("-", resolve::STR), "\"-\"");
-        assert_eq!(scalar("---x", resolve::STR), "\"---x\"");
-        assert_eq!(scalar("<<", resolve::MERGE), "<<");
+        assert_eq!(scalar("64", resolver::INT), "64");
+        assert_eq!(scalar("yes", resolver::STR), "\"yes\"");
+        assert_eq!(scalar("1e-5", resolver::STR), "1e-5");
+        assert_eq!(scalar("017", resolver::STR), "\"017\"");
+        assert_eq!(scalar("abc", resolver::INT), "!!int \"abc\"");
+        assert_eq!(scalar("T, N", resolver::STR), "\"T, N\"");
+        assert_eq!(scalar("", resolver::NULL), "null");
+        assert_eq!(scalar("a\u{2028}\"b", resolver::STR), "\"a\\u2028\\\"b\"");
+        assert_eq!(scalar("-", resolver::STR), "\"-\"");
+        assert_eq!(scalar("---x", resolver::STR), "\"---x\"");
+        assert_eq!(scalar("<<", resolver::MERGE), "<<");
     }
 }

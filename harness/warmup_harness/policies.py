@@ -1,0 +1,104 @@
+"""Record and replay as policies of the store view (store.py): where a decision is recorded, and
+where a recorded one is pinned."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+from .configs import config_record, config_text, key_text
+from .store import Policy, TunerState, remember
+
+
+class Recorder(Policy):
+    """Record mode: every decision goes to the writer, with the seconds its sweep took."""
+
+    def __init__(self, add: Callable[[str, str, dict, float | None], None]):
+        super().__init__()
+        self._add = add
+        self._recorded: dict[tuple[str, str], str] = {}
+
+    def _record(self, state: TunerState, text: str, config: Any, seconds: float | None) -> None:
+        record = config_record(config)
+        canon = config_text(record)
+        if self._recorded.get((state.kernel, text)) != canon:
+            self._add(state.kernel, text, record, seconds)
+            self._recorded[state.kernel, text] = canon
+
+    def setitem(self, tuner, state, key, config, raw):
+        raw[key] = config
+        text = key_text(key)
+        started = state.miss_started.pop(text, None)
+        self._record(state, text, config, time.perf_counter() - started if started is not None else None)
+        remember(state.recorded, key)
+
+    def getitem(self, tuner, state, key, raw):
+        # A decision the tuner found in its store (one the user chose with FLAGGEMS_DB_URL) is
+        # recorded too, so that the record holds every config the run used.
+        config = raw[key]
+        try:
+            if key in state.recorded:
+                return config
+        except TypeError:
+            pass
+        text = key_text(key)
+        if (state.kernel, text) not in self._recorded:
+            self._record(state, text, config, None)
+        remember(state.recorded, key)
+        return config
+
+
+class ReplayMiss(RuntimeError):
+    """A key the replay cannot pin, under `--warmup-replay-miss=fail`."""
+
+
+class Replayer(Policy):
+    """Replay mode: a recorded key is answered with the tuner's own matching config; any other key
+    goes to the tuner's sweep, counted."""
+
+    def __init__(self, records: dict[str, dict[str, dict]], source: str, fail: bool,
+                 first_lookup: Callable[[], None]):
+        super().__init__()
+        self._records = records
+        self._source = source
+        self.fail = fail  # a key the record cannot answer raises instead of being swept
+        self._first_lookup: Callable[[], None] | None = first_lookup
+        self.replayed: set[tuple[str, str]] = set()
+        self.missed: dict[tuple[str, str], str] = {}
+
+    def _pin(self, tuner: Any, state: TunerState, key: Any) -> Any:
+        try:
+            if key in state.unpinned and not self.fail:
+                return None
+        except TypeError:
+            pass
+        if self._first_lookup is not None:
+            check, self._first_lookup = self._first_lookup, None
+            check()
+        text = key_text(key)
+        recorded = self._records.get(state.kernel, {}).get(text)
+        if recorded is None:
+            return self._miss(state, key, text, "not in the record")
+        config = state.config_index(tuner.configs).get(config_text(recorded))
+        if config is None:
+            return self._miss(state, key, text, "its recorded config is not among the kernel's configs")
+        self.replayed.add((state.kernel, text))
+        remember(state.pinned, key, config)
+        return config
+
+    def _miss(self, state: TunerState, key: Any, text: str, why: str) -> None:
+        self.missed.setdefault((state.kernel, text), why)
+        remember(state.unpinned, key)
+        if self.fail:
+            raise ReplayMiss(
+                f"warmup-harness: replay miss: kernel {state.kernel} key {text} {why} "
+                f"({self._source}); --warmup-replay-miss=fail forbids sweeping it live"
+            )
+        return None
+
+    def contains(self, tuner, state, key, raw):
+        return self._pin(tuner, state, key) is not None or key in raw
+
+    def getitem(self, tuner, state, key, raw):
+        config = self._pin(tuner, state, key)
+        return config if config is not None else raw[key]

@@ -1,0 +1,246 @@
+"""Record mode's writer: each decision goes to a journal beside the record, and the journal is folded
+into `<dir>/<op>.json` and its sidecar (docs/CONTRACT.md, "The record/replay harness").
+
+Why a journal: rewriting the record for every key costs the whole file each time (52 keys on a
+17 MB record took 50 s). A key costs one line appended to `<dir>/.<op>.journal` instead, and the
+record is rewritten by a fold: after a key while the record is small (under FOLD_EVERY_KEY_BELOW
+bytes: rewriting it costs about what the line does, and warmup-merge then finds every key of a
+child that crashed), or once the journal has grown as large as the record (so a key's share of the
+folds stays a few times its own line, whatever the record's size); and when the session starts (a
+journal left by a process that died is folded first), when it ends, and on SIGTERM (how
+warmup-spawn stops a child). Every append and every fold holds `flock` on
+`<dir>/.<op>.lock`, so processes recording one op (pytest-xdist workers, sessions side by side)
+add up; a fold replaces the record atomically (atomic.py) before it removes the journal, so
+`<op>.json` is a valid record at every instant and a key decided before a crash is in one or the
+other. A key decided again replaces its earlier config: the journal is applied in order.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import signal
+import threading
+from pathlib import Path
+from typing import Any, Callable
+from collections.abc import Iterator
+
+from . import atomic
+from .records import (META_FORMAT, META_VERSION, RecordError, load_meta, load_records, meta_path,
+                      record_path, sidecar_damage, versions)
+
+_UNASKED = object()
+
+# Below this size the record is rewritten after every key (milliseconds), above it only once the
+# journal has grown to the record's size.
+FOLD_EVERY_KEY_BELOW = 1 << 20
+
+
+def journal_path(directory: Path, op: str) -> Path:
+    return directory / f".{op}.journal"
+
+
+def journal_entries(data: bytes) -> list[tuple[str, str, dict, Any]]:
+    """The journal's (kernel, key, config, seconds), in order; a line that is not one is skipped,
+    and the last piece, without its newline, was cut short (or is empty)."""
+    entries = []
+    for line in data.split(b"\n")[:-1]:
+        try:
+            entry = json.loads(line)
+            kernel, key, config = entry["kernel"], entry["key"], entry["config"]
+        except (ValueError, RecursionError, KeyError, TypeError):
+            continue
+        if isinstance(kernel, str) and isinstance(key, str) and isinstance(config, dict) \
+                and isinstance(config.get("kwargs"), dict):
+            entries.append((kernel, key, config, entry.get("seconds")))
+    return entries
+
+
+def unfolded(directory: Path, op: str, records: dict) -> int:
+    """Replay: adds to `records` the keys a record session journaled but did not fold (it was
+    killed), as the next record session would fold them; returns how many. Reads only."""
+    try:
+        data = journal_path(directory, op).read_bytes()
+    except OSError:
+        return 0
+    entries = journal_entries(data)
+    for kernel, key, config, _ in entries:
+        records.setdefault(kernel, {})[key] = config
+    return len(entries)
+
+
+class RecordWriter:
+    """Adds decisions, one key at a time, to the journal, and folds it into the record."""
+
+    def __init__(self, directory: Path, op: str, device_name: Callable[[], str | None]):
+        self.directory = directory
+        self.op = op
+        self.path = record_path(directory, op)
+        self.meta = meta_path(directory, op)
+        self.journal = journal_path(directory, op)
+        self.decided: set[tuple[str, str]] = set()
+        self.seconds = 0.0
+        self.notes: list[str] = []  # said at the end: a damaged sidecar replaced, a fold that failed
+        self.extra_meta: Callable[[], dict] = dict  # the session's own sidecar fields, at each fold
+        self._device_name = device_name
+        self._device: Any = _UNASKED  # asked at the first decision, when the device is in use
+        self._busy = False  # inside an append or a fold: a SIGTERM waits for it
+        self._compile_added = 0.0  # of this process's compile seconds, those in the sidecar already
+        self._stop_signal: int | None = None
+        self._previous_handler: Any = None
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        self._busy = True
+        try:
+            with open(self.directory / f".{self.op}.lock", "a") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                yield
+        finally:
+            self._busy = False
+            if self._stop_signal is not None:  # a SIGTERM came meanwhile: fold and die of it now
+                self._stop_now()
+
+    def open(self) -> None:
+        """Checks the record there, which this run will add to, and folds a journal a process that
+        died left; raises RecordError."""
+        atomic.remove_dead_temporaries(self.path)
+        atomic.remove_dead_temporaries(self.meta)
+        try:
+            with self._locked():
+                if self.path.exists():
+                    load_records(self.path)
+                self._fold()
+        except OSError as exc:
+            raise self._unwritable(exc) from None
+
+    def add(self, kernel: str, key: str, config: dict, seconds: float | None) -> None:
+        if self._device is _UNASKED:
+            self._device = self._device_name()
+        line = json.dumps({"kernel": kernel, "key": key, "config": config,
+                           "seconds": round(seconds, 6) if seconds is not None else None}) + "\n"
+        try:
+            with self._locked():
+                fd = os.open(self.journal, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+                try:
+                    view = memoryview(line.encode("utf-8"))
+                    while view:
+                        view = view[os.write(fd, view):]
+                    journaled = os.fstat(fd).st_size
+                finally:
+                    os.close(fd)
+                try:
+                    recorded = self.path.stat().st_size
+                except FileNotFoundError:
+                    recorded = 0
+                if recorded < FOLD_EVERY_KEY_BELOW or journaled >= recorded:
+                    self._fold()
+        except OSError as exc:
+            raise self._unwritable(exc) from None
+        self.decided.add((kernel, key))
+        self.seconds += seconds or 0.0
+
+    def close(self) -> None:
+        """Folds what this session (and any other) journaled; a failure is a note, the journal kept."""
+        try:
+            with self._locked():
+                self._fold()
+        except (OSError, RecordError) as exc:
+            why = exc.strerror if isinstance(exc, OSError) else str(exc)
+            self.notes.append(f"WARNING {self.journal}: not folded into {self.path} ({why}); its keys "
+                              f"are kept there and folded by the next record session in that folder")
+
+    def _unwritable(self, exc: OSError) -> RecordError:
+        return RecordError(f"{self.path}: cannot write the record ({exc.strerror or exc}): the record "
+                           f"folder must be a writable folder")
+
+    def _fold(self) -> None:
+        """Under the lock: the journal's keys into the record and the sidecar, then no journal."""
+        try:
+            data = self.journal.read_bytes()
+        except FileNotFoundError:
+            return
+        entries = journal_entries(data)
+        if entries:
+            records = load_records(self.path) if self.path.exists() else {}
+            meta = self._sidecar_to_merge_into()
+            meta.update(versions(), harness=_harness_version())
+            self._add_process_seconds(meta)
+            if self._device not in (None, _UNASKED) or "device" not in meta:
+                meta["device"] = None if self._device is _UNASKED else self._device
+            tune = meta.setdefault("tune_seconds", {})
+            for kernel, key, config, seconds in entries:
+                records.setdefault(kernel, {})[key] = config
+                tune.setdefault(kernel, {})[key] = seconds
+            atomic.write_bytes(self.path, (json.dumps(records) + "\n").encode("utf-8"))
+            # The record never waits on its sidecar: one that cannot be written is a note.
+            try:
+                atomic.write_bytes(self.meta, (json.dumps(meta) + "\n").encode("utf-8"))
+            except OSError as exc:
+                self.notes.append(f"WARNING {self.meta}: cannot write the sidecar ({exc.strerror})")
+        self.journal.unlink()
+
+    def _add_process_seconds(self, meta: dict) -> None:
+        """This process's start-up and compile seconds into the sidecar, which holds them for every
+        process that recorded there: the longest start-up, the sum of compiling."""
+        mine = self.extra_meta()
+        startup, compiled = mine.get("startup_seconds"), mine.get("compile_seconds")
+        old_startup, old_compiled = (_number(meta.get(k)) for k in ("startup_seconds", "compile_seconds"))
+        if startup is not None:
+            meta["startup_seconds"] = max(startup, old_startup) if old_startup is not None else startup
+        else:
+            meta["startup_seconds"] = old_startup
+        if compiled is not None:
+            meta["compile_seconds"] = round((old_compiled or 0.0) + compiled - self._compile_added, 6)
+            self._compile_added = compiled
+        else:
+            meta["compile_seconds"] = old_compiled
+
+    def _sidecar_to_merge_into(self) -> dict:
+        """The sidecar there, or a new one where there is none or it cannot be merged into: the
+        record never waits on its sidecar being sound."""
+        meta, problem = load_meta(self.meta)
+        if meta is not None:
+            problem = sidecar_damage(meta, self.meta)
+        if problem is not None and not any(problem in note for note in self.notes):
+            self.notes.append(f"WARNING {problem}; it was replaced by this run's sidecar")
+        if problem is not None or meta is None:
+            return {"format": META_FORMAT, "version": META_VERSION, "op": self.op, "tune_seconds": {}}
+        return meta
+
+    # SIGTERM: fold, then die of it as the process would have.
+    def fold_on_sigterm(self) -> None:
+        """Folds before the process dies of SIGTERM, where nobody else handles it."""
+        if threading.current_thread() is not threading.main_thread():
+            return
+        if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+            return
+        self._previous_handler = signal.signal(signal.SIGTERM, self._on_signal)
+
+    def restore_sigterm(self) -> None:
+        if self._previous_handler is not None and signal.getsignal(signal.SIGTERM) == self._on_signal:
+            signal.signal(signal.SIGTERM, self._previous_handler)
+        self._previous_handler = None
+
+    def _on_signal(self, signum: int, frame: Any) -> None:
+        self._stop_signal = signum
+        if not self._busy:  # else the append or fold under way finishes, then stops
+            self._stop_now()
+
+    def _stop_now(self) -> None:
+        signum, self._stop_signal = self._stop_signal, None
+        self.close()
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+
+def _number(value: Any) -> float | None:
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _harness_version() -> str:
+    from . import __version__
+
+    return __version__

@@ -1,0 +1,68 @@
+//! The shape file as warmup-shard reads and writes it, over the `pyyaml` port: read into the
+//! graph `yaml.safe_load` composes, with warmup-shard's words in the errors where the port refuses
+//! what PyYAML reads; and one shard's file written back from that graph, which `safe_load` reads
+//! into the same objects: a comment line saying where it comes from, the entry's key, the entry's
+//! pairs in their order, and its `shapes` list holding only the shard's shapes.
+
+use crate::TOOL;
+use anyhow::{bail, Result};
+use pyyaml::{tag, Doc, Emitter, NodeId, Words};
+
+/// How pyyaml's errors name warmup-shard, the shape file, and what it is cut into.
+const WORDS: Words = Words {
+    program: TOOL,
+    file: "the shape file",
+    output: "shard",
+};
+
+/// Most nodes one shard may expand to, so an alias bomb is refused rather than written.
+pub const MAX_NODES: u64 = 20_000_000;
+
+/// The shape file's document, as `safe_load` composes it; `name` is how errors name the file.
+pub fn load(bytes: &[u8], name: &str) -> Result<Doc> {
+    match pyyaml::load(bytes, name, WORDS)? {
+        Some(doc) => Ok(doc),
+        None => {
+            bail!("{name}: empty file: no YAML document; give the shape file with the op's entry")
+        }
+    }
+}
+
+/// One shard's shape file: the `comment` line, then the entry's key (`key`) holding its
+/// `pairs` in order, the `shapes` pair (`pairs[shapes_at]`) holding only the `picked` items.
+/// A `shapes` list with a tag of its own is written as a flow list under that tag.
+pub fn shard_file(
+    doc: &Doc,
+    comment: &str,
+    key: NodeId,
+    pairs: &[(NodeId, NodeId)],
+    shapes_at: usize,
+    picked: &[NodeId],
+) -> String {
+    let mut e = Emitter::new(doc);
+    e.out
+        .push_str(&comment.replace(['\n', '\r', '\u{85}', '\u{2028}', '\u{2029}'], " "));
+    e.out.push('\n');
+    e.key(key, 0);
+    e.out.push('\n');
+    for (i, &(k, v)) in pairs.iter().enumerate() {
+        if i != shapes_at {
+            e.pair(k, v, 2, false);
+            continue;
+        }
+        e.indent(2);
+        e.key(k, 2);
+        let tag = &doc.nodes[v].tag;
+        if tag == tag::SEQ {
+            e.out.push('\n');
+            for &item in picked {
+                e.item(item, 4, false);
+            }
+        } else {
+            e.out.push(' ');
+            e.flow_seq(tag, picked);
+            e.out.push('\n');
+        }
+    }
+    e.out
+}

@@ -1,0 +1,18 @@
+//! What every warmup tool is built with, and none of the harness protocol: the tools' uucore.
+//! Nothing here knows of plans, shards or records (those are `protocol`'s); everything here is
+//! how a small Unix tool behaves.
+//!
+//! - [`cli`]: argument parsing (usage errors named by the tool, exit 2), numbers on the command
+//!   line, and the shell completions and man pages `make install` generates;
+//! - [`exit`] and [`Status`]: the exit statuses, and the one place a result becomes one;
+//! - [`atomic`]: writing files whole or not at all;
+//! - [`lock`]: a lock file beside a file that is read, changed and replaced;
+//! - [`shell`]: quoting for POSIX shells.
+
+pub mod atomic;
+pub mod cli;
+mod exit;
+pub mod lock;
+pub mod shell;
+
+pub use exit::{exit, Status, EXIT_STATUS_HELP, USAGE};
