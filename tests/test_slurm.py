@@ -242,9 +242,10 @@ def test_rerunning_an_index_the_plan_lacks_exits_2_submitting_nothing(tmp_path):
     assert not (scratch / "slurm" / "jobs").exists()
 
 
-def test_finish_names_each_shard_from_its_tasks_run_summary(tmp_path):
-    """--finish without a cluster: shards 0-2 ran as their array tasks run them, writing their
-    run summaries (shard 2 failing); shard 3's task never started, so it has none."""
+def test_finish_names_each_shard_from_warmup_merges_summary(tmp_path):
+    """--finish without a cluster: shards 0-2 ran as their array tasks run them (shard 2
+    failing), with no task summary of their own; shard 3's task never started. The outcomes are
+    warmup-merge's, judged from each shard's status.json."""
     scratch, records = tmp_path / "shared", tmp_path / "records"
     done = run_tool("shard", "--op", "mm", "--shards", "4", "--out", scratch, EXAMPLE)
     assert done.returncode == 0, done.stderr
@@ -253,8 +254,7 @@ def test_finish_names_each_shard_from_its_tasks_run_summary(tmp_path):
            "WARMUP_FIXTURE_FAIL_SHAPES": FAILING_SHAPE}
     for i in range(3):
         ran = run_tool("spawn", "--plan", scratch, "--only", i, "--devices", "0", "--backend",
-                       "cuda", "--summary", scratch / "slurm" / f"shard-{i}.summary", "--",
-                       *bench_command(), env=env, cwd=tmp_path)
+                       "cuda", "--", *bench_command(), env=env, cwd=tmp_path)
         assert ran.returncode == (1 if i == FAILING_SHARD else 0), ran.stderr
     finish = subprocess.run([str(SCRIPT), "--finish", "--scratch", str(scratch), "--op", "mm",
                              "--record-dir", str(records)],
@@ -262,7 +262,7 @@ def test_finish_names_each_shard_from_its_tasks_run_summary(tmp_path):
                             capture_output=True, text=True, timeout=HANG_GUARD)
     assert finish.returncode == 1, finish.stderr
     assert f"shard 2 failed; log: {scratch}/w2/worker.log" in finish.stderr, finish.stderr
-    assert f"shard 3 did not start or was refused (no run summary; see {scratch}/slurm/" in finish.stderr
+    assert f"shard 3 did not start or was refused (no status; see {scratch}/slurm/" in finish.stderr
     assert "shard 0 " not in finish.stderr and "shard 1 " not in finish.stderr, finish.stderr
     assert f"--rerun 2,3 --scratch {scratch}" in finish.stderr, finish.stderr
     assert "from the records of 3 of 4 shards (2 finished)" in finish.stderr, finish.stderr
