@@ -9,12 +9,14 @@
 //! `watchdog` (what stops the children if warmup-spawn is killed), `log` (a child's output),
 //! `status` (status.json and the run summary), `progress` (what a person sees), `shell`
 //! (`--dry-run` lines), `select` (which shards run: `--only`, `--index-from-env`, and what such a
-//! run holds on the scratch). Only `backend` is public: the rest serves this tool alone.
+//! run holds on the scratch), `measure` (`--print-measure-command`). Only `backend` is public: the
+//! rest serves this tool alone.
 
 pub mod backend;
 mod child;
 mod job;
 mod log;
+mod measure;
 mod process;
 mod progress;
 mod select;
@@ -60,6 +62,9 @@ const EXAMPLES: &str = "EXAMPLES:
   # the shape file a command names, as each child's is replaced (exit 3: it names none)
   warmup-spawn --print-shape-file -- pytest bench.py --shape_file core_shapes.yaml
 
+  # the measurement scripts/warmup may start with the sweep, NUL-separated (exit 3: not pytest)
+  warmup-spawn --print-measure-command -- python -m pytest bench.py --shape_file s.yaml
+
 BACKENDS (--backend; auto: FLAGGEMS_VENDOR, else the visibility variable that is set, else a probe):
   cuda CUDA_VISIBLE_DEVICES | rocm HIP_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES |
   ascend ASCEND_RT_VISIBLE_DEVICES | cambricon MLU_VISIBLE_DEVICES | mthreads MUSA_VISIBLE_DEVICES |
@@ -90,7 +95,7 @@ pub struct Args {
     #[arg(
         long,
         value_name = "PLAN",
-        required_unless_present_any = ["list_devices", "print_shape_file"]
+        required_unless_present_any = ["list_devices", "print_shape_file", "print_measure_command"]
     )]
     pub plan: Option<PathBuf>,
 
@@ -150,6 +155,13 @@ pub struct Args {
     #[arg(long, conflicts_with_all = ["plan", "dry_run", "list_devices", "summary"])]
     pub print_shape_file: bool,
 
+    /// Print the argv scripts/warmup starts the measurement with, alongside the sweep: COMMAND
+    /// with `-p warmup_harness` after its pytest, each word followed by a NUL byte; exit 3,
+    /// printing nothing, when COMMAND is not a pytest command or blocks the plugin (the
+    /// measurement then runs after the sweep, as it always did)
+    #[arg(long, conflicts_with_all = ["plan", "dry_run", "list_devices", "summary", "print_shape_file"])]
+    pub print_measure_command: bool,
+
     /// The command each child runs; its --shape_file is replaced by the shard's
     #[arg(
         value_name = "COMMAND",
@@ -191,6 +203,20 @@ pub fn run(args: &Args) -> Result<Status> {
         out.write_all(file.as_encoded_bytes())
             .and_then(|()| out.write_all(b"\n"))
             .context("writing to stdout")?;
+        return Ok(Status::Done);
+    }
+
+    if args.print_measure_command {
+        let addopts = std::env::var_os("PYTEST_ADDOPTS");
+        let Some(argv) = measure::measure_command(&args.command, addopts.as_deref()) else {
+            return Ok(Status::NothingToDo);
+        };
+        let mut out = std::io::stdout().lock();
+        for word in argv {
+            out.write_all(word.as_encoded_bytes())
+                .and_then(|()| out.write_all(b"\0"))
+                .context("writing to stdout")?;
+        }
         return Ok(Status::Done);
     }
 
