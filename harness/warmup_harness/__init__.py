@@ -47,6 +47,16 @@ def pytest_addoption(parser):
 
 
 def pytest_configure(config):
+    gate = os.environ.get(env.GATE, "").strip()
+    if gate:  # started alongside the sweep: the session starts when the gate opens (gate.py)
+        from .gate import Gate
+
+        config.pluginmanager.register(Gate(gate, lambda: _start(config), lambda line: _say(config, [line])))
+        return
+    _start(config)
+
+
+def _start(config):
     if _STORE_NOTE is None:  # neither protocol variable was set when pytest loaded the plugin
         return
     import pytest

@@ -23,6 +23,15 @@ CUDA libraries for CI to fetch. So this conftest replaces exactly those calls:
 Everything else (keys, pruning, the autotuner's cache, `self._bench`, picking the minimum) is
 Triton's. `FIXTURE_TRACE=FILE` appends one JSON line per session: the launches, how many configs
 each kernel timed, the protocol's environment.
+
+For tests of what runs while what (scripts/warmup starting the measurement with the sweep),
+`FIXTURE_EVENTS=FILE` appends a line per event, in the order they happen, WHO being `child` in a
+warmup child, else `measure`: `collected WHO PID` when collection is done, `test WHO PID
+published|unpublished` at the first test (whether the replay variable's `<op>.json` exists then),
+`finished WHO PID` at the session's end. `FIXTURE_CHILD_HOLD` makes a warmup child's first test
+wait until a measurement has collected (so that collection overlaps the sweep by construction,
+not by timing; 120 s at most), then: `1` go on, `hang` wait until killed, `crash` die (exit 3)
+before any kernel runs, so that it records nothing.
 """
 
 from __future__ import annotations
@@ -30,6 +39,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import time
 from collections import Counter
 from types import SimpleNamespace
 
@@ -126,6 +136,7 @@ def pytest_generate_tests(metafunc):
 
 
 def pytest_sessionfinish(session):
+    _event("finished")
     trace = os.environ.get("FIXTURE_TRACE")
     if not trace:
         return
@@ -141,3 +152,44 @@ def pytest_sessionfinish(session):
     with open(trace, "a") as f:
         f.write(json.dumps(line) + "\n")
 
+
+
+def _who() -> str:
+    return "child" if os.environ.get("FLAGGEMS_PERF_WARMUP_WORKER") == "1" else "measure"
+
+
+def _event(kind: str, *words: str) -> None:
+    events = os.environ.get("FIXTURE_EVENTS")
+    if events:
+        with open(events, "a") as f:
+            f.write(" ".join([kind, _who(), str(os.getpid()), *words]) + "\n")
+
+
+def _measurement_collected(events: str) -> bool:
+    with open(events) as f:
+        return any(ln.split()[:2] == ["collected", "measure"] for ln in f)
+
+
+def pytest_collection_finish(session):
+    _event("collected")
+
+
+_TESTED: list[bool] = []
+
+
+def pytest_runtest_setup(item):
+    if _TESTED:
+        return
+    _TESTED.append(True)
+    replay = os.environ.get("FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR", "").strip()
+    published = bool(replay) and os.path.exists(os.path.join(replay, f"{op_name()}.json"))
+    _event("test", "published" if published else "unpublished")
+    hold = os.environ.get("FIXTURE_CHILD_HOLD", "")
+    if hold and _who() == "child":
+        deadline = time.monotonic() + 120
+        while not _measurement_collected(os.environ["FIXTURE_EVENTS"]) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        while hold == "hang":
+            time.sleep(0.1)
+        if hold == "crash":
+            os._exit(3)

@@ -1,0 +1,96 @@
+"""The gate: a measurement that scripts/warmup starts alongside the sweep starts up and collects
+while the sweep runs, then waits here, before its first test, for the sweep's outcome.
+
+`WARMUP_HARNESS_GATE` names a FIFO that the script made and holds open for writing. After
+collection, before the first test (the outermost `pytest_runtestloop` wrapper), the harness reads
+one line from it (docs/CONTRACT.md, "The gate"):
+
+* `replay`: the merged configs are published where `FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR` says; the
+  record variable is dropped and the session starts in replay mode, checking the record as a
+  replay does at start (a bad one is the same usage error, exit 4);
+* `live`: the sweep recovered nothing; the replay variable is dropped, and the session tunes live,
+  in record mode where `FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR` is set, as the plain run would.
+
+End of file before a line means that the script is gone (stopped, or killed: the kernel closes its
+end), so no test runs: the session ends with pytest's "interrupted" status (2) and a line saying
+why. The FIFO is opened without blocking, so a script that died before the gate was reached ends
+the session at once instead of leaving it waiting for a writer that will never come.
+
+Until the gate opens nothing of the harness runs: no hook, no compile worker, no file read; so the
+measurement does no GPU work, whatever its conftests import, before the configs are published.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import MutableMapping
+from typing import Callable
+
+import pytest
+
+from . import env
+
+OUTCOMES = ("replay", "live")
+
+
+def wait(path: str) -> str | None:
+    """Blocks until the script writes its line; returns it (`replay` or `live`), or None when the
+    script is gone. Raises ProtocolError for a FIFO that cannot be read or a line it cannot be."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return None  # its folder went with a run that is over
+    except OSError as exc:
+        raise env.ProtocolError(f"{env.GATE}={path}: cannot open it ({exc.strerror or exc})") from None
+    try:
+        os.set_blocking(fd, True)
+        line = b""
+        while not line.endswith(b"\n"):
+            byte = os.read(fd, 1)  # a byte at a time: nothing past the line is taken
+            if not byte:
+                if line:
+                    break
+                return None
+            line += byte
+    finally:
+        os.close(fd)
+    outcome = line.decode("utf-8", "replace").strip()
+    if outcome not in OUTCOMES:
+        raise env.ProtocolError(
+            f"{env.GATE}={path}: the gate said {outcome!r}, not one of {', '.join(OUTCOMES)}; "
+            f"a FIFO scripts/warmup made is the only writer it expects"
+        )
+    return outcome
+
+
+def apply(outcome: str, environ: MutableMapping[str, str]) -> None:
+    """Leaves the one protocol variable the outcome's mode reads, as the plain run would have it;
+    and drops the gate, so that a process this one starts does not wait at it."""
+    environ.pop(env.RECORD_DIR if outcome == "replay" else env.REPLAY_DIR, None)
+    environ.pop(env.GATE, None)
+
+
+class Gate:
+    """Registered at configure in place of the session, which it starts when the gate opens."""
+
+    def __init__(self, path: str, start: Callable[[], None], say: Callable[[str], None]):
+        self.path = path
+        self.start = start  # starts the session from the environment, as configure does
+        self.say = say
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtestloop(self, session):
+        self.say("collected; waiting for the sweep to publish its configs before the first test")
+        try:
+            outcome = wait(self.path)
+        except env.ProtocolError as exc:
+            raise pytest.UsageError(f"warmup-harness: {exc}") from None
+        if outcome is None:
+            pytest.exit(f"warmup-harness: the sweep ended without a word ({env.GATE}={self.path} "
+                        f"closed: scripts/warmup was stopped or killed); no test runs",
+                        returncode=pytest.ExitCode.INTERRUPTED)
+        apply(outcome, os.environ)
+        self.say("the sweep is done: replaying its configs" if outcome == "replay" else
+                 "the sweep recovered no configs: tuning live")
+        self.start()
+        return (yield)
