@@ -11,6 +11,7 @@ by construction.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 from pathlib import Path
 
@@ -79,7 +80,12 @@ def gated(work: Path, gate: Gate, **env: str) -> subprocess.Popen:
 
 
 def ended(proc: subprocess.Popen, work: Path) -> Run:
-    out, err = proc.communicate(timeout=120)
+    try:
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:  # a hang: leave nothing behind
+            proc.kill()
+            proc.communicate()
     return Run(subprocess.CompletedProcess(proc.args, proc.returncode, out, err), work / "trace.jsonl")
 
 
@@ -125,6 +131,21 @@ def test_a_gate_closed_without_a_word_ends_the_session_before_any_test(tmp_path,
     assert run.returncode == 2, run.output
     assert "scripts/warmup was stopped or killed); no test runs" in run.output
     assert events.of("collected", "measure") and not events.of("test", "measure"), events.all()
+
+
+def test_a_measurement_behind_an_open_gate_stops_when_the_script_is_killed(recorded, tmp_path, gate):
+    """The script holds the FIFO until the measurement ends; end of file then is its death."""
+    folder, _ = recorded
+    events = Events(tmp_path / "events")
+    proc = gated(tmp_path, gate, FIXTURE_MEASURE_HANG="1")
+    copy_records(folder, tmp_path / "rec")
+    gate.say("replay")
+    wait_for(lambda: events.of("test", "measure") or proc.poll() is not None, "the first test")
+    assert proc.poll() is None, ended(proc, tmp_path).output
+    gate.close()
+    run = ended(proc, tmp_path)
+    assert run.returncode == -signal.SIGTERM, run.output
+    assert "scripts/warmup is gone (killed): this measurement stops with it" in run.stderr, run.stderr
 
 
 def test_a_bad_record_behind_the_gate_is_the_usage_error_a_replay_gives_at_start(tmp_path, gate):

@@ -13,8 +13,11 @@ one line from it (docs/CONTRACT.md, "The gate"):
 
 End of file before a line means that the script is gone (stopped, or killed: the kernel closes its
 end), so no test runs: the session ends with pytest's "interrupted" status (2) and a line saying
-why. The FIFO is opened without blocking, so a script that died before the gate was reached ends
-the session at once instead of leaving it waiting for a writer that will never come.
+why. End of file after it means the script was killed while the measurement ran (it holds the FIFO
+until the measurement ends): the measurement is stopped with SIGTERM, as a kill of the script
+stopped an exec'd measurement. The FIFO is opened without blocking, so a script that died before
+the gate was reached ends the session at once instead of leaving it waiting for a writer that
+will never come.
 
 Until the gate opens nothing of the harness runs: no hook, no compile worker, no file read; so the
 measurement does no GPU work, whatever its conftests import, before the configs are published.
@@ -23,6 +26,8 @@ measurement does no GPU work, whatever its conftests import, before the configs 
 from __future__ import annotations
 
 import os
+import signal
+import threading
 from collections.abc import MutableMapping
 from typing import Callable
 
@@ -33,13 +38,14 @@ from . import env
 OUTCOMES = ("replay", "live")
 
 
-def wait(path: str) -> str | None:
-    """Blocks until the script writes its line; returns it (`replay` or `live`), or None when the
-    script is gone. Raises ProtocolError for a FIFO that cannot be read or a line it cannot be."""
+def wait(path: str) -> tuple[str | None, int | None]:
+    """Blocks until the script writes its line; returns it (`replay` or `live`) with the FIFO's
+    descriptor, still open for `watch`, or (None, None) when the script is gone. Raises
+    ProtocolError for a FIFO that cannot be read or a line it cannot be."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except FileNotFoundError:
-        return None  # its folder went with a run that is over
+        return None, None  # its folder went with a run that is over
     except OSError as exc:
         raise env.ProtocolError(f"{env.GATE}={path}: cannot open it ({exc.strerror or exc})") from None
     try:
@@ -48,19 +54,36 @@ def wait(path: str) -> str | None:
         while not line.endswith(b"\n"):
             byte = os.read(fd, 1)  # a byte at a time: nothing past the line is taken
             if not byte:
-                if line:
-                    break
-                return None
+                break
             line += byte
-    finally:
+        outcome = line.decode("utf-8", "replace").strip()
+        if not line:
+            os.close(fd)
+            return None, None
+        if outcome not in OUTCOMES:
+            raise env.ProtocolError(
+                f"{env.GATE}={path}: the gate said {outcome!r}, not one of {', '.join(OUTCOMES)}; "
+                f"a FIFO scripts/warmup made is the only writer it expects"
+            )
+    except BaseException:
         os.close(fd)
-    outcome = line.decode("utf-8", "replace").strip()
-    if outcome not in OUTCOMES:
-        raise env.ProtocolError(
-            f"{env.GATE}={path}: the gate said {outcome!r}, not one of {', '.join(OUTCOMES)}; "
-            f"a FIFO scripts/warmup made is the only writer it expects"
-        )
-    return outcome
+        raise
+    return outcome, fd
+
+
+def watch(fd: int, say: Callable[[str], None]) -> None:
+    """Once the gate is open the script waits for this process and holds the FIFO until it ends;
+    end of file on it means that the script was killed. The measurement stood where the exec'd
+    COMMAND stood, so it goes too, as a kill of the script killed the measurement before: SIGTERM
+    to this process (a thread of its own waits for it)."""
+
+    def run() -> None:
+        while os.read(fd, 64):
+            pass
+        say("scripts/warmup is gone (killed): this measurement stops with it")
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=run, name="warmup-harness-gate", daemon=True).start()
 
 
 def apply(outcome: str, environ: MutableMapping[str, str]) -> None:
@@ -82,13 +105,14 @@ class Gate:
     def pytest_runtestloop(self, session):
         self.say("collected; waiting for the sweep to publish its configs before the first test")
         try:
-            outcome = wait(self.path)
+            outcome, fd = wait(self.path)
         except env.ProtocolError as exc:
             raise pytest.UsageError(f"warmup-harness: {exc}") from None
-        if outcome is None:
+        if outcome is None or fd is None:
             pytest.exit(f"warmup-harness: the sweep ended without a word ({env.GATE}={self.path} "
                         f"closed: scripts/warmup was stopped or killed); no test runs",
                         returncode=pytest.ExitCode.INTERRUPTED)
+        watch(fd, self.say)
         apply(outcome, os.environ)
         self.say("the sweep is done: replaying its configs" if outcome == "replay" else
                  "the sweep recovered no configs: tuning live")

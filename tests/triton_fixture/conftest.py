@@ -31,7 +31,8 @@ published|unpublished` at the first test (whether the replay variable's `<op>.js
 `finished WHO PID` at the session's end. `FIXTURE_CHILD_HOLD` makes a warmup child's first test
 wait until a measurement has collected (so that collection overlaps the sweep by construction,
 not by timing; 120 s at most), then: `1` go on, `hang` wait until killed, `crash` die (exit 3)
-before any kernel runs, so that it records nothing.
+before any kernel runs, so that it records nothing. `FIXTURE_MEASURE_HANG=1` makes the
+measurement's first test wait until it is killed.
 """
 
 from __future__ import annotations
@@ -184,6 +185,8 @@ def pytest_runtest_setup(item):
     replay = os.environ.get("FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR", "").strip()
     published = bool(replay) and os.path.exists(os.path.join(replay, f"{op_name()}.json"))
     _event("test", "published" if published else "unpublished")
+    while os.environ.get("FIXTURE_MEASURE_HANG") == "1" and _who() == "measure":
+        time.sleep(0.1)
     hold = os.environ.get("FIXTURE_CHILD_HOLD", "")
     if hold and _who() == "child":
         deadline = time.monotonic() + 120
