@@ -108,8 +108,35 @@ def test_the_gate_holds_the_first_test_until_replay_then_checks_and_replays_the_
     assert "FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR" not in run.session["env"]
     assert "WARMUP_HARNESS_GATE" not in run.session["env"]
     assert "op mm: replayed 12, swept 0 live" in run.stderr
-    assert any("waiting for the sweep" in ln for ln in run.harness_lines()), run.stderr
+    assert any("the sweep is done: replaying its configs" in ln for ln in run.harness_lines()), run.stderr
     assert not (tmp_path / "live-rec").exists()
+
+
+def test_pytests_terminal_output_is_held_until_the_gate_opens(recorded, tmp_path, gate):
+    """On a terminal it would land in warmup-spawn's live view; it comes when the session
+    would have started without the overlap."""
+    folder, _ = recorded
+    events = Events(tmp_path / "events")
+    out = tmp_path / "stdout"
+    full = bench_env(tmp_path, WARMUP_HARNESS_GATE=str(gate.path), FIXTURE_EVENTS=str(events.path),
+                     FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR=str(tmp_path / "rec"), PYTHONUNBUFFERED="1")
+    with open(out, "w") as stdout:  # -v against the command's -q: the header is written
+        proc = subprocess.Popen([*bench_command(shape_file(tmp_path, SHAPES)), "-v"], env=full,
+                                cwd=tmp_path, stdout=stdout, stderr=subprocess.PIPE, text=True)
+        try:
+            wait_for(lambda: events.of("collected", "measure") or proc.poll() is not None, "the collection")
+            held = out.read_text()
+            copy_records(folder, tmp_path / "rec")
+            gate.say("replay")
+            _, err = proc.communicate(timeout=120)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+    assert proc.returncode == 0, err
+    assert held == "", held
+    text = out.read_text()
+    assert "test session starts" in text and "collected 4 items" in text and "4 passed" in text, text
 
 
 def test_live_at_the_gate_tunes_live_and_records_where_the_record_variable_says(tmp_path, gate):

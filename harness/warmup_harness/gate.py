@@ -21,6 +21,11 @@ will never come.
 
 Until the gate opens nothing of the harness runs: no hook, no compile worker, no file read; so the
 measurement does no GPU work, whatever its conftests import, before the configs are published.
+pytest's terminal output (the header, "collecting ...", "collected N items") is held until then
+too, and written when the gate opens, as if the session had started then: on a terminal it would
+otherwise land in the middle of warmup-spawn's live view, which redraws its last lines. This
+touches one private name of pytest's, `TerminalWriter._file` (checked with pytest 8 and 9); where
+it is missing the output is not held.
 """
 
 from __future__ import annotations
@@ -93,6 +98,25 @@ def apply(outcome: str, environ: MutableMapping[str, str]) -> None:
     environ.pop(env.GATE, None)
 
 
+class _Held:
+    """Stands for the terminal writer's file while the gate is shut: keeps what is written, and
+    answers everything else (isatty, encoding, fileno) as the file does."""
+
+    def __init__(self, file):
+        self.file = file
+        self.parts: list[str] = []
+
+    def write(self, text: str) -> int:
+        self.parts.append(text)
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+    def __getattr__(self, name):
+        return getattr(self.file, name)
+
+
 class Gate:
     """Registered at configure in place of the session, which it starts when the gate opens."""
 
@@ -100,14 +124,38 @@ class Gate:
         self.path = path
         self.start = start  # starts the session from the environment, as configure does
         self.say = say
+        self.writer = None  # pytest's terminal writer while its output is held
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionstart(self, session):
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        writer = getattr(reporter, "_tw", None)
+        if writer is not None and hasattr(writer, "_file"):
+            writer._file = _Held(writer._file)
+            self.writer = writer
+
+    def release(self) -> None:
+        """Writes the held terminal output and gives the writer its file back."""
+        writer, self.writer = self.writer, None
+        if writer is None:
+            return
+        held = writer._file
+        writer._file = held.file
+        held.file.write("".join(held.parts))
+        held.file.flush()
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session):
+        self.release()  # a session that never reached its gate (interrupted while collecting)
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtestloop(self, session):
-        self.say("collected; waiting for the sweep to publish its configs before the first test")
         try:
             outcome, fd = wait(self.path)
         except env.ProtocolError as exc:
             raise pytest.UsageError(f"warmup-harness: {exc}") from None
+        finally:
+            self.release()
         if outcome is None or fd is None:
             pytest.exit(f"warmup-harness: the sweep ended without a word ({env.GATE}={self.path} "
                         f"closed: scripts/warmup was stopped or killed); no test runs",
