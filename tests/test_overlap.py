@@ -175,6 +175,15 @@ def test_a_measurement_behind_an_open_gate_stops_when_the_script_is_killed(recor
     assert "scripts/warmup is gone (killed): this measurement stops with it" in run.stderr, run.stderr
 
 
+def test_a_pytest_xdist_worker_behind_the_gate_is_refused_before_any_test(tmp_path, gate):
+    """Each worker would wait at the gate, and only one would read its line."""
+    events = Events(tmp_path / "events")
+    run = ended(gated(tmp_path, gate, PYTEST_XDIST_WORKER="gw0"), tmp_path)
+    assert run.returncode == 4, run.output
+    assert "WARMUP_HARNESS_GATE is set in a pytest-xdist worker" in run.stderr, run.stderr
+    assert not events.of("test", "measure")
+
+
 def test_a_bad_record_behind_the_gate_is_the_usage_error_a_replay_gives_at_start(tmp_path, gate):
     events = Events(tmp_path / "events")
     proc = gated(tmp_path, gate)

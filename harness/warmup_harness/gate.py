@@ -121,6 +121,12 @@ class Gate:
     """Registered at configure in place of the session, which it starts when the gate opens."""
 
     def __init__(self, path: str, start: Callable[[], None], say: Callable[[str], None]):
+        if os.environ.get("PYTEST_XDIST_WORKER"):  # its controller waits at the gate, not it
+            raise pytest.UsageError(
+                f"warmup-harness: {env.GATE} is set in a pytest-xdist worker: a measurement "
+                f"started with the sweep runs its tests in one process; drop -n (an ini file's "
+                f"addopts included), or run it after the sweep"
+            )
         self.path = path
         self.start = start  # starts the session from the environment, as configure does
         self.say = say

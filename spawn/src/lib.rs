@@ -157,8 +157,8 @@ pub struct Args {
 
     /// Print the argv scripts/warmup starts the measurement with, alongside the sweep: COMMAND
     /// with `-p warmup_harness` after its pytest, each word followed by a NUL byte; exit 3,
-    /// printing nothing, when COMMAND is not a pytest command or blocks the plugin (the
-    /// measurement then runs after the sweep, as it always did)
+    /// printing nothing, when COMMAND is not a pytest command, blocks the plugin or runs
+    /// pytest-xdist workers (the measurement then runs after the sweep, as it always did)
     #[arg(long, conflicts_with_all = ["plan", "dry_run", "list_devices", "summary", "print_shape_file"])]
     pub print_measure_command: bool,
 

@@ -6,8 +6,10 @@
 //! that runs pytest itself qualifies: `pytest ...`, `py.test ...`, or a Python running
 //! `-m pytest`; it gets `-p warmup_harness`, so that a pytest that cannot import the harness
 //! exits with an error before collecting, let alone testing. A command that blocks the harness
-//! (`-p no:warmup_harness`, on its command line or in `PYTEST_ADDOPTS`), and any other command (a
-//! wrapper such as `env`, `srun` or `sh -c` hides what it runs), is left to the sequential flow.
+//! (`-p no:warmup_harness`, on its command line or in `PYTEST_ADDOPTS`), one that runs its tests
+//! in pytest-xdist workers (`-n`, `--numprocesses`, `--dist`, `--tx`: each worker would wait at the
+//! gate too, and only one reads its line), and any other command (a wrapper such as `env`, `srun`
+//! or `sh -c` hides what it runs), is left to the sequential flow.
 
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
@@ -29,6 +31,13 @@ pub fn measure_command(command: &[OsString], addopts: Option<&OsStr>) -> Option<
         .filter(|w| !w.is_empty())
         .map(|w| OsStr::from_bytes(w).to_os_string())
         .collect();
+    if pytest_args
+        .iter()
+        .chain(&extra)
+        .any(|a| is_xdist(a.as_bytes()))
+    {
+        return None;
+    }
     let named = plugin_args(pytest_args).chain(plugin_args(&extra));
     let mut loads = false;
     for name in named {
@@ -91,6 +100,16 @@ fn pytest_args_start(command: &[OsString]) -> Option<usize> {
         }
     }
     None
+}
+
+/// pytest-xdist's options that start workers: `-n N`, `-nN`, `--numprocesses[=N]`, `--dist[=M]`,
+/// `--tx[=SPEC]`.
+fn is_xdist(arg: &[u8]) -> bool {
+    let long = |name: &[u8]| arg == name || arg.starts_with(&[name, b"="].concat());
+    arg.starts_with(b"-n") && !arg.starts_with(b"--")
+        || long(b"--numprocesses")
+        || long(b"--dist")
+        || long(b"--tx")
 }
 
 /// `python`, `python3`, `python3.12`: a CPython interpreter's usual names.
@@ -210,6 +229,25 @@ mod tests {
         );
         let other = OsString::from("-p no:cacheprovider");
         assert!(measure_command(&argv(&["pytest", "x.py"]), Some(&other)).is_some());
+    }
+
+    #[test]
+    fn a_command_that_runs_xdist_workers_does_not_qualify() {
+        for words in [
+            &["pytest", "-n", "4", "x.py"][..],
+            &["pytest", "-n4"],
+            &["python", "-m", "pytest", "--numprocesses=auto"],
+            &["pytest", "--dist", "load"],
+            &["pytest", "--tx=popen"],
+        ] {
+            assert_eq!(measured(words), None, "{words:?}");
+        }
+        let addopts = OsString::from("-n auto");
+        assert_eq!(
+            measure_command(&argv(&["pytest", "x.py"]), Some(&addopts)),
+            None
+        );
+        assert!(measured(&["pytest", "--no-header", "x.py"]).is_some());
     }
 
     #[test]
