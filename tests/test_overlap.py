@@ -175,6 +175,19 @@ def test_a_measurement_behind_an_open_gate_stops_when_the_script_is_killed(recor
     assert "scripts/warmup is gone (killed): this measurement stops with it" in run.stderr, run.stderr
 
 
+def test_a_gate_that_is_not_a_fifo_is_a_usage_error_before_any_test(tmp_path):
+    events = Events(tmp_path / "events")
+    not_fifo = tmp_path / "gate"
+    not_fifo.write_text("replay\n")
+    full = bench_env(tmp_path, WARMUP_HARNESS_GATE=str(not_fifo), FIXTURE_EVENTS=str(events.path),
+                     FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR=str(tmp_path / "rec"))
+    run = ended(subprocess.Popen(bench_command(shape_file(tmp_path, SHAPES)), env=full, cwd=tmp_path,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True), tmp_path)
+    assert run.returncode == 4, run.output
+    assert f"WARMUP_HARNESS_GATE={not_fifo} is not a FIFO" in run.stderr, run.stderr
+    assert not events.of("test", "measure")
+
+
 def test_a_pytest_xdist_worker_behind_the_gate_is_refused_before_any_test(tmp_path, gate):
     """Each worker would wait at the gate, and only one would read its line."""
     events = Events(tmp_path / "events")

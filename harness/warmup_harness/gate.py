@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import os
 import signal
+import stat
 import threading
 from collections.abc import MutableMapping
 from typing import Callable
@@ -54,6 +55,8 @@ def wait(path: str) -> tuple[str | None, int | None]:
     except OSError as exc:
         raise env.ProtocolError(f"{env.GATE}={path}: cannot open it ({exc.strerror or exc})") from None
     try:
+        if not stat.S_ISFIFO(os.fstat(fd).st_mode):
+            raise env.ProtocolError(f"{env.GATE}={path} is not a FIFO; only scripts/warmup sets it, to one it made")
         os.set_blocking(fd, True)
         line = b""
         while not line.endswith(b"\n"):
@@ -85,8 +88,10 @@ def watch(fd: int, say: Callable[[str], None]) -> None:
     def run() -> None:
         while os.read(fd, 64):
             pass
-        say("scripts/warmup is gone (killed): this measurement stops with it")
-        os.kill(os.getpid(), signal.SIGTERM)
+        try:  # from this thread, while a test runs: the stop must not depend on the line
+            say("scripts/warmup is gone (killed): this measurement stops with it")
+        finally:
+            os.kill(os.getpid(), signal.SIGTERM)
 
     threading.Thread(target=run, name="warmup-harness-gate", daemon=True).start()
 
