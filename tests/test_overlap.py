@@ -17,10 +17,14 @@ from pathlib import Path
 
 import pytest
 
-from test_harness import SHAPES, Run, bench_command, bench_env, copy_records, recorded, shape_file
-from test_warmup import wait_for
+from support import BIN_DIR
+from test_harness import SCRIPT, SHAPES, Run, bench_command, bench_env, copy_records, recorded, shape_file
+from test_warmup import finish, wait_for
+from test_warmup import warmup as fixture_warmup
 
 __all__ = ["recorded"]  # the module-scoped record the gate tests replay
+
+GUARD = 180  # seconds: against a hang only (pytest and Triton start slowly on a busy machine)
 
 
 class Events:
@@ -96,7 +100,7 @@ def test_the_gate_holds_the_first_test_until_replay_then_checks_and_replays_the_
     events = Events(tmp_path / "events")
     # Both variables are set, as the script leaves them: the gate picks the replay's.
     proc = gated(tmp_path, gate, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "live-rec"))
-    wait_for(lambda: events.of("collected", "measure") or proc.poll() is not None, "the collection")
+    wait_for(lambda: events.of("collected", "measure") or proc.poll() is not None, "the collection", GUARD)
     assert proc.poll() is None, ended(proc, tmp_path).output
     copy_records(folder, tmp_path / "rec")  # published only now, after collection
     gate.say("replay")
@@ -124,7 +128,7 @@ def test_pytests_terminal_output_is_held_until_the_gate_opens(recorded, tmp_path
         proc = subprocess.Popen([*bench_command(shape_file(tmp_path, SHAPES)), "-v"], env=full,
                                 cwd=tmp_path, stdout=stdout, stderr=subprocess.PIPE, text=True)
         try:
-            wait_for(lambda: events.of("collected", "measure") or proc.poll() is not None, "the collection")
+            wait_for(lambda: events.of("collected", "measure") or proc.poll() is not None, "the collection", GUARD)
             held = out.read_text()
             copy_records(folder, tmp_path / "rec")
             gate.say("replay")
@@ -167,7 +171,7 @@ def test_a_measurement_behind_an_open_gate_stops_when_the_script_is_killed(recor
     proc = gated(tmp_path, gate, FIXTURE_MEASURE_HANG="1")
     copy_records(folder, tmp_path / "rec")
     gate.say("replay")
-    wait_for(lambda: events.of("test", "measure") or proc.poll() is not None, "the first test")
+    wait_for(lambda: events.of("test", "measure") or proc.poll() is not None, "the first test", GUARD)
     assert proc.poll() is None, ended(proc, tmp_path).output
     gate.close()
     run = ended(proc, tmp_path)
@@ -200,7 +204,7 @@ def test_a_pytest_xdist_worker_behind_the_gate_is_refused_before_any_test(tmp_pa
 def test_a_bad_record_behind_the_gate_is_the_usage_error_a_replay_gives_at_start(tmp_path, gate):
     events = Events(tmp_path / "events")
     proc = gated(tmp_path, gate)
-    wait_for(lambda: events.of("collected", "measure") or proc.poll() is not None, "the collection")
+    wait_for(lambda: events.of("collected", "measure") or proc.poll() is not None, "the collection", GUARD)
     (tmp_path / "rec").mkdir()
     (tmp_path / "rec" / "mm.json").write_text("{not json")  # "published" after collection
     gate.say("replay")
@@ -208,3 +212,151 @@ def test_a_bad_record_behind_the_gate_is_the_usage_error_a_replay_gives_at_start
     assert run.returncode == 4, run.output
     assert f"{tmp_path / 'rec' / 'mm.json'}:1:2: the record is not valid JSON" in run.stderr, run.stderr
     assert not events.of("test", "measure")
+
+
+# --- scripts/warmup starting the measurement with the sweep ---------------------------------------
+
+def script_env(work: Path, **extra: str) -> dict[str, str]:
+    return bench_env(work, WARMUP_BIN_DIR=str(BIN_DIR), FLAGGEMS_VENDOR="nvidia", TMPDIR=str(work),
+                     FIXTURE_EVENTS=str(work / "events"), **extra)
+
+
+def script_argv(command: list[str], *opts: str) -> list[str]:
+    return [str(SCRIPT), "--gpus", "2", "--devices", "0,1", *opts, "--", *command]
+
+
+def sweep(work: Path, command: list[str] | None = None, stdin=subprocess.DEVNULL, **env: str) -> Run:
+    command = command if command is not None else bench_command(shape_file(work, SHAPES))
+    proc = subprocess.run(script_argv(command), env=script_env(work, **env), cwd=work, stdin=stdin,
+                          capture_output=True, text=True, timeout=240)
+    return Run(proc, work / "trace.jsonl")
+
+
+def measurements(run: Run) -> list[dict]:
+    return [s for s in run.sessions if s["worker"] is None]
+
+
+def test_the_measurement_collects_during_the_sweep_and_tests_only_once_the_configs_are_published(tmp_path):
+    events = Events(tmp_path / "events")
+    (tmp_path / "stdin").write_text("")
+    command = bench_command(shape_file(tmp_path, SHAPES), "-s")  # -s: pytest leaves stdin alone
+    with open(tmp_path / "stdin") as stdin:  # the measurement's, as the exec'd COMMAND had it
+        run = sweep(tmp_path, command, stdin=stdin, FIXTURE_CHILD_HOLD="1",
+                    FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "records"))
+    assert run.returncode == 0, run.output
+    [collected] = events.index("collected", "measure")
+    finished = events.index("finished", "child")
+    [first_test] = events.index("test", "measure")
+    assert len(finished) == 2 and collected < min(finished), events.all()
+    assert max(finished) < first_test, events.all()
+    assert events.all()[first_test][3:] == ("published", str(tmp_path / "stdin")), events.all()
+    [measured] = measurements(run)
+    assert measured["timed"] == {}, "the measurement swept"
+    assert measured["env"]["FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR"] == str(tmp_path / "records")
+    assert "op mm: replayed 12, swept 0 live" in run.stderr
+    assert "starts alongside the sweep" in run.stderr, run.stderr
+    assert not list(tmp_path.glob("warmup_*")), "the scratch is removed after a clean run"
+
+
+def test_a_sweep_that_recovers_nothing_releases_the_waiting_measurement_to_tune_live(tmp_path):
+    events = Events(tmp_path / "events")
+    records = tmp_path / "records"
+    run = sweep(tmp_path, FIXTURE_CHILD_HOLD="crash", FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(records))
+    assert run.returncode == 0, run.output
+    assert "no configs recovered" in run.stderr, run.stderr
+    [collected] = events.index("collected", "measure")  # one measurement: no second run
+    assert collected < min(events.index("test", "child")), events.all()
+    [measured] = measurements(run)
+    assert sum(measured["timed"].values()) > 0, "the measurement did not tune"
+    assert measured["env"]["FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR"] == str(records)
+    assert "FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR" not in measured["env"]
+    assert (records / "mm.json").is_file(), "the live run records where the caller asked"
+    assert "running COMMAND again" not in run.stderr
+
+
+def start_held_sweep(work: Path) -> subprocess.Popen:
+    """scripts/warmup with children that hang once the measurement has collected, in a session of
+    its own as a terminal's foreground job is; returns once the measurement waits at its gate."""
+    events = Events(work / "events")
+    proc = subprocess.Popen(script_argv(bench_command(shape_file(work, SHAPES)), "--grace", "5"),
+                            env=script_env(work, FIXTURE_CHILD_HOLD="hang"), cwd=work,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    wait_for(lambda: (events.of("collected", "measure") and len(events.of("test", "child")) == 2)
+             or proc.poll() is not None, "the children's first tests and the measurement's collection", GUARD)
+    assert proc.poll() is None, proc.communicate()
+    return proc
+
+
+@pytest.mark.parametrize("sig, group, code", [(signal.SIGINT, True, 130), (signal.SIGTERM, False, 143),
+                                              (signal.SIGHUP, False, 129)])
+def test_a_stop_mid_sweep_stops_the_waiting_measurement_too_and_no_test_runs(tmp_path, sig, group, code):
+    """Ctrl-C is a SIGINT to the terminal's foreground group: the script and the measurement get
+    it; SIGTERM and SIGHUP go to the script alone."""
+    events = Events(tmp_path / "events")
+    proc = start_held_sweep(tmp_path)
+    if group:
+        os.killpg(proc.pid, sig)
+    else:
+        proc.send_signal(sig)
+    err, left = finish(proc, events.pids())
+    assert not left, f"processes left behind: {left}\n{err}"
+    assert proc.returncode == code, err
+    assert not events.of("test", "measure"), events.all()
+    assert "measurement does not run" in err, err
+
+
+def test_a_sigkilled_script_leaves_no_process_and_the_measurement_runs_no_test(tmp_path):
+    events = Events(tmp_path / "events")
+    proc = start_held_sweep(tmp_path)
+    proc.kill()
+    err, left = finish(proc, events.pids())
+    assert not left, f"processes left behind: {left}\n{err}"
+    assert not events.of("test", "measure"), events.all()
+    [(_, _, pid)] = events.of("finished", "measure")  # it ended as the gate said, not by a kill
+    assert int(pid) in events.pids()
+
+
+def test_a_script_killed_while_the_measurement_runs_takes_the_measurement_with_it(tmp_path):
+    """As when the script ended by exec'ing COMMAND: the measurement was the script's process."""
+    events = Events(tmp_path / "events")
+    proc = subprocess.Popen(script_argv(bench_command(shape_file(tmp_path, SHAPES))),
+                            env=script_env(tmp_path, FIXTURE_MEASURE_HANG="1"), cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    wait_for(lambda: events.of("test", "measure") or proc.poll() is not None, "the measurement's first test", GUARD)
+    assert proc.poll() is None, proc.communicate()
+    proc.kill()
+    err, left = finish(proc, events.pids())
+    assert not left, f"processes left behind: {left}\n{err}"
+    assert "scripts/warmup is gone (killed): this measurement stops with it" in err, err
+
+
+@pytest.mark.parametrize("how", ["blocks the plugin", "runs through a wrapper"])
+def test_a_command_that_would_not_load_the_harness_is_measured_after_the_sweep(tmp_path, how):
+    events = Events(tmp_path / "events")
+    shapes = shape_file(tmp_path, SHAPES)
+    if how == "blocks the plugin":
+        command = [*bench_command(shapes, plugin=False), "-p", "no:warmup_harness"]
+    else:
+        command = ["env", *bench_command(shapes)]
+    run = sweep(tmp_path, command, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "records"))
+    assert run.returncode == 0, run.output
+    assert "the measurement starts after the sweep: COMMAND is not a pytest command" in run.stderr, run.stderr
+    [collected] = events.index("collected", "measure")
+    assert collected > max(events.index("finished", "child")), events.all()
+
+
+def test_a_measurement_whose_pytest_cannot_load_the_harness_runs_again_after_the_sweep(tmp_path):
+    """The fixture harness of tests/harness records and replays by itself; the harness package is
+    not on its path, so the early measurement's `-p warmup_harness` fails before collecting."""
+    run = fixture_warmup(tmp_path, "--gpus", "2", "--devices", "0,1",
+                         FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "records"))
+    assert run.returncode == 0, run.stderr
+    assert 'Error importing plugin "warmup_harness"' in run.stderr, run.stderr
+    [again] = [ln for ln in run.lines() if "running COMMAND again" in ln]
+    assert "before its gate opened" in again and "(exit 4)" in again, again
+    assert len(run.children) == 2
+    measured = run.measurement  # the second run: the first wrote no trace
+    assert measured["mode"] == "replay" and measured["swept"] == 0
+    assert "warmup_harness" not in measured["argv"], "the second run is COMMAND as given"
