@@ -10,9 +10,10 @@
 //! `status` (a child's status.json as it starts, and the run summary; the file's type and the
 //! outcome rule are `protocol::status`'s), `progress` (what a person sees), `shell`
 //! (`--dry-run` lines), `select` (which shards run: `--only`, `--index-from-env`, and what such a
-//! run holds on the scratch). Only `backend` is public: the rest serves this tool alone.
+//! run holds on the scratch), `measure` (`--print-measure-command`), `check` (`--check-args`).
+//! Only `backend` is public: the rest serves this tool alone.
 //!
-//! [`run`] parses nothing: [`Command::of`] says which of the six things this invocation does,
+//! [`run`] parses nothing: [`Command::of`] says which of the seven things this invocation does,
 //! and each is one function.
 
 pub mod backend;
@@ -20,6 +21,7 @@ mod check;
 mod child;
 mod job;
 mod log;
+mod measure;
 mod process;
 mod progress;
 mod select;
@@ -68,6 +70,9 @@ const EXAMPLES: &str = "EXAMPLES:
   # the shape file a command names, as each child's is replaced (exit 3: it names none)
   warmup-spawn --print-shape-file -- pytest bench.py --shape_file core_shapes.yaml
 
+  # the measurement scripts/warmup may start with the sweep, NUL-separated (exit 3: not pytest)
+  warmup-spawn --print-measure-command -- python -m pytest bench.py --shape_file s.yaml
+
 BACKENDS (--backend; auto: FLAGGEMS_VENDOR, else the visibility variable that is set, else a probe):
   cuda CUDA_VISIBLE_DEVICES | rocm HIP_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES |
   ascend ASCEND_RT_VISIBLE_DEVICES | cambricon MLU_VISIBLE_DEVICES | mthreads MUSA_VISIBLE_DEVICES |
@@ -98,7 +103,7 @@ pub struct Args {
     #[arg(
         long,
         value_name = "PLAN",
-        required_unless_present_any = ["list_devices", "print_shape_file", "lock_scratch"]
+        required_unless_present_any = ["list_devices", "print_shape_file", "lock_scratch", "print_measure_command"]
     )]
     pub plan: Option<PathBuf>,
 
@@ -161,8 +166,15 @@ pub struct Args {
     /// Take SCRATCH's lock for the caller, on the descriptor it lends in WARMUP_SCRATCH_LOCK_FD
     /// (open on SCRATCH/.lock), and exit: the caller holds it until it closes that descriptor or
     /// ends, and the tools it runs run under it (docs/CONTRACT.md, "The scratch lock")
-    #[arg(long, value_name = "SCRATCH", conflicts_with_all = ["plan", "dry_run", "list_devices", "print_shape_file", "summary", "command"])]
+    #[arg(long, value_name = "SCRATCH", conflicts_with_all = ["plan", "dry_run", "list_devices", "print_shape_file", "summary", "command", "print_measure_command"])]
     pub lock_scratch: Option<PathBuf>,
+
+    /// Print the argv scripts/warmup starts the measurement with, alongside the sweep: COMMAND
+    /// with `-p warmup_harness` after its pytest, each word followed by a NUL byte; exit 3,
+    /// printing nothing, when COMMAND is not a pytest command, blocks the plugin or runs
+    /// pytest-xdist workers (the measurement then runs after the sweep, as it always did)
+    #[arg(long, conflicts_with_all = ["plan", "dry_run", "list_devices", "summary", "print_shape_file"])]
+    pub print_measure_command: bool,
 
     /// The command each child runs; its --shape_file is replaced by the shard's
     #[arg(
@@ -196,6 +208,8 @@ pub enum Command<'a> {
     ListDevices(&'a Args),
     /// `--print-shape-file`: print the shape file COMMAND names.
     PrintShapeFile(&'a [OsString]),
+    /// `--print-measure-command`: print the argv of the measurement started with the sweep.
+    PrintMeasureCommand(&'a [OsString]),
     /// `--dry-run`: print each shard's device, environment changes and argv.
     DryRun(&'a Args),
     /// Run and supervise one child per shard.
@@ -215,6 +229,8 @@ impl<'a> Command<'a> {
             Command::ListDevices(args)
         } else if args.print_shape_file {
             Command::PrintShapeFile(&args.command)
+        } else if args.print_measure_command {
+            Command::PrintMeasureCommand(&args.command)
         } else if args.dry_run {
             Command::DryRun(args)
         } else {
@@ -235,6 +251,7 @@ pub fn run(invocation: &Invocation<Args>) -> Result<Status> {
         }
         Command::ListDevices(args) => list_devices(args, &env),
         Command::PrintShapeFile(command) => print_shape_file(command),
+        Command::PrintMeasureCommand(command) => print_measure_command(command),
         Command::DryRun(args) => match prepare(args, &env)? {
             Some(shards) => dry_run(&shards),
             None => Ok(Status::NothingToDo),
@@ -252,6 +269,22 @@ fn list_devices(args: &Args, env: &backend::Environment) -> Result<Status> {
     let mut out = std::io::stdout().lock();
     for d in devices {
         writeln!(out, "{d}").context("writing to stdout")?;
+    }
+    Ok(Status::Done)
+}
+
+/// The measurement's argv, each word followed by a NUL byte; exit 3, printing nothing, where
+/// the measurement cannot start with the sweep (`measure`).
+fn print_measure_command(command: &[OsString]) -> Result<Status> {
+    let addopts = std::env::var_os("PYTEST_ADDOPTS");
+    let Some(argv) = measure::measure_command(command, addopts.as_deref()) else {
+        return Ok(Status::NothingToDo);
+    };
+    let mut out = std::io::stdout().lock();
+    for word in argv {
+        out.write_all(word.as_encoded_bytes())
+            .and_then(|()| out.write_all(b"\0"))
+            .context("writing to stdout")?;
     }
     Ok(Status::Done)
 }
@@ -567,6 +600,10 @@ mod tests {
         );
         assert_eq!(command(&[spawn, "--plan", "p", "--", "pytest"]), "Run");
         assert_eq!(command(&[spawn, "--lock-scratch", "s"]), "LockScratch");
+        assert_eq!(
+            command(&[spawn, "--print-measure-command", "--", "pytest"]),
+            "PrintMeasureCommand"
+        );
         let checking = Invocation::<Args>::CheckArgs(clap::ArgMatches::default());
         assert!(matches!(Command::of(&checking), Command::CheckArgs(_)));
     }
