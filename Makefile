@@ -1,6 +1,7 @@
 # parallel-warmup: build, demo, test, install.
 #   make demo     the whole flow on the bundled example, no GPU needed
-#   make test     everything CI runs: cargo tests, clippy, rustfmt, the pytest suite, shellcheck, ruff
+#   make test     everything CI runs: cargo tests, clippy, rustfmt, the pytest suite, shellcheck, ruff,
+#                 and the harness tests on every Triton the README claims (make test-triton)
 #   make install PREFIX=/usr/local   binaries, the scripts, completions, man pages, and the
 #                                    harness plugin into HARNESS_PYTHON's environment
 
@@ -20,7 +21,7 @@ SCRIPTS := warmup warmup-slurm
 HARNESS_PYTHON    ?= $(PYTHON)
 HARNESS_PIP_FLAGS ?=
 
-.PHONY: all build demo test test-rust test-python lint install install-harness bench clean
+.PHONY: all build demo test test-rust test-python test-triton triton-venvs lint install install-harness bench clean
 
 all: build
 
@@ -50,7 +51,7 @@ demo: build $(VENV)/ready
 		--shape_file examples/shapes.yaml
 	@echo "merged configs: target/demo/records/mm.json"
 
-test: test-rust test-python lint
+test: test-rust test-python test-triton lint
 
 test-rust:
 	$(CARGO) test --workspace --locked
@@ -58,6 +59,35 @@ test-rust:
 test-python: $(VENV)/ready
 	$(CARGO) build --workspace --locked
 	WARMUP_BIN_DIR=$(CURDIR)/$(DEBUG) $(VENV)/bin/python -m pytest -q
+
+# The harness on every Triton it claims (README.md, "The harness"; harness/warmup_harness/versions.py
+# holds the range): the latest patch of each minor, one venv each under .venv-triton/ with only
+# tests/requirements-triton.txt and that Triton, made side by side (pip's cache is shared), then
+# the harness tests in each, one version after the other, every version run even when one fails,
+# and the failed ones named at the end. TRITONS=3.9.0 runs one.
+TRITONS       ?= 3.4.0 3.5.1 3.6.0 3.7.1 3.8.0 3.9.0
+TRITON_VENV   := .venv-triton
+HARNESS_TESTS := tests/test_harness.py tests/test_harness_hooks.py tests/test_harness_versions.py \
+                 tests/test_precompile.py
+
+$(TRITON_VENV)/%/ready: tests/requirements-triton.txt
+	rm -rf $(TRITON_VENV)/$*
+	$(PYTHON) -m venv $(TRITON_VENV)/$*
+	$(TRITON_VENV)/$*/bin/python -m pip install --quiet --disable-pip-version-check \
+		-r tests/requirements-triton.txt triton==$*
+	touch $@
+
+triton-venvs:
+	$(MAKE) -j$(words $(TRITONS)) $(TRITONS:%=$(TRITON_VENV)/%/ready)
+
+test-triton: triton-venvs
+	$(CARGO) build --workspace --locked
+	@failed=; for v in $(TRITONS); do \
+		echo "test-triton: Triton $$v"; \
+		WARMUP_BIN_DIR=$(CURDIR)/$(DEBUG) $(TRITON_VENV)/$$v/bin/python -m pytest -q $(HARNESS_TESTS) \
+			|| failed="$$failed $$v"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "test-triton: the harness tests failed on Triton$$failed (above)" >&2; exit 1; fi
 
 lint: $(VENV)/ready
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
@@ -99,4 +129,4 @@ bench: build $(VENV)/ready
 
 clean:
 	$(CARGO) clean
-	rm -rf $(VENV)
+	rm -rf $(VENV) $(TRITON_VENV)

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from support import FLAGGEMS_DATA, ROOT, clean_env, run_tool, tool
+from support import FLAGGEMS_DATA, HANG, ROOT, UNTIMED, clean_env, run_tool, tool
 
 HARNESS = ROOT / "tests" / "harness" / "test_bench.py"
 
@@ -113,7 +113,7 @@ SHAPES = st.recursive(
 )
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(UNTIMED, max_examples=60)
 @given(shapes=st.lists(SHAPES, min_size=2, max_size=6),
        flow=st.sampled_from([None, False, True]))
 def test_generated_shapes_get_the_text_python_gives_them(tmp_path, shapes, flow):
@@ -146,7 +146,7 @@ BIG = st.builds(lambda sign, n, base: sign + {16: hex, 8: lambda n: "0" + oct(n)
 NUMBER = st.one_of(SEXAGESIMAL_FLOAT, SEXAGESIMAL_INT, TAGGED, BIG)
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(UNTIMED, max_examples=80)
 @given(numbers=st.lists(st.lists(NUMBER, min_size=1, max_size=4), min_size=2, max_size=5),
        keys=st.lists(st.sampled_from(["1e40", "10000000000000000303786028427003666890752",
                                       "0x1d6329f1c35ca4bfabb9f5610000000000", "1.0e+40", "2:0",
@@ -397,7 +397,7 @@ def test_two_runs_updating_one_cost_file_at_once_keep_both_ops(tmp_path):
                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
                 for s in scratches]
         for run in runs:
-            _, err = run.communicate(timeout=120)
+            _, err = run.communicate(timeout=HANG)
             assert run.returncode == 0, err
         got = json.loads(costs.read_text())
         assert sorted(got) == ["bmm", "mm"], (attempt, got)
@@ -528,7 +528,7 @@ def test_a_pool_run_teaches_costs_that_the_next_lpt_run_balances_by(tmp_path):
            "WARMUP_FIXTURE_SWEEP_SECONDS": "0", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
     r = run_tool("spawn", "--plan", tmp_path / "out" / "plan.json", "--backend", "cuda",
                  "--devices", "0,1", "--", sys.executable, "-m", "pytest", "-q", "-p",
-                 "no:cacheprovider", HARNESS, "--shape_file", src, env=env, timeout=300)
+                 "no:cacheprovider", HARNESS, "--shape_file", src, env=env, timeout=HANG)
     assert r.returncode == 0, r.stderr
     costs = tmp_path / "costs.json"
     r = run_tool("costs", "--costs", costs, tmp_path / "out")

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from support import BIN_DIR, ROOT, clean_env
+from support import BIN_DIR, HANG, ROOT, clean_env
 
 TOOLS = ["warmup-shard", "warmup-spawn", "warmup-merge", "warmup-publish", "warmup-costs"]
 SCRIPTS = ["warmup", "warmup-slurm"]
@@ -79,7 +79,7 @@ def test_install_puts_tools_scripts_man_pages_and_completions_under_destdir_pref
         [str(prefix / "bin" / "warmup"), "--gpus", "2", "--devices", "0,1", "--",
          sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
          str(ROOT / "tests/harness/test_bench.py"), "--shape_file", str(ROOT / "examples/shapes.yaml")],
-        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=HANG)
     assert run.returncode == 0, run.stderr
     assert (tmp_path / "rec" / "mm.json").is_file()
     assert "sweep done" in run.stderr

@@ -30,7 +30,7 @@ import triton
 from triton import knobs
 from triton.runtime.driver import driver
 
-from support import ROOT, clean_env
+from support import HANG, ROOT, clean_env
 
 FIXTURE = ROOT / "tests" / "compile_fixture"
 sys.path.insert(0, str(ROOT / "harness"))
@@ -54,6 +54,7 @@ def cpu(tmp_path, monkeypatch):
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
     yield tmp_path
     tuners.uninstall()
+    vars(driver).clear()
     vars(driver).update(saved)
 
 
@@ -188,7 +189,7 @@ def held_elsewhere(folder: Path):
         yield
     finally:
         holder.stdin.close()
-        holder.wait(timeout=60)
+        holder.wait(timeout=HANG)
 
 
 def emptied_entry(job) -> Path:
@@ -214,7 +215,7 @@ def test_a_kernel_another_process_is_compiling_is_waited_for_then_found_compiled
 def all_ended(workers: list) -> bool:
     """Whether every worker process ended (its sentinel is ready: the pool's own threads may have
     reaped it, which leaves its exitcode unknown here)."""
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + HANG
     pending = [w.sentinel for w in workers]
     while pending and time.monotonic() < deadline:
         ready = multiprocessing.connection.wait(pending, timeout=deadline - time.monotonic())
@@ -617,7 +618,7 @@ def start(tmp: Path, name: str, *opts: str, **extra: str) -> subprocess.Popen:
 
 
 def finish(tmp: Path, name: str, proc: subprocess.Popen) -> dict:
-    out, err = proc.communicate(timeout=300)
+    out, err = proc.communicate(timeout=HANG)
     assert proc.returncode == 0, out + err
     trace = json.loads((tmp / f"{name}.json").read_text())
     return {**trace, "stderr": err, "reports": parse_reports(err)}
@@ -676,7 +677,7 @@ def test_without_protocol_variables_nothing_is_precompiled(tmp_path):
                                          ("WARMUP_SPAWN_CHILDREN", "\u00b2")])
 def test_an_unusable_setting_stops_the_session_before_any_test(tmp_path, name, value):
     proc = start(tmp_path, "bad", FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "rec"), **{name: value})
-    out, err = proc.communicate(timeout=300)
+    out, err = proc.communicate(timeout=HANG)
     assert proc.returncode == 4, out + err
     assert f"{name}={value!r} is not a whole number of at least 1" in err
     assert not (tmp_path / "bad.json").exists(), "a test ran"
@@ -685,7 +686,7 @@ def test_an_unusable_setting_stops_the_session_before_any_test(tmp_path, name, v
 def test_compile_settings_are_read_from_ini_options_and_the_variable_wins(tmp_path):
     ini = ("-o", "warmup_harness_compile_workers=many")
     proc = start(tmp_path, "bad", *ini, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "rec"))
-    out, err = proc.communicate(timeout=300)
+    out, err = proc.communicate(timeout=HANG)
     assert proc.returncode == 4, out + err
     assert "WARMUP_HARNESS_COMPILE_WORKERS='many' is not a whole number of at least 1" in err
     assert not (tmp_path / "bad.json").exists(), "a test ran"
@@ -697,7 +698,7 @@ def test_compile_settings_are_read_from_ini_options_and_the_variable_wins(tmp_pa
 def test_a_lock_folder_that_cannot_be_made_stops_the_session_before_any_test(tmp_path):
     proc = start(tmp_path, "bad", FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "rec"),
                  WARMUP_HARNESS_DEVICE_LOCK_DIR="/dev/null/locks")
-    out, err = proc.communicate(timeout=300)
+    out, err = proc.communicate(timeout=HANG)
     assert proc.returncode == 4, out + err
     assert "WARMUP_HARNESS_DEVICE_LOCK_DIR=/dev/null/locks: cannot make the device timing locks' folder" in err
     assert not (tmp_path / "bad.json").exists(), "a test ran"

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from support import ROOT, clean_env, run_tool, tool
+from support import HANG, ROOT, clean_env, run_tool, tool
 
 sys.path.insert(0, str(ROOT / "harness"))  # the harness's own sidecar reader checks what is published
 
@@ -143,7 +143,7 @@ def test_kill_9_while_publishing_leaves_no_temporaries(tmp_path):
     assert run_tool("publish", "--record-dir", rec, sources[0]).returncode == 0
     took = time.monotonic() - started
     rng = random.Random(9)
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + HANG
     kills = 0
     while kills < 20 and time.monotonic() < deadline:
         proc = subprocess.Popen([tool("publish"), "--record-dir", str(rec), str(sources[kills % 2])],
@@ -157,7 +157,7 @@ def test_kill_9_while_publishing_leaves_no_temporaries(tmp_path):
             if set(os.listdir(rec)) - KEPT:
                 break
         proc.kill()
-        proc.wait(timeout=60)
+        proc.wait(timeout=HANG)
         kills += 1
         # A kill in the instant between naming the temporary and the rename can leave it; at
         # most that one, and the next write removes it (its writer's lock is gone).
@@ -327,6 +327,6 @@ def test_publish_waits_for_a_record_session_holding_the_ops_lock(tmp_path, merge
         line = proc.stderr.readline()  # said once, as it starts to wait
         assert "waiting for another process updating" in line, line
         assert not (rec / "mm.json").exists()
-    out, err = proc.communicate(timeout=600)
+    out, err = proc.communicate(timeout=HANG)
     assert proc.returncode == 0, err
     assert json.loads((rec / "mm.json").read_text()) == json.loads(MERGED)

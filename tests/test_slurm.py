@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from slurm.cluster import Cluster, unavailable
-from support import BIN_DIR, ROOT, clean_env, run_tool
+from support import BIN_DIR, HANG, ROOT, clean_env, run_tool
 
 SCRIPT = ROOT / "scripts" / "warmup-slurm"
 HARNESS = ROOT / "tests" / "harness" / "test_bench.py"
@@ -21,8 +21,6 @@ EXAMPLE = ROOT / "examples" / "shapes.yaml"
 # examples/shapes.yaml's third shape of op mm: round-robin over 4 shards puts it in shard 2.
 FAILING_SHAPE, FAILING_SHARD = "256x256x256", 2
 OUTPUTS = ("rec/mm.json", "worker.log", "status.json")
-# A timeout guards against a hang and never times a result: far above what a busy machine needs.
-HANG_GUARD = 600
 
 
 def bench_command() -> list[str]:
@@ -52,7 +50,7 @@ def slurm_env(cluster: Cluster, work: Path, **extra: str) -> dict[str, str]:
 
 def warmup_slurm(cluster: Cluster, work: Path, *args: str, **extra: str) -> subprocess.CompletedProcess:
     done = subprocess.run([str(SCRIPT), *args], env=slurm_env(cluster, work, **extra), cwd=work,
-                          capture_output=True, text=True, timeout=HANG_GUARD)
+                          capture_output=True, text=True, timeout=HANG)
     if done.returncode not in (0, 1, 2, 3):
         pytest.fail(f"warmup-slurm exit {done.returncode}\n{done.stderr}\n{cluster.logs()}")
     return done
@@ -169,7 +167,7 @@ def test_a_scratch_slurm_cannot_name_output_files_in_is_refused_exit_2(tmp_path)
     done = subprocess.run([str(SCRIPT), "--scratch", str(scratch), "--shards", "2", "--", "pytest",
                            "--shape_file", str(EXAMPLE)],
                           env=clean_env(WARMUP_BIN_DIR=str(BIN_DIR)), cwd=tmp_path,
-                          capture_output=True, text=True, timeout=HANG_GUARD)
+                          capture_output=True, text=True, timeout=HANG)
     assert done.returncode == 2, done.stderr
     assert "holds a backslash, which Slurm drops from output file names" in done.stderr
     assert list(tmp_path.iterdir()) == []
@@ -235,7 +233,7 @@ def test_rerunning_an_index_the_plan_lacks_exits_2_submitting_nothing(tmp_path):
     (scratch / "slurm" / "shard.sbatch").write_text("#!/bin/bash\nexit 99\n")
     rerun = subprocess.run([str(SCRIPT), "--rerun", "3,9", "--scratch", str(scratch)],
                            env=clean_env(WARMUP_BIN_DIR=str(BIN_DIR)), cwd=tmp_path,
-                           capture_output=True, text=True, timeout=HANG_GUARD)
+                           capture_output=True, text=True, timeout=HANG)
     assert rerun.returncode == 2, rerun.stderr
     assert "shard 9 is not in the plan, which has 4 shards (indices 0-3)" in rerun.stderr, rerun.stderr
     assert rerun.stdout == ""
@@ -259,7 +257,7 @@ def test_finish_names_each_shard_from_warmup_merges_summary(tmp_path):
     finish = subprocess.run([str(SCRIPT), "--finish", "--scratch", str(scratch), "--op", "mm",
                              "--record-dir", str(records)],
                             env=clean_env(WARMUP_BIN_DIR=str(BIN_DIR)), cwd=tmp_path,
-                            capture_output=True, text=True, timeout=HANG_GUARD)
+                            capture_output=True, text=True, timeout=HANG)
     assert finish.returncode == 1, finish.stderr
     assert f"shard 2 failed; log: {scratch}/w2/worker.log" in finish.stderr, finish.stderr
     assert f"shard 3 did not start or was refused (no status; see {scratch}/slurm/" in finish.stderr
@@ -312,7 +310,7 @@ def test_usage_errors_exit_2_and_write_nothing(tmp_path, no_slurm_path, args, ne
     if slurm == "no slurm on PATH":
         env["PATH"] = no_slurm_path
     done = subprocess.run([str(SCRIPT), *args], env=env,
-                          cwd=tmp_path, capture_output=True, text=True, timeout=HANG_GUARD)
+                          cwd=tmp_path, capture_output=True, text=True, timeout=HANG)
     assert done.returncode == 2, done.stderr
     assert needle in done.stderr, done.stderr
     assert list(tmp_path.iterdir()) == []

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from . import env, precompile, records
+from . import env, precompile, records, versions
 from .device import device_name
 from .seconds import CompileClock, process_age
 from .writer import RecordWriter, journal_path, unfolded
@@ -67,7 +67,8 @@ class Session:
         """Makes this session the config's plugin, and says how it runs."""
         self.config.stash[SESSION] = self
         self.config.pluginmanager.register(self, PLUGIN_NAME)
-        say(self.config, [*self.opening_lines(), store_note, env.late_store(sys.modules, os.environ)])
+        say(self.config, [*self.opening_lines(), versions.warning(), store_note,
+                          env.late_store(sys.modules, os.environ)])
 
     # pytest's hooks
     def pytest_collection_finish(self, session) -> None:

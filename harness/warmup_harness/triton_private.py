@@ -164,12 +164,13 @@ def stub_device_set() -> bool:
     """Whether the benchmark set Triton's driver itself (`driver.set_active`, as a CPU stand-in
     does) to one whose device Triton cannot compile for. The default driver is not created to ask:
     that would start the device before the benchmark does."""
-    return _driver_exists() and cannot_compile() is not None
+    return driver_exists() and cannot_compile() is not None
 
 
-def _driver_exists() -> bool:
-    """Whether Triton's driver was set (`driver.set_active`) or created already; asking creates none."""
-    state = vars(driver)
+def driver_exists(config: Any = None) -> bool:
+    """Whether Triton's driver (`config`, by default `triton.runtime.driver.driver`) was set
+    (`driver.set_active`) or created already; asking creates none."""
+    state = vars(driver if config is None else config)
     if "_active" in state:  # 3.5 and later: None until set or first used
         return state["_active"] is not None
     active = state.get("active")  # 3.4: the default is a LazyProxy, empty until first used
