@@ -2,7 +2,7 @@
 #   make demo     the whole flow on the bundled example, no GPU needed
 #   make test     everything CI runs: cargo tests, clippy, rustfmt, the pytest suite, shellcheck, ruff,
 #                 and the harness tests on every Triton the README claims (make test-triton)
-#   make install PREFIX=/usr/local   binaries, scripts/warmup, completions, man pages, and the
+#   make install PREFIX=/usr/local   binaries, the scripts, completions, man pages, and the
 #                                    harness plugin into HARNESS_PYTHON's environment
 
 PYTHON  ?= python3
@@ -12,6 +12,10 @@ VENV    := .venv
 RELEASE := target/release
 DEBUG   := target/debug
 TOOLS   := warmup-shard warmup-spawn warmup-merge warmup-publish warmup-costs
+# The scripts: scripts/NAME, their shared scripts/lib/warmup-common.sh (installed into
+# share/parallel-warmup), their man pages made from their --help, their completions in
+# scripts/completions.
+SCRIPTS := warmup warmup-slurm
 # The Python that runs your benchmarks: `make install` puts the harness plugin (harness/) into its
 # environment with pip. HARNESS_PYTHON= (empty) skips that; HARNESS_PIP_FLAGS adds pip options.
 HARNESS_PYTHON    ?= $(PYTHON)
@@ -33,7 +37,9 @@ $(VENV)/ready: tests/requirements.txt
 venv: $(VENV)/ready
 
 # The demo: 12 shapes of op mm swept on four pretend devices by the fixture harness, then the
-# measurement replaying the merged configs. No GPU needed; the sweep cost is simulated.
+# measurement replaying the merged configs. No GPU needed; the sweep cost is simulated. The
+# fixture records and replays by itself, without warmup_harness: -p no:warmup_harness says so, and
+# the measurement runs after the sweep instead of waiting at the harness's gate alongside it.
 demo: build $(VENV)/ready
 	@rm -rf target/demo && mkdir -p target/demo/records
 	FLAGGEMS_PERF_CURRENT_OP=mm \
@@ -41,7 +47,8 @@ demo: build $(VENV)/ready
 	WARMUP_FIXTURE_SWEEP_SECONDS=0.2 WARMUP_FIXTURE_SWEEP_COST=numel \
 	WARMUP_BIN_DIR=$(CURDIR)/$(RELEASE) \
 	scripts/warmup --gpus 4 --devices 0,1,2,3 --backend cuda -- \
-		$(VENV)/bin/python -m pytest -q tests/harness/test_bench.py --shape_file examples/shapes.yaml
+		$(VENV)/bin/python -m pytest -q -p no:warmup_harness tests/harness/test_bench.py \
+		--shape_file examples/shapes.yaml
 	@echo "merged configs: target/demo/records/mm.json"
 
 test: test-rust test-python test-triton lint
@@ -85,7 +92,7 @@ test-triton: triton-venvs
 lint: $(VENV)/ready
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
 	$(CARGO) fmt --all --check
-	$(VENV)/bin/shellcheck scripts/warmup scripts/warmup-slurm .ci/run tests/gpu/*.sh
+	$(VENV)/bin/shellcheck scripts/warmup scripts/warmup-slurm scripts/lib/*.sh scripts/completions/*.bash .ci/run tests/gpu/*.sh
 	$(VENV)/bin/ruff check harness tests
 
 # RELEASE=target/debug installs a debug build without building a release one (the tests do).
@@ -100,8 +107,15 @@ install: $(if $(filter target/release,$(RELEASE)),build) $(if $(HARNESS_PYTHON),
 		"$(RELEASE)/$$t" --generate=zsh > "$$dest/share/zsh/site-functions/_$$t"; \
 		"$(RELEASE)/$$t" --generate=fish > "$$dest/share/fish/vendor_completions.d/$$t.fish"; \
 	done; \
-	install -m 755 scripts/warmup "$$dest/bin/warmup"; \
-	install -m 755 scripts/warmup-slurm "$$dest/bin/warmup-slurm"; \
+	install -d "$$dest/share/parallel-warmup"; \
+	install -m 644 scripts/lib/warmup-common.sh "$$dest/share/parallel-warmup/warmup-common.sh"; \
+	for s in $(SCRIPTS); do \
+		install -m 755 "scripts/$$s" "$$dest/bin/$$s"; \
+		scripts/lib/man-page.sh "scripts/$$s" > "$$dest/share/man/man1/$$s.1"; \
+		install -m 644 "scripts/completions/$$s.bash" "$$dest/share/bash-completion/completions/$$s"; \
+		install -m 644 "scripts/completions/_$$s" "$$dest/share/zsh/site-functions/_$$s"; \
+		install -m 644 "scripts/completions/$$s.fish" "$$dest/share/fish/vendor_completions.d/$$s.fish"; \
+	done; \
 	echo "installed into $$dest"
 
 install-harness:

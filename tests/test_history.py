@@ -30,6 +30,16 @@ def sidecar(folder: Path, *, op="mm", triton="3.6.0", device=H200, tune=None, **
     return path
 
 
+def driver_probe(tmp_path: Path) -> Path:
+    """A WARMUP_PROBE_ROOT whose NVIDIA driver lists two H200s, as /proc/driver/nvidia/gpus does."""
+    root = tmp_path / "probe"
+    for bus in ("0000:00:06.0", "0000:00:07.0"):
+        info = root / "proc/driver/nvidia/gpus" / bus / "information"
+        info.parent.mkdir(parents=True)
+        info.write_text(f"Model: \t\t {H200}\nIRQ:   \t\t 41\nGPU UUID: \t GPU-{bus}\n")
+    return root
+
+
 def swept(tmp_path, **figures) -> tuple[Path, Path]:
     """A finished 6-shard sweep of SIX (one shape a shard, shard i took 2 + i seconds, each
     child's sidecar with a start-up of 1.5 s), merged and published into RECORDS: the scratch and
@@ -101,11 +111,7 @@ def test_the_device_model_comes_from_the_driver_and_triton_from_the_benchmarks_p
     version = subprocess.run([sys.executable, "-c", "import triton; print(triton.__version__)"],
                              capture_output=True, text=True, check=True).stdout.strip()
     sidecar(records, triton=version)
-    root = tmp_path / "probe"
-    for bus in ("0000:00:06.0", "0000:00:07.0"):
-        info = root / "proc/driver/nvidia/gpus" / bus / "information"
-        info.parent.mkdir(parents=True)
-        info.write_text(f"Model: \t\t {H200}\nIRQ:   \t\t 41\nGPU UUID: \t GPU-{bus}\n")
+    root = driver_probe(tmp_path)
     r = shard(tmp_path, tmp_path / "s.yaml", "--shards", "2", "--history", records,
               "--python", sys.executable, out="next", env={"WARMUP_PROBE_ROOT": str(root)})
     assert r.returncode == 0, r.stderr

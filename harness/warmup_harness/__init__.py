@@ -68,6 +68,22 @@ def pytest_configure(config):
     # A plugin named in a conftest's pytest_plugins is loaded after the initial conftests: then
     # this is the first hook it sees, and late_store says whether FlagGems came in first.
     store_note = _isolate_stores(config)
+    gate = os.environ.get(env.GATE, "").strip()
+    if gate:  # started alongside the sweep: the session starts when the gate opens (gate.py)
+        from .gate import Gate
+
+        config.pluginmanager.register(Gate(gate, lambda: _start(config, store_note), lambda line: _say(config, line)))
+        return
+    _start(config, store_note)
+
+
+def _say(config, line: str) -> None:
+    from .session import say
+
+    say(config, [line])
+
+
+def _start(config, store_note: str | None) -> None:
     if store_note is None:  # neither protocol variable is set
         return
     from .session import Session

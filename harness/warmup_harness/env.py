@@ -19,6 +19,10 @@ RECORD_DIR = "FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR"
 REPLAY_DIR = "FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR"
 DEFAULT_OP = "default"
 
+# A FIFO scripts/warmup made: a measurement started with the sweep waits there before its first
+# test for the sweep's outcome (gate.py).
+GATE = "WARMUP_HARNESS_GATE"
+
 # What a replay does with a key its record lacks: sweep it live (and report it), or fail.
 REPLAY_MISS = "WARMUP_HARNESS_REPLAY_MISS"
 

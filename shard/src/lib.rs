@@ -3,6 +3,7 @@
 //! the other tools read.
 
 mod commit;
+mod listing;
 mod robust;
 mod shape;
 mod shape_file;
@@ -12,7 +13,6 @@ mod strategy;
 use anyhow::{Context, Result};
 use protocol::layout::{shapes_in_scratch, Scratch};
 use protocol::plan::{Plan, Shard, VERSION};
-use std::io::Write;
 use std::path::PathBuf;
 use toolkit::Status;
 
@@ -75,6 +75,9 @@ pub struct Args {
     /// The scratch folder: gets w<i>/shapes.yaml per shard and plan.json (created if missing)
     #[arg(long, value_name = "SCRATCH")]
     pub out: PathBuf,
+    /// Split and print the shard files a run would write, one per line; write nothing
+    #[arg(long)]
+    pub dry_run: bool,
     /// The shape file (YAML read by PyYAML's safe_load)
     #[arg(value_name = "SHAPE_FILE")]
     pub shape_file: PathBuf,
@@ -159,6 +162,10 @@ pub fn run(args: &Args) -> Result<Status> {
             .collect(),
     };
     let scratch = Scratch::new(&args.out);
+    if args.dry_run {
+        listing::print(&scratch, cut.pieces.len())?;
+        return Ok(Status::Done);
+    }
     let texts: Vec<&str> = cut.pieces.iter().map(|p| p.text.as_str()).collect();
     let replaced = commit::replace(&scratch, &texts, &plan)?;
     if replaced.plan {
@@ -186,11 +193,7 @@ pub fn run(args: &Args) -> Result<Status> {
     if let Some(line) = expected_line(&plan) {
         eprintln!("{TOOL}: {line}");
     }
-    let mut out = std::io::stdout().lock();
-    for i in 0..cut.pieces.len() {
-        writeln!(out, "{}", scratch.shapes(i).display()).context("writing to stdout")?;
-    }
-    out.flush().context("writing to stdout")?;
+    listing::print(&scratch, cut.pieces.len())?;
     Ok(Status::Done)
 }
 
