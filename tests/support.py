@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from hypothesis import settings
+from hypothesis import HealthCheck, settings
 
 # Property tests draw fresh examples on a developer's machine, and one fixed, repeatable set under
 # CI (CI=true), so that a submission's CI runs the examples its author saw pass; a new failing
@@ -20,9 +20,19 @@ from hypothesis import settings
 settings.register_profile("ci", derandomize=True)
 settings.load_profile("ci" if os.environ.get("CI") else "default")
 
+# How long a test waits for a process to end, or for something to happen, before it calls it a hang.
+# A guard, never a measure: a 2-core machine shared with other work runs these tests many times
+# slower than an idle one, and only a hang may fail them. A wait that succeeds ends at once.
+HANG = 600
+
+# Property tests time nothing either: no deadline per example, no health check on how long
+# generating examples takes (`@settings(UNTIMED, max_examples=...)`).
+UNTIMED = settings(deadline=None,
+                   suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+
 ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared"
-FLAGGEMS_DATA = SHARED / "data" / "flaggems"
+# Real FlagGems shape files, kept in the repository (their source and licence: its README.md).
+FLAGGEMS_DATA = ROOT / "tests" / "data" / "flaggems"
 BIN_DIR = Path(os.environ.get("WARMUP_BIN_DIR", ROOT / "target" / "debug"))
 
 _SCRUB_PREFIXES = ("FLAGGEMS_", "PARALLEL_WARMUP_", "TRITON_", "WARMUP_")
@@ -53,11 +63,11 @@ def run_tool(name: str, *args, env: dict[str, str] | None = None, **kw) -> subpr
     """Runs warmup-<name> with a clean environment, capturing text output."""
     kw.setdefault("capture_output", True)
     kw.setdefault("text", True)
-    kw.setdefault("timeout", 120)
+    kw.setdefault("timeout", HANG)
     return subprocess.run([tool(name), *map(str, args)], env=clean_env(**(env or {})), **kw)
 
 
-def on_a_terminal(argv: list[str], env: dict[str, str], timeout: float = 120,
+def on_a_terminal(argv: list[str], env: dict[str, str], timeout: float = HANG,
                   **kw) -> tuple[int, str]:
     """Runs argv with its stderr on a pseudo-terminal that this process owns (stdin is
     /dev/null, stdout is not a terminal); returns its exit status and all it wrote there.

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from support import BIN_DIR, ROOT, clean_env
+from support import BIN_DIR, HANG, ROOT, clean_env
 
 sys.path.insert(0, str(ROOT / "harness"))  # proof.py reads the harness's report lines
 _spec = importlib.util.spec_from_file_location("gpu_proof", ROOT / "tests" / "gpu" / "proof.py")
@@ -50,7 +50,7 @@ def dry(tmp_path_factory):
     command = [sys.executable, str(ROOT / "tests" / "gpu" / "proof.py"), "--bench", "dry", "--gpus", "1",
                "--backend", "cuda", "--variants", "serial,ours1x2", "--budget", "400",
                "--work", str(tmp / "work"), "--out", str(tmp / "out")]
-    done = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=HANG)
     assert done.returncode == 0, done.stdout + done.stderr
     return json.loads((tmp / "out" / "proof_dry.json").read_text()), done.stdout
 

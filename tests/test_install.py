@@ -1,20 +1,61 @@
-"""make install: the tools, the script, man pages and completions land under PREFIX and work."""
+"""make install: the tools, the scripts, man pages and completions land under DESTDIR/PREFIX and
+work."""
 
 from __future__ import annotations
 
+import re
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
-from support import BIN_DIR, ROOT, clean_env
+from support import BIN_DIR, HANG, ROOT, clean_env
 
 TOOLS = ["warmup-shard", "warmup-spawn", "warmup-merge", "warmup-publish", "warmup-costs"]
+SCRIPTS = ["warmup", "warmup-slurm"]
 
 
-def test_install_puts_tools_script_man_pages_and_completions_under_prefix(tmp_path):
-    prefix = tmp_path / "pre fix"
+def options_in_help(program: Path) -> set[str]:
+    """Every long option a script's --help lists, as `  --NAME` at the start of a line."""
+    text = subprocess.run([str(program), "--help"], capture_output=True, text=True, check=True).stdout
+    return set(re.findall(r"^  (?:-h, )?(--[a-z][a-z-]*)", text, re.MULTILINE))
+
+
+def test_install_puts_tools_scripts_man_pages_and_completions_under_destdir_prefix(tmp_path):
+    destdir, prefix_arg = tmp_path / "dest dir", "/pre fix"
+    prefix = Path(f"{destdir}{prefix_arg}")
     # HARNESS_PYTHON= : the harness's pip install is test_harness.py's to cover, not this Python's.
-    subprocess.run(["make", "-s", "install", f"PREFIX={prefix}", f"RELEASE={BIN_DIR}", "HARNESS_PYTHON="],
+    subprocess.run(["make", "-s", "install", f"DESTDIR={destdir}", f"PREFIX={prefix_arg}",
+                    f"RELEASE={BIN_DIR}", "HARNESS_PYTHON="],
                    cwd=ROOT, env=clean_env(), check=True, capture_output=True, text=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dest dir"], "all of it under DESTDIR"
+    for script in SCRIPTS:
+        assert (prefix / "bin" / script).stat().st_mode & 0o111
+        options = options_in_help(ROOT / "scripts" / script)
+        assert {"--scratch", "--help"} <= options, options
+        page = prefix / "share/man/man1" / f"{script}.1"
+        roff = page.read_text()
+        assert roff.startswith(f".TH {script.upper()} 1 "), roff[:200]
+        for section in ("NAME", "SYNOPSIS", "DESCRIPTION", "OPTIONS", "EXIT STATUS"):
+            assert f"\n.SH {section}\n" in roff, (section, roff[:400])
+        assert set(re.findall(r"^  (?:-h, )?(--[a-z][a-z-]*)", roff, re.MULTILINE)) == options
+        if shutil.which("man"):
+            man = subprocess.run(["man", "-l", str(page)], env=clean_env(MANWIDTH="200"),
+                                 capture_output=True, text=True)
+            assert man.returncode == 0 and "EXIT STATUS" in man.stdout, man.stderr
+        zsh = (prefix / "share/zsh/site-functions" / f"_{script}").read_text()
+        fish = (prefix / "share/fish/vendor_completions.d" / f"{script}.fish").read_text()
+        bash = prefix / "share/bash-completion/completions" / script
+        assert zsh.startswith(f"#compdef {script}\n")
+        # Each completion offers every option the help lists, and nothing it does not.
+        assert set(re.findall(r"'(--[a-z-]+)[=\[]", zsh)) | {"--help"} == options
+        assert {f"--{o}" for o in re.findall(r" -l ([a-z-]+)", fish)} == options
+        probe = subprocess.run(
+            ["bash", "-c", f'source "{bash}" && complete -p {script} && COMP_WORDS=({script} --)'
+                           f' COMP_CWORD=1 && _{script.replace("-", "_")} && printf "%s\\n" "${{COMPREPLY[@]}}"'],
+            capture_output=True, text=True)
+        assert probe.returncode == 0 and script in probe.stdout, probe.stderr
+        assert set(probe.stdout.splitlines()[1:]) - {"--"} == options, probe.stdout
     for tool in TOOLS:
         assert (prefix / "bin" / tool).stat().st_mode & 0o111
         man = (prefix / "share/man/man1" / f"{tool}.1").read_text()
@@ -38,7 +79,7 @@ def test_install_puts_tools_script_man_pages_and_completions_under_prefix(tmp_pa
         [str(prefix / "bin" / "warmup"), "--gpus", "2", "--devices", "0,1", "--",
          sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
          str(ROOT / "tests/harness/test_bench.py"), "--shape_file", str(ROOT / "examples/shapes.yaml")],
-        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=HANG)
     assert run.returncode == 0, run.stderr
     assert (tmp_path / "rec" / "mm.json").is_file()
     assert "sweep done" in run.stderr

@@ -11,10 +11,10 @@ import random
 import struct
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from support import run_tool
+from support import UNTIMED, run_tool
 
 
 def dump(obj) -> str:
@@ -265,7 +265,7 @@ RECORDS = st.lists(
 )
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(UNTIMED, max_examples=120)
 @given(records=RECORDS)
 def test_property_merge_equals_python(tmp_path, records):
     paths = []

@@ -13,10 +13,16 @@ import fcntl
 import importlib
 import importlib.util
 import json
+import multiprocessing
+import multiprocessing.connection
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -24,14 +30,18 @@ import triton
 from triton import knobs
 from triton.runtime.driver import driver
 
-from support import ROOT, clean_env
+from support import HANG, ROOT, clean_env
 
 FIXTURE = ROOT / "tests" / "compile_fixture"
 sys.path.insert(0, str(ROOT / "harness"))
 sys.path.insert(0, str(FIXTURE))
 import cpu_fakes  # noqa: E402
 from cpu_fakes import SCALE_CONFIGS, TMA_CONFIGS, Tensor, scale_even_kernel, scale_kernel, tma_args  # noqa: E402
+from report_lines import parse_reports  # noqa: E402
+from warmup_harness import cache_entries, capture, compile_pool, device_lock  # noqa: E402
+from warmup_harness import compile_settings as cs  # noqa: E402
 from warmup_harness import precompile as pc  # noqa: E402
+from warmup_harness.cache_entries import Outcome  # noqa: E402
 from warmup_harness import tuners  # noqa: E402
 from warmup_harness.env import ProtocolError  # noqa: E402
 
@@ -39,12 +49,13 @@ from warmup_harness.env import ProtocolError  # noqa: E402
 @pytest.fixture
 def cpu(tmp_path, monkeypatch):
     """A fake H200 and a fresh, empty Triton cache for one test."""
-    saved = driver._active
+    saved = dict(vars(driver))  # whichever driver was set or made, in any Triton's fields
     driver.set_active(cpu_fakes.CpuDriver())
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
     yield tmp_path
     tuners.uninstall()
-    driver._active = saved
+    vars(driver).clear()
+    vars(driver).update(saved)
 
 
 @pytest.fixture(scope="module")
@@ -94,8 +105,8 @@ def scale_launch(n=1000) -> tuple[tuple, dict]:
     return args, {"x_ptr": args[0], "y_ptr": args[1], "n": n, "grid": (1,)}
 
 
-def settings(mode="threads", workers=2, lock_dir: Path | None = None) -> pc.Settings:
-    return pc.Settings(mode, workers, (), lock_dir or Path("/nonexistent"), False)
+def settings(mode: str, workers: int, lock_dir: Path) -> cs.CompileSettings:
+    return cs.CompileSettings(mode, workers, (), lock_dir, False)
 
 
 # --- one key, in this process ------------------------------------------------------------------
@@ -164,28 +175,157 @@ def test_a_config_that_cannot_be_prepared_is_left_to_triton_and_the_rest_compile
     assert "NOT_A_PARAMETER" in report.errors[0]
 
 
-def test_a_kernel_another_process_is_compiling_is_waited_for_then_found_compiled(cpu):
-    forget_compiled(scale_kernel)
-    taken = pc.capture(scale_kernel, SCALE_CONFIGS[:1], scale_launch()[1])
-    (fn, job), = taken.jobs
-    assert pc.compile_job(fn, job, wait=True) == pc.COMPILED  # to learn its entry's folder
-    (entry,) = [p.parent for p in Path(job.cache_dir).glob("*/scale_kernel.json")]
-    for file in entry.iterdir():
-        file.unlink()
+@contextlib.contextmanager
+def held_elsewhere(folder: Path):
+    """`flock` on a cache entry's folder, held by another process (a sibling compiling it)."""
     holder = subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent(f"""
             import fcntl, os, sys
-            fd = os.open({str(entry)!r}, os.O_RDONLY); fcntl.flock(fd, fcntl.LOCK_EX)
+            fd = os.open({str(folder)!r}, os.O_RDONLY); fcntl.flock(fd, fcntl.LOCK_EX)
             print("held", flush=True); sys.stdin.readline()
         """)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "held"
-        assert pc.compile_job(fn, job, wait=False) == pc.BUSY
+        yield
     finally:
         holder.stdin.close()
-        holder.wait(timeout=60)
-    assert pc.compile_job(fn, job, wait=True) == pc.COMPILED
-    assert pc.compile_job(fn, job, wait=True) == pc.FOUND
+        holder.wait(timeout=HANG)
+
+
+def emptied_entry(job) -> Path:
+    """Compiles the job to learn its cache entry's folder, then empties it: the job is new again."""
+    (fn, job), = [job]
+    assert cache_entries.compile_job(fn, job, wait=True) == Outcome.COMPILED
+    (entry,) = [p.parent for p in Path(job.cache_dir).glob("*/scale_kernel.json")]
+    for file in entry.iterdir():
+        file.unlink()
+    return entry
+
+
+def test_a_kernel_another_process_is_compiling_is_waited_for_then_found_compiled(cpu):
+    forget_compiled(scale_kernel)
+    taken = capture.capture(scale_kernel, SCALE_CONFIGS[:1], scale_launch()[1])
+    (fn, job), = taken.jobs
+    with held_elsewhere(emptied_entry((fn, job))):
+        assert cache_entries.compile_job(fn, job, wait=False) == Outcome.BUSY
+    assert cache_entries.compile_job(fn, job, wait=True) == Outcome.COMPILED
+    assert cache_entries.compile_job(fn, job, wait=True) == Outcome.FOUND
+
+
+def all_ended(workers: list) -> bool:
+    """Whether every worker process ended (its sentinel is ready: the pool's own threads may have
+    reaped it, which leaves its exitcode unknown here)."""
+    deadline = time.monotonic() + HANG
+    pending = [w.sentinel for w in workers]
+    while pending and time.monotonic() < deadline:
+        ready = multiprocessing.connection.wait(pending, timeout=deadline - time.monotonic())
+        pending = [p for p in pending if p not in ready]
+    return not pending
+
+
+def new_children(before: set[int]) -> list:
+    return [child for child in multiprocessing.active_children() if child.pid not in before]
+
+
+def test_workers_that_give_no_result_in_the_bound_are_stopped_and_the_key_left_to_triton(cpu):
+    """Workers waiting for an entry a sibling never releases: after the bound they are killed."""
+    forget_compiled(scale_kernel)
+    entry = emptied_entry(capture.capture(scale_kernel, SCALE_CONFIGS[:1], scale_launch()[1]).jobs[0])
+    others = {child.pid for child in multiprocessing.active_children()}  # another pool's workers
+    pool = pc.CompilePool("processes", 2, timeout_s=1.5)
+    pool.start()
+    workers = new_children(others)
+    try:
+        with held_elsewhere(entry):
+            report = pc.precompile(scale_kernel, SCALE_CONFIGS[:2], scale_launch()[1], pool)
+    finally:
+        pool.close()
+    assert pool.stuck and (report.compiled, report.left) == (1, 1), report.errors
+    assert report.errors[0].endswith(f"no compile worker answered in 1.5s ({cs.TIMEOUT})"), report.errors
+    assert len(workers) == 2 and all_ended(workers), "a stuck worker lives on"
+
+
+def test_without_a_pool_an_entry_a_sibling_holds_is_waited_for_within_the_bound(cpu):
+    forget_compiled(scale_kernel)
+    entry = emptied_entry(capture.capture(scale_kernel, SCALE_CONFIGS[:1], scale_launch()[1]).jobs[0])
+    pool = pc.CompilePool("processes", 2, timeout_s=1.5)
+    with held_elsewhere(entry):
+        report = pc.precompile(scale_kernel, SCALE_CONFIGS[:1], scale_launch()[1], pool)
+    assert report.errors == [f"{capture.config_label(SCALE_CONFIGS[0])}: no compile worker answered in 1.5s "
+                             f"({cs.TIMEOUT})"]
+    assert pool._executor is None, "a pool was started for one config"
+
+
+SLEEPY = "import time\ntime.sleep(3600)\n"  # a preload module whose import never ends
+
+
+# --- the pool only where it pays (issue 16) -----------------------------------------------------
+
+
+def test_a_key_found_compiled_never_starts_or_waits_for_the_pool(cpu):
+    forget_compiled(scale_kernel)
+    args, launch = scale_launch()
+    pc.precompile(scale_kernel, SCALE_CONFIGS, launch, pc.CompilePool("threads", 2))  # a run before this one
+    forget_compiled(scale_kernel)
+    before = {child.pid for child in multiprocessing.active_children()}
+    pool = pc.CompilePool("processes", 2)
+    report = pc.precompile(scale_kernel, SCALE_CONFIGS, launch, pool)
+    assert (report.found, report.compiled, report.pool_wait_s) == (len(SCALE_CONFIGS), 0, 0.0)
+    assert pool._executor is None and new_children(before) == [], "a worker process was started"
+
+
+def test_a_key_with_less_new_work_than_a_pools_start_compiles_in_this_process(cpu, compiles):
+    forget_compiled(scale_kernel)
+    before = {child.pid for child in multiprocessing.active_children()}
+    pool = pc.CompilePool("processes", 2)
+    report = pc.precompile(scale_kernel, SCALE_CONFIGS, scale_launch()[1], pool)
+    assert (report.compiled, report.left) == (len(SCALE_CONFIGS), 0), report.errors
+    assert pool._executor is None and new_children(before) == [], "a worker process was started"
+    assert compiles.misses == len(SCALE_CONFIGS), "not compiled in this process"
+
+
+def test_a_key_with_more_new_work_than_a_pools_start_starts_the_pool(cpu, monkeypatch):
+    monkeypatch.setattr(compile_pool, "POOL_START_S", 0.0)
+    forget_compiled(scale_kernel)
+    pool = pc.CompilePool("processes", 2)
+    try:
+        report = pc.precompile(scale_kernel, SCALE_CONFIGS, scale_launch()[1], pool)
+        assert pool._executor is not None, "the pool was not started"
+    finally:
+        pool.close()
+    assert (report.compiled, report.left) == (len(SCALE_CONFIGS), 0), report.errors
+
+
+def test_a_pool_still_starting_is_not_waited_for_the_caller_compiles_the_key(cpu, monkeypatch):
+    """Record mode starts the pool early; workers still importing (here: forever) cost the key
+    nothing, and the session's end does not wait for them."""
+    (cpu / "sleepy.py").write_text(SLEEPY)
+    monkeypatch.syspath_prepend(str(cpu))
+    forget_compiled(scale_kernel)
+    before = {child.pid for child in multiprocessing.active_children()}
+    pool = pc.CompilePool("processes", 2, ("sleepy",))
+    pool.start()
+    workers = new_children(before)
+    try:
+        report = pc.precompile(scale_kernel, SCALE_CONFIGS, scale_launch()[1], pool)
+    finally:
+        pool.close()
+    assert (report.compiled, report.left, report.pool_wait_s) == (len(SCALE_CONFIGS), 0, 0.0), report.errors
+    assert not pool.stuck
+    assert len(workers) == 2 and all_ended(workers), "a worker outlived the pool"
+
+
+def test_a_pool_that_has_started_takes_the_keys_work(cpu, compiles):
+    forget_compiled(scale_kernel)
+    pool = pc.CompilePool("processes", 2)
+    pool.start()
+    try:
+        assert pool.wait_started(120)
+        report = pc.precompile(scale_kernel, SCALE_CONFIGS, scale_launch()[1], pool)
+    finally:
+        pool.close()
+    assert (report.compiled, report.found, report.left) == (len(SCALE_CONFIGS), 0, 0), report.errors
+    assert compiles.misses == 0, "the caller compiled beside workers that run"
 
 
 def make_package(root: Path) -> Path:
@@ -215,9 +355,12 @@ def test_a_worker_finds_a_kernel_whose_module_was_imported_through_a_path_since_
     assert (report.compiled, report.left) == (len(SCALE_CONFIGS), 0), report.errors
 
 
-def test_a_key_the_workers_cannot_compile_is_compiled_by_triton_and_said(cpu, compiles):
+def test_a_key_the_workers_cannot_compile_is_compiled_by_triton_and_said(cpu, compiles, monkeypatch):
     """A kernel from a file no worker can import (loaded by path, outside sys.path): its configs
-    go to Triton's own compile in the sweep, and a line says why."""
+    go to Triton's own compile in the sweep, and a line says why. (The caller compiles none of
+    them itself here, as when the workers are faster.)"""
+    monkeypatch.setattr(compile_pool, "POOL_START_S", 0.0)
+    monkeypatch.setattr(pc.CompilePool, "_here", lambda self, job: Outcome.BUSY)
     loose = cpu / "loose" / "loose_kernels.py"  # in no folder on sys.path
     loose.parent.mkdir()
     loose.write_text((FIXTURE / "cpu_fakes.py").read_text())
@@ -225,7 +368,7 @@ def test_a_key_the_workers_cannot_compile_is_compiled_by_triton_and_said(cpu, co
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     lines: list[str] = []
-    compiler = pc.Precompiler(settings("processes", 2), lines.append)
+    compiler = pc.Precompiler(settings("processes", 2, cpu / "locks"), lines.append)
     tuner = triton.autotune(configs=SCALE_CONFIGS, key=["n"], do_bench=cpu_fakes.fake_bench)(
         pc.jit_function(module.scale_kernel))
     try:
@@ -234,7 +377,7 @@ def test_a_key_the_workers_cannot_compile_is_compiled_by_triton_and_said(cpu, co
             tuner.run(*scale_launch()[0], grid=(1,), warmup=False)
     finally:
         compiler.close()
-    (report,) = pc.parse_reports("\n".join(lines))
+    (report,) = parse_reports("\n".join(lines))
     assert (report["compiled"], report["left"]) == (0, len(SCALE_CONFIGS)), lines
     assert any("left to Triton's own compile, the first because" in ln and "loose_kernels" in ln
                for ln in lines), lines
@@ -250,7 +393,7 @@ def test_a_device_triton_cannot_compile_for_turns_precompile_off_with_one_line(c
 
     driver.set_active(Other())
     lines: list[str] = []
-    compiler = pc.Precompiler(settings(), lines.append)
+    compiler = pc.Precompiler(settings("threads", 2, cpu / "locks"), lines.append)
     assert pc.stub_device_set()
     for n in (1, 2):
         compiler.before_timing("k", scale_kernel, SCALE_CONFIGS, scale_launch(n)[1])
@@ -273,7 +416,7 @@ def lock_held(path: Path) -> bool:
 
 def test_each_config_is_timed_holding_the_device_lock_after_its_kernel_was_loaded(cpu, monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
-    compiler = pc.Precompiler(settings(lock_dir=cpu / "locks"), lambda line: None)
+    compiler = pc.Precompiler(settings("threads", 2, cpu / "locks"), lambda line: None)
     held, loaded = [], []
 
     def timer(kernel_call, quantiles):  # a launch needs a GPU driver: kernel_call is not called
@@ -296,11 +439,107 @@ def test_each_config_is_timed_holding_the_device_lock_after_its_kernel_was_loade
 
 
 def test_the_timing_lock_is_named_for_the_device_each_child_sees(tmp_path, monkeypatch):
-    lock = pc.DeviceTimingLock(tmp_path)
+    lock = device_lock.DeviceTimingLock(tmp_path)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-8f2a/1")
-    assert lock.path(pc.device_token()).name == "gpu-GPU-8f2a_1.lock"
+    assert lock.path(device_lock.device_token()).name == "gpu-GPU-8f2a_1.lock"
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,1")
-    assert lock.path(pc.device_token()).name == "gpu-3.lock"
+    assert lock.path(device_lock.device_token()).name == "gpu-3.lock"
+
+
+NOBODY = 65534
+
+
+def as_another_user(action) -> str:
+    """Runs `action()` in a forked child that switched to uid/gid 65534 (so root's override of file
+    modes is gone): "ok", or the text of what it raised."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        os.close(read)
+        try:
+            os.setgid(NOBODY)
+            os.setuid(NOBODY)
+            action()
+            os.write(write, b"ok")
+        except BaseException as exc:  # noqa: B036 (reported to the parent)
+            os.write(write, f"{type(exc).__name__}: {exc}".encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as pipe:
+        said = pipe.read().decode()
+    os.waitpid(pid, 0)
+    return said
+
+
+@pytest.fixture
+def open_folder():
+    """A folder every user may enter and write, as the shared default is (sticky, like /tmp)."""
+    folder = Path(tempfile.mkdtemp(prefix="warmup-locks-", dir="/tmp"))
+    folder.chmod(0o1777)
+    yield folder
+    shutil.rmtree(folder)
+
+
+@contextlib.contextmanager
+def umask(mask: int):
+    previous = os.umask(mask)
+    try:
+        yield
+    finally:
+        os.umask(previous)
+
+
+def test_a_lock_file_made_under_a_strict_umask_is_readable_by_every_user(open_folder, monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    lock = device_lock.DeviceTimingLock(open_folder, shared=True)
+    with umask(0o077), lock:
+        pass
+    lock.close()
+    path = open_folder / "gpu-0.lock"
+    assert path.stat().st_mode & 0o444 == 0o444, oct(path.stat().st_mode)
+    if os.geteuid() != 0:
+        return
+
+    def time_as_nobody():
+        other = device_lock.DeviceTimingLock(open_folder, shared=True)
+        with other:
+            pass
+        other.close()
+
+    assert as_another_user(time_as_nobody) == "ok"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as another user")
+def test_a_lock_file_another_user_cannot_read_is_named_with_its_mode(open_folder, monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    path = open_folder / "gpu-0.lock"
+    path.touch()
+    path.chmod(0o600)  # as an older harness left it under umask 077
+
+    def time_as_nobody():
+        with device_lock.DeviceTimingLock(open_folder, shared=True):
+            pass
+
+    said = as_another_user(time_as_nobody)
+    assert f"cannot open the device timing lock {path} (Permission denied): the file is mode 0600" in said, said
+    assert "folder" not in said.split(cs.LOCK_DIR)[0], said
+
+
+@pytest.mark.parametrize("where", ["/dev/null/locks", "a-file/locks"])
+def test_a_lock_folder_that_cannot_be_made_is_refused_naming_the_variable(tmp_path, where):
+    (tmp_path / "a-file").touch()
+    with pytest.raises(ProtocolError, match=f"{cs.LOCK_DIR}=.*cannot make the device timing locks' folder"):
+        device_lock.DeviceTimingLock(tmp_path / where).prepare()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as another user")
+def test_a_lock_folder_that_cannot_be_written_is_refused_naming_the_variable(open_folder):
+    shut = open_folder / "shut"
+    shut.mkdir(mode=0o555)
+    said = as_another_user(device_lock.DeviceTimingLock(shut).prepare)
+    assert said == f"ProtocolError: {cs.LOCK_DIR}={shut}: the device timing locks' folder cannot be written; " \
+                   f"set {cs.LOCK_DIR} to a folder you can write", said
 
 
 # --- settings and reports ----------------------------------------------------------------------
@@ -308,26 +547,53 @@ def test_the_timing_lock_is_named_for_the_device_each_child_sees(tmp_path, monke
 
 def test_settings_default_to_processes_sharing_the_cpus_among_the_children(monkeypatch):
     cpus = len(os.sched_getaffinity(0))
-    s = pc.Settings.from_env({})
-    assert (s.mode, s.workers, s.shared_lock_dir) == ("processes", max(1, min(pc.MAX_WORKERS, cpus)), True)
-    assert pc.Settings.from_env({pc.CHILDREN: str(cpus * 2)}).workers == 1
-    chosen = pc.Settings.from_env({pc.MODE: "Threads", pc.WORKERS: "3", pc.PRELOAD: " a, ,b ",
-                                   pc.LOCK_DIR: "locks"})
-    assert (chosen.mode, chosen.workers, chosen.preload) == ("threads", 3, ("a", "b"))
+    s = cs.CompileSettings.from_env({})
+    assert (s.mode, s.workers, s.shared_lock_dir) == ("processes", max(1, min(cs.MAX_WORKERS, cpus)), True)
+    assert cs.CompileSettings.from_env({cs.CHILDREN: str(cpus * 2)}).workers == 1
+    chosen = cs.CompileSettings.from_env({cs.MODE: "Threads", cs.WORKERS: str(cpus), cs.PRELOAD: " a, ,b ",
+                                   cs.LOCK_DIR: "locks"})
+    assert (chosen.mode, chosen.workers, chosen.preload, chosen.notes) == ("threads", cpus, ("a", "b"), ())
     assert chosen.lock_dir == Path.cwd() / "locks" and not chosen.shared_lock_dir
-    assert pc.Settings.from_env({pc.PRELOAD: ""}).preload == ()
+    assert cs.CompileSettings.from_env({cs.PRELOAD: ""}).preload == ()
 
 
-@pytest.mark.parametrize("name, value", [(pc.MODE, "fast"), (pc.WORKERS, "0"), (pc.WORKERS, "x"),
-                                         (pc.CHILDREN, "-2")])
+@pytest.mark.parametrize("name, value", [(cs.MODE, "fast"), (cs.WORKERS, "0"), (cs.WORKERS, "x"),
+                                         (cs.WORKERS, "\u00b2"), (cs.WORKERS, "\u0663"), (cs.WORKERS, "000"),
+                                         (cs.CHILDREN, "-2"), (cs.CHILDREN, "\u00b2")])
 def test_unusable_settings_are_named(name, value):
     with pytest.raises(ProtocolError, match=f"{name}={value!r}"):
-        pc.Settings.from_env({name: value})
+        cs.CompileSettings.from_env({name: value})
+
+
+@pytest.mark.parametrize("value", ["40", "9" * 5000])
+def test_a_worker_count_past_the_cpus_is_capped_to_them_and_said(tmp_path, value):
+    cpus = len(os.sched_getaffinity(0))
+    chosen = cs.compile_settings({cs.WORKERS: value, cs.LOCK_DIR: str(tmp_path)}.get)
+    assert chosen.workers == cpus
+    shown = value if len(value) <= 20 else value[:20] + "..."
+    note = f"{cs.WORKERS}={shown} is more than the {cpus} CPU(s) this process may use: {cpus} worker(s)"
+    assert chosen.notes == (note,)
+    compiler = pc.Precompiler(chosen, lambda line: None)
+    assert f"({note})" in compiler.describe()
+    compiler.close()
+
+
+def test_the_compile_timeout_is_a_number_of_seconds_above_0():
+    assert cs.compile_settings({}.get).timeout_s == cs.DEFAULT_TIMEOUT_S == 300
+    assert cs.compile_settings({cs.TIMEOUT: " 2.5 "}.get).timeout_s == 2.5
+    assert cs.compile_settings({cs.TIMEOUT: "9" * 400}.get).timeout_s == threading.TIMEOUT_MAX
+    for bad in ("0", "0.0", "-1", "abc", "\u00b2", "inf", "nan", "1e3"):
+        with pytest.raises(ProtocolError, match=f"{cs.TIMEOUT}={bad!r} is not a number of seconds above 0"):
+            cs.compile_settings({cs.TIMEOUT: bad}.get)
+
+
+def test_a_huge_count_of_children_leaves_one_worker():
+    assert cs.compile_settings({cs.CHILDREN: "9" * 5000}.get).workers == 1
 
 
 def test_report_lines_parse_back():
     report = pc.Report("m:k", 144, "processes", 15, compiled=140, found=4, waited=3, left=0, compile_s=4.25)
-    (parsed,) = pc.parse_reports("noise\n[warmup-harness] " + report.line() + "\n")
+    (parsed,) = parse_reports("noise\n[warmup-harness] " + report.line() + "\n")
     assert parsed["kernel"] == "m:k" and parsed["compiled"] == 140 and parsed["waited"] == 3
     assert parsed["workers"] == 15 and parsed["compile_s"] == 4.25
 
@@ -344,18 +610,18 @@ def fixture_env(tmp: Path, name: str, **extra: str) -> dict[str, str]:
     return env
 
 
-def start(tmp: Path, name: str, **extra: str) -> subprocess.Popen:
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "warmup_harness",
+def start(tmp: Path, name: str, *opts: str, **extra: str) -> subprocess.Popen:
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "warmup_harness", *opts,
                str(FIXTURE / "bench_scale.py")]
     return subprocess.Popen(command, env=fixture_env(tmp, name, **extra), cwd=tmp, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
 
 
 def finish(tmp: Path, name: str, proc: subprocess.Popen) -> dict:
-    out, err = proc.communicate(timeout=300)
+    out, err = proc.communicate(timeout=HANG)
     assert proc.returncode == 0, out + err
     trace = json.loads((tmp / f"{name}.json").read_text())
-    return {**trace, "stderr": err, "reports": pc.parse_reports(err)}
+    return {**trace, "stderr": err, "reports": parse_reports(err)}
 
 
 @pytest.fixture(scope="module")
@@ -406,13 +672,46 @@ def test_without_protocol_variables_nothing_is_precompiled(tmp_path):
     assert not (tmp_path / "locks").exists()
 
 
-def test_an_unusable_setting_stops_the_session_before_any_test(tmp_path):
-    proc = start(tmp_path, "bad", FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "rec"),
-                 WARMUP_HARNESS_COMPILE_WORKERS="many")
-    out, err = proc.communicate(timeout=300)
+@pytest.mark.parametrize("name, value", [("WARMUP_HARNESS_COMPILE_WORKERS", "many"),
+                                         ("WARMUP_HARNESS_COMPILE_WORKERS", "\u00b2"),
+                                         ("WARMUP_SPAWN_CHILDREN", "\u00b2")])
+def test_an_unusable_setting_stops_the_session_before_any_test(tmp_path, name, value):
+    proc = start(tmp_path, "bad", FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "rec"), **{name: value})
+    out, err = proc.communicate(timeout=HANG)
+    assert proc.returncode == 4, out + err
+    assert f"{name}={value!r} is not a whole number of at least 1" in err
+    assert not (tmp_path / "bad.json").exists(), "a test ran"
+
+
+def test_compile_settings_are_read_from_ini_options_and_the_variable_wins(tmp_path):
+    ini = ("-o", "warmup_harness_compile_workers=many")
+    proc = start(tmp_path, "bad", *ini, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "rec"))
+    out, err = proc.communicate(timeout=HANG)
     assert proc.returncode == 4, out + err
     assert "WARMUP_HARNESS_COMPILE_WORKERS='many' is not a whole number of at least 1" in err
     assert not (tmp_path / "bad.json").exists(), "a test ran"
+    proc = start(tmp_path, "good", *ini, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "rec"),
+                 WARMUP_HARNESS_COMPILE_WORKERS="1", WARMUP_HARNESS_PRECOMPILE="threads")
+    assert finish(tmp_path, "good", proc)["reports"], "the variable's setting compiled ahead"
+
+
+def test_a_lock_folder_that_cannot_be_made_stops_the_session_before_any_test(tmp_path):
+    proc = start(tmp_path, "bad", FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "rec"),
+                 WARMUP_HARNESS_DEVICE_LOCK_DIR="/dev/null/locks")
+    out, err = proc.communicate(timeout=HANG)
+    assert proc.returncode == 4, out + err
+    assert "WARMUP_HARNESS_DEVICE_LOCK_DIR=/dev/null/locks: cannot make the device timing locks' folder" in err
+    assert not (tmp_path / "bad.json").exists(), "a test ran"
+
+
+def test_a_session_whose_compile_workers_hang_in_their_imports_sweeps_on_and_ends(tmp_path):
+    (tmp_path / "sleepy.py").write_text(SLEEPY)
+    env = {"PYTHONPATH": f"{ROOT / 'harness'}{os.pathsep}{tmp_path}"}
+    proc = start(tmp_path, "hung", FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "rec"),
+                 WARMUP_HARNESS_PRECOMPILE="processes", WARMUP_HARNESS_COMPILE_WORKERS="2",
+                 WARMUP_HARNESS_COMPILE_PRELOAD="sleepy", WARMUP_HARNESS_COMPILE_TIMEOUT="2", **env)
+    hung = finish(tmp_path, "hung", proc)
+    assert [(r["compiled"], r["left"]) for r in hung["reports"]] == [(6, 0), (6, 0)], hung["stderr"]
 
 
 def test_a_tuner_with_its_own_bench_is_timed_holding_the_device_lock_too(cpu, monkeypatch):
@@ -433,7 +732,7 @@ def test_a_tuner_with_its_own_bench_is_timed_holding_the_device_lock_too(cpu, mo
         def run(self, *args, **kwargs):
             pass
 
-    compiler = pc.Precompiler(settings("off", lock_dir=cpu / "locks"), lambda line: None)
+    compiler = pc.Precompiler(settings("off", 2, cpu / "locks"), lambda line: None)
     tuner = OwnBench(Launcher(), ["n"], SCALE_CONFIGS, ["n"], None, None, do_bench=cpu_fakes.fake_bench)
     try:
         tuners.install(tuners.Recorder(lambda *a: None), compiler)

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from support import ROOT, clean_env, run_tool, tool
+from support import HANG, ROOT, clean_env, run_tool, tool
 
 sys.path.insert(0, str(ROOT / "harness"))  # the harness's own sidecar reader checks what is published
 
@@ -129,7 +129,11 @@ def test_a_failure_leaves_the_old_file_and_no_temporaries(tmp_path, how):
         assert (rec / "default.json").read_text() == "old\n"
     assert res.returncode == 2 and res.stdout == "", res.stderr
     assert "default.json" in res.stderr, res.stderr
-    assert os.listdir(rec) == ["default.json"]
+    assert sorted(os.listdir(rec)) == [".default.lock", "default.json"]
+
+
+# What a publish leaves in the record folder: the record and the lock the op's record sessions share.
+KEPT = {".default.lock", "default.json"}
 
 
 def test_kill_9_while_publishing_leaves_no_temporaries(tmp_path):
@@ -139,7 +143,7 @@ def test_kill_9_while_publishing_leaves_no_temporaries(tmp_path):
     assert run_tool("publish", "--record-dir", rec, sources[0]).returncode == 0
     took = time.monotonic() - started
     rng = random.Random(9)
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + HANG
     kills = 0
     while kills < 20 and time.monotonic() < deadline:
         proc = subprocess.Popen([tool("publish"), "--record-dir", str(rec), str(sources[kills % 2])],
@@ -150,17 +154,17 @@ def test_kill_9_while_publishing_leaves_no_temporaries(tmp_path):
         late = 2 * took if kills % 2 else rng.uniform(0.2, 1.1) * took
         kill_at = time.monotonic() + late
         while time.monotonic() < kill_at and proc.poll() is None:
-            if set(os.listdir(rec)) - {"default.json"}:
+            if set(os.listdir(rec)) - KEPT:
                 break
         proc.kill()
-        proc.wait(timeout=60)
+        proc.wait(timeout=HANG)
         kills += 1
         # A kill in the instant between naming the temporary and the rename can leave it; at
         # most that one, and the next write removes it (its writer's lock is gone).
-        assert len(set(os.listdir(rec)) - {"default.json"}) <= 1, (kills, os.listdir(rec))
+        assert len(set(os.listdir(rec)) - KEPT) <= 1, (kills, os.listdir(rec))
         assert (rec / "default.json").read_text() in bodies
         assert run_tool("publish", "--record-dir", rec, sources[kills % 2]).returncode == 0
-        assert os.listdir(rec) == ["default.json"], (kills, os.listdir(rec))
+        assert sorted(os.listdir(rec)) == [".default.lock", "default.json"], (kills, os.listdir(rec))
     assert kills >= 10
 
 
@@ -183,7 +187,7 @@ def test_a_reader_never_sees_a_half_written_record(tmp_path):
         stop.set()
         thread.join()
     assert seen and all(text in bodies for text in seen)
-    assert os.listdir(rec) == ["default.json"]
+    assert sorted(os.listdir(rec)) == [".default.lock", "default.json"]
 
 
 # --- the sidecar ---------------------------------------------------------------------------------
@@ -283,4 +287,46 @@ def test_a_sidecar_of_the_record_replaced_is_removed(tmp_path, merged, source):
     done = run_tool("publish", "--op", "mm", "--record-dir", rec, given)
     assert done.returncode == 0, done.stderr
     assert f"removed {rec / 'mm.meta.json'}, which described the record it replaced" in done.stderr
-    assert sorted(os.listdir(rec)) == ["mm.json"]
+    assert sorted(os.listdir(rec)) == [".mm.lock", "mm.json"]  # the lock the op's record sessions share
+
+
+def test_a_journal_a_killed_record_session_left_is_removed_so_the_replay_pins_the_published_record(
+        tmp_path, merged):
+    """A record session killed with keys journaled but not folded leaves `.<op>.journal`, whose keys
+    the replay pins over the record's: left beside a newly published record, they would replay
+    another run's config for the same key."""
+    from warmup_harness import writer  # noqa: PLC0415  (after sys.path above)
+
+    rec = tmp_path / "rec"
+    rec.mkdir()
+    stale = {"kwargs": {"BLOCK": 16}, "num_warps": 8}
+    writer.journal_path(rec, "mm").write_text(
+        json.dumps({"kernel": "k", "key": "(1, 2)", "config": stale, "seconds": 1.0}) + "\n")
+    pinned: dict = {}
+    assert writer.unfolded(rec, "mm", pinned) == 1  # what the replay would have pinned
+    done = run_tool("publish", "--op", "mm", "--record-dir", rec, merged)
+    assert done.returncode == 0, done.stderr
+    assert "the unfolded keys of an earlier record session, which the published record replaces" \
+        in done.stderr, done.stderr
+    assert sorted(os.listdir(rec)) == [".mm.lock", "mm.json"]
+    pinned = json.loads((rec / "mm.json").read_text())
+    assert writer.unfolded(rec, "mm", pinned) == 0
+    assert pinned == json.loads(MERGED)
+
+
+def test_publish_waits_for_a_record_session_holding_the_ops_lock(tmp_path, merged):
+    """The record is not replaced under a record session that is folding its journal into it."""
+    import fcntl  # noqa: PLC0415
+
+    rec = tmp_path / "rec"
+    rec.mkdir()
+    with open(rec / ".mm.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        proc = subprocess.Popen([str(tool("publish")), "--op", "mm", "--record-dir", str(rec), str(merged)],
+                                env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        line = proc.stderr.readline()  # said once, as it starts to wait
+        assert "waiting for another process updating" in line, line
+        assert not (rec / "mm.json").exists()
+    out, err = proc.communicate(timeout=HANG)
+    assert proc.returncode == 0, err
+    assert json.loads((rec / "mm.json").read_text()) == json.loads(MERGED)

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from support import FLAGGEMS_DATA, run_tool
+from support import FLAGGEMS_DATA, UNTIMED, run_tool
 
 CORPUS = Path(__file__).resolve().parent / "yaml_corpus"
 SHARD_COUNTS = (2, 3, 7, 64)
@@ -213,7 +213,7 @@ def document(draw):
     return "\n".join(lines) + "\n"
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(UNTIMED, max_examples=100)
 @given(text=document(), n=st.integers(2, 5))
 def test_generated_documents_shard_faithfully(tmp_path, text, n):
     try:
@@ -245,7 +245,7 @@ DUMPED_NODES = st.recursive(
 )
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(UNTIMED, max_examples=80)
 @given(shared=DUMPED_NODES, extra=DUMPED_NODES, shapes=st.lists(DUMPED_NODES, min_size=2, max_size=7),
        style=st.fixed_dictionaries({
            "default_flow_style": st.sampled_from([None, False, True]),
@@ -561,8 +561,7 @@ def check_against_pyyaml(tmp_path, text, n, label):
 
 # A few seconds in the suite; when the scanner or parser changes, run it longer, e.g.
 # WARMUP_FUZZ_EXAMPLES=5000 (7,000 examples found nothing left to fix after the PyYAML port).
-@settings(max_examples=int(os.environ.get("WARMUP_FUZZ_EXAMPLES", "100")), deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(UNTIMED, max_examples=int(os.environ.get("WARMUP_FUZZ_EXAMPLES", "100")))
 @given(text=st.one_of(fuzz_document(), mutated_document()), n=st.integers(2, 3))
 def test_warmup_shard_accepts_and_shards_exactly_what_pyyaml_reads(tmp_path, text, n):
     check_against_pyyaml(tmp_path, text, n, "fuzz")

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from slurm.cluster import Cluster, unavailable
-from support import BIN_DIR, ROOT, clean_env, run_tool
+from support import BIN_DIR, HANG, ROOT, clean_env, run_tool
 
 SCRIPT = ROOT / "scripts" / "warmup-slurm"
 HARNESS = ROOT / "tests" / "harness" / "test_bench.py"
@@ -50,7 +50,7 @@ def slurm_env(cluster: Cluster, work: Path, **extra: str) -> dict[str, str]:
 
 def warmup_slurm(cluster: Cluster, work: Path, *args: str, **extra: str) -> subprocess.CompletedProcess:
     done = subprocess.run([str(SCRIPT), *args], env=slurm_env(cluster, work, **extra), cwd=work,
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=HANG)
     if done.returncode not in (0, 1, 2, 3):
         pytest.fail(f"warmup-slurm exit {done.returncode}\n{done.stderr}\n{cluster.logs()}")
     return done
@@ -128,9 +128,75 @@ def test_a_job_array_merges_what_one_machine_merges_and_a_failed_shard_reruns_al
     assert (records / "mm.json").read_bytes() == expected
 
 
+# What sbatch would read otherwise: '#' starts a comment in a directive, %j and %a are file-name
+# patterns, quotes and backslashes are a directive's quoting.
+ODD = "#5 %j %a 'q' \"d\""
+
+
+def test_odd_characters_in_paths_and_options_reach_slurm_exactly(cluster, tmp_path):
+    work = tmp_path / "cwd #1 %a"
+    work.mkdir()
+    scratch = tmp_path / f"shared {ODD}"
+    comment = f"run#5 {ODD} back\\slash"
+    swept = warmup_slurm(cluster, work, "--scratch", str(scratch), "--shards", "2", "--op", "mm",
+                         f"--sbatch-arg=--comment={comment}", "--wait", "--", *bench_command())
+    assert swept.returncode == 0, swept.stderr
+    ids = job_ids(swept.stdout)
+    outs = sorted(p.name for p in (scratch / "slurm").glob("*.out"))
+    assert outs == sorted([f"shard-{ids['array']}_0.out", f"shard-{ids['array']}_1.out",
+                           f"finish-{ids['finish']}.out"]), outs
+    for name in outs:
+        assert "chdir" not in (scratch / "slurm" / name).read_text(), name
+    assert "from the records of 2 of 2 shards (2 finished)" in swept.stderr, swept.stderr
+
+    held = warmup_slurm(cluster, work, "--scratch", str(scratch), "--shards", "2", "--op", "mm",
+                        f"--sbatch-arg=--comment={comment}", "--sbatch-arg=--hold", "--",
+                        *bench_command())
+    assert held.returncode == 0, held.stderr
+    ids = job_ids(held.stdout)
+    try:
+        for job in ids.values():
+            shown = cluster.client("squeue", "-h", "-j", job, "-o", "%k|%Z").stdout.splitlines()
+            assert shown == [f"{comment}|{work}"], shown
+    finally:
+        cluster.client("scancel", ids["array"], ids["finish"])
+
+
+def test_a_scratch_slurm_cannot_name_output_files_in_is_refused_exit_2(tmp_path):
+    scratch = tmp_path / "back\\slash"
+    done = subprocess.run([str(SCRIPT), "--scratch", str(scratch), "--shards", "2", "--", "pytest",
+                           "--shape_file", str(EXAMPLE)],
+                          env=clean_env(WARMUP_BIN_DIR=str(BIN_DIR)), cwd=tmp_path,
+                          capture_output=True, text=True, timeout=HANG)
+    assert done.returncode == 2, done.stderr
+    assert "holds a backslash, which Slurm drops from output file names" in done.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_array_has_one_task_per_shard_that_exists_not_per_shard_asked_for(cluster, tmp_path):
+    """--shards 2000 on the example's 12 shapes makes 12 shards: the array (and Slurm's
+    --test-only check of it, which refuses an array over MaxArraySize) has 12 tasks."""
+    scratch = tmp_path / "shared"
+    held = warmup_slurm(cluster, tmp_path, "--scratch", str(scratch), "--shards", "2000", "--op", "mm",
+                        "--max-parallel", "3", "--cache-per-child", "--sbatch-arg=--hold", "--",
+                        *bench_command())
+    assert held.returncode == 0, held.stderr
+    ids = job_ids(held.stdout)
+    try:
+        assert len(json.loads((scratch / "plan.json").read_text())["shards"]) == 12
+        # The options passed on reach each task's warmup-spawn (the scripts' one table of them).
+        assert " --cache-per-child --summary " in (scratch / "slurm" / "shard.sbatch").read_text()
+        shown = cluster.client("squeue", "-h", "-j", ids["array"], "-o", "%i").stdout.split()
+        assert shown == [f"{ids['array']}_[0-11%3]"], shown
+    finally:
+        cluster.client("scancel", ids["array"], ids["finish"])
+
+
 def test_options_slurm_refuses_exit_2_submitting_and_writing_nothing(cluster, tmp_path):
     scratch = tmp_path / "shared"
-    bad = warmup_slurm(cluster, tmp_path, "--scratch", str(scratch), "--shards", "4",
+    # --op mm: the shards there will be are counted (warmup-shard --dry-run) before Slurm judges
+    # an array of that many tasks, so the op must be one the shape file has.
+    bad = warmup_slurm(cluster, tmp_path, "--scratch", str(scratch), "--shards", "4", "--op", "mm",
                        "--partition", "nosuch", "--", *bench_command())
     assert bad.returncode == 2, bad.stderr
     assert "invalid partition" in bad.stderr.lower(), bad.stderr
@@ -167,16 +233,17 @@ def test_rerunning_an_index_the_plan_lacks_exits_2_submitting_nothing(tmp_path):
     (scratch / "slurm" / "shard.sbatch").write_text("#!/bin/bash\nexit 99\n")
     rerun = subprocess.run([str(SCRIPT), "--rerun", "3,9", "--scratch", str(scratch)],
                            env=clean_env(WARMUP_BIN_DIR=str(BIN_DIR)), cwd=tmp_path,
-                           capture_output=True, text=True, timeout=60)
+                           capture_output=True, text=True, timeout=HANG)
     assert rerun.returncode == 2, rerun.stderr
     assert "shard 9 is not in the plan, which has 4 shards (indices 0-3)" in rerun.stderr, rerun.stderr
     assert rerun.stdout == ""
     assert not (scratch / "slurm" / "jobs").exists()
 
 
-def test_finish_names_each_shard_from_its_tasks_run_summary(tmp_path):
-    """--finish without a cluster: shards 0-2 ran as their array tasks run them, writing their
-    run summaries (shard 2 failing); shard 3's task never started, so it has none."""
+def test_finish_names_each_shard_from_warmup_merges_summary(tmp_path):
+    """--finish without a cluster: shards 0-2 ran as their array tasks run them (shard 2
+    failing), with no task summary of their own; shard 3's task never started. The outcomes are
+    warmup-merge's, judged from each shard's status.json."""
     scratch, records = tmp_path / "shared", tmp_path / "records"
     done = run_tool("shard", "--op", "mm", "--shards", "4", "--out", scratch, EXAMPLE)
     assert done.returncode == 0, done.stderr
@@ -185,16 +252,15 @@ def test_finish_names_each_shard_from_its_tasks_run_summary(tmp_path):
            "WARMUP_FIXTURE_FAIL_SHAPES": FAILING_SHAPE}
     for i in range(3):
         ran = run_tool("spawn", "--plan", scratch, "--only", i, "--devices", "0", "--backend",
-                       "cuda", "--summary", scratch / "slurm" / f"shard-{i}.summary", "--",
-                       *bench_command(), env=env, cwd=tmp_path)
+                       "cuda", "--", *bench_command(), env=env, cwd=tmp_path)
         assert ran.returncode == (1 if i == FAILING_SHARD else 0), ran.stderr
     finish = subprocess.run([str(SCRIPT), "--finish", "--scratch", str(scratch), "--op", "mm",
                              "--record-dir", str(records)],
                             env=clean_env(WARMUP_BIN_DIR=str(BIN_DIR)), cwd=tmp_path,
-                            capture_output=True, text=True, timeout=120)
+                            capture_output=True, text=True, timeout=HANG)
     assert finish.returncode == 1, finish.stderr
     assert f"shard 2 failed; log: {scratch}/w2/worker.log" in finish.stderr, finish.stderr
-    assert f"shard 3 did not start or was refused (no run summary; see {scratch}/slurm/" in finish.stderr
+    assert f"shard 3 did not start or was refused (no status; see {scratch}/slurm/" in finish.stderr
     assert "shard 0 " not in finish.stderr and "shard 1 " not in finish.stderr, finish.stderr
     assert f"--rerun 2,3 --scratch {scratch}" in finish.stderr, finish.stderr
     assert "from the records of 3 of 4 shards (2 finished)" in finish.stderr, finish.stderr
@@ -202,21 +268,49 @@ def test_finish_names_each_shard_from_its_tasks_run_summary(tmp_path):
     assert (records / "mm.json").read_bytes() == (scratch / "merged.json").read_bytes()
 
 
+SLURM_COMMANDS = {"sbatch", "squeue", "scancel", "scontrol", "sinfo", "srun", "salloc", "sacct"}
+
+
+@pytest.fixture(scope="module")
+def no_slurm_path(tmp_path_factory) -> str:
+    """PATH as it is, but each folder's Slurm commands hidden: its other programs linked into
+    one folder of their own."""
+    farm = tmp_path_factory.mktemp("no-slurm-bin")
+    for folder in clean_env()["PATH"].split(":"):
+        if not Path(folder).is_dir():
+            continue
+        for program in Path(folder).iterdir():
+            link = farm / program.name
+            if program.name not in SLURM_COMMANDS and not link.exists():
+                link.symlink_to(program)
+    return str(farm)
+
+
 @pytest.mark.parametrize(("args", "needle"), [
     ([], "--scratch DIR is required"),
     (["--scratch", "s"], "no COMMAND"),
     (["--scratch", "s", "--", "pytest"], "--shards N is required"),
     (["--scratch", "s", "--shards", "x", "--", "pytest"], "--shards 'x' is not a whole number"),
+    (["--scratch", "s", "--shards", "1", "--", "pytest"], "--shards 1: give at least 2"),
     (["--scratch", "s", "--shards", "4", "--", "pytest"], "COMMAND has no --shape_file"),
     (["--scratch", "s", "--shards", "4", "--max-parallel", "0", "--", "pytest"], "give at least 1"),
-    (["--scratch", "s", "--shards", "4", "--sbatch-arg", 'a"b', "--", "pytest", "--shape_file",
-      str(EXAMPLE)], "holds a newline or a double quote"),
+    (["--scratch", "s", "--shards", "4", "--strategy", "bogus", "--", "pytest", "--shape_file",
+      str(EXAMPLE)], "warmup-shard: error: invalid value 'bogus' for '--strategy"),
+    (["--scratch", "s", "--shards", "4", "--timeout", "abc", "--", "pytest", "--shape_file",
+      str(EXAMPLE)], "warmup-spawn: error: invalid value 'abc' for '--timeout"),
+    (["--scratch", "s", "--shards", "4", "--sbatch-arg", "a\nb", "--", "pytest", "--shape_file",
+      str(EXAMPLE)], "holds a newline; it cannot go into a batch script"),
     (["--scratch", "s", "--rerun", "1"], "s/slurm/shard.sbatch is missing"),
     (["--scratch", "s", "--finish", "--", "pytest"], "--finish takes no COMMAND"),
 ])
-def test_usage_errors_exit_2_and_write_nothing(tmp_path, args, needle):
-    done = subprocess.run([str(SCRIPT), *args], env=clean_env(WARMUP_BIN_DIR=str(BIN_DIR)),
-                          cwd=tmp_path, capture_output=True, text=True, timeout=60)
+@pytest.mark.parametrize("slurm", ["slurm on PATH", "no slurm on PATH"])
+def test_usage_errors_exit_2_and_write_nothing(tmp_path, no_slurm_path, args, needle, slurm):
+    """A usage error is the user's to fix first: it is found before Slurm is looked for."""
+    env = clean_env(WARMUP_BIN_DIR=str(BIN_DIR))
+    if slurm == "no slurm on PATH":
+        env["PATH"] = no_slurm_path
+    done = subprocess.run([str(SCRIPT), *args], env=env,
+                          cwd=tmp_path, capture_output=True, text=True, timeout=HANG)
     assert done.returncode == 2, done.stderr
     assert needle in done.stderr, done.stderr
     assert list(tmp_path.iterdir()) == []

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from support import BIN_DIR, ROOT, clean_env, on_a_terminal, tool
+from support import BIN_DIR, HANG, ROOT, clean_env, on_a_terminal, tool
 
 SCRIPT = ROOT / "scripts" / "warmup"
 HARNESS = ROOT / "tests" / "harness" / "test_bench.py"
@@ -60,7 +61,7 @@ def work(tmp_path):
     return tmp_path
 
 
-def warmup(work: Path, *opts: str, shape_file=EXAMPLE, command=None, timeout=120, **env) -> Run:
+def warmup(work: Path, *opts: str, shape_file=EXAMPLE, command=None, timeout=HANG, **env) -> Run:
     trace = work / "trace.jsonl"
     env.setdefault("FLAGGEMS_PERF_CURRENT_OP", "mm")
     env.setdefault("FLAGGEMS_VENDOR", "nvidia")  # this machine has no GPU for auto to find
@@ -78,7 +79,8 @@ def scratch_folders(work: Path) -> list[Path]:
 
 def test_whole_flow_sweeps_in_parallel_then_measures_once_replaying_merged_configs(work):
     records = work / "records"
-    run = warmup(work, "--gpus", "4", "--devices", "0,1,2,3",
+    # The plugin's split: with a record folder, lpt by its history is the default.
+    run = warmup(work, "--gpus", "4", "--devices", "0,1,2,3", "--strategy", "round-robin",
                  FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(records))
     assert run.returncode == 0, run.stderr
 
@@ -171,6 +173,25 @@ def test_each_skip_rule_says_why_and_runs_the_command_unchanged(work, opts, env,
     assert scratch_folders(work) == []
 
 
+@pytest.mark.parametrize("opts, needle", [
+    (("--strategy", "bogus"), "invalid value 'bogus' for '--strategy"),
+    (("--cost-model", "bogus"), "invalid value 'bogus' for '--cost-model"),
+    (("--overhead", "-1"), "warmup-shard: error:"),
+    (("--overhead=-1",), "invalid value '-1' for '--overhead"),
+    (("--timeout", "abc"), "invalid value 'abc' for '--timeout"),
+    (("--grace", "-1"), "warmup-spawn: error:"),
+    (("--max-log", "1.5M"), "invalid value '1.5M' for '--max-log"),
+    (("--devices", ",,"), 'warmup-spawn: --devices ",,": device 1 is empty'),
+    (("--backend", "bogus"), 'warmup-spawn: --backend "bogus": known backends are'),
+])
+def test_a_bad_option_passed_to_a_tool_is_a_usage_error_before_anything_runs(work, opts, needle):
+    run = warmup(work, "--gpus", "2", *(("--devices", "0,1") if "--devices" not in opts else ()), *opts)
+    assert run.returncode == 2, run.stderr
+    assert needle in run.stderr, run.stderr
+    assert "run 'warmup --help' for usage" in run.stderr, run.stderr
+    assert run.sessions == [] and scratch_folders(work) == [], run.stderr
+
+
 def test_no_shape_file_and_a_missing_one_skip(work):
     run = warmup(work, "--gpus", "2", "--devices", "0,1", command=[sys.executable, "-c", "print('ran')"])
     assert run.returncode == 0 and run.stdout == "ran\n"
@@ -217,7 +238,8 @@ def test_shards_are_capped_by_devices_and_shapes(work):
 
 
 def test_a_failed_shard_is_named_with_its_log_and_its_keys_are_swept_live(work):
-    run = warmup(work, "--gpus", "4", "--devices", "0,1,2,3",
+    # round-robin puts the failing shape in w1 (a record folder's history makes lpt the default)
+    run = warmup(work, "--gpus", "4", "--devices", "0,1,2,3", "--strategy", "round-robin",
                  FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(work / "rec"),
                  WARMUP_FIXTURE_FAIL_SHAPES="128x256x64", WARMUP_FIXTURE_REPLAY_MISS="sweep")
     assert run.returncode == 0, run.stderr
@@ -301,14 +323,14 @@ def test_a_signal_mid_sweep_stops_everything_and_the_measurement_never_runs(work
         [str(SCRIPT), "--gpus", "2", "--devices", "0,1", "--grace", "1", "--scratch", str(scratch), "--",
          *bench_command(EXAMPLE)],
         env=env, cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + HANG
     while len(_processes_mentioning(str(scratch / "w"))) < 2:
         assert time.monotonic() < deadline, "the sweep children never started"
         time.sleep(0.1)
     time.sleep(1.0)  # let pytest install the SIGTERM-ignoring handler
     proc.send_signal(sig)
     try:
-        _, stderr = proc.communicate(timeout=60)
+        _, stderr = proc.communicate(timeout=HANG)
     finally:
         proc.kill()
     assert proc.returncode == code, stderr
@@ -329,7 +351,7 @@ def test_the_readme_makefile_warms_up_then_measures_replaying(work, target):
         ["make", "-s", "-f", str(ROOT / "examples" / "bench.mk"), target, "GPUS=2", "DEVICES=0,1",
          f"BENCH={sys.executable} -m pytest -q -p no:cacheprovider {HARNESS}",
          f"SHAPES={EXAMPLE}", f"RECORDS={records}", f"SCRATCH={scratch}"],
-        cwd=work, env=env, capture_output=True, text=True, timeout=180)
+        cwd=work, env=env, capture_output=True, text=True, timeout=HANG)
     assert make.returncode == 0, make.stdout + make.stderr
     run = Run(make, trace)
     assert len(run.children) == 2
@@ -365,7 +387,7 @@ def pids_in(path: Path) -> list[int]:
         return []
 
 
-def wait_for(predicate, what: str, timeout: float = 60) -> None:
+def wait_for(predicate, what: str, timeout: float = HANG) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
@@ -380,7 +402,7 @@ def live(pid: int) -> bool:
     return stat[stat.rfind(")") + 2] != "Z"
 
 
-def finish(proc: subprocess.Popen, pids: list[int], timeout: float = 60) -> tuple[str, list[int]]:
+def finish(proc: subprocess.Popen, pids: list[int], timeout: float = HANG) -> tuple[str, list[int]]:
     """Waits for the script; returns its stderr and the pids still alive after a settling
     time, which it then kills, so that a failing test leaves nothing behind."""
     try:
@@ -389,7 +411,7 @@ def finish(proc: subprocess.Popen, pids: list[int], timeout: float = 60) -> tupl
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.communicate()
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + HANG
     while any(live(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.05)
     left = [p for p in pids if live(p)]
@@ -423,7 +445,8 @@ def test_one_ctrl_c_to_the_group_gives_the_children_their_grace(work):
 
 
 def test_a_second_ctrl_c_skips_the_grace(work):
-    proc = start_sweep(work, IGNORES_TERM, "--grace", "120")
+    grace = 3600  # beyond the hang guard: a second Ctrl-C that did not skip it fails the test
+    proc = start_sweep(work, IGNORES_TERM, "--grace", str(grace))
     wait_for(lambda: len(pids_in(work / "pids")) == 2, "the sweep children")
     t0 = time.monotonic()
     os.killpg(proc.pid, signal.SIGINT)
@@ -432,7 +455,7 @@ def test_a_second_ctrl_c_skips_the_grace(work):
     err, left = finish(proc, pids_in(work / "pids"))
     assert not left, f"processes left behind: {left}"
     assert proc.returncode == 130, err
-    assert time.monotonic() - t0 < 60, err
+    assert time.monotonic() - t0 < grace, err
     assert "got SIGINT again: killing every shard now" in err, err
 
 
@@ -487,13 +510,14 @@ def test_a_scratch_in_use_is_refused_before_anything_is_touched(work):
          "sh", "-c", child, str(work), "--shape_file", str(EXAMPLE)],
         env=clean_env(WARMUP_BIN_DIR=str(BIN_DIR), FLAGGEMS_PERF_CURRENT_OP="mm",
                       FLAGGEMS_VENDOR="nvidia"),
-        cwd=work, capture_output=True, text=True, timeout=120)
+        cwd=work, capture_output=True, text=True, timeout=HANG)
     after = {p: p.stat().st_mtime_ns for p in scratch.rglob("*") if p.is_file()}
     (work / "go").touch()
     err, left = finish(first, pids_in(work / "pids"))
     assert not left
     assert second.returncode == 2, second.stderr
-    assert f"scratch {scratch} is in use by another run (pid {first.pid} holds" in second.stderr
+    # warmup-spawn --lock-scratch took the lock for the first run's script, and refuses the second.
+    assert f"{scratch}: this scratch folder is in use by another run (pid {first.pid} holds" in second.stderr
     assert len(pids_in(work / "pids")) == 2, "the second run started no child"
     assert plan in before and after == before, "the second run touched the scratch"
     assert first.returncode == 0, err
@@ -559,3 +583,72 @@ def test_on_a_terminal_the_sweep_shows_its_live_view(work):
     assert code == 0, screen
     assert "\x1b[2F\x1b[J" in screen and "running" in screen, screen
     assert "started on device" not in screen, screen
+
+
+# --- deciding from the record folder's history (docs/CONTRACT.md, "Deciding from history") ------
+
+def triton_version() -> str:
+    """Triton's version as the benchmark's Python (this one) imports it."""
+    return subprocess.run([sys.executable, "-c", "import triton; print(triton.__version__)"],
+                          capture_output=True, text=True, check=True, timeout=HANG).stdout.strip()
+
+
+def test_a_history_predicting_no_saving_runs_plain_with_both_figures_and_always_sweeps(work):
+    from test_history import HEAVY, driver_probe, history
+
+    records = work / "records"
+    records.mkdir()
+    history(records, **HEAVY, triton=triton_version())
+    env = {"FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR": str(records),
+           "WARMUP_PROBE_ROOT": str(driver_probe(work))}
+    for folder in ("plain", "always"):
+        (work / folder).mkdir()
+    # Two children on one GPU: the history predicts their timing serialized, no 10% saved. COMMAND
+    # is the pytest script, so its Python (asked for Triton's version) is the one its shebang names.
+    pytest_script = Path(sys.executable).parent / "pytest"
+    command = [str(pytest_script), *bench_command(EXAMPLE)[3:]]
+    run = warmup(work / "plain", "--gpus", "2", "--devices", "0,0", command=command, **env)
+    assert run.returncode == 0, run.stderr
+    lines = run.lines()
+    assert len(lines) == 1 and "skipping" in lines[0], run.stderr
+    assert re.search(rf"the history in {re.escape(str(records))} predicts [0-9.]+ s with the warmup "
+                     r"against [0-9.]+ s plain", lines[0]), lines[0]
+    assert "warmup-costs" not in run.stderr, "its line is the script's own"
+    [session] = run.sessions
+    assert session["env"]["FLAGGEMS_PERF_WARMUP_WORKER"] is None
+    assert scratch_folders(work / "plain") == []
+
+    always = warmup(work / "always", "--gpus", "2", "--devices", "0,0", "--always", **env)
+    assert always.returncode == 0, always.stderr
+    assert len(always.children) == 2 and always.measurement["mode"] == "replay", always.stderr
+    assert not any("predicts" in ln for ln in always.lines()), always.stderr
+
+
+def test_a_record_folders_history_balances_the_split_and_each_sweep_keeps_its_costs(work):
+    from test_history import H200, driver_probe, sidecar
+
+    records = work / "records"
+    env = {"FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR": str(records),
+           "WARMUP_PROBE_ROOT": str(driver_probe(work))}
+    for folder in ("first", "second", "third"):
+        (work / folder).mkdir()
+    first = warmup(work / "first", "--gpus", "2", "--devices", "0,1", **env)
+    assert first.returncode == 0, first.stderr
+    kept = json.loads((records / "mm.costs.json").read_text())
+    assert len(kept["mm"]) == len(SHAPES_12), kept
+    # The sidecar the real harness would have left, naming this run's Triton and GPU model.
+    sidecar(records, triton=triton_version(), device=H200)
+    scratch = work / "s"
+    second = warmup(work / "second", "--gpus", "2", "--devices", "0,1", "--always", "--keep",
+                    "--scratch", str(scratch), **env)
+    assert second.returncode == 0, second.stderr
+    assert json.loads((scratch / "plan.json").read_text())["cost_source"] == "file", second.stderr
+    assert "balancing by the costs its last sweep measured" in second.stderr, second.stderr
+
+    given = work / "given.json"
+    given.write_text(json.dumps({"mm": kept["mm"]}))
+    third = warmup(work / "third", "--gpus", "2", "--devices", "0,1", "--always", "--keep",
+                   "--scratch", str(work / "s3"), "--strategy", "lpt", "--costs", str(given), **env)
+    assert third.returncode == 0 and len(third.children) == 2, third.stderr
+    assert "its last sweep measured" not in third.stderr and "usable history" not in third.stderr, \
+        "--costs is used instead of the history"

@@ -5,9 +5,16 @@
 //! the flow (after the children, like merge, but about time rather than configs), it reads
 //! what spawn wrote and feeds shard, and its inputs and output are nothing like either tool's.
 //! The cost file's format is protocol's ([`protocol::costs`]), which warmup-shard reads it
-//! through. [`measure`] says how a shard's time is attributed to its shapes.
+//! through, and so is the reading of an op's history in a record folder
+//! ([`protocol::history`]), which warmup-shard `--history` uses too. [`measure`] says how a
+//! shard's time is attributed to its shapes. [`history`] keeps a sweep's costs with its records
+//! and finds the children's start-up, [`predict`] is the model of whether a warmup would pay,
+//! and [`decision`] is `--predict`, which prints it for a script.
 
+pub mod decision;
+pub mod history;
 pub mod measure;
+pub mod predict;
 
 use anyhow::{Context, Result};
 use protocol::layout::Scratch;
@@ -26,7 +33,12 @@ const EXAMPLES: &str = "EXAMPLES:
   warmup-costs --costs costs.json --startup 8 /tmp/run
       the same, counting 8 s of every child's wall time as start-up (imports), not sweeping
   warmup-shard --op mm --shards 32 --strategy lpt --costs costs.json --out /tmp/next shapes.yaml
-      the next run, balanced by those costs";
+      the next run, balanced by those costs
+  warmup-costs --record-dir records /tmp/run
+      keeps the run's costs with its records, as records/<op>.costs.json (warmup-shard --history)
+  warmup-costs --predict --record-dir records --op mm --devices 0,0 --python .venv/bin/python
+      predicts the warmup's wall time against the plain run's from that history: exit 0 when the
+      warmup saves at least 10% (or there is no usable history), 3 when it would not";
 
 /// Write or update a cost file from what a finished run measured.
 #[derive(Debug, clap::Parser)]
@@ -38,24 +50,50 @@ pub struct Args {
     /// The cost file to write or update ({"<op>": {"<shape text>": seconds}}); its other ops
     /// and shapes are kept, a measured shape's cost replaced
     #[arg(long, value_name = "FILE")]
-    pub costs: PathBuf,
+    pub costs: Option<PathBuf>,
+
+    /// The record folder: keep the run's costs there as <op>.costs.json, replacing the op's
+    /// earlier ones (the history warmup-shard --history balances by); with --predict, the
+    /// history to predict from
+    #[arg(long, value_name = "DIR")]
+    pub record_dir: Option<PathBuf>,
+
+    /// Predict, from the op's history in --record-dir, the warmup's wall time against the plain
+    /// run's; exit 3 when the warmup would not save 10%
+    #[arg(long, requires = "record_dir", conflicts_with_all = ["costs", "scratch", "startup"])]
+    pub predict: bool,
+
+    #[command(flatten)]
+    pub here: protocol::probe::HereArgs,
 
     /// Seconds of each child's wall time that are start-up (interpreter, imports, device set-up),
-    /// not sweeping; subtracted before a shard's time is split over its shapes
-    #[arg(long, value_name = "SECS", default_value = "0", value_parser = toolkit::cli::non_negative)]
-    pub startup: f64,
+    /// not sweeping; subtracted before a shard's time is split over its shapes [default: the
+    /// mean of the children's own figures (startup_seconds in their sidecars), else 0]
+    #[arg(long, value_name = "SECS", value_parser = toolkit::cli::non_negative)]
+    pub startup: Option<f64>,
 
     /// The finished run's scratch folder (holding plan.json and w<i>/status.json)
-    #[arg(value_name = "SCRATCH")]
-    pub scratch: PathBuf,
+    #[arg(value_name = "SCRATCH", required_unless_present = "predict")]
+    pub scratch: Option<PathBuf>,
 }
 
 pub fn run(args: &Args) -> Result<Status> {
-    let scratch = Scratch::new(&args.scratch);
+    if args.predict {
+        return decision::run(args);
+    }
+    let Some(scratch_dir) = &args.scratch else {
+        anyhow::bail!("give the SCRATCH folder of a finished run, or --predict");
+    };
+    if args.costs.is_none() && args.record_dir.is_none() {
+        anyhow::bail!(
+            "give --costs FILE or --record-dir DIR: where to write what the run measured"
+        );
+    }
+    let scratch = Scratch::new(scratch_dir);
     if !scratch.plan().is_file() {
         anyhow::bail!(
             "{}: no plan.json: give the scratch folder of a run (warmup-shard --out)",
-            args.scratch.display()
+            scratch_dir.display()
         );
     }
     // Held while the plan and the status files are read: a run rewriting this scratch
@@ -65,10 +103,33 @@ pub fn run(args: &Args) -> Result<Status> {
     args.op.for_plan(&plan, &scratch.plan())?;
     // Read, merged and written under a lock beside the file (beside the file a symlink leads
     // to, where it is replaced): two runs updating one cost file from different scratches each
-    // keep what the other wrote.
-    let _update = toolkit::lock::update_lock(TOOL, &target_of(&args.costs)?)?;
-    let mut file = CostFile::load_or_new(&args.costs)?;
-    let m = measure::measure(&plan, &scratch, args.startup)?;
+    // keep what the other wrote. `--record-dir`'s file takes its own lock when it is written.
+    let _update = match &args.costs {
+        Some(path) => {
+            let target = target_of(path)?;
+            if let Some(dir) = &args.record_dir {
+                let kept = protocol::history::costs_path(dir, &plan.op);
+                if target_of(&kept)? == target {
+                    anyhow::bail!(
+                        "--costs {} is the file --record-dir keeps the op's costs in ({}): give one of them",
+                        path.display(),
+                        kept.display()
+                    );
+                }
+            }
+            Some(toolkit::lock::update_lock(TOOL, &target)?)
+        }
+        None => None,
+    };
+    let mut file = args
+        .costs
+        .as_deref()
+        .map(CostFile::load_or_new)
+        .transpose()?;
+    let startup = args
+        .startup
+        .unwrap_or_else(|| history::startup(&plan, &scratch).unwrap_or(0.0));
+    let m = measure::measure(&plan, &scratch, startup)?;
     for why in &m.skipped {
         eprintln!("{TOOL}: {why}: its shapes keep the costs they had");
     }
@@ -84,28 +145,48 @@ pub fn run(args: &Args) -> Result<Status> {
     if m.costs.is_empty() {
         eprintln!(
             "{TOOL}: no shard of {} ran to a good end: nothing to learn, {} left as it was",
-            args.scratch.display(),
-            args.costs.display()
+            scratch_dir.display(),
+            args.costs
+                .iter()
+                .chain(&args.record_dir)
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(" and ")
         );
         return Ok(Status::NothingToDo);
     }
-    let mut new = 0;
-    for (text, seconds) in &m.costs {
-        new += usize::from(file.set(&plan.op, text, *seconds));
+    let mut written = Vec::new();
+    if let (Some(file), Some(path)) = (&mut file, &args.costs) {
+        let mut new = 0;
+        for (text, seconds) in &m.costs {
+            new += usize::from(file.set(&plan.op, text, *seconds));
+        }
+        file.save()
+            .with_context(|| format!("writing cost file {}", path.display()))?;
+        eprintln!(
+            "{TOOL}: op {}: {} shape cost(s) into {} ({new} new), {} measured alone, {} split from shards of several",
+            plan.op,
+            m.costs.len(),
+            path.display(),
+            m.alone,
+            m.attributed
+        );
+        written.push(path.clone());
     }
-    file.save()
-        .with_context(|| format!("writing cost file {}", args.costs.display()))?;
-    eprintln!(
-        "{TOOL}: op {}: {} shape cost(s) into {} ({new} new), {} measured alone, {} split from shards of several",
-        plan.op,
-        m.costs.len(),
-        args.costs.display(),
-        m.alone,
-        m.attributed
-    );
+    if let Some(dir) = &args.record_dir {
+        let path = history::keep(dir, &plan.op, &m.costs)?;
+        eprintln!(
+            "{TOOL}: op {}: {} shape cost(s) kept with the records in {} (start-up {startup:.2} s a child)",
+            plan.op,
+            m.costs.len(),
+            path.display()
+        );
+        written.push(path);
+    }
     let mut out = std::io::stdout().lock();
-    writeln!(out, "{}", args.costs.display())
-        .and_then(|()| out.flush())
-        .context("writing to stdout")?;
+    for path in written {
+        writeln!(out, "{}", path.display()).context("writing to stdout")?;
+    }
+    out.flush().context("writing to stdout")?;
     Ok(Status::Done)
 }

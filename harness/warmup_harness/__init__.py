@@ -28,7 +28,7 @@ import os
 
 import pytest
 
-from . import env, records
+from . import compile_settings, env, records
 from .env import setting  # noqa: F401  (the settings' getter, for the harness's other modules)
 
 __version__ = "0.1.0"
@@ -47,7 +47,7 @@ def pytest_addoption(parser):
         f"it at the end (default), or 'fail' the test; default from ${env.REPLAY_MISS}, else the "
         f"{env.REPLAY_MISS.lower()} ini option",
     )
-    for name, text in env.INI_SETTINGS.items():
+    for name, text in {**env.INI_SETTINGS, **compile_settings.INI_SETTINGS}.items():
         parser.addini(name.lower(), f"{text} (${name} wins over it)", default="")
 
 
@@ -68,6 +68,22 @@ def pytest_configure(config):
     # A plugin named in a conftest's pytest_plugins is loaded after the initial conftests: then
     # this is the first hook it sees, and late_store says whether FlagGems came in first.
     store_note = _isolate_stores(config)
+    gate = os.environ.get(env.GATE, "").strip()
+    if gate:  # started alongside the sweep: the session starts when the gate opens (gate.py)
+        from .gate import Gate
+
+        config.pluginmanager.register(Gate(gate, lambda: _start(config, store_note), lambda line: _say(config, line)))
+        return
+    _start(config, store_note)
+
+
+def _say(config, line: str) -> None:
+    from .session import say
+
+    say(config, [line])
+
+
+def _start(config, store_note: str | None) -> None:
     if store_note is None:  # neither protocol variable is set
         return
     from .session import Session

@@ -19,6 +19,10 @@ RECORD_DIR = "FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR"
 REPLAY_DIR = "FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR"
 DEFAULT_OP = "default"
 
+# A FIFO scripts/warmup made: a measurement started with the sweep waits there before its first
+# test for the sweep's outcome (gate.py).
+GATE = "WARMUP_HARNESS_GATE"
+
 # What a replay does with a key its record lacks: sweep it live (and report it), or fail.
 REPLAY_MISS = "WARMUP_HARNESS_REPLAY_MISS"
 
@@ -57,6 +61,14 @@ class Mode:
     kind: Kind
     directory: Path
     op: str
+
+
+def raw_setting(config: Any, name: str) -> str | None:
+    """As `setting`, but an environment variable that is set counts even when blank (for settings
+    whose empty value means something: an empty preload list is no preload)."""
+    if name in os.environ:
+        return os.environ[name]
+    return setting(config, name)
 
 
 def setting(config: Any, name: str) -> str | None:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from . import env, precompile, records
+from . import env, precompile, records, versions
 from .device import device_name
 from .seconds import CompileClock, process_age
 from .writer import RecordWriter, journal_path, unfolded
@@ -52,8 +52,9 @@ class Session:
     def start(cls, config: Any, mode: env.Mode, miss_policy: env.MissPolicy) -> Session:
         """Checks the settings and files before anything runs, then puts the hooks in; raises
         ProtocolError or RecordError."""
-        compiler = precompile.Precompiler(precompile.Settings.from_env(os.environ),
-                                          lambda line: say(config, [line]))
+        compiler = precompile.Precompiler(
+            precompile.compile_settings(lambda name: env.raw_setting(config, name)),
+            lambda line: say(config, [line]))
         try:
             if mode.kind is env.Kind.RECORD:
                 return cls._start_record(config, mode, compiler)
@@ -66,7 +67,8 @@ class Session:
         """Makes this session the config's plugin, and says how it runs."""
         self.config.stash[SESSION] = self
         self.config.pluginmanager.register(self, PLUGIN_NAME)
-        say(self.config, [*self.opening_lines(), store_note, env.late_store(sys.modules, os.environ)])
+        say(self.config, [*self.opening_lines(), versions.warning(), store_note,
+                          env.late_store(sys.modules, os.environ)])
 
     # pytest's hooks
     def pytest_collection_finish(self, session) -> None:
@@ -206,7 +208,7 @@ class Session:
 def _present(directory: Path) -> str:
     try:
         names = sorted(n[:-5] for n in os.listdir(directory)
-                       if n.endswith(".json") and not n.endswith(".meta.json"))
+                       if n.endswith(".json") and not n.endswith((".meta.json", ".costs.json")))
     except OSError:
         return "the folder cannot be read"
     return "ops recorded there: " + ", ".join(names) if names else "no op is recorded there"

@@ -124,11 +124,3 @@ class TunerCache:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.raw, name)
-
-
-def _state(tuner: Any, policy: Policy) -> TunerState:
-    state = tuner.__dict__.get("_warmup_harness_state")
-    if state is None:
-        state = tuner.__dict__["_warmup_harness_state"] = TunerState(tuner)
-        policy.seen(state.kernel, tuner)
-    return state

@@ -177,6 +177,12 @@ impl CostFile {
             .is_none()
     }
 
+    /// Forgets every cost of `op` (a sweep's costs replacing the op's earlier ones); returns
+    /// whether it had any.
+    pub fn clear(&mut self, op: &str) -> bool {
+        self.ops.shift_remove(op).is_some()
+    }
+
     /// Where [`save`](Self::save) writes: the file itself, a symlink's target for a link.
     pub fn target(&self) -> &Path {
         &self.target

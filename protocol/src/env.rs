@@ -29,3 +29,7 @@ pub const VENDOR: &str = "FLAGGEMS_VENDOR";
 
 /// The op name used when `--op` and [`CURRENT_OP`] are unset or blank.
 pub const DEFAULT_OP: &str = "default";
+
+/// Hidden, for tests: a folder standing in for `/` where a tool reads `/proc`, `/sys` and `/dev`
+/// (warmup-spawn's backend probe, [`crate::probe`]'s device model); unset or empty: `/`.
+pub const PROBE_ROOT: &str = "WARMUP_PROBE_ROOT";

@@ -9,6 +9,9 @@
 //! - [`status`]: `SCRATCH/w<i>/status.json`, which warmup-spawn writes and warmup-costs reads,
 //!   and [`status::Outcome`], the one rule every run summary judges a shard by;
 //! - [`costs`]: the cost file, which warmup-costs writes and warmup-shard reads;
+//! - [`history`]: an op's history in a record folder (the published sidecar and
+//!   `<op>.costs.json`), which warmup-shard `--history` and `warmup-costs --predict` read, and
+//!   [`probe`]: the Triton version and device model a history must match;
 //! - [`records`]: the `{kernel: {key: config}}` shape check and counts that warmup-merge and
 //!   warmup-publish both report;
 //! - [`summary`]: the run-summary lines scripts read.
@@ -17,10 +20,12 @@
 
 pub mod costs;
 pub mod env;
+pub mod history;
 pub mod layout;
 pub mod lock;
 pub mod op;
 pub mod plan;
+pub mod probe;
 pub mod records;
 pub mod status;
 pub mod summary;

@@ -7,6 +7,7 @@
 
 use crate::layout::Scratch;
 use anyhow::{bail, Context, Result};
+use nix::errno::Errno;
 use nix::fcntl::{Flock, FlockArg};
 use std::fs::File;
 use std::io::{self, Write};
@@ -55,19 +56,55 @@ impl Scratch {
                 }
                 Ok(ScratchLock { _held: Some(held) })
             }
-            Taken::Busy(_) => {
-                let holder = std::fs::read_to_string(&path)
-                    .ok()
-                    .and_then(|pid| pid.trim().parse::<u32>().ok())
-                    .map_or_else(|| "another process".to_owned(), |pid| format!("pid {pid}"));
-                bail!(
-                    "{}: this scratch folder is in use by another run ({holder} holds {}); wait \
-                     for it to end, or give another scratch folder",
-                    self.root().display(),
-                    path.display()
-                )
-            }
+            Taken::Busy(_) => Err(self.in_use()),
         }
+    }
+
+    /// Takes the lock for the caller, on the descriptor it lends ([`LOCK_FD`], open on this
+    /// scratch's lock file), so that the lock outlives this process: the caller holds it until
+    /// it closes that descriptor or ends, and the tools it runs then run under it. The holder
+    /// named in the file is the caller (this process's parent). Exit 2's error, as [`lock`]'s,
+    /// when another process holds it.
+    ///
+    /// [`lock`]: Scratch::lock
+    pub fn lock_for_caller(&self) -> Result<()> {
+        let path = self.lock_file();
+        let Some(fd) = lent_fd(&path) else {
+            bail!(
+                "{LOCK_FD} names no descriptor of the caller open on {}: open it (e.g. `exec \
+                 {{fd}}<>{}` in bash), export {LOCK_FD} with its number, then take the lock",
+                path.display(),
+                path.display()
+            );
+        };
+        // The caller's descriptor is borrowed for the call alone: flock(2) on it locks the open
+        // file description the caller holds (nix's `Flock` would own it, and unlock on drop).
+        #[allow(unsafe_code)]
+        let locked = unsafe { nix::libc::flock(fd, nix::libc::LOCK_EX | nix::libc::LOCK_NB) };
+        if locked != 0 {
+            return match Errno::last() {
+                Errno::EWOULDBLOCK => Err(self.in_use()),
+                e => Err(e).with_context(|| format!("locking {}", path.display())),
+            };
+        }
+        let caller = nix::unistd::getppid();
+        std::fs::write(&path, format!("{caller}\n"))
+            .with_context(|| format!("writing the caller's pid to {}", path.display()))
+    }
+
+    /// The refusal when another run holds the lock, naming the scratch and the holder.
+    fn in_use(&self) -> anyhow::Error {
+        let path = self.lock_file();
+        let holder = std::fs::read_to_string(&path)
+            .ok()
+            .and_then(|pid| pid.trim().parse::<u32>().ok())
+            .map_or_else(|| "another process".to_owned(), |pid| format!("pid {pid}"));
+        anyhow::anyhow!(
+            "{}: this scratch folder is in use by another run ({holder} holds {}); wait for it \
+             to end, or give another scratch folder",
+            self.root().display(),
+            path.display()
+        )
     }
 }
 
@@ -103,19 +140,24 @@ fn write_pid(file: &File) -> io::Result<()> {
 /// Whether [`LOCK_FD`] names a descriptor of this process open on `path` itself (same device
 /// and inode): a stale or foreign value is ignored, and the tool takes its own lock.
 pub fn held_by_caller(path: &Path) -> bool {
-    let Some(fd) = std::env::var(LOCK_FD)
+    lent_fd(path).is_some()
+}
+
+/// The descriptor [`LOCK_FD`] names, when it is open in this process on `path` itself.
+fn lent_fd(path: &Path) -> Option<i32> {
+    let fd = std::env::var(LOCK_FD)
         .ok()
-        .and_then(|fd| fd.trim().parse::<u32>().ok())
-    else {
-        return false;
-    };
+        .and_then(|fd| fd.trim().parse::<i32>().ok())
+        .filter(|fd| *fd >= 0)?;
     // The /proc entry follows to the open file, so no descriptor needs borrowing.
     match (
         std::fs::metadata(format!("/proc/self/fd/{fd}")),
         std::fs::metadata(path),
     ) {
-        (Ok(held), Ok(ours)) => held.dev() == ours.dev() && held.ino() == ours.ino(),
-        _ => false,
+        (Ok(held), Ok(ours)) => {
+            (held.dev() == ours.dev() && held.ino() == ours.ino()).then_some(fd)
+        }
+        _ => None,
     }
 }
 

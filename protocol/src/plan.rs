@@ -35,7 +35,10 @@ pub struct Plan {
     /// (largest expected cost first, onto the shard with the least so far).
     pub strategy: String,
     /// Where the expected costs came from, when the plan has them: `file` (seconds, from a cost
-    /// file), `uniform` or `product` (a cost model, in its own units). Absent: no costs.
+    /// file, given or kept in a record folder's history), or a cost model, in its own units:
+    /// `uniform`, `product` or `robust` (the default model where nothing was measured: under
+    /// `lpt` the split that holds up over a family of profiles, each shape's cost its mean share
+    /// of them). Absent: no costs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_source: Option<String>,
     /// How many shapes the op has in the source.

@@ -8,6 +8,7 @@ pub mod replay;
 
 use anyhow::{bail, Context, Result};
 use protocol::env::RECORD_DIR;
+use protocol::history;
 use protocol::layout::Scratch;
 use protocol::op::OpArg;
 use std::io::Write;
@@ -86,7 +87,10 @@ pub fn run(args: &Args) -> Result<Status> {
 
     std::fs::create_dir_all(&dir)
         .with_context(|| format!("creating record folder {}", dir.display()))?;
-    let sidecar = dir.join(meta::file_name(op));
+    // The lock every record session of the op holds while it adds a key: the record is not
+    // replaced under a session folding its journal into it, nor the journal removed mid-append.
+    let _record_lock = toolkit::lock::update_lock(TOOL, &history::record_lock_target(&dir, op))?;
+    let sidecar = history::meta_path(&dir, op);
     let wrote = match &combined.sidecar {
         Some(bytes) => {
             toolkit::atomic::commit_all([
@@ -100,6 +104,7 @@ pub fn run(args: &Args) -> Result<Status> {
             remove_stale(&sidecar)?
         }
     };
+    let wrote = wrote + &remove_stale_journal(&history::journal_path(&dir, op))?;
     let mut out = std::io::stdout().lock();
     out.write_all(&env)
         .and_then(|()| out.flush())
@@ -126,6 +131,26 @@ fn remove_stale(sidecar: &Path) -> Result<String> {
                 "removing {}, which describes the record just replaced; remove it by hand, or the \
                  replay checks the new configs against it",
                 sidecar.display()
+            )
+        }),
+    }
+}
+
+/// Removes the journal of keys a record session in DIR decided and never folded (it was killed):
+/// the replay pins a journal's keys over the record's, so a journal older than the record just
+/// published would replay another run's configs. Says so, or nothing.
+fn remove_stale_journal(journal: &Path) -> Result<String> {
+    match std::fs::remove_file(journal) {
+        Ok(()) => Ok(format!(
+            "; removed {}, the unfolded keys of an earlier record session, which the published record replaces",
+            journal.display()
+        )),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(String::new()),
+        Err(e) => Err(e).with_context(|| {
+            format!(
+                "removing {}, an earlier record session's unfolded keys; remove it by hand, or the \
+                 replay pins them over the published record",
+                journal.display()
             )
         }),
     }

@@ -9,9 +9,7 @@ use protocol::layout::Scratch;
 use protocol::plan::Plan;
 use serde_json::{Map, Value};
 
-/// The harness's sidecar format and the version of it this build writes.
-const FORMAT: &str = "warmup-harness-meta";
-const VERSION: u64 = 1;
+use protocol::history::{meta_path, SIDECAR_FORMAT as FORMAT, SIDECAR_VERSION as VERSION};
 /// Where a record was made; the replay warns on another Triton or another device.
 const FIELDS: [&str; 6] = [
     "python",
@@ -34,11 +32,6 @@ const PROCESS_SECONDS: [(&str, Fold); 2] = [
     ("startup_seconds", Fold::Max),
     ("compile_seconds", Fold::Sum),
 ];
-
-/// `<op>.meta.json`, the sidecar of `<op>.json`.
-pub fn file_name(op: &str) -> String {
-    format!("{op}.meta.json")
-}
 
 /// The shards' sidecars as one, and what a person should know about how it was made.
 #[derive(Debug, Default)]
@@ -67,7 +60,7 @@ pub fn combine(scratch: &Scratch, op: &str) -> Result<Combined> {
     let mut notes = Vec::new();
     let mut read = Vec::new();
     for shard in 0..plan.shards.len() {
-        let path = scratch.record_dir(shard).join(file_name(op));
+        let path = meta_path(&scratch.record_dir(shard), op);
         let parsed = match std::fs::read(&path) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
             Err(e) => Err(format!("cannot be read ({e})")),

@@ -4,6 +4,8 @@
 
 mod by_key;
 mod commit;
+mod listing;
+mod robust;
 mod shape;
 mod shape_file;
 mod split;
@@ -12,7 +14,6 @@ mod strategy;
 use anyhow::{Context, Result};
 use protocol::layout::{shapes_in_scratch, Scratch};
 use protocol::plan::{Plan, Shard, VERSION};
-use std::io::Write;
 use std::path::PathBuf;
 use toolkit::Status;
 
@@ -29,6 +30,9 @@ const EXAMPLES: &str = "EXAMPLES:
   FLAGGEMS_PERF_CURRENT_OP=addmm warmup-shard --shards 8 --out \"$SCRATCH\" shapes.yaml | xargs wc -l
   warmup-shard --op mm --shards 8 --strategy lpt --costs costs.json --out /tmp/run shapes.yaml
       balanced by the seconds a previous run measured (warmup-costs writes costs.json)
+  warmup-shard --op mm --shards 4 --history records --python .venv/bin/python --out /tmp/run shapes.yaml
+      LPT by the costs the last sweep kept in records/ (warmup-costs --record-dir), when it ran
+      on this Triton and GPU model; else the robust split
   warmup-shard --op mm --shards 1000 --strategy lpt --out /tmp/run shapes.yaml
       one shape per shard, largest product first: warmup-spawn runs them as a pool
   warmup-shard --by-key --shards 8 --out /tmp/run
@@ -49,15 +53,22 @@ pub struct Args {
     /// devices make warmup-spawn run them as a pool, longest expected first
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub shards: u64,
-    /// How to assign shapes to shards
-    #[arg(long, value_enum, default_value = "round-robin")]
-    pub strategy: Strategy,
+    /// How to assign shapes to shards [default: lpt with --history, else round-robin]
+    #[arg(long, value_enum)]
+    pub strategy: Option<Strategy>,
     /// A cost file of measured seconds per shape (warmup-costs writes it); shapes it lacks get
     /// the median of the op's shapes it has
     #[arg(long, value_name = "FILE")]
     pub costs: Option<PathBuf>,
+    /// A record folder: balance by the costs the op's last sweep kept there (<op>.costs.json,
+    /// `warmup-costs --record-dir`) when its <op>.meta.json names this run's Triton version and
+    /// device model, else by the cost model
+    #[arg(long, value_name = "DIR", conflicts_with = "costs")]
+    pub history: Option<PathBuf>,
+    #[command(flatten)]
+    pub here: protocol::probe::HereArgs,
     /// The cost model where there is no cost file, or it has none of the op's shapes
-    /// [default: product, with --strategy lpt or --costs]
+    /// [default: robust, with --strategy lpt or --costs]
     #[arg(long, value_enum, value_name = "MODEL")]
     pub cost_model: Option<Model>,
     /// Under --cost-model product: each shape's fixed cost, in units of the op's mean product
@@ -67,9 +78,13 @@ pub struct Args {
     /// The scratch folder: gets w<i>/shapes.yaml per shard and plan.json (created if missing)
     #[arg(long, value_name = "SCRATCH")]
     pub out: PathBuf,
+    /// Split and print the shard files a run would write, one per line; write nothing
+    #[arg(long)]
+    pub dry_run: bool,
     /// No shape file and no split: a plan of N shards whose children each run the whole command
-    /// and claim each autotune key in SCRATCH/claims (the first child to meet a key tunes it)
-    #[arg(long, conflicts_with_all = ["entry", "costs", "cost_model", "shape_file"])]
+    /// and claim each autotune key in SCRATCH/claims (the first child to meet a key tunes it);
+    /// there are no shapes, so no costs and no history either
+    #[arg(long, conflicts_with_all = ["entry", "strategy", "costs", "history", "cost_model", "dry_run", "shape_file"])]
     pub by_key: bool,
     /// The shape file (YAML read by PyYAML's safe_load)
     #[arg(value_name = "SHAPE_FILE", required_unless_present = "by_key")]
@@ -81,13 +96,19 @@ pub fn run(args: &Args) -> Result<Status> {
     let Some(path) = args.shape_file.as_ref().filter(|_| !args.by_key) else {
         return by_key::run(&op, args.shards, &args.out);
     };
+    let strategy = args.strategy.unwrap_or(if args.history.is_some() {
+        Strategy::Lpt
+    } else {
+        Strategy::RoundRobin
+    });
+    let file = match (&args.costs, &args.history) {
+        (Some(path), _) => Some(protocol::costs::CostFile::load(path)?),
+        (None, Some(dir)) => from_history(dir, &op, args),
+        (None, None) => None,
+    };
     let balance = Balance {
-        strategy: args.strategy,
-        costs: args
-            .costs
-            .as_deref()
-            .map(protocol::costs::CostFile::load)
-            .transpose()?,
+        strategy,
+        costs: file,
         model: args.cost_model,
         overhead: args.overhead,
     };
@@ -123,7 +144,7 @@ pub fn run(args: &Args) -> Result<Status> {
         entry: Some(entry.unwrap_or(&op).to_owned()),
         mode: None,
         source,
-        strategy: args.strategy.name().to_owned(),
+        strategy: strategy.name().to_owned(),
         cost_source: cut.costs.as_ref().map(|c| c.source.to_owned()),
         shapes: cut.total,
         shards: cut
@@ -152,6 +173,10 @@ pub fn run(args: &Args) -> Result<Status> {
             .collect(),
     };
     let scratch = Scratch::new(&args.out);
+    if args.dry_run {
+        listing::print(&scratch, cut.pieces.len())?;
+        return Ok(Status::Done);
+    }
     let texts: Vec<&str> = cut.pieces.iter().map(|p| p.text.as_str()).collect();
     let replaced = commit::replace(&scratch, &texts, &plan)?;
     report_replaced(&replaced, &args.out);
@@ -166,16 +191,12 @@ pub fn run(args: &Args) -> Result<Status> {
         sizes.len(),
         sizes.join(", "),
         args.out.display(),
-        args.strategy.name()
+        strategy.name()
     );
     if let Some(line) = expected_line(&plan) {
         eprintln!("{TOOL}: {line}");
     }
-    let mut out = std::io::stdout().lock();
-    for i in 0..cut.pieces.len() {
-        writeln!(out, "{}", scratch.shapes(i).display()).context("writing to stdout")?;
-    }
-    out.flush().context("writing to stdout")?;
+    listing::print(&scratch, cut.pieces.len())?;
     Ok(Status::Done)
 }
 
@@ -189,6 +210,25 @@ fn report_replaced(replaced: &commit::Replaced, out: &std::path::Path) {
     }
     for path in &replaced.removed {
         eprintln!("{TOOL}: removed {} left by the earlier run", path.display());
+    }
+}
+
+/// The costs of the op's last sweep kept in the record folder `dir`, when that sweep ran on this
+/// run's Triton and device model; else `None`, after a line saying why.
+fn from_history(dir: &std::path::Path, op: &str, args: &Args) -> Option<protocol::costs::CostFile> {
+    match protocol::history::find(dir, op, || args.here.find()) {
+        Ok(history) => {
+            eprintln!(
+                "{TOOL}: op {op}: balancing by the costs its last sweep measured ({})",
+                history.costs.path().display()
+            );
+            Some(history.costs)
+        }
+        Err(why) => {
+            let model = args.cost_model.unwrap_or(Model::Robust).name();
+            eprintln!("{TOOL}: op {op}: no usable history ({why}): splitting by the {model} model");
+            None
+        }
     }
 }
 

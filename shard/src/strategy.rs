@@ -1,11 +1,14 @@
 //! Which shapes go to which shard: round-robin (the plugin's way, the default), or LPT (largest
 //! expected cost first, each onto the shard with the least expected cost so far), and where the
-//! expected costs come from: a cost file of measured seconds, else a cost model.
+//! expected costs come from: a cost file of measured seconds (given, or kept with the records:
+//! `protocol::history`), else a cost model. Where nothing was measured the default is `robust`,
+//! the split that holds up over a family of profiles (`robust`), not LPT by one guessed model.
 //!
 //! Costs are assumed to add up: a shard is expected to take the sum of its shapes' costs, which
 //! holds once nothing is shared between shapes of one process (see warmup-costs' `measure` for what a
 //! shared compile does to measured costs).
 
+use crate::robust;
 use crate::shape;
 use crate::TOOL;
 use protocol::costs::CostFile;
@@ -37,6 +40,9 @@ pub enum Model {
     Uniform,
     /// The product of the numbers in the shape, relative to the op's mean, plus --overhead
     Product,
+    /// Cost grows with the shape's product by an unknown power: the split whose worst case over
+    /// the powers 0 to 1.5 is best
+    Robust,
 }
 
 impl Model {
@@ -44,6 +50,7 @@ impl Model {
         match self {
             Model::Uniform => "uniform",
             Model::Product => "product",
+            Model::Robust => "robust",
         }
     }
 }
@@ -109,6 +116,10 @@ impl Balance {
     pub fn assign(&self, op: &str, shapes: &[ShapeInfo], k: usize) -> Assignment {
         let costs = self.costs(op, shapes);
         let groups = match (&self.strategy, &costs) {
+            (Strategy::Lpt, Some(c)) if c.source == Model::Robust.name() => {
+                let products: Vec<f64> = shapes.iter().map(|s| s.product).collect();
+                in_shards(&robust::assign(&products, k), &c.per_shape, k)
+            }
             (Strategy::Lpt, Some(c)) => lpt(&c.per_shape, k),
             _ => (0..k)
                 .map(|i| (i..shapes.len()).step_by(k).collect())
@@ -125,7 +136,7 @@ impl Balance {
         }
         let model = match self.model {
             Some(m) => m,
-            None if self.strategy == Strategy::Lpt || self.costs.is_some() => Model::Product,
+            None if self.strategy == Strategy::Lpt || self.costs.is_some() => Model::Robust,
             None => return None,
         };
         Some(Costs {
@@ -172,10 +183,15 @@ fn from_file(file: &CostFile, op: &str, shapes: &[ShapeInfo]) -> Option<Costs> {
     })
 }
 
-/// A model's cost of each shape: `uniform` 1 each; `product` overhead + product / mean product.
+/// A model's cost of each shape: `uniform` 1 each; `product` overhead + product / mean product;
+/// `robust` the shape's mean share of the family's profiles, in units of the mean shape.
 fn modelled(model: Model, overhead: f64, shapes: &[ShapeInfo]) -> Vec<f64> {
     match model {
         Model::Uniform => vec![1.0; shapes.len()],
+        Model::Robust => {
+            let products: Vec<f64> = shapes.iter().map(|s| s.product.min(1e300)).collect();
+            robust::mean_shares(&products)
+        }
         Model::Product => {
             // Clamped so that a sum of huge products stays finite.
             let p = |s: &ShapeInfo| s.product.min(1e300);
@@ -214,6 +230,21 @@ pub fn lpt(costs: &[f64], k: usize) -> Vec<Vec<usize>> {
         bins[least].0 += costs[j];
         bins[least].1.push(j);
     }
+    ordered(bins)
+}
+
+/// The shards of a split given as each shape's shard, ordered as [`lpt`] orders them.
+fn in_shards(shard_of: &[usize], costs: &[f64], k: usize) -> Vec<Vec<usize>> {
+    let mut bins: Vec<(f64, Vec<usize>)> = vec![(0.0, Vec::new()); k];
+    for (j, &i) in shard_of.iter().enumerate() {
+        bins[i].0 += costs[j];
+        bins[i].1.push(j);
+    }
+    ordered(bins)
+}
+
+/// Largest expected first (then by first shape), each shard's shapes in source order.
+fn ordered(mut bins: Vec<(f64, Vec<usize>)>) -> Vec<Vec<usize>> {
     for bin in &mut bins {
         bin.1.sort_unstable();
     }

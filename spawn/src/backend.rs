@@ -6,10 +6,8 @@
 //! fake tree; `nvidia-smi` is found through `PATH` like any other command.
 
 use anyhow::{bail, Context, Result};
+use protocol::env::PROBE_ROOT;
 use std::path::{Path, PathBuf};
-
-/// Hidden, for tests: a folder standing in for `/` when probes read `/proc`, `/sys` and `/dev`.
-pub const PROBE_ROOT: &str = "WARMUP_PROBE_ROOT";
 
 /// How a backend's devices are counted when no visibility list says which to use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

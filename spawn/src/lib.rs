@@ -10,16 +10,19 @@
 //! `status` (a child's status.json as it starts, and the run summary; the file's type and the
 //! outcome rule are `protocol::status`'s), `progress` (what a person sees), `shell`
 //! (`--dry-run` lines), `select` (which shards run: `--only`, `--index-from-env`, and what such a
-//! run holds on the scratch). Only `backend` is public: the rest serves this tool alone.
+//! run holds on the scratch), `measure` (`--print-measure-command`), `check` (`--check-args`).
+//! Only `backend` is public: the rest serves this tool alone.
 //!
-//! [`run`] parses nothing: [`Command::of`] says which of the four things this invocation does,
+//! [`run`] parses nothing: [`Command::of`] says which of the seven things this invocation does,
 //! and each is one function.
 
 pub mod backend;
 mod by_key;
+mod check;
 mod child;
 mod job;
 mod log;
+mod measure;
 mod process;
 mod progress;
 mod select;
@@ -36,7 +39,10 @@ use std::ffi::{OsStr, OsString};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+use toolkit::cli::Invocation;
 use toolkit::Status;
+
+pub use check::args as check_args;
 
 pub const TOOL: &str = "warmup-spawn";
 
@@ -68,6 +74,9 @@ const EXAMPLES: &str = "EXAMPLES:
 
   # the shape file a command names, as each child's is replaced (exit 3: it names none)
   warmup-spawn --print-shape-file -- pytest bench.py --shape_file core_shapes.yaml
+
+  # the measurement scripts/warmup may start with the sweep, NUL-separated (exit 3: not pytest)
+  warmup-spawn --print-measure-command -- python -m pytest bench.py --shape_file s.yaml
 
 BACKENDS (--backend; auto: FLAGGEMS_VENDOR, else the visibility variable that is set, else a probe):
   cuda CUDA_VISIBLE_DEVICES | rocm HIP_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES |
@@ -101,7 +110,7 @@ pub struct Args {
     #[arg(
         long,
         value_name = "PLAN",
-        required_unless_present_any = ["list_devices", "print_shape_file"]
+        required_unless_present_any = ["list_devices", "print_shape_file", "lock_scratch", "print_measure_command"]
     )]
     pub plan: Option<PathBuf>,
 
@@ -161,6 +170,19 @@ pub struct Args {
     #[arg(long, conflicts_with_all = ["plan", "dry_run", "list_devices", "summary"])]
     pub print_shape_file: bool,
 
+    /// Take SCRATCH's lock for the caller, on the descriptor it lends in WARMUP_SCRATCH_LOCK_FD
+    /// (open on SCRATCH/.lock), and exit: the caller holds it until it closes that descriptor or
+    /// ends, and the tools it runs run under it (docs/CONTRACT.md, "The scratch lock")
+    #[arg(long, value_name = "SCRATCH", conflicts_with_all = ["plan", "dry_run", "list_devices", "print_shape_file", "summary", "command", "print_measure_command"])]
+    pub lock_scratch: Option<PathBuf>,
+
+    /// Print the argv scripts/warmup starts the measurement with, alongside the sweep: COMMAND
+    /// with `-p warmup_harness` after its pytest, each word followed by a NUL byte; exit 3,
+    /// printing nothing, when COMMAND is not a pytest command, blocks the plugin or runs
+    /// pytest-xdist workers (the measurement then runs after the sweep, as it always did)
+    #[arg(long, conflicts_with_all = ["plan", "dry_run", "list_devices", "summary", "print_shape_file"])]
+    pub print_measure_command: bool,
+
     /// The command each child runs; its --shape_file is replaced by the shard's
     #[arg(
         value_name = "COMMAND",
@@ -183,45 +205,65 @@ fn seconds(text: &str) -> std::result::Result<Duration, String> {
 
 /// What one invocation does, decided from the arguments alone before anything is read or
 /// started (as ripgrep's `Mode`): each is one function below, and [`run`] is one match.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Command {
+#[derive(Debug, Clone, Copy)]
+pub enum Command<'a> {
+    /// `--check-args ARGS...`: check ARGS past the parser ([`check_args`]), run nothing.
+    CheckArgs(&'a clap::ArgMatches),
+    /// `--lock-scratch SCRATCH`: take SCRATCH's lock on the caller's descriptor.
+    LockScratch(&'a Path),
     /// `--list-devices`: print the device tokens a run would use.
-    ListDevices,
+    ListDevices(&'a Args),
     /// `--print-shape-file`: print the shape file COMMAND names.
-    PrintShapeFile,
+    PrintShapeFile(&'a [OsString]),
+    /// `--print-measure-command`: print the argv of the measurement started with the sweep.
+    PrintMeasureCommand(&'a [OsString]),
     /// `--dry-run`: print each shard's device, environment changes and argv.
-    DryRun,
+    DryRun(&'a Args),
     /// Run and supervise one child per shard.
-    Run,
+    Run(&'a Args),
 }
 
-impl Command {
-    /// The command `args` ask for (clap has refused the combinations that conflict).
-    pub fn of(args: &Args) -> Command {
-        if args.list_devices {
-            Command::ListDevices
+impl<'a> Command<'a> {
+    /// The command `invocation` asks for (clap has refused the combinations that conflict).
+    pub fn of(invocation: &'a Invocation<Args>) -> Command<'a> {
+        let args = match invocation {
+            Invocation::CheckArgs(matches) => return Command::CheckArgs(matches),
+            Invocation::Run(args) => args,
+        };
+        if let Some(scratch) = &args.lock_scratch {
+            Command::LockScratch(scratch)
+        } else if args.list_devices {
+            Command::ListDevices(args)
         } else if args.print_shape_file {
-            Command::PrintShapeFile
+            Command::PrintShapeFile(&args.command)
+        } else if args.print_measure_command {
+            Command::PrintMeasureCommand(&args.command)
         } else if args.dry_run {
-            Command::DryRun
+            Command::DryRun(args)
         } else {
-            Command::Run
+            Command::Run(args)
         }
     }
 }
 
-pub fn run(args: &Args) -> Result<Status> {
+pub fn run(invocation: &Invocation<Args>) -> Result<Status> {
     // Before anything else: if the caller dies from here on, the run stops (`signal`).
     let parent = nix::unistd::getppid();
     let env = backend::Environment::current();
-    match Command::of(args) {
-        Command::ListDevices => list_devices(args, &env),
-        Command::PrintShapeFile => print_shape_file(&args.command),
-        Command::DryRun => match prepare(args, &env)? {
+    match Command::of(invocation) {
+        Command::CheckArgs(matches) => check::args(matches).map(|()| Status::Done),
+        Command::LockScratch(scratch) => {
+            Scratch::new(scratch).lock_for_caller()?;
+            Ok(Status::Done)
+        }
+        Command::ListDevices(args) => list_devices(args, &env),
+        Command::PrintShapeFile(command) => print_shape_file(command),
+        Command::PrintMeasureCommand(command) => print_measure_command(command),
+        Command::DryRun(args) => match prepare(args, &env)? {
             Some(shards) => dry_run(&shards),
             None => Ok(Status::NothingToDo),
         },
-        Command::Run => match prepare(args, &env)? {
+        Command::Run(args) => match prepare(args, &env)? {
             Some(shards) => supervise(args, &shards, parent),
             None => Ok(Status::NothingToDo),
         },
@@ -234,6 +276,22 @@ fn list_devices(args: &Args, env: &backend::Environment) -> Result<Status> {
     let mut out = std::io::stdout().lock();
     for d in devices {
         writeln!(out, "{d}").context("writing to stdout")?;
+    }
+    Ok(Status::Done)
+}
+
+/// The measurement's argv, each word followed by a NUL byte; exit 3, printing nothing, where
+/// the measurement cannot start with the sweep (`measure`).
+fn print_measure_command(command: &[OsString]) -> Result<Status> {
+    let addopts = std::env::var_os("PYTEST_ADDOPTS");
+    let Some(argv) = measure::measure_command(command, addopts.as_deref()) else {
+        return Ok(Status::NothingToDo);
+    };
+    let mut out = std::io::stdout().lock();
+    for word in argv {
+        out.write_all(word.as_encoded_bytes())
+            .and_then(|()| out.write_all(b"\0"))
+            .context("writing to stdout")?;
     }
     Ok(Status::Done)
 }
@@ -536,25 +594,31 @@ mod tests {
     use super::*;
     use clap::Parser;
 
-    fn command(args: &[&str]) -> Command {
-        Command::of(&Args::try_parse_from(args).expect("valid arguments"))
+    fn command(args: &[&str]) -> String {
+        let invocation = Invocation::Run(Args::try_parse_from(args).expect("valid arguments"));
+        let command = format!("{:?}", Command::of(&invocation));
+        command[..command.find('(').unwrap_or(command.len())].to_owned()
     }
 
     #[test]
     fn each_invocation_is_one_command() {
         let spawn = "warmup-spawn";
-        assert_eq!(command(&[spawn, "--list-devices"]), Command::ListDevices);
+        assert_eq!(command(&[spawn, "--list-devices"]), "ListDevices");
         assert_eq!(
             command(&[spawn, "--print-shape-file", "--", "pytest"]),
-            Command::PrintShapeFile
+            "PrintShapeFile"
         );
         assert_eq!(
             command(&[spawn, "--plan", "p", "--dry-run", "--", "pytest"]),
-            Command::DryRun
+            "DryRun"
         );
+        assert_eq!(command(&[spawn, "--plan", "p", "--", "pytest"]), "Run");
+        assert_eq!(command(&[spawn, "--lock-scratch", "s"]), "LockScratch");
         assert_eq!(
-            command(&[spawn, "--plan", "p", "--", "pytest"]),
-            Command::Run
+            command(&[spawn, "--print-measure-command", "--", "pytest"]),
+            "PrintMeasureCommand"
         );
+        let checking = Invocation::<Args>::CheckArgs(clap::ArgMatches::default());
+        assert!(matches!(Command::of(&checking), Command::CheckArgs(_)));
     }
 }

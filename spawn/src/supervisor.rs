@@ -102,10 +102,11 @@ pub fn supervise(jobs: &[Job], run: Run<'_>) -> Result<Outcome> {
         }
 
         wait(signals, &running, progress.refresh())?;
-        // Drained before reaping, never after: a SIGCHLD read after the reap would be lost for a
-        // child that exited in between, and with its log at end of file nothing would wake the
-        // next wait (two children ending at once hung the run).
-        let stops = signals.read()?;
+        // The signals are read, which drains every pending SIGCHLD, before the children are
+        // reaped: read after, a child that exits between the two would have its SIGCHLD drained
+        // unseen and stay a zombie, with nothing left to wake the next wait (seen once: a sweep
+        // sat 11 minutes in poll with no deadline to wake it).
+        let stop_signals = signals.read()?;
         for child in &mut running {
             child.log.pump();
         }
@@ -126,7 +127,7 @@ pub fn supervise(jobs: &[Job], run: Run<'_>) -> Result<Outcome> {
         };
 
         let now = Instant::now();
-        for sig in stops {
+        for sig in stop_signals {
             let grace = if stopped_by.is_none() {
                 stopped_by = Some(sig);
                 progress.note(&format!(

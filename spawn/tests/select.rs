@@ -191,7 +191,7 @@ fn bad_lists_and_indices_exit_2_writing_nothing() {
 
 /// Waits for `path` to exist while `run` runs, generously: the machine may be loaded.
 fn wait_for(path: &Path, run: &mut std::process::Child) {
-    let end = Instant::now() + Duration::from_secs(60);
+    let end = Instant::now() + Duration::from_secs(600);
     while !path.exists() {
         assert!(Instant::now() < end, "{} never appeared", path.display());
         if let Some(status) = run.try_wait().expect("try_wait") {

@@ -5,9 +5,11 @@ profile (seconds per shape, simulated by sleeping), on 4 and 8 listed pretend de
 (`warmup-spawn --backend cuda --devices 0,1,...`). For each profile and device count, in one run:
 
   round-robin       warmup-shard's default, the plugin's split (k = devices)
-  LPT model         --strategy lpt, expected costs from --cost-model product (k = devices)
+  LPT model         --strategy lpt --cost-model product: LPT by the product model (k = devices)
+  robust            --strategy lpt: the robust model, the default without measured costs
+                    (k = devices)
   pool 3x           --strategy lpt --shards 3*devices: the device pool with 3 shards per
-                    device, largest expected (product model) first
+                    device (robust split), largest expected first
   pool              --strategy lpt --shards 53: one shape per shard, largest product first,
                     on the device pool (every shape pays a child start-up)
   LPT measured      --strategy lpt --costs FILE, FILE written by warmup-costs from the pool run
@@ -215,7 +217,7 @@ def error(learned: dict, truth: dict) -> float:
     return statistics.mean(abs(learned.get(t, 0.0) - c) for t, c in truth.items()) / mean
 
 
-COLUMNS = ["round-robin", "LPT model", "pool 3x", "pool", "LPT measured", "LPT attributed"]
+COLUMNS = ["round-robin", "LPT model", "robust", "pool 3x", "pool", "LPT measured", "LPT attributed"]
 
 
 def cell(wall: float, ideal: float) -> str:
@@ -242,7 +244,9 @@ def block(bench: Bench, name: str, devices: int, total: float, startup: float) -
     print(f"  {name}, {devices} devices: start-up {one_start:.2f} s, ideal {ideal:.2f} s", file=sys.stderr)
     row["round-robin"], rr = bench.sweep(devices, "--shards", devices)
     row["rr_error"] = error(bench.learn(rr, rr_costs, one_start), truth)
-    row["LPT model"], _ = bench.sweep(devices, "--shards", devices, "--strategy", "lpt")
+    row["LPT model"], _ = bench.sweep(devices, "--shards", devices, "--strategy", "lpt",
+                                      "--cost-model", "product")
+    row["robust"], _ = bench.sweep(devices, "--shards", devices, "--strategy", "lpt")
     row["pool 3x"], _ = bench.sweep(devices, "--shards", 3 * devices, "--strategy", "lpt")
     row["pool"], pool = bench.sweep(devices, "--shards", n, "--strategy", "lpt")
     row["pool_error"] = error(bench.learn(pool, pool_costs, alone), truth)
@@ -261,11 +265,13 @@ def startup_block(bench: Bench, devices: int, total: float, startup: float) -> d
     ideal = max(total / devices, max(truth.values())) + one_start
     row = {"devices": devices, "startup_cfg": startup, "startup": one_start, "ideal": ideal}
     row["round-robin"], _ = bench.sweep(devices, "--shards", devices)
-    row["LPT model"], _ = bench.sweep(devices, "--shards", devices, "--strategy", "lpt")
+    row["LPT model"], _ = bench.sweep(devices, "--shards", devices, "--strategy", "lpt",
+                                      "--cost-model", "product")
+    row["robust"], _ = bench.sweep(devices, "--shards", devices, "--strategy", "lpt")
     row["pool 3x"], _ = bench.sweep(devices, "--shards", 3 * devices, "--strategy", "lpt")
     row["pool"], _ = bench.sweep(devices, "--shards", len(truth), "--strategy", "lpt")
     print(f"  {devices} devices, start-up {startup} s: " + ", ".join(
-        f"{k} {cell(row[k], ideal)}" for k in ("round-robin", "LPT model", "pool 3x", "pool")),
+        f"{k} {cell(row[k], ideal)}" for k in ("round-robin", "LPT model", "robust", "pool 3x", "pool")),
         file=sys.stderr)
     return row
 
@@ -325,7 +331,7 @@ def main_tables(rows: list[dict]) -> None:
 
 
 def sweep_table(sweeps: list[dict]) -> None:
-    scols = ["round-robin", "LPT model", "pool 3x", "pool"]
+    scols = ["round-robin", "LPT model", "robust", "pool 3x", "pool"]
     print("\nheavy profile, by child start-up (pool 3x: 3 shards per device):\n")
     print("| devices | start-up (simulated) | measured | ideal | " + " | ".join(scols) + " |")
     print("| --- | --- | --- | --- | " + " | ".join("---" for _ in scols) + " |")

@@ -49,7 +49,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
-from warmup_harness import precompile  # noqa: E402  (names and its report parser; no Triton import)
+sys.path.insert(0, str(HERE.parent / "compile_fixture"))  # report_lines
+from report_lines import parse_reports  # noqa: E402  (the per-key precompile line read back)
+from warmup_harness import precompile  # noqa: E402  (the settings' names; no Triton import)
 
 BENCHES = {
     "triton": ("tests/gpu/test_triton_bench.py", "gpu_triton"),
@@ -215,7 +217,7 @@ def time_split(text: str, seconds: float | None) -> dict:
     pytest_s = last_float(PASSED_IN, text)
     return {"startup_s": round(seconds - pytest_s, 2) if seconds is not None and pytest_s is not None else None,
             "pytest_s": pytest_s, "tuning_s": last_float(TUNING, text),
-            "precompile": summarize_reports(precompile.parse_reports(text)),
+            "precompile": summarize_reports(parse_reports(text)),
             "lock_wait_s": last_float(LOCK_WAIT, text)}
 
 

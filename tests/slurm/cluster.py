@@ -23,6 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from support import HANG
+
 HERE = Path(__file__).resolve().parent
 # The daemons live in sbin, which a user's PATH may lack.
 SEARCH = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/usr/bin", "/sbin"])
@@ -137,7 +139,7 @@ class Cluster:
             return done.returncode == 0 and done.stdout.strip() == "idle"
         self._until(idle, "the node to come up idle", DAEMONS)
 
-    def _until(self, ready, what: str, daemons, timeout: float = 60) -> None:
+    def _until(self, ready, what: str, daemons, timeout: float = HANG) -> None:
         end = time.monotonic() + timeout
         while not ready():
             for name, proc in self.daemons:
@@ -151,7 +153,7 @@ class Cluster:
     # --- use -----------------------------------------------------------------------------------
     def client(self, name: str, *args: str, check: bool = True) -> subprocess.CompletedProcess:
         done = subprocess.run([which(name), *args], env={**os.environ, **self.env},
-                              capture_output=True, text=True, timeout=60)
+                              capture_output=True, text=True, timeout=HANG)
         if check and done.returncode != 0:
             raise ClusterError(f"{name} {' '.join(args)}: exit {done.returncode}: {done.stderr}")
         return done
@@ -193,7 +195,7 @@ class Cluster:
         slurmctld = dict(self.daemons).get("slurmctld")
         if slurmctld is not None and slurmctld.poll() is None:
             self.client("scancel", "--full", "--user", "root", check=False)
-            end = time.monotonic() + 20
+            end = time.monotonic() + HANG
             while time.monotonic() < end:
                 left = self.client("squeue", "-h", "-o", "%i", check=False)
                 if left.returncode != 0 or not left.stdout.strip():
@@ -203,17 +205,17 @@ class Cluster:
             if proc.poll() is None:
                 proc.terminate()
                 try:
-                    proc.wait(timeout=15)
+                    proc.wait(timeout=HANG)
                 except subprocess.TimeoutExpired:
                     proc.kill()
-                    proc.wait(timeout=15)
+                    proc.wait(timeout=HANG)
         self.daemons.clear()
         left = self._stop_leftovers()
         shutil.rmtree(self.base, ignore_errors=True)
         return left
 
     def _stop_leftovers(self) -> list[str]:
-        end = time.monotonic() + 10
+        end = time.monotonic() + HANG
         while self.processes() and time.monotonic() < end:
             time.sleep(0.1)
         left = []

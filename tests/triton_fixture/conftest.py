@@ -27,6 +27,17 @@ integer arguments (an mm kernel of that shape), after writing its pid to `hung-t
 folder (only the first process to get there: that file is made once), so that a test can kill a
 process mid-tune. `FIXTURE_TRACE=FILE` appends one JSON line per
 session: the launches, how many configs each kernel timed, the protocol's environment.
+
+For tests of what runs while what (scripts/warmup starting the measurement with the sweep),
+`FIXTURE_EVENTS=FILE` appends a line per event, in the order they happen, WHO being `child` in a
+warmup child, else `measure`: `collected WHO PID` when collection is done, `test WHO PID
+published|unpublished STDIN` at the first test (whether the replay variable's `<op>.json` exists
+then, and what its descriptor 0 is),
+`finished WHO PID` at the session's end. `FIXTURE_CHILD_HOLD` makes a warmup child's first test
+wait until a measurement has collected (so that collection overlaps the sweep by construction,
+not by timing; 120 s at most; its `test` event comes after the wait), then: `1` go on, `hang`
+wait until killed, `crash` die (exit 3) before any kernel runs, so that it records nothing.
+`FIXTURE_MEASURE_HANG=1` makes the measurement's first test wait until it is killed.
 """
 
 from __future__ import annotations
@@ -147,6 +158,7 @@ def pytest_generate_tests(metafunc):
 
 
 def pytest_sessionfinish(session):
+    _event("finished")
     trace = os.environ.get("FIXTURE_TRACE")
     if not trace:
         return
@@ -162,3 +174,47 @@ def pytest_sessionfinish(session):
     with open(trace, "a") as f:
         f.write(json.dumps(line) + "\n")
 
+
+
+def _who() -> str:
+    return "child" if os.environ.get("FLAGGEMS_PERF_WARMUP_WORKER") == "1" else "measure"
+
+
+def _event(kind: str, *words: str) -> None:
+    events = os.environ.get("FIXTURE_EVENTS")
+    if events:
+        with open(events, "a") as f:
+            f.write(" ".join([kind, _who(), str(os.getpid()), *words]) + "\n")
+
+
+def _measurement_collected(events: str) -> bool:
+    with open(events) as f:
+        return any(ln.split()[:2] == ["collected", "measure"] for ln in f)
+
+
+def pytest_collection_finish(session):
+    _event("collected")
+
+
+_TESTED: list[bool] = []
+
+
+def pytest_runtest_setup(item):
+    if _TESTED:
+        return
+    _TESTED.append(True)
+    hold = os.environ.get("FIXTURE_CHILD_HOLD", "") if _who() == "child" else ""
+    if hold:  # before its event: a child's test comes after the measurement's collection
+        deadline = time.monotonic() + 120
+        while not _measurement_collected(os.environ["FIXTURE_EVENTS"]) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    replay = os.environ.get("FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR", "").strip()
+    published = bool(replay) and os.path.exists(os.path.join(replay, f"{op_name()}.json"))
+    _event("test", "published" if published else "unpublished", os.readlink("/proc/self/fd/0"))
+    while os.environ.get("FIXTURE_MEASURE_HANG") == "1" and _who() == "measure":
+        time.sleep(0.1)
+    if hold:
+        while hold == "hang":
+            time.sleep(0.1)
+        if hold == "crash":
+            os._exit(3)

@@ -11,12 +11,48 @@ const GENERATE: &str = "--generate=";
 
 /// A tool's `after_long_help`: its examples, then the EXIT STATUS section every tool shares.
 pub fn after_help(examples: &str) -> String {
-    format!("{examples}\n\n{}", crate::EXIT_STATUS_HELP)
+    format!(
+        "{examples}\n\n{CHECK_ARGS_HELP}\n\n{}",
+        crate::EXIT_STATUS_HELP
+    )
+}
+
+/// The first argument that checks the rest instead of running the tool: `TOOL --check-args
+/// ARGS...` exits 0 when TOOL would accept ARGS, else 2 with TOOL's own message. The scripts
+/// check their pass-through options with it before anything runs.
+pub const CHECK_ARGS: &str = "--check-args";
+
+const CHECK_ARGS_HELP: &str = "CHECKING ARGUMENTS:
+  --check-args ARGS...  as the first argument: check ARGS as this tool reads them (none is
+                        required) and exit 0, or 2 with the message; runs and writes nothing";
+
+/// What a tool's command line asks of it: to run, or (`--check-args ARGS...`) to check ARGS.
+#[derive(Debug)]
+pub enum Invocation<A> {
+    /// The arguments, parsed: run.
+    Run(A),
+    /// ARGS as the tool's parser read them, none required: the checks past the parser are the
+    /// tool's to make (a backend's name, a shard list against a plan); it runs nothing.
+    CheckArgs(clap::ArgMatches),
 }
 
 /// Parses the tool's arguments, or prints a completion script or man page and exits 0. A usage
 /// error is printed as `TOOL: error: ...`, like every other message of the tool, and exits 2.
+/// `TOOL --check-args ARGS...` exits 0 when the parser accepts ARGS (a tool with more checks to
+/// make reads [`invocation`] instead).
 pub fn parse<A: Parser>() -> A {
+    match invocation() {
+        Invocation::Run(args) => args,
+        Invocation::CheckArgs(_) => std::process::exit(0),
+    }
+}
+
+/// [`parse`], keeping `--check-args` for the tool: [`Invocation::CheckArgs`] once the parser
+/// has accepted ARGS (a parser's refusal is printed and exits 2 here, as [`parse`]'s).
+pub fn invocation<A: Parser>() -> Invocation<A> {
+    if std::env::args_os().nth(1).is_some_and(|a| a == CHECK_ARGS) {
+        return Invocation::CheckArgs(check_matches(A::command()));
+    }
     if let Some(kind) = std::env::args()
         .nth(1)
         .and_then(|a| a.strip_prefix(GENERATE).map(str::to_owned))
@@ -30,12 +66,32 @@ pub fn parse<A: Parser>() -> A {
         };
         std::process::exit(code);
     }
-    A::try_parse().unwrap_or_else(|err| {
+    Invocation::Run(A::try_parse().unwrap_or_else(|err| {
         if !err.use_stderr() {
             // --help and --version: clap prints them to stdout and exits 0.
             err.exit();
         }
         let name = A::command().get_name().to_owned();
+        eprint!("{name}: {}", err.render());
+        std::process::exit(i32::from(crate::USAGE));
+    }))
+}
+
+/// `--check-args`: the arguments after it parsed as the tool parses them, with none of them
+/// required (a script checks its options before it knows the files); a refusal exits 2.
+fn check_matches(cmd: clap::Command) -> clap::ArgMatches {
+    let name = cmd.get_name().to_owned();
+    let ids: Vec<clap::Id> = cmd.get_arguments().map(|a| a.get_id().clone()).collect();
+    let cmd = ids.into_iter().fold(cmd, |cmd, id| {
+        cmd.mut_arg(id, |a| {
+            a.required(false)
+                .required_unless_present(clap::builder::Resettable::Reset)
+        })
+    });
+    let argv = std::env::args_os()
+        .enumerate()
+        .filter_map(|(i, a)| (i != 1).then_some(a));
+    cmd.try_get_matches_from(argv).unwrap_or_else(|err| {
         eprint!("{name}: {}", err.render());
         std::process::exit(i32::from(crate::USAGE));
     })

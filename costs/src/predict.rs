@@ -1,0 +1,185 @@
+//! Whether a warmup pays, decided from the op's history before anything runs: the warmup's wall
+//! time against the plain run's, predicted from what the last sweep measured
+//! (docs/CONTRACT.md, "Deciding from history", gives the model and its assumptions).
+//!
+//! With T the sum of every key's tuning seconds, C the children's compile seconds, S their longest
+//! start-up, c the shapes' measured costs (their sum T + M, M the benchmark's own time), k
+//! children on D distinct devices:
+//!
+//! - plain  = S + (T - C) + M: a re-run, whose compile cache is warm by then;
+//! - warmup = S + max(LPT makespan over k children of the c less their share of C, (T - C) / D)
+//!   plus M plus [`FIXED_SECONDS`]: the measurement starts with the sweep (one start-up), timing
+//!   is serialized per device, and the measurement then replays (M) after merge and publish.
+
+use protocol::history::History;
+
+/// Merge and publish between the sweep and the measurement, and the hand-over to it, in seconds
+/// (BENCHMARKS.md, "Deciding from history": 0.04 to 0.06 s for both, measured with the release
+/// build on the shared 2-core development machine; the rest allows for a slower disk and for
+/// the measurement noticing the published record).
+pub const FIXED_SECONDS: f64 = 0.25;
+/// The least saving, as a fraction of the plain run, for which the warmup is worth running.
+pub const WORTH: f64 = 0.10;
+
+/// The prediction and the figures it was made from, in seconds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Figures {
+    pub plain: f64,
+    pub warmup: f64,
+    /// 1 - warmup / plain: the fraction of the plain run saved (negative: the warmup is slower).
+    pub saving: f64,
+    pub startup: f64,
+    pub timing: f64,
+    pub measure: f64,
+    pub makespan: f64,
+    pub children: usize,
+    pub devices: usize,
+}
+
+impl Figures {
+    pub fn worth(&self) -> bool {
+        self.saving >= WORTH
+    }
+}
+
+/// The prediction for `op` swept on the devices `tokens` (repeats: children sharing a device).
+pub fn predict(history: &History, op: &str, tokens: &[String]) -> Figures {
+    let meta = &history.meta;
+    let mut costs: Vec<f64> = history.costs.costs(op).into_values().collect();
+    costs.sort_by(|a, b| b.total_cmp(a));
+    let summed: f64 = costs.iter().sum();
+    let tune = meta.tune_seconds;
+    let compile = meta.compile_seconds.unwrap_or(0.0).min(tune);
+    let startup = meta.startup_seconds.unwrap_or(0.0);
+    let timing = tune - compile;
+    let measure = (summed - tune).max(0.0);
+    let children = tokens.len().min(costs.len()).max(1);
+    let mut distinct: Vec<&String> = tokens.iter().collect();
+    distinct.sort();
+    distinct.dedup();
+    let devices = distinct.len().max(1);
+    // Each shape's share of compiling in proportion to its cost: none of it is paid again.
+    let keep = if summed > 0.0 {
+        (1.0 - compile / summed).max(0.0)
+    } else {
+        0.0
+    };
+    let makespan = lpt_makespan(costs.iter().map(|c| c * keep), children);
+    let plain = startup + timing + measure;
+    let warmup = startup + makespan.max(timing / devices as f64) + measure + FIXED_SECONDS;
+    let saving = if plain > 0.0 {
+        1.0 - warmup / plain
+    } else {
+        0.0
+    };
+    Figures {
+        plain,
+        warmup,
+        saving,
+        startup,
+        timing,
+        measure,
+        makespan,
+        children,
+        devices,
+    }
+}
+
+/// The largest load when costs, largest first, each go onto the least loaded of k shards.
+fn lpt_makespan(costs: impl Iterator<Item = f64>, k: usize) -> f64 {
+    let mut loads = vec![0.0f64; k.max(1)];
+    for c in costs {
+        if let Some(least) = loads.iter_mut().min_by(|a, b| a.total_cmp(b)) {
+            *least += c;
+        }
+    }
+    loads.into_iter().fold(0.0, f64::max)
+}
+
+/// The prediction as a run summary (docs/CONTRACT.md, "Run summaries").
+pub fn summary(op: &str, f: &Figures, history: &str) -> String {
+    format!(
+        "version 1\nop {op}\nplain_seconds {:.2}\nwarmup_seconds {:.2}\nsaving {:.3}\n\
+         decision {}\nstartup_seconds {:.2}\ntiming_seconds {:.2}\nmeasure_seconds {:.2}\n\
+         sweep_seconds {:.2}\nchildren {}\ndevices {}\nhistory {history}\n",
+        f.plain,
+        f.warmup,
+        f.saving,
+        if f.worth() { "warmup" } else { "plain" },
+        f.startup,
+        f.timing,
+        f.measure,
+        f.makespan.max(f.timing / f.devices as f64),
+        f.children,
+        f.devices,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use protocol::costs::CostFile;
+    use protocol::history::Meta;
+    use std::path::Path;
+
+    fn history(tune: f64, compile: f64, startup: f64, costs: &[f64]) -> History {
+        let body: Vec<String> = costs
+            .iter()
+            .enumerate()
+            .map(|(i, c)| format!("\"[{i}]\": {c}"))
+            .collect();
+        let json = format!("{{\"mm\": {{{}}}}}", body.join(", "));
+        History {
+            meta: Meta {
+                path: "m.json".into(),
+                triton: None,
+                device: None,
+                tune_seconds: tune,
+                keys: costs.len(),
+                startup_seconds: Some(startup),
+                compile_seconds: Some(compile),
+            },
+            costs: CostFile::parse(Path::new("c.json"), &json).expect("costs"),
+        }
+    }
+
+    fn devices(list: &str) -> Vec<String> {
+        list.split(',').map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn a_warm_rerun_on_one_gpu_does_not_pay_and_on_two_it_does() {
+        // Issue 16's compile-heavy mm, its history from the cold run: 8 shapes, T 79.8 s of
+        // which 56.7 s compiling, start-up 9 s, the benchmark's own time 7.7 s.
+        let h = history(79.8, 56.7, 9.0, &[10.9; 8]);
+        let one = predict(&h, "mm", &devices("0,0"));
+        assert!((one.plain - (9.0 + 23.1 + 7.4)).abs() < 0.01, "{one:?}");
+        assert!(!one.worth(), "{one:?}");
+        let two = predict(&h, "mm", &devices("0,1"));
+        assert!(two.worth(), "{two:?}");
+        assert_eq!((two.children, two.devices), (2, 2));
+    }
+
+    #[test]
+    fn shapes_that_dwarf_the_rest_bound_the_sweep() {
+        let h = history(100.0, 0.0, 1.0, &[90.0, 5.0, 5.0, 5.0]);
+        let f = predict(&h, "mm", &devices("0,1,2,3"));
+        assert!((f.makespan - 90.0).abs() < 1e-9, "{f:?}");
+        assert!(!f.worth());
+    }
+
+    #[test]
+    fn the_summary_is_a_run_summary() {
+        let h = history(40.0, 0.0, 2.0, &[11.0; 4]);
+        let f = predict(&h, "mm", &devices("0,1,2,3"));
+        let text = summary("mm", &f, "/r/mm.meta.json");
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "version 1");
+        assert!(lines.contains(&"decision warmup"), "{text}");
+        assert!(lines.contains(&"history /r/mm.meta.json"), "{text}");
+        assert!(
+            lines.iter().any(|l| l.starts_with("plain_seconds 46.00")),
+            "{text}"
+        );
+    }
+}

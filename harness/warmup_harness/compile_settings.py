@@ -1,0 +1,123 @@
+"""The settings of compiling ahead and timing (docs/CONTRACT.md, "The record/replay harness"):
+read through a getter of raw values, so that one reader serves the environment today and pytest's
+ini options later; a value that cannot be used raises ProtocolError naming the setting.
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+from collections.abc import Mapping
+
+from .env import ProtocolError
+
+MODE = "WARMUP_HARNESS_PRECOMPILE"
+TIMEOUT = "WARMUP_HARNESS_COMPILE_TIMEOUT"
+WORKERS = "WARMUP_HARNESS_COMPILE_WORKERS"
+PRELOAD = "WARMUP_HARNESS_COMPILE_PRELOAD"
+LOCK_DIR = "WARMUP_HARNESS_DEVICE_LOCK_DIR"
+CHILDREN = "WARMUP_SPAWN_CHILDREN"  # set by warmup-spawn: children running at once on this machine
+MODES = ("processes", "threads", "off")
+MAX_WORKERS = 32  # the default's cap: past it a pool costs more memory than it saves time
+DEFAULT_TIMEOUT_S = 300.0  # a compile worker's silence that counts as stuck: a real compile takes a minute at most
+HUGE = 10**9  # a count past it is read as it (a longer number is no more a count of processes)
+LOCK_FOLDER = "warmup-harness-device-locks"
+
+# The settings an ini file may hold too (the option is the name in lowercase; the environment
+# variable wins). WARMUP_SPAWN_CHILDREN is not one: warmup-spawn sets it per child.
+INI_SETTINGS = {
+    MODE: "how a new key's configs are compiled ahead: 'processes' (default), 'threads' or 'off'",
+    WORKERS: "compile workers, a whole number of at least 1 (default: this process's CPUs / children)",
+    PRELOAD: "modules each compile worker imports when it starts, comma-separated (default: torch)",
+    TIMEOUT: "seconds the compile workers may go without a result before the key is left to Triton",
+    LOCK_DIR: "the folder of the per-device timing locks",
+}
+
+
+@dataclass(frozen=True)
+class CompileSettings:
+    mode: str  # processes, threads or off
+    workers: int
+    preload: tuple[str, ...]  # modules a worker process imports when it starts
+    lock_dir: Path
+    shared_lock_dir: bool  # the default folder, which every user's runs share
+    timeout_s: float = DEFAULT_TIMEOUT_S  # how long compile workers may go without a result
+    notes: tuple[str, ...] = ()  # what was changed from the values given (a count capped), said at the start
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str]) -> CompileSettings:
+        return compile_settings(environ.get)
+
+
+Settings = CompileSettings
+
+
+def compile_settings(get: Callable[[str], str | None]) -> CompileSettings:
+    """Reads the settings through `get(name)`, the raw value of the setting `name` (an environment
+    variable) or None; raises ProtocolError naming a setting whose value is unusable."""
+    mode = (get(MODE) or "").strip().lower() or "processes"
+    if mode not in MODES:
+        raise ProtocolError(f"{MODE}={mode!r} is not one of {', '.join(MODES)}")
+    chosen_dir = (get(LOCK_DIR) or "").strip()
+    lock_dir = Path(os.path.abspath(chosen_dir)) if chosen_dir else Path(tempfile.gettempdir()) / LOCK_FOLDER
+    workers, notes = _workers(get)
+    return CompileSettings(mode, workers, _preload(get), lock_dir, not chosen_dir, _seconds(get, TIMEOUT), notes)
+
+
+def _seconds(get: Callable[[str], str | None], name: str) -> float:
+    """A number of seconds above 0 in ASCII digits (`300`, `2.5`), at most what a wait can take."""
+    raw = (get(name) or "").strip()
+    if not raw:
+        return DEFAULT_TIMEOUT_S
+    if not re.fullmatch(r"[0-9]*\.?[0-9]+|[0-9]+\.", raw) or float(raw) <= 0:
+        raise ProtocolError(f"{name}={raw!r} is not a number of seconds above 0")
+    return min(float(raw), threading.TIMEOUT_MAX)
+
+
+def _count(get: Callable[[str], str | None], name: str) -> int | None:
+    """A whole number of at least 1 in ASCII digits (`isdigit` takes '²', which int() refuses);
+    one past HUGE reads as HUGE, so that no count is ever too large to compare."""
+    raw = (get(name) or "").strip()
+    if not raw:
+        return None
+    digits = raw.lstrip("0")
+    if not re.fullmatch(r"[0-9]+", raw) or not digits:
+        raise ProtocolError(f"{name}={raw!r} is not a whole number of at least 1")
+    return HUGE if len(digits) > len(str(HUGE)) else min(HUGE, int(digits))
+
+
+def _cpus() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def _workers(get: Callable[[str], str | None]) -> tuple[int, tuple[str, ...]]:
+    """WARMUP_HARNESS_COMPILE_WORKERS, at most the CPUs this process may use (a line says so when
+    that caps it), else those CPUs shared among the children that run at once
+    (WARMUP_SPAWN_CHILDREN), at most MAX_WORKERS."""
+    cpus = _cpus()
+    chosen = _count(get, WORKERS)
+    children = _count(get, CHILDREN) or 1
+    if chosen is None:
+        return max(1, min(MAX_WORKERS, cpus // children)), ()
+    if chosen > cpus:
+        raw = (get(WORKERS) or "").strip()
+        shown = raw if len(raw) <= 20 else raw[:20] + "..."
+        return cpus, (f"{WORKERS}={shown} is more than the {cpus} CPU(s) this process may use: {cpus} worker(s)",)
+    return chosen, ()
+
+
+def _preload(get: Callable[[str], str | None]) -> tuple[str, ...]:
+    """WARMUP_HARNESS_COMPILE_PRELOAD (comma-separated; empty: nothing), else torch when it is
+    installed: a kernel's module almost always imports it, and a worker pays that import once,
+    while the benchmark starts, instead of on the first key."""
+    raw = get(PRELOAD)
+    if raw is None:
+        return ("torch",) if importlib.util.find_spec("torch") else ()
+    return tuple(name.strip() for name in raw.split(",") if name.strip())

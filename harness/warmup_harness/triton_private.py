@@ -1,0 +1,177 @@
+"""Every name of Triton's that is not its documented API and that compiling ahead relies on, in one
+place: a new Triton version is checked here, and nowhere else in precompile's modules.
+
+Checked against Triton 3.4.0, 3.6.0 and 3.8.0 (tests/test_precompile.py run with each, in venvs
+of their own; the suite runs 3.6.0). Compiling ahead needs `knobs.runtime.jit_cache_hook` (3.4 and
+later): on 3.2 and 3.3 this module does not import, and precompile.cannot_compile says why. 3.8's
+`knobs.autotuning.listener` is called after a key's decision (`Autotuner.run`, with the timings),
+so it cannot hand over the pruned configs before they are timed: the hook on `prune_configs`
+(tuners.py) stays the seam for compiling ahead.
+
+What is used, and what Triton does with it:
+
+* `knobs.runtime.jit_cache_hook`: `JITFunction._do_compile` calls it before compiling, with `fn`
+  (its `.jit_function`) and `compile["specialization_data"]`, the JSON `JITFunction.preload`
+  takes; True skips the compile;
+* of a `JITFunction`: `.fn` (the Python function), `.module`, `.cache_key`;
+* the specialization JSON's fields (`constant_keys`, `constant_vals`, `attrs_keys`, `attrs_vals`,
+  `signature`, `options`), read as `preload` reads them (`rebuild`);
+* `triton._C.libtriton.get_cache_invalidating_env_vars`, `triton.runtime.cache.get_cache_key` (3.5
+  and later; on 3.4 `compile` builds the same key from `triton.compiler.compiler.triton_key`) and
+  `get_cache_manager`, a manager's `get_group` and `cache_dir`, and the entry's metadata file name
+  `<name[:150]>.json`, as `triton.compiler.compile` names it; `triton.compile(..., _env_vars=)`
+  (3.5 and later);
+* the driver's state, to know whether one was set (`driver.set_active`, a stand-in's) or created
+  without creating one: `_active` (3.5 and later), `active` and `default`, a `LazyProxy` whose
+  `_obj` is empty until used (3.4).
+
+Why `JITFunction.preload` itself is not called: it asks `driver.active` for the current device (a
+worker process must not start a device) and compiles through the JIT without the cache entry's
+lock that has children sharing a cache compile each kernel once. `rebuild` is its reconstruction
+of the compile's source without either.
+
+This module imports Triton; the harness imports it only when it compiles.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import inspect
+import json
+import os
+from collections.abc import Iterator
+from typing import Any, Callable
+
+import triton
+import triton.language as tl
+from triton import knobs
+from triton.compiler import ASTSource, make_backend
+from triton.runtime.driver import driver
+from triton.runtime.jit import JITFunction
+
+
+def jit_function(kernel: Any) -> JITFunction:
+    """The JITFunction under a tuner, a heuristics layer or a library's wrapper (`.fn` chain)."""
+    fn = kernel
+    for _ in range(16):
+        if isinstance(fn, JITFunction):
+            return fn
+        fn = getattr(fn, "fn", None)
+    raise TypeError(f"no triton.jit function under {kernel!r}")
+
+
+def identity(fn: JITFunction) -> dict:
+    """What a worker needs to find the same function: module, qualified name, file, cache key."""
+    return dict(module=fn.module, qualname=fn.fn.__qualname__,
+                source_file=getattr(fn.fn.__code__, "co_filename", None), fn_cache_key=fn.cache_key)
+
+
+def compile_context() -> dict:
+    """What this process's launches are compiled for: target, cache-invalidating environment and
+    cache folder."""
+    from triton._C.libtriton import get_cache_invalidating_env_vars
+
+    return dict(target=driver.active.get_current_target(), env_vars=get_cache_invalidating_env_vars(),
+                cache_dir=str(knobs.cache.dir))
+
+
+@contextlib.contextmanager
+def specializations_taken(take: Callable[[JITFunction, str], None]) -> Iterator[None]:
+    """While inside, every compile the JIT would do hands `take` its function and specialization
+    (JSON) instead, and compiles nothing."""
+
+    def hook(*, fn, compile, **_):  # noqa: A002
+        take(fn.jit_function, compile["specialization_data"])
+        return True
+
+    previous, knobs.runtime.jit_cache_hook = knobs.runtime.jit_cache_hook, hook
+    try:
+        yield
+    finally:
+        knobs.runtime.jit_cache_hook = previous
+
+
+def _tuples(value: Any) -> Any:
+    return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
+
+
+def rebuild(fn: JITFunction, specialization: str, target: Any) -> tuple[Any, Any, Any]:
+    """`JITFunction.preload`'s reconstruction of the compile's source, without asking a driver:
+    (source, backend, options)."""
+    data = json.loads(specialization)
+    constexprs = {
+        tuple(k): tl.dtype(v) if isinstance(v, str) and tl.dtype.is_dtype(v)
+        else tl.constexpr(v["constexpr"]) if isinstance(v, dict) and "constexpr" in v else v
+        for k, v in zip(data["constant_keys"], data["constant_vals"])
+    }
+    attrs = dict(zip(map(tuple, data["attrs_keys"]), data["attrs_vals"]))
+    signature = {k: _tuples(v) for k, v in data["signature"].items()}
+    backend = make_backend(target)
+    options = backend.parse_options({k: _tuples(v) for k, v in data["options"].items()})
+    return ASTSource(fn, signature, constexprs, attrs), backend, options
+
+
+def _cache_key(src: Any, backend: Any, options: Any, env_vars: dict) -> str:
+    try:
+        from triton.runtime.cache import get_cache_key  # 3.5 and later
+    except ImportError:  # 3.4: `compile` builds the same key itself
+        from triton.compiler.compiler import triton_key
+
+        return f"{triton_key()}-{src.hash()}-{backend.hash()}-{options.hash()}-{str(sorted(env_vars.items()))}"
+    return get_cache_key(src, backend, options, env_vars)
+
+
+def cache_entry(src: Any, backend: Any, options: Any, env_vars: dict, cache_dir: str) -> tuple[Any, str]:
+    """The source's entry in Triton's cache (its manager) and the folder whose flock guards it."""
+    from triton.runtime.cache import get_cache_manager
+
+    digest = hashlib.sha256(_cache_key(src, backend, options, env_vars).encode("utf-8")).hexdigest()
+    entry = get_cache_manager(digest)
+    # Another cache manager than Triton's files (TRITON_CACHE_MANAGER) gets a folder of locks.
+    return entry, getattr(entry, "cache_dir", None) or os.path.join(cache_dir, ".warmup-locks", digest)
+
+
+def in_cache(entry: Any, src: Any) -> bool:
+    """Whether the entry holds the compiled kernel (its metadata file, as `compile` names it)."""
+    metadata = f"{src.name[:150]}.json"
+    group = entry.get_group(metadata)
+    return bool(group and metadata in group)
+
+
+def compile_into_cache(src: Any, target: Any, options: Any, env_vars: dict) -> None:
+    """`triton.compile` keyed with the caller's environment (3.5 and later take it; 3.4 reads this
+    process's, which a worker inherited from the caller)."""
+    if "_env_vars" in inspect.signature(triton.compile).parameters:
+        triton.compile(src, target=target, options=options.__dict__, _env_vars=env_vars)
+    else:
+        triton.compile(src, target=target, options=options.__dict__)
+
+
+def cannot_compile() -> str | None:
+    """Why Triton cannot compile ahead here (too old, or no backend for this process's device),
+    or None."""
+    if not hasattr(knobs.runtime, "jit_cache_hook"):
+        return "this Triton has no knobs.runtime.jit_cache_hook (3.4 and later have)"
+    try:
+        make_backend(driver.active.get_current_target())
+    except Exception as exc:
+        return f"Triton cannot compile for this process's device ({type(exc).__name__}: {exc})"
+    return None
+
+
+def stub_device_set() -> bool:
+    """Whether the benchmark set Triton's driver itself (`driver.set_active`, as a CPU stand-in
+    does) to one whose device Triton cannot compile for. The default driver is not created to ask:
+    that would start the device before the benchmark does."""
+    return driver_exists() and cannot_compile() is not None
+
+
+def driver_exists(config: Any = None) -> bool:
+    """Whether Triton's driver (`config`, by default `triton.runtime.driver.driver`) was set
+    (`driver.set_active`) or created already; asking creates none."""
+    state = vars(driver if config is None else config)
+    if "_active" in state:  # 3.5 and later: None until set or first used
+        return state["_active"] is not None
+    active = state.get("active")  # 3.4: the default is a LazyProxy, empty until first used
+    return active is not None and (active is not state.get("default") or vars(active).get("_obj") is not None)

@@ -1,0 +1,270 @@
+//! `--print-measure-command`: whether scripts/warmup may start the measurement with the sweep,
+//! and the argv it starts it with.
+//!
+//! An early measurement is safe only where the harness holds it at its gate until the configs are
+//! published (docs/CONTRACT.md, "The gate"). Only pytest can load the harness, so only a command
+//! that runs pytest itself qualifies: `pytest ...`, `py.test ...`, or a Python running
+//! `-m pytest`; it gets `-p warmup_harness`, so that a pytest that cannot import the harness
+//! exits with an error before collecting, let alone testing. A command that blocks the harness
+//! (`-p no:warmup_harness`, on its command line or in `PYTEST_ADDOPTS`), one that runs its tests
+//! in pytest-xdist workers (`-n`, `--numprocesses`, `--dist`, `--tx`: each worker would wait at the
+//! gate too, and only one reads its line), and any other command (a wrapper such as `env`, `srun`
+//! or `sh -c` hides what it runs), is left to the sequential flow.
+
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+/// The harness's plugin name, as `-p` takes it and its `pytest11` entry point registers it.
+const PLUGIN: &str = "warmup_harness";
+
+/// `command` with `-p warmup_harness` after its pytest invocation (as it is when it names the
+/// plugin already), or None when it is not a pytest command or it blocks the plugin.
+/// `addopts` is `PYTEST_ADDOPTS`, which pytest reads as more arguments.
+pub fn measure_command(command: &[OsString], addopts: Option<&OsStr>) -> Option<Vec<OsString>> {
+    let at = pytest_args_start(command)?;
+    let pytest_args = &command[at..];
+    let extra: Vec<OsString> = addopts
+        .map(|a| a.as_bytes().split(u8::is_ascii_whitespace))
+        .into_iter()
+        .flatten()
+        .filter(|w| !w.is_empty())
+        .map(|w| OsStr::from_bytes(w).to_os_string())
+        .collect();
+    if pytest_args
+        .iter()
+        .chain(&extra)
+        .any(|a| is_xdist(a.as_bytes()))
+    {
+        return None;
+    }
+    let named = plugin_args(pytest_args).chain(plugin_args(&extra));
+    let mut loads = false;
+    for name in named {
+        if name == format!("no:{PLUGIN}").as_bytes() {
+            return None;
+        }
+        loads |= name == PLUGIN.as_bytes();
+    }
+    let mut argv = command.to_vec();
+    if !loads {
+        argv.splice(at..at, [OsString::from("-p"), OsString::from(PLUGIN)]);
+    }
+    Some(argv)
+}
+
+/// Where pytest's own arguments start in `command`, or None when it does not run pytest.
+fn pytest_args_start(command: &[OsString]) -> Option<usize> {
+    let program = Path::new(command.first()?).file_name()?.as_bytes();
+    if program == b"pytest" || program == b"py.test" {
+        return Some(1);
+    }
+    if !is_python(program) {
+        return None;
+    }
+    // The interpreter's options, up to `-m MODULE`: anything else (a script, -c, --) runs no
+    // pytest that this can see.
+    let mut i = 1;
+    while let Some(arg) = command.get(i) {
+        let bytes = arg.as_bytes();
+        i += 1;
+        if bytes == b"--check-hash-based-pycs" {
+            i += 1;
+            continue;
+        }
+        let flags = bytes
+            .strip_prefix(b"-")
+            .filter(|f| !f.is_empty() && f[0] != b'-')?;
+        for (j, flag) in flags.iter().enumerate() {
+            let rest = &flags[j + 1..];
+            match flag {
+                b'm' => {
+                    let module = if rest.is_empty() {
+                        i += 1;
+                        command.get(i - 1)?.as_bytes()
+                    } else {
+                        rest
+                    };
+                    return (module == b"pytest").then_some(i);
+                }
+                b'W' | b'X' => {
+                    if rest.is_empty() {
+                        i += 1;
+                    }
+                    break;
+                }
+                b'b' | b'B' | b'd' | b'E' | b'i' | b'I' | b'O' | b'P' | b'q' | b's' | b'S'
+                | b'u' | b'v' | b'x' | b'R' => {}
+                _ => return None, // -c, -h, -V, or one this does not know
+            }
+        }
+    }
+    None
+}
+
+/// pytest-xdist's options that start workers: `-n N`, `-nN`, `--numprocesses[=N]`, `--dist[=M]`,
+/// `--tx[=SPEC]`.
+fn is_xdist(arg: &[u8]) -> bool {
+    let long = |name: &[u8]| arg == name || arg.starts_with(&[name, b"="].concat());
+    arg.starts_with(b"-n") && !arg.starts_with(b"--")
+        || long(b"--numprocesses")
+        || long(b"--dist")
+        || long(b"--tx")
+}
+
+/// `python`, `python3`, `python3.12`: a CPython interpreter's usual names.
+fn is_python(program: &[u8]) -> bool {
+    program
+        .strip_prefix(b"python")
+        .is_some_and(|v| v.iter().all(|b| b.is_ascii_digit() || *b == b'.'))
+}
+
+/// The plugin names that pytest's `-p NAME` and `-pNAME` in `args` give.
+fn plugin_args(args: &[OsString]) -> impl Iterator<Item = &[u8]> {
+    let mut it = args.iter().map(|a| a.as_bytes());
+    std::iter::from_fn(move || loop {
+        let arg = it.next()?;
+        if arg == b"-p" {
+            return it.next();
+        }
+        if let Some(name) = arg.strip_prefix(b"-p") {
+            if !name.is_empty() {
+                return Some(name);
+            }
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argv(words: &[&str]) -> Vec<OsString> {
+        words.iter().map(OsString::from).collect()
+    }
+
+    fn measured(words: &[&str]) -> Option<Vec<String>> {
+        measure_command(&argv(words), None).map(|v| {
+            v.into_iter()
+                .map(|w| w.into_string().expect("utf-8"))
+                .collect()
+        })
+    }
+
+    #[test]
+    fn pytest_gets_the_plugin_right_after_the_program() {
+        assert_eq!(
+            measured(&["/venv/bin/pytest", "b.py", "--shape_file", "s.yaml"])
+                .expect("a pytest command"),
+            [
+                "/venv/bin/pytest",
+                "-p",
+                "warmup_harness",
+                "b.py",
+                "--shape_file",
+                "s.yaml"
+            ]
+        );
+        assert_eq!(
+            measured(&["py.test", "-q"]).expect("a pytest command"),
+            ["py.test", "-p", "warmup_harness", "-q"]
+        );
+    }
+
+    #[test]
+    fn python_dash_m_pytest_gets_it_after_the_module_whatever_the_interpreter_options() {
+        assert_eq!(
+            measured(&["python3.12", "-X", "dev", "-u", "-m", "pytest", "-q"])
+                .expect("a pytest command"),
+            [
+                "python3.12",
+                "-X",
+                "dev",
+                "-u",
+                "-m",
+                "pytest",
+                "-p",
+                "warmup_harness",
+                "-q"
+            ]
+        );
+        assert_eq!(
+            measured(&["/usr/bin/python", "-Wdefault", "-Bmpytest", "x.py"])
+                .expect("a pytest command"),
+            [
+                "/usr/bin/python",
+                "-Wdefault",
+                "-Bmpytest",
+                "-p",
+                "warmup_harness",
+                "x.py"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_command_that_names_the_plugin_is_kept_as_it_is() {
+        for words in [
+            &["pytest", "-p", "warmup_harness", "x.py"][..],
+            &["pytest", "-pwarmup_harness", "x.py"],
+        ] {
+            assert_eq!(measured(words).expect("a pytest command"), words);
+        }
+    }
+
+    #[test]
+    fn a_command_that_blocks_the_plugin_does_not_qualify() {
+        assert_eq!(
+            measured(&["pytest", "-p", "no:warmup_harness", "x.py"]),
+            None
+        );
+        assert_eq!(
+            measured(&["python", "-m", "pytest", "-pno:warmup_harness"]),
+            None
+        );
+        let blocked = OsString::from("-q  -p no:warmup_harness");
+        assert_eq!(
+            measure_command(&argv(&["pytest", "x.py"]), Some(&blocked)),
+            None
+        );
+        let other = OsString::from("-p no:cacheprovider");
+        assert!(measure_command(&argv(&["pytest", "x.py"]), Some(&other)).is_some());
+    }
+
+    #[test]
+    fn a_command_that_runs_xdist_workers_does_not_qualify() {
+        for words in [
+            &["pytest", "-n", "4", "x.py"][..],
+            &["pytest", "-n4"],
+            &["python", "-m", "pytest", "--numprocesses=auto"],
+            &["pytest", "--dist", "load"],
+            &["pytest", "--tx=popen"],
+        ] {
+            assert_eq!(measured(words), None, "{words:?}");
+        }
+        let addopts = OsString::from("-n auto");
+        assert_eq!(
+            measure_command(&argv(&["pytest", "x.py"]), Some(&addopts)),
+            None
+        );
+        assert!(measured(&["pytest", "--no-header", "x.py"]).is_some());
+    }
+
+    #[test]
+    fn anything_but_pytest_does_not_qualify() {
+        for words in [
+            &["env", "pytest", "x.py"][..],
+            &["sh", "-c", "pytest x.py"],
+            &["python", "bench.py"],
+            &["python", "-c", "import pytest"],
+            &["python", "-m", "pytest_benchmark"],
+            &["python", "--", "-m", "pytest"],
+            &["python", "-m"],
+            &["pythonic", "-m", "pytest"],
+            &["srun", "python", "-m", "pytest"],
+        ] {
+            assert_eq!(measured(words), None, "{words:?}");
+        }
+        assert_eq!(measure_command(&[], None), None);
+    }
+}

@@ -1,0 +1,362 @@
+"""The measurement started with the sweep: the harness's gate, and scripts/warmup driving it.
+
+The benchmark is tests/triton_fixture under the real harness (as in test_harness.py); its
+FIXTURE_EVENTS file says, in the order it happened, when each process had collected, ran its
+first test (and whether the configs were published then) and finished. Every claim about what
+ran while what is read from that order, never from timings: FIXTURE_CHILD_HOLD makes the sweep
+children wait for the measurement's collection, so that an overlap, where there is one, is there
+by construction.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from support import BIN_DIR
+from test_harness import SCRIPT, SHAPES, Run, bench_command, bench_env, copy_records, recorded, shape_file
+from test_warmup import finish, wait_for
+from test_warmup import warmup as fixture_warmup
+
+__all__ = ["recorded"]  # the module-scoped record the gate tests replay
+
+GUARD = 180  # seconds: against a hang only (pytest and Triton start slowly on a busy machine)
+
+
+class Events:
+    """FIXTURE_EVENTS read back: `(kind, who, pid, words...)` tuples in the order they happened."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def all(self) -> list[tuple[str, ...]]:
+        try:
+            return [tuple(ln.split()) for ln in self.path.read_text().splitlines()]
+        except FileNotFoundError:
+            return []
+
+    def index(self, kind: str, who: str) -> list[int]:
+        return [i for i, e in enumerate(self.all()) if e[:2] == (kind, who)]
+
+    def of(self, kind: str, who: str) -> list[tuple[str, ...]]:
+        return [e for e in self.all() if e[:2] == (kind, who)]
+
+    def pids(self) -> list[int]:
+        return sorted({int(e[2]) for e in self.all()})
+
+
+class Gate:
+    """A FIFO held open for reading and writing, as scripts/warmup holds it; the benchmark does
+    not inherit the descriptor (os.open's are not inheritable)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        os.mkfifo(path)
+        self.fd: int | None = os.open(path, os.O_RDWR)
+
+    def say(self, line: str) -> None:
+        os.write(self.fd, line.encode() + b"\n")
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+@pytest.fixture
+def gate(tmp_path):
+    g = Gate(tmp_path / "gate")
+    yield g
+    g.close()
+
+
+def gated(work: Path, gate: Gate, **env: str) -> subprocess.Popen:
+    """The benchmark over SHAPES, started as scripts/warmup starts the measurement: the replay
+    variable names a folder with no record in it yet."""
+    env.setdefault("FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR", str(work / "rec"))
+    full = bench_env(work, WARMUP_HARNESS_GATE=str(gate.path), FIXTURE_EVENTS=str(work / "events"), **env)
+    return subprocess.Popen(bench_command(shape_file(work, SHAPES)), env=full, cwd=work,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def ended(proc: subprocess.Popen, work: Path) -> Run:
+    try:
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:  # a hang: leave nothing behind
+            proc.kill()
+            proc.communicate()
+    return Run(subprocess.CompletedProcess(proc.args, proc.returncode, out, err), work / "trace.jsonl")
+
+
+# --- the gate, driven by hand ---------------------------------------------------------------------
+
+def test_the_gate_holds_the_first_test_until_replay_then_checks_and_replays_the_record(recorded, tmp_path, gate):
+    folder, _ = recorded
+    events = Events(tmp_path / "events")
+    # Both variables are set, as the script leaves them: the gate picks the replay's.
+    proc = gated(tmp_path, gate, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "live-rec"))
+    wait_for(lambda: events.of("collected", "measure") or proc.poll() is not None, "the collection", GUARD)
+    assert proc.poll() is None, ended(proc, tmp_path).output
+    copy_records(folder, tmp_path / "rec")  # published only now, after collection
+    gate.say("replay")
+    run = ended(proc, tmp_path)
+    assert run.returncode == 0, run.output
+    [first] = events.of("test", "measure")
+    assert first[3] == "published", events.all()
+    assert run.session["timed"] == {}, "the measurement swept"
+    assert "FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR" not in run.session["env"]
+    assert "WARMUP_HARNESS_GATE" not in run.session["env"]
+    assert "op mm: replayed 12, swept 0 live" in run.stderr
+    assert any("the sweep is done: replaying its configs" in ln for ln in run.harness_lines()), run.stderr
+    assert not (tmp_path / "live-rec").exists()
+
+
+def test_pytests_terminal_output_is_held_until_the_gate_opens(recorded, tmp_path, gate):
+    """On a terminal it would land in warmup-spawn's live view; it comes when the session
+    would have started without the overlap."""
+    folder, _ = recorded
+    events = Events(tmp_path / "events")
+    out = tmp_path / "stdout"
+    full = bench_env(tmp_path, WARMUP_HARNESS_GATE=str(gate.path), FIXTURE_EVENTS=str(events.path),
+                     FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR=str(tmp_path / "rec"), PYTHONUNBUFFERED="1")
+    with open(out, "w") as stdout:  # -v against the command's -q: the header is written
+        proc = subprocess.Popen([*bench_command(shape_file(tmp_path, SHAPES)), "-v"], env=full,
+                                cwd=tmp_path, stdout=stdout, stderr=subprocess.PIPE, text=True)
+        try:
+            wait_for(lambda: events.of("collected", "measure") or proc.poll() is not None, "the collection", GUARD)
+            held = out.read_text()
+            copy_records(folder, tmp_path / "rec")
+            gate.say("replay")
+            _, err = proc.communicate(timeout=120)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+    assert proc.returncode == 0, err
+    assert held == "", held
+    text = out.read_text()
+    assert "test session starts" in text and "collected 4 items" in text and "4 passed" in text, text
+
+
+def test_live_at_the_gate_tunes_live_and_records_where_the_record_variable_says(tmp_path, gate):
+    proc = gated(tmp_path, gate, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "live-rec"))
+    gate.say("live")
+    run = ended(proc, tmp_path)
+    assert run.returncode == 0, run.output
+    assert sum(run.session["timed"].values()) > 0, "nothing was tuned"
+    assert "FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR" not in run.session["env"]
+    assert (tmp_path / "live-rec" / "mm.json").is_file()
+    assert any("recovered no configs: tuning live" in ln for ln in run.harness_lines()), run.stderr
+
+
+def test_a_gate_closed_without_a_word_ends_the_session_before_any_test(tmp_path, gate):
+    events = Events(tmp_path / "events")
+    proc = gated(tmp_path, gate)
+    gate.close()  # the script is gone, most likely before the harness opened the FIFO
+    run = ended(proc, tmp_path)
+    assert run.returncode == 2, run.output
+    assert "scripts/warmup was stopped or killed); no test runs" in run.output
+    assert events.of("collected", "measure") and not events.of("test", "measure"), events.all()
+
+
+def test_a_measurement_behind_an_open_gate_stops_when_the_script_is_killed(recorded, tmp_path, gate):
+    """The script holds the FIFO until the measurement ends; end of file then is its death."""
+    folder, _ = recorded
+    events = Events(tmp_path / "events")
+    proc = gated(tmp_path, gate, FIXTURE_MEASURE_HANG="1")
+    copy_records(folder, tmp_path / "rec")
+    gate.say("replay")
+    wait_for(lambda: events.of("test", "measure") or proc.poll() is not None, "the first test", GUARD)
+    assert proc.poll() is None, ended(proc, tmp_path).output
+    gate.close()
+    run = ended(proc, tmp_path)
+    assert run.returncode == -signal.SIGTERM, run.output
+    assert "scripts/warmup is gone (killed): this measurement stops with it" in run.stderr, run.stderr
+
+
+def test_a_gate_that_is_not_a_fifo_is_a_usage_error_before_any_test(tmp_path):
+    events = Events(tmp_path / "events")
+    not_fifo = tmp_path / "gate"
+    not_fifo.write_text("replay\n")
+    full = bench_env(tmp_path, WARMUP_HARNESS_GATE=str(not_fifo), FIXTURE_EVENTS=str(events.path),
+                     FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR=str(tmp_path / "rec"))
+    run = ended(subprocess.Popen(bench_command(shape_file(tmp_path, SHAPES)), env=full, cwd=tmp_path,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True), tmp_path)
+    assert run.returncode == 4, run.output
+    assert f"WARMUP_HARNESS_GATE={not_fifo} is not a FIFO" in run.stderr, run.stderr
+    assert not events.of("test", "measure")
+
+
+def test_a_pytest_xdist_worker_behind_the_gate_is_refused_before_any_test(tmp_path, gate):
+    """Each worker would wait at the gate, and only one would read its line."""
+    events = Events(tmp_path / "events")
+    run = ended(gated(tmp_path, gate, PYTEST_XDIST_WORKER="gw0"), tmp_path)
+    assert run.returncode == 4, run.output
+    assert "WARMUP_HARNESS_GATE is set in a pytest-xdist worker" in run.stderr, run.stderr
+    assert not events.of("test", "measure")
+
+
+def test_a_bad_record_behind_the_gate_is_the_usage_error_a_replay_gives_at_start(tmp_path, gate):
+    events = Events(tmp_path / "events")
+    proc = gated(tmp_path, gate)
+    wait_for(lambda: events.of("collected", "measure") or proc.poll() is not None, "the collection", GUARD)
+    (tmp_path / "rec").mkdir()
+    (tmp_path / "rec" / "mm.json").write_text("{not json")  # "published" after collection
+    gate.say("replay")
+    run = ended(proc, tmp_path)
+    assert run.returncode == 4, run.output
+    assert f"{tmp_path / 'rec' / 'mm.json'}:1:2: the record is not valid JSON" in run.stderr, run.stderr
+    assert not events.of("test", "measure")
+
+
+# --- scripts/warmup starting the measurement with the sweep ---------------------------------------
+
+def script_env(work: Path, **extra: str) -> dict[str, str]:
+    return bench_env(work, WARMUP_BIN_DIR=str(BIN_DIR), FLAGGEMS_VENDOR="nvidia", TMPDIR=str(work),
+                     FIXTURE_EVENTS=str(work / "events"), **extra)
+
+
+def script_argv(command: list[str], *opts: str) -> list[str]:
+    return [str(SCRIPT), "--gpus", "2", "--devices", "0,1", *opts, "--", *command]
+
+
+def sweep(work: Path, command: list[str] | None = None, stdin=subprocess.DEVNULL, **env: str) -> Run:
+    command = command if command is not None else bench_command(shape_file(work, SHAPES))
+    proc = subprocess.run(script_argv(command), env=script_env(work, **env), cwd=work, stdin=stdin,
+                          capture_output=True, text=True, timeout=240)
+    return Run(proc, work / "trace.jsonl")
+
+
+def measurements(run: Run) -> list[dict]:
+    return [s for s in run.sessions if s["worker"] is None]
+
+
+def test_the_measurement_collects_during_the_sweep_and_tests_only_once_the_configs_are_published(tmp_path):
+    events = Events(tmp_path / "events")
+    (tmp_path / "stdin").write_text("")
+    command = bench_command(shape_file(tmp_path, SHAPES), "-s")  # -s: pytest leaves stdin alone
+    with open(tmp_path / "stdin") as stdin:  # the measurement's, as the exec'd COMMAND had it
+        run = sweep(tmp_path, command, stdin=stdin, FIXTURE_CHILD_HOLD="1",
+                    FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "records"))
+    assert run.returncode == 0, run.output
+    [collected] = events.index("collected", "measure")
+    finished = events.index("finished", "child")
+    [first_test] = events.index("test", "measure")
+    assert len(finished) == 2 and collected < min(finished), events.all()
+    assert max(finished) < first_test, events.all()
+    assert events.all()[first_test][3:] == ("published", str(tmp_path / "stdin")), events.all()
+    [measured] = measurements(run)
+    assert measured["timed"] == {}, "the measurement swept"
+    assert measured["env"]["FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR"] == str(tmp_path / "records")
+    assert "op mm: replayed 12, swept 0 live" in run.stderr
+    assert "starts alongside the sweep" in run.stderr, run.stderr
+    assert not list(tmp_path.glob("warmup_*")), "the scratch is removed after a clean run"
+
+
+def test_a_sweep_that_recovers_nothing_releases_the_waiting_measurement_to_tune_live(tmp_path):
+    events = Events(tmp_path / "events")
+    records = tmp_path / "records"
+    run = sweep(tmp_path, FIXTURE_CHILD_HOLD="crash", FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(records))
+    assert run.returncode == 0, run.output
+    assert "no configs recovered" in run.stderr, run.stderr
+    [collected] = events.index("collected", "measure")  # one measurement: no second run
+    assert collected < min(events.index("test", "child")), events.all()
+    [measured] = measurements(run)
+    assert sum(measured["timed"].values()) > 0, "the measurement did not tune"
+    assert measured["env"]["FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR"] == str(records)
+    assert "FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR" not in measured["env"]
+    assert (records / "mm.json").is_file(), "the live run records where the caller asked"
+    assert "running COMMAND again" not in run.stderr
+
+
+def start_held_sweep(work: Path) -> subprocess.Popen:
+    """scripts/warmup with children that hang once the measurement has collected, in a session of
+    its own as a terminal's foreground job is; returns once the measurement waits at its gate."""
+    events = Events(work / "events")
+    proc = subprocess.Popen(script_argv(bench_command(shape_file(work, SHAPES)), "--grace", "5"),
+                            env=script_env(work, FIXTURE_CHILD_HOLD="hang"), cwd=work,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    wait_for(lambda: (events.of("collected", "measure") and len(events.of("test", "child")) == 2)
+             or proc.poll() is not None, "the children's first tests and the measurement's collection", GUARD)
+    assert proc.poll() is None, proc.communicate()
+    return proc
+
+
+@pytest.mark.parametrize("sig, group, code", [(signal.SIGINT, True, 130), (signal.SIGTERM, False, 143),
+                                              (signal.SIGHUP, False, 129)])
+def test_a_stop_mid_sweep_stops_the_waiting_measurement_too_and_no_test_runs(tmp_path, sig, group, code):
+    """Ctrl-C is a SIGINT to the terminal's foreground group: the script and the measurement get
+    it; SIGTERM and SIGHUP go to the script alone."""
+    events = Events(tmp_path / "events")
+    proc = start_held_sweep(tmp_path)
+    if group:
+        os.killpg(proc.pid, sig)
+    else:
+        proc.send_signal(sig)
+    err, left = finish(proc, events.pids())
+    assert not left, f"processes left behind: {left}\n{err}"
+    assert proc.returncode == code, err
+    assert not events.of("test", "measure"), events.all()
+    assert "measurement does not run" in err, err
+
+
+def test_a_sigkilled_script_leaves_no_process_and_the_measurement_runs_no_test(tmp_path):
+    events = Events(tmp_path / "events")
+    proc = start_held_sweep(tmp_path)
+    proc.kill()
+    err, left = finish(proc, events.pids())
+    assert not left, f"processes left behind: {left}\n{err}"
+    assert not events.of("test", "measure"), events.all()
+    [(_, _, pid)] = events.of("finished", "measure")  # it ended as the gate said, not by a kill
+    assert int(pid) in events.pids()
+
+
+def test_a_script_killed_while_the_measurement_runs_takes_the_measurement_with_it(tmp_path):
+    """As when the script ended by exec'ing COMMAND: the measurement was the script's process."""
+    events = Events(tmp_path / "events")
+    proc = subprocess.Popen(script_argv(bench_command(shape_file(tmp_path, SHAPES))),
+                            env=script_env(tmp_path, FIXTURE_MEASURE_HANG="1"), cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    wait_for(lambda: events.of("test", "measure") or proc.poll() is not None, "the measurement's first test", GUARD)
+    assert proc.poll() is None, proc.communicate()
+    proc.kill()
+    err, left = finish(proc, events.pids())
+    assert not left, f"processes left behind: {left}\n{err}"
+    assert "scripts/warmup is gone (killed): this measurement stops with it" in err, err
+
+
+@pytest.mark.parametrize("how", ["blocks the plugin", "runs through a wrapper"])
+def test_a_command_that_would_not_load_the_harness_is_measured_after_the_sweep(tmp_path, how):
+    events = Events(tmp_path / "events")
+    shapes = shape_file(tmp_path, SHAPES)
+    if how == "blocks the plugin":
+        command = [*bench_command(shapes, plugin=False), "-p", "no:warmup_harness"]
+    else:
+        command = ["env", *bench_command(shapes)]
+    run = sweep(tmp_path, command, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "records"))
+    assert run.returncode == 0, run.output
+    assert "the measurement starts after the sweep: COMMAND is not a pytest command" in run.stderr, run.stderr
+    [collected] = events.index("collected", "measure")
+    assert collected > max(events.index("finished", "child")), events.all()
+
+
+def test_a_measurement_whose_pytest_cannot_load_the_harness_runs_again_after_the_sweep(tmp_path):
+    """The fixture harness of tests/harness records and replays by itself; the harness package is
+    not on its path, so the early measurement's `-p warmup_harness` fails before collecting."""
+    run = fixture_warmup(tmp_path, "--gpus", "2", "--devices", "0,1",
+                         FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "records"))
+    assert run.returncode == 0, run.stderr
+    assert 'Error importing plugin "warmup_harness"' in run.stderr, run.stderr
+    [again] = [ln for ln in run.lines() if "running COMMAND again" in ln]
+    assert "before its gate opened" in again and "(exit 4)" in again, again
+    assert len(run.children) == 2
+    measured = run.measurement  # the second run: the first wrote no trace
+    assert measured["mode"] == "replay" and measured["swept"] == 0
+    assert "warmup_harness" not in measured["argv"], "the second run is COMMAND as given"
