@@ -14,4 +14,6 @@ complete -c warmup -l grace -r -d 'how long a stopped child gets between SIGTERM
 complete -c warmup -l max-log -r -d 'keep at most SIZE of each sweep child\'s log, e.g. 200M'
 complete -c warmup -l cache-per-child -d 'a Triton cache per sweep child, in the scratch, as the pytest plugin did'
 complete -c warmup -l always -d 'sweep even where the history predicts the warmup would not pay'
+complete -c warmup -l by-key -d 'split no shape file: each device\'s child runs COMMAND whole and claims autotune keys'
+complete -c warmup -l fresh -d 'tune every key again, resuming nothing from the record folder'
 complete -c warmup -s h -l help -d 'this text'
