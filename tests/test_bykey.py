@@ -20,7 +20,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from support import BIN_DIR, run_tool, tool
+from support import BIN_DIR, HANG, run_tool, tool
 from test_harness import (ADD, BENCH, PLAIN_MM, SCRIPT, SHAPES, STORE_MM, Run, bench, bench_command, bench_env,
                           shape_file)
 
@@ -62,7 +62,7 @@ def spawn(work: Path, scratch: Path, shapes: Path, *opts: str, **env: str) -> su
     proc = subprocess.Popen(argv, env=child_env(work, **env), cwd=work, text=True, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)
     try:
-        out, err = proc.communicate(timeout=120)
+        out, err = proc.communicate(timeout=HANG)
     except subprocess.TimeoutExpired:
         raise AssertionError(f"warmup-spawn did not end\n{processes()}\n" + "\n".join(logs(scratch))) from None
     finally:
@@ -144,7 +144,7 @@ def test_a_claim_left_by_a_child_killed_mid_tune_is_taken_over_by_the_re_run_of_
     proc = subprocess.Popen([tool("spawn"), *map(str, args)], env=env, cwd=tmp_path, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + HANG
         while not (hung.exists() and hung.read_text()) and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
         assert hung.exists(), proc.communicate()
@@ -155,7 +155,7 @@ def test_a_claim_left_by_a_child_killed_mid_tune_is_taken_over_by_the_re_run_of_
             time.sleep(0.05)
         os.kill(victim, signal.SIGKILL)
         try:
-            out, err = proc.communicate(timeout=120)
+            out, err = proc.communicate(timeout=HANG)
         except subprocess.TimeoutExpired:
             raise AssertionError(f"warmup-spawn did not end\n{processes()}\n" + "\n".join(logs(scratch))) from None
     finally:
@@ -319,7 +319,7 @@ def warmup(work: Path, command: list[str], *opts: str, **env: str) -> subprocess
 
 
 def finished(proc: subprocess.Popen, work: Path) -> Run:
-    out, err = proc.communicate(timeout=300)
+    out, err = proc.communicate(timeout=HANG)
     return Run(subprocess.CompletedProcess(proc.args, proc.returncode, out, err), work / "trace.jsonl")
 
 
@@ -347,7 +347,7 @@ def test_warmup_by_key_warms_up_a_run_without_a_shape_file(tmp_path):
 
 def test_warmup_by_key_refuses_the_options_of_a_split(tmp_path):
     proc = subprocess.run([str(SCRIPT), "--by-key", "--strategy", "lpt", "--", "true"], capture_output=True,
-                          text=True, timeout=120, env=child_env(tmp_path))
+                          text=True, timeout=HANG, env=child_env(tmp_path))
     assert proc.returncode == 2 and "--by-key splits no shape file" in proc.stderr
 
 
@@ -357,7 +357,7 @@ def test_a_stopped_sweep_is_published_and_the_next_run_tunes_only_what_it_missed
     proc = warmup(tmp_path, bench_command(shapes), "--by-key", FIXTURE_HANG_TIMING="256x512x128")
     scratch = tmp_path / "scratch"
     try:
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + HANG
         while not (hung.exists() and hung.read_text()) and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
         assert hung.exists(), proc.communicate()
@@ -379,3 +379,28 @@ def test_a_stopped_sweep_is_published_and_the_next_run_tunes_only_what_it_missed
     assert run.returncode == 0, run.output
     assert tunings(*logs(scratch)) == Counter({key: 1}), "only the key the stop cut short is tuned"
     assert "op mm: replayed 12, swept 0 live" in run.stderr
+
+
+def test_warmup_by_key_starts_the_measurement_with_the_sweep_and_uses_no_history(tmp_path):
+    """By-key keeps scripts/warmup's overlap: the measurement collects while the children sweep
+    (FIXTURE_CHILD_HOLD makes them wait for it) and runs its first test only once the by-key
+    record is published. With a record folder, by-key asks no history (no --predict, no
+    --history split) and keeps no costs: it has no shapes."""
+    events = tmp_path / "events"
+    command = bench_command(tmp_path / "unused.yaml")[:-2]  # no --shape_file
+    run = finished(warmup(tmp_path, command, "--by-key", FIXTURE_SHAPES=json.dumps(SHAPES),
+                          FIXTURE_EVENTS=str(events), FIXTURE_CHILD_HOLD="1"), tmp_path)
+    assert run.returncode == 0, run.output
+    assert "starts alongside the sweep" in run.stderr, run.stderr
+    lines = [tuple(ln.split()) for ln in events.read_text().splitlines()]
+    at = {kind_who: [i for i, e in enumerate(lines) if e[:2] == kind_who]
+          for kind_who in [("collected", "measure"), ("finished", "child"), ("test", "measure")]}
+    [collected], finished_children, [first_test] = at.values()
+    assert len(finished_children) == 2 and collected < min(finished_children) < max(finished_children) < first_test
+    assert lines[first_test][3] == "published", lines
+    [measured] = [s for s in run.sessions if s["worker"] is None]
+    assert measured["timed"] == {} and "op mm: replayed 12, swept 0 live" in run.stderr
+    assert not {"WARMUP_HARNESS_RESUME_DIR", "WARMUP_HARNESS_CLAIM_DIR"} & set(measured["env"]), measured["env"]
+    assert "history" not in run.stderr and "predict" not in run.stderr, run.stderr
+    assert "WARNING" not in run.stderr and "no shapes to learn costs of" not in run.stderr, run.stderr
+    assert not (tmp_path / "records" / "mm.costs.json").exists()
