@@ -381,6 +381,16 @@ def test_a_stopped_sweep_is_published_and_the_next_run_tunes_only_what_it_missed
     assert "op mm: replayed 12, swept 0 live" in run.stderr
 
 
+def test_warmup_costs_says_a_by_key_run_has_no_shapes_to_learn_costs_of(tmp_path):
+    scratch, rec = tmp_path / "s", tmp_path / "records"
+    plan_by_key(scratch)
+    run = run_tool("costs", "--op", "mm", "--record-dir", rec, "--costs", tmp_path / "c.json", scratch)
+    assert run.returncode == 3, run.stderr
+    assert "a by-key run (warmup-shard --by-key) has no shapes to learn costs of" in run.stderr, run.stderr
+    assert "older warmup-shard" not in run.stderr
+    assert not (tmp_path / "c.json").exists() and not rec.exists()
+
+
 def test_warmup_by_key_starts_the_measurement_with_the_sweep_and_uses_no_history(tmp_path):
     """By-key keeps scripts/warmup's overlap: the measurement collects while the children sweep
     (FIXTURE_CHILD_HOLD makes them wait for it) and runs its first test only once the by-key

@@ -101,6 +101,14 @@ pub fn run(args: &Args) -> Result<Status> {
     let _lock = scratch.lock()?;
     let (plan, scratch) = Plan::load(&scratch.plan())?;
     args.op.for_plan(&plan, &scratch.plan())?;
+    if plan.by_key() {
+        // Its children each ran the whole command: no shard's time belongs to any shape.
+        eprintln!(
+            "{TOOL}: {}: a by-key run (warmup-shard --by-key) has no shapes to learn costs of; nothing written",
+            scratch.plan().display()
+        );
+        return Ok(Status::NothingToDo);
+    }
     // Read, merged and written under a lock beside the file (beside the file a symlink leads
     // to, where it is replaced): two runs updating one cost file from different scratches each
     // keep what the other wrote. `--record-dir`'s file takes its own lock when it is written.
