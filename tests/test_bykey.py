@@ -301,6 +301,11 @@ def test_by_key_runs_one_child_per_device(tmp_path):
 def test_a_by_key_plan_takes_no_shape_file(tmp_path):
     run = run_tool("shard", "--by-key", "--shards", "2", "--out", tmp_path / "s", tmp_path / "x.yaml")
     assert run.returncode == 2 and "cannot be used with" in run.stderr
+    # No shapes: nothing to balance by a strategy or a history, nothing to list in a dry run.
+    for opts in (["--history", tmp_path], ["--strategy", "lpt"], ["--dry-run"]):
+        split = run_tool("shard", "--by-key", "--shards", "2", "--out", tmp_path / "s", *opts)
+        assert split.returncode == 2 and "cannot be used with" in split.stderr, (opts, split.stderr)
+    assert not (tmp_path / "s").exists()
     one = run_tool("shard", "--by-key", "--shards", "1", "--out", tmp_path / "s")
     assert one.returncode == 3 and not (tmp_path / "s" / "plan.json").exists()
     plan_by_key(tmp_path / "s")
