@@ -1,15 +1,26 @@
-"""Every name of Triton's that is not its documented API and that compiling ahead relies on, in one
-place: a new Triton version is checked here, and nowhere else in precompile's modules.
+"""Every name of Triton's that is not its documented API and that the harness relies on, in one
+place: a new Triton version is checked here. Compiling ahead's names are used here; the
+autotuner's, which the hooks (tuners.py) and the config records (configs.py) must touch where
+they are, are listed here (the first bullet) and checked with the rest.
 
-Checked against Triton 3.4.0, 3.6.0 and 3.8.0 (tests/test_precompile.py run with each, in venvs
-of their own; the suite runs 3.6.0). Compiling ahead needs `knobs.runtime.jit_cache_hook` (3.4 and
-later): on 3.2 and 3.3 this module does not import, and precompile.cannot_compile says why. 3.8's
-`knobs.autotuning.listener` is called after a key's decision (`Autotuner.run`, with the timings),
-so it cannot hand over the pruned configs before they are timed: the hook on `prune_configs`
-(tuners.py) stays the seam for compiling ahead.
+Checked against Triton 3.4.0, 3.5.1, 3.6.0, 3.7.1, 3.8.0 and 3.9.0: `make test-triton` runs the
+harness's tests (record, replay, precompile, the tuner classes) on each. Compiling ahead needs
+`knobs.runtime.jit_cache_hook` (3.4 and later): on 3.2 and 3.3 this module does not import, and
+precompile.cannot_compile says why. 3.8's `knobs.autotuning.listener` is called after a key's
+decision (`Autotuner.run`, with the timings), so it cannot hand over the pruned configs before they
+are timed: the hook on `prune_configs` (tuners.py) stays the seam for compiling ahead.
 
 What is used, and what Triton does with it:
 
+* of `triton.runtime.autotuner.Autotuner` (and so of FlagGems' `LibTuner`, a subclass): the
+  store `cache` and the flag `cache_results` (3.4 and later), which tuners.py replaces with
+  properties on the class; `prune_configs`, which Autotuner.run and LibTuner.run call right
+  before timing, and `_bench`, which times one config (tuners.py wraps both); `configs`, `nargs`
+  (the launch's positional arguments by name) and `fn` or `base_fn` (the kernel under the
+  tuner, `.fn` again under a `Heuristics` layer), read by configs.py, policies.py and
+  precompile.py; of a `Config`: its attributes (`vars(config)`: `kwargs`, `num_warps`, ...,
+  `pre_hook`; configs.config_record). Triton 3.8 decides a key whose pruning leaves one config without
+  `_bench` (versions.py says what else differs across the range);
 * `knobs.runtime.jit_cache_hook`: `JITFunction._do_compile` calls it before compiling, with `fn`
   (its `.jit_function`) and `compile["specialization_data"]`, the JSON `JITFunction.preload`
   takes; True skips the compile;

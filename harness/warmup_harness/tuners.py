@@ -11,7 +11,7 @@ power of two for example), keeps decisions in its own store (a dict for Triton, 
         self.cache[key] = best        # the decision
     config = self.cache[key]          # the config launched
 
-(Triton 3.2 to 3.6 `Autotuner.run`; FlagGems 5.x `LibTuner.run`.) So `cache` becomes a property of
+(Triton 3.4 to 3.9 `Autotuner.run`; FlagGems 5.x `LibTuner.run`.) So `cache` becomes a property of
 `Autotuner` that hands every tuner, subclass or not and however it was created, a view of its store
 (`TunerCache`) that records or pins decisions at exactly those three points, keyed by the tuner's
 own key. No tuner class is named or imported; a subclass that keeps its decisions somewhere other
@@ -24,7 +24,9 @@ On a miss, Triton's and FlagGems' tuners prune their configs (`prune_configs`) r
 time them: the hook there hands the pruned configs to the session's precompiler (precompile.py),
 which compiles them all at once, and `_bench`, where each config is timed, goes through it too.
 
-This module imports Triton; the plugin imports it only when a protocol variable is set.
+The autotuner's names these hooks touch are listed, with the versions checked, in
+triton_private.py. This module imports Triton; the plugin imports it only when a protocol
+variable is set.
 """
 
 from __future__ import annotations
