@@ -17,7 +17,7 @@ What is used, and what Triton does with it:
   properties on the class; `prune_configs`, which Autotuner.run and LibTuner.run call right
   before timing, and `_bench`, which times one config (tuners.py wraps both); `configs`, `nargs`
   (the launch's positional arguments by name) and `fn` or `base_fn` (the kernel under the
-  tuner, `.fn` again under a `Heuristics` layer), read by configs.py, policies.py and
+  tuner, `.fn` again under a `Heuristics` layer), read by configs.py, policies.py, keyed.py and
   precompile.py; of a `Config`: its attributes (`vars(config)`: `kwargs`, `num_warps`, ...,
   `pre_hook`; configs.config_record). Triton 3.8 decides a key whose pruning leaves one config without
   `_bench` (versions.py says what else differs across the range);
