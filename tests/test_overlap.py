@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from support import BIN_DIR
+from support import BIN_DIR, HANG
 from test_harness import SCRIPT, SHAPES, Run, bench_command, bench_env, copy_records, recorded, shape_file
 from test_warmup import finish, wait_for
 from test_warmup import warmup as fixture_warmup
@@ -85,7 +85,7 @@ def gated(work: Path, gate: Gate, **env: str) -> subprocess.Popen:
 
 def ended(proc: subprocess.Popen, work: Path) -> Run:
     try:
-        out, err = proc.communicate(timeout=120)
+        out, err = proc.communicate(timeout=HANG)
     finally:
         if proc.poll() is None:  # a hang: leave nothing behind
             proc.kill()
@@ -132,7 +132,7 @@ def test_pytests_terminal_output_is_held_until_the_gate_opens(recorded, tmp_path
             held = out.read_text()
             copy_records(folder, tmp_path / "rec")
             gate.say("replay")
-            _, err = proc.communicate(timeout=120)
+            _, err = proc.communicate(timeout=HANG)
         finally:
             if proc.poll() is None:
                 proc.kill()
@@ -228,7 +228,7 @@ def script_argv(command: list[str], *opts: str) -> list[str]:
 def sweep(work: Path, command: list[str] | None = None, stdin=subprocess.DEVNULL, **env: str) -> Run:
     command = command if command is not None else bench_command(shape_file(work, SHAPES))
     proc = subprocess.run(script_argv(command), env=script_env(work, **env), cwd=work, stdin=stdin,
-                          capture_output=True, text=True, timeout=240)
+                          capture_output=True, text=True, timeout=HANG)
     return Run(proc, work / "trace.jsonl")
 
 
@@ -256,6 +256,19 @@ def test_the_measurement_collects_during_the_sweep_and_tests_only_once_the_confi
     assert "op mm: replayed 12, swept 0 live" in run.stderr
     assert "starts alongside the sweep" in run.stderr, run.stderr
     assert not list(tmp_path.glob("warmup_*")), "the scratch is removed after a clean run"
+
+
+def test_a_relative_record_folder_with_blanks_is_where_the_measurement_looks_for_the_configs(tmp_path):
+    """The measurement is told where warmup-publish will publish before it does: the folder as the
+    tool reads the record variable (trimmed, absolute), or the configs would land elsewhere and the
+    measurement would be stopped and COMMAND run a second time."""
+    run = sweep(tmp_path, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=" records ")
+    assert run.returncode == 0, run.output
+    [measured] = measurements(run)
+    assert measured["env"]["FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR"] == str(tmp_path / "records")
+    assert "op mm: replayed 12, swept 0 live" in run.stderr
+    assert "where the measurement looks for them" not in run.stderr, run.stderr
+    assert "running COMMAND again" not in run.stderr, run.stderr
 
 
 def test_a_sweep_that_recovers_nothing_releases_the_waiting_measurement_to_tune_live(tmp_path):

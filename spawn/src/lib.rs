@@ -13,7 +13,7 @@
 //! run holds on the scratch), `measure` (`--print-measure-command`), `check` (`--check-args`).
 //! Only `backend` is public: the rest serves this tool alone.
 //!
-//! [`run`] parses nothing: [`Command::of`] says which of the seven things this invocation does,
+//! [`run`] parses nothing: [`Command::of`] says which of the eight things this invocation does,
 //! and each is one function.
 
 pub mod backend;
@@ -110,7 +110,7 @@ pub struct Args {
     #[arg(
         long,
         value_name = "PLAN",
-        required_unless_present_any = ["list_devices", "print_shape_file", "lock_scratch", "print_measure_command"]
+        required_unless_present_any = ["list_devices", "print_shape_file", "lock_scratch", "print_measure_command", "print_python"]
     )]
     pub plan: Option<PathBuf>,
 
@@ -183,6 +183,11 @@ pub struct Args {
     #[arg(long, conflicts_with_all = ["plan", "dry_run", "list_devices", "summary", "print_shape_file"])]
     pub print_measure_command: bool,
 
+    /// Print the Python interpreter COMMAND runs (its program when that is a python*, else the
+    /// python* its script's #! line names) and exit; exit 3, printing nothing, when there is none
+    #[arg(long, conflicts_with_all = ["plan", "dry_run", "list_devices", "summary", "print_shape_file", "print_measure_command"])]
+    pub print_python: bool,
+
     /// The command each child runs; its --shape_file is replaced by the shard's
     #[arg(
         value_name = "COMMAND",
@@ -217,6 +222,8 @@ pub enum Command<'a> {
     PrintShapeFile(&'a [OsString]),
     /// `--print-measure-command`: print the argv of the measurement started with the sweep.
     PrintMeasureCommand(&'a [OsString]),
+    /// `--print-python`: print the Python interpreter COMMAND runs.
+    PrintPython(&'a [OsString]),
     /// `--dry-run`: print each shard's device, environment changes and argv.
     DryRun(&'a Args),
     /// Run and supervise one child per shard.
@@ -238,6 +245,8 @@ impl<'a> Command<'a> {
             Command::PrintShapeFile(&args.command)
         } else if args.print_measure_command {
             Command::PrintMeasureCommand(&args.command)
+        } else if args.print_python {
+            Command::PrintPython(&args.command)
         } else if args.dry_run {
             Command::DryRun(args)
         } else {
@@ -259,6 +268,7 @@ pub fn run(invocation: &Invocation<Args>) -> Result<Status> {
         Command::ListDevices(args) => list_devices(args, &env),
         Command::PrintShapeFile(command) => print_shape_file(command),
         Command::PrintMeasureCommand(command) => print_measure_command(command),
+        Command::PrintPython(command) => print_python(command),
         Command::DryRun(args) => match prepare(args, &env)? {
             Some(shards) => dry_run(&shards),
             None => Ok(Status::NothingToDo),
@@ -293,6 +303,19 @@ fn print_measure_command(command: &[OsString]) -> Result<Status> {
             .and_then(|()| out.write_all(b"\0"))
             .context("writing to stdout")?;
     }
+    Ok(Status::Done)
+}
+
+/// Exit 3, printing nothing, when `command` runs no Python that can be seen.
+fn print_python(command: &[OsString]) -> Result<Status> {
+    let path = std::env::var_os("PATH");
+    let Some(python) = measure::python_of(command, path.as_deref()) else {
+        return Ok(Status::NothingToDo);
+    };
+    let mut out = std::io::stdout().lock();
+    out.write_all(python.as_os_str().as_encoded_bytes())
+        .and_then(|()| out.write_all(b"\n"))
+        .context("writing to stdout")?;
     Ok(Status::Done)
 }
 
@@ -617,6 +640,10 @@ mod tests {
         assert_eq!(
             command(&[spawn, "--print-measure-command", "--", "pytest"]),
             "PrintMeasureCommand"
+        );
+        assert_eq!(
+            command(&[spawn, "--print-python", "--", "pytest"]),
+            "PrintPython"
         );
         let checking = Invocation::<Args>::CheckArgs(clap::ArgMatches::default());
         assert!(matches!(Command::of(&checking), Command::CheckArgs(_)));

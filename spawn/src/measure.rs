@@ -13,7 +13,7 @@
 
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The harness's plugin name, as `-p` takes it and its `pytest11` entry point registers it.
 const PLUGIN: &str = "warmup_harness";
@@ -100,6 +100,44 @@ fn pytest_args_start(command: &[OsString]) -> Option<usize> {
         }
     }
     None
+}
+
+/// `--print-python`: the Python interpreter COMMAND runs, for a caller that asks it what it
+/// imports (scripts/warmup asks Triton's version once, for the op's history): COMMAND's program
+/// when it is a `python*`, else the `python*` its script's `#!` line names, directly or through
+/// `env` (`#!/usr/bin/env python3`, `#!/usr/bin/env -S python3 -u`), the script found as the
+/// shell would find it (`path` is `PATH`). None when COMMAND runs no Python this can see.
+pub fn python_of(command: &[OsString], path: Option<&OsStr>) -> Option<PathBuf> {
+    let program = Path::new(command.first()?);
+    if is_python(program.file_name()?.as_bytes()) {
+        return Some(program.to_path_buf());
+    }
+    let script = if program.as_os_str().as_bytes().contains(&b'/') {
+        program.to_path_buf()
+    } else {
+        std::env::split_paths(path?)
+            .map(|dir| dir.join(program))
+            .find(|candidate| candidate.is_file())?
+    };
+    let mut head = [0u8; 256];
+    let n = std::io::Read::read(&mut std::fs::File::open(&script).ok()?, &mut head).ok()?;
+    let line = head[..n]
+        .split(|&b| b == b'\n')
+        .next()?
+        .strip_prefix(b"#!")?;
+    let mut words = line
+        .split(u8::is_ascii_whitespace)
+        .filter(|w| !w.is_empty());
+    let mut interpreter = words.next()?;
+    if Path::new(OsStr::from_bytes(interpreter))
+        .file_name()?
+        .as_bytes()
+        == b"env"
+    {
+        interpreter = words.find(|w| *w != b"-S")?;
+    }
+    let interpreter = Path::new(OsStr::from_bytes(interpreter));
+    is_python(interpreter.file_name()?.as_bytes()).then(|| interpreter.to_path_buf())
 }
 
 /// pytest-xdist's options that start workers: `-n N`, `-nN`, `--numprocesses[=N]`, `--dist[=M]`,
@@ -248,6 +286,37 @@ mod tests {
             None
         );
         assert!(measured(&["pytest", "--no-header", "x.py"]).is_some());
+    }
+
+    #[test]
+    fn the_python_is_the_program_or_the_one_its_script_names() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let write = |name: &str, text: &str| {
+            std::fs::write(dir.path().join(name), text).expect("script");
+        };
+        write("pytest", "#!/opt/venv/bin/python3.12\nimport sys\n");
+        write("via-env", "#!/usr/bin/env -S python3 -u\n");
+        write("shell", "#!/bin/sh\nexec python3 -m pytest\n");
+        let path = dir.path().as_os_str();
+        let python = |words: &[&str]| python_of(&argv(words), Some(path));
+        assert_eq!(python(&["python3", "-m", "pytest"]), Some("python3".into()));
+        assert_eq!(
+            python(&["/v/bin/python", "-m", "pytest"]),
+            Some("/v/bin/python".into())
+        );
+        assert_eq!(
+            python(&["pytest", "-q"]),
+            Some("/opt/venv/bin/python3.12".into())
+        );
+        assert_eq!(python(&["via-env"]), Some("python3".into()));
+        let by_path = dir.path().join("pytest");
+        assert_eq!(
+            python_of(&argv(&[by_path.to_str().expect("utf-8")]), None),
+            Some("/opt/venv/bin/python3.12".into())
+        );
+        assert_eq!(python(&["shell"]), None);
+        assert_eq!(python(&["not-there"]), None);
+        assert_eq!(python(&["make", "bench"]), None);
     }
 
     #[test]
