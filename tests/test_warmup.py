@@ -546,6 +546,19 @@ def test_entry_names_the_key_that_holds_the_shapes(work):
     assert any("sweeping on 2 devices" in ln for ln in run.lines()), run.stderr
 
 
+@pytest.mark.parametrize("opts, split", [((), ("lpt", "robust")),
+                                          (("--strategy", "round-robin"), ("round-robin", None))])
+def test_with_nothing_measured_the_split_is_lpt_by_the_robust_model_unless_a_strategy_is_chosen(
+        work, opts, split):
+    # No record folder: no history to balance by, so the model that keeps every cost-follows-size
+    # profile within 0.85 of ideal (BENCHMARKS.md, "No history"); round-robin only when asked.
+    run = warmup(work, "--gpus", "2", "--devices", "0,1", "--keep", *opts)
+    assert run.returncode == 0, run.stderr
+    [scratch] = scratch_folders(work)
+    plan = json.loads((scratch / "plan.json").read_text())
+    assert (plan["strategy"], plan.get("cost_source")) == split, plan
+
+
 def test_strategy_and_costs_reach_warmup_shard_and_a_bad_cost_file_skips(work):
     costs = work / "costs.json"
     # The largest shape costs more than all the others: LPT gives it a device of its own.

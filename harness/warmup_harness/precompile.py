@@ -9,7 +9,7 @@ are compiled first, all at once, into Triton's on-disk cache; the tuner then tim
 and each of its launches is a cache hit. A record session starts its pool when the plugin loads:
 the workers import Triton (and torch) while pytest collects.
 
-How (Triton 3.4 and later, checked against 3.6), one module each:
+How (Triton 3.4 and later, checked against 3.4 to 3.9: triton_private.py), one module each:
 
 * compile_settings: the settings, read through a getter of raw values;
 * capture: each config through the JIT's warm-up path, Triton's cache hook taking the
