@@ -62,12 +62,18 @@ def spawn(work: Path, scratch: Path, shapes: Path, *opts: str, **env: str) -> su
     proc = subprocess.Popen(argv, env=child_env(work, **env), cwd=work, text=True, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)
     try:
-        out, err = proc.communicate(timeout=HANG)
-    except subprocess.TimeoutExpired:
-        raise AssertionError(f"warmup-spawn did not end\n{processes()}\n" + "\n".join(logs(scratch))) from None
+        out, err = ended(proc, scratch)
     finally:
         proc.kill()
     return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
+
+def ended(proc: subprocess.Popen, scratch: Path) -> tuple[str, str]:
+    """warmup-spawn's output once it ends; a hang fails with the processes left and the logs."""
+    try:
+        return proc.communicate(timeout=HANG)
+    except subprocess.TimeoutExpired:
+        raise AssertionError(f"warmup-spawn did not end\n{processes()}\n" + "\n".join(logs(scratch))) from None
 
 
 def processes() -> str:
@@ -154,10 +160,7 @@ def test_a_claim_left_by_a_child_killed_mid_tune_is_taken_over_by_the_re_run_of_
         while "passed" not in "".join(logs(scratch)) and time.monotonic() < deadline:
             time.sleep(0.05)
         os.kill(victim, signal.SIGKILL)
-        try:
-            out, err = proc.communicate(timeout=HANG)
-        except subprocess.TimeoutExpired:
-            raise AssertionError(f"warmup-spawn did not end\n{processes()}\n" + "\n".join(logs(scratch))) from None
+        out, err = ended(proc, scratch)
     finally:
         proc.kill()
     assert proc.returncode == 1, err
@@ -308,6 +311,10 @@ def test_a_by_key_plan_takes_no_shape_file(tmp_path):
     assert not (tmp_path / "s").exists()
     one = run_tool("shard", "--by-key", "--shards", "1", "--out", tmp_path / "s")
     assert one.returncode == 3 and not (tmp_path / "s" / "plan.json").exists()
+    # One child per device: a count no machine has is refused before a plan that size is built.
+    huge = run_tool("shard", "--by-key", "--shards", "18446744073709551615", "--out", tmp_path / "s")
+    assert huge.returncode == 2 and "one child per device, at most 4096" in huge.stderr, huge.stderr
+    assert not (tmp_path / "s").exists()
     plan_by_key(tmp_path / "s")
     plan = json.loads((tmp_path / "s" / "plan.json").read_text())
     assert plan["mode"] == "by-key" and plan["op"] == "mm"

@@ -85,7 +85,35 @@ fn is_empty(path: &Path) -> bool {
     path.as_os_str().is_empty()
 }
 
+/// A by-key plan's `strategy`: there is no split, children claim keys as they meet them.
+pub const BY_KEY_STRATEGY: &str = "by-key";
+
 impl Plan {
+    /// The by-key plan of `shards` children for `op` (docs/CONTRACT.md, "By-key mode"): no source,
+    /// no shapes, shards without shape files.
+    pub fn new_by_key(op: &str, shards: usize) -> Plan {
+        Plan {
+            version: VERSION,
+            op: op.to_owned(),
+            entry: None,
+            mode: Some(Mode::ByKey),
+            source: PathBuf::new(),
+            strategy: BY_KEY_STRATEGY.to_owned(),
+            cost_source: None,
+            shapes: 0,
+            shards: (0..shards)
+                .map(|index| Shard {
+                    index,
+                    shape_file: PathBuf::new(),
+                    shapes: Vec::new(),
+                    shape_texts: None,
+                    shape_costs: None,
+                    expected_cost: None,
+                })
+                .collect(),
+        }
+    }
+
     /// Whether the plan is a by-key plan: shards without shape files, children that claim keys.
     pub fn by_key(&self) -> bool {
         self.mode == Some(Mode::ByKey)
@@ -304,24 +332,7 @@ mod tests {
     }
 
     fn by_key(shards: usize) -> Plan {
-        Plan {
-            mode: Some(Mode::ByKey),
-            entry: None,
-            source: PathBuf::new(),
-            strategy: "by-key".into(),
-            shapes: 0,
-            shards: (0..shards)
-                .map(|index| Shard {
-                    index,
-                    shape_file: PathBuf::new(),
-                    shapes: Vec::new(),
-                    shape_texts: None,
-                    shape_costs: None,
-                    expected_cost: None,
-                })
-                .collect(),
-            ..sample()
-        }
+        Plan::new_by_key(&sample().op, shards)
     }
 
     #[test]

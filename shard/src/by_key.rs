@@ -7,13 +7,12 @@
 use crate::commit;
 use anyhow::{Context, Result};
 use protocol::layout::Scratch;
-use protocol::plan::{Mode, Plan, Shard, VERSION};
+use protocol::plan::Plan;
 use std::io::Write;
-use std::path::PathBuf;
 use toolkit::Status;
 
-/// The plan's `strategy` in by-key mode: there is no split, children claim keys as they meet them.
-pub const STRATEGY: &str = "by-key";
+/// The most children a by-key plan has (one per device).
+const MAX_SHARDS: u64 = 4096;
 
 /// Writes the by-key plan of `shards` shards for `op` into `out`, and prints the shard folders.
 pub fn run(op: &str, shards: u64, out: &std::path::Path) -> Result<Status> {
@@ -24,27 +23,15 @@ pub fn run(op: &str, shards: u64, out: &std::path::Path) -> Result<Status> {
         );
         return Ok(Status::NothingToDo);
     }
-    let k = usize::try_from(shards).unwrap_or(usize::MAX);
-    let plan = Plan {
-        version: VERSION,
-        op: op.to_owned(),
-        entry: None,
-        mode: Some(Mode::ByKey),
-        source: PathBuf::new(),
-        strategy: STRATEGY.to_owned(),
-        cost_source: None,
-        shapes: 0,
-        shards: (0..k)
-            .map(|index| Shard {
-                index,
-                shape_file: PathBuf::new(),
-                shapes: Vec::new(),
-                shape_texts: None,
-                shape_costs: None,
-                expected_cost: None,
-            })
-            .collect(),
-    };
+    // One child per device: a count past any machine's devices is a typo, refused before a plan
+    // of that many shards is built in memory.
+    if shards > MAX_SHARDS {
+        anyhow::bail!(
+            "--by-key --shards {shards}: a by-key run has one child per device, at most {MAX_SHARDS}"
+        );
+    }
+    let k = usize::try_from(shards).context("--shards")?;
+    let plan = Plan::new_by_key(op, k);
     let scratch = Scratch::new(out);
     let replaced = commit::replace_plan(&scratch, &[], &plan)?;
     crate::report_replaced(&replaced, out);
