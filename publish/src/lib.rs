@@ -110,10 +110,22 @@ pub fn run(args: &Args) -> Result<Status> {
         }
         None => {
             toolkit::atomic::write(&file, &merged.bytes)?;
-            remove_stale(&sidecar)?
+            // The replay would check the new configs against another record's versions and device.
+            remove_stale(
+                &sidecar,
+                "which described the record it replaced",
+                "the replay checks the new configs against it",
+            )?
         }
     };
-    let wrote = wrote + &remove_stale_journal(&history::journal_path(&dir, op))?;
+    // A killed record session's unfolded keys: the replay pins a journal's keys over the
+    // record's, so one older than the record just published would replay another run's configs.
+    let wrote = wrote
+        + &remove_stale(
+            &history::journal_path(&dir, op),
+            "the unfolded keys of an earlier record session, which the published record replaces",
+            "the replay pins them over the published record",
+        )?;
     let mut out = std::io::stdout().lock();
     out.write_all(&env)
         .and_then(|()| out.flush())
@@ -126,40 +138,17 @@ pub fn run(args: &Args) -> Result<Status> {
     Ok(Status::Done)
 }
 
-/// Removes a sidecar that described the record just replaced: the replay would check the new
-/// configs against another record's versions and device. Says so, or nothing.
-fn remove_stale(sidecar: &Path) -> Result<String> {
-    match std::fs::remove_file(sidecar) {
-        Ok(()) => Ok(format!(
-            "; removed {}, which described the record it replaced",
-            sidecar.display()
-        )),
+/// Removes a file beside the record that the record just published makes stale: `what` it is,
+/// and `unless` what the replay would do with it if it stayed. Says so, or nothing where there
+/// was none.
+fn remove_stale(path: &Path, what: &str, unless: &str) -> Result<String> {
+    match std::fs::remove_file(path) {
+        Ok(()) => Ok(format!("; removed {}, {what}", path.display())),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(String::new()),
         Err(e) => Err(e).with_context(|| {
             format!(
-                "removing {}, which describes the record just replaced; remove it by hand, or the \
-                 replay checks the new configs against it",
-                sidecar.display()
-            )
-        }),
-    }
-}
-
-/// Removes the journal of keys a record session in DIR decided and never folded (it was killed):
-/// the replay pins a journal's keys over the record's, so a journal older than the record just
-/// published would replay another run's configs. Says so, or nothing.
-fn remove_stale_journal(journal: &Path) -> Result<String> {
-    match std::fs::remove_file(journal) {
-        Ok(()) => Ok(format!(
-            "; removed {}, the unfolded keys of an earlier record session, which the published record replaces",
-            journal.display()
-        )),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(String::new()),
-        Err(e) => Err(e).with_context(|| {
-            format!(
-                "removing {}, an earlier record session's unfolded keys; remove it by hand, or the \
-                 replay pins them over the published record",
-                journal.display()
+                "removing {} ({what}); remove it by hand, or {unless}",
+                path.display()
             )
         }),
     }
