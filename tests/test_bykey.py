@@ -68,6 +68,14 @@ def spawn(work: Path, scratch: Path, shapes: Path, *opts: str, **env: str) -> su
     return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
 
+def hung_pid(hung: Path, proc: subprocess.Popen, deadline: float) -> int:
+    """The pid of the child whose timing FIXTURE_HANG_TIMING holds, once it writes it in `hung`."""
+    while not (hung.exists() and hung.read_text()) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert hung.exists(), proc.communicate()
+    return int(hung.read_text())
+
+
 def ended(proc: subprocess.Popen, scratch: Path) -> tuple[str, str]:
     """warmup-spawn's output once it ends; a hang fails with the processes left and the logs."""
     try:
@@ -151,10 +159,7 @@ def test_a_claim_left_by_a_child_killed_mid_tune_is_taken_over_by_the_re_run_of_
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + HANG
-        while not (hung.exists() and hung.read_text()) and proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert hung.exists(), proc.communicate()
-        victim = int(hung.read_text())
+        victim = hung_pid(hung, proc, deadline)
         # The other child meets the key while its holder is tuning it, and goes on untimed; wait
         # for its end, then kill the holder mid-tune.
         while "passed" not in "".join(logs(scratch)) and time.monotonic() < deadline:
@@ -370,9 +375,7 @@ def test_a_stopped_sweep_is_published_and_the_next_run_tunes_only_what_it_missed
     scratch = tmp_path / "scratch"
     try:
         deadline = time.monotonic() + HANG
-        while not (hung.exists() and hung.read_text()) and proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert hung.exists(), proc.communicate()
+        hung_pid(hung, proc, deadline)  # the holder is tuning its key
         while "passed" not in "".join(p.read_text() for p in scratch.glob("w*/worker.log")) \
                 and time.monotonic() < deadline:
             time.sleep(0.05)

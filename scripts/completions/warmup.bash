@@ -9,7 +9,7 @@ _warmup() {
         fi
     done
     case ${COMP_WORDS[COMP_CWORD - 1]} in
-        --scratch | --costs | --record-dir) mapfile -t COMPREPLY < <(compgen -f -- "$cur"); return ;;
+        --scratch | --costs) mapfile -t COMPREPLY < <(compgen -f -- "$cur"); return ;;
     esac
     mapfile -t COMPREPLY < <(compgen -W "--gpus --devices --backend --entry --scratch --keep --strategy --costs --cost-model --overhead --timeout --grace --max-log --cache-per-child --always --by-key --fresh --help --" -- "$cur")
 }
