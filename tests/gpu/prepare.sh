@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # prepare.sh: everything a GPU call needs that only this machine can make, in ignored folders of
 # the repo root, for `carry`:
-#   .bin/  the four warmup-* tools, release builds, stripped (built here: the GPU machine has no
+#   .bin/  every warmup-* tool, release builds, stripped (built here: the GPU machine has no
 #          cargo; this machine's glibc is older than the GPU image's, so they run there)
 #   .whl/  flag-gems and the wheels it needs (fetch_wheels.sh), and the harness as a wheel, so that
 #          the GPU machine installs it as a user would and its pytest11 entry point loads it
@@ -23,9 +23,11 @@ done
 
 cargo build --release --workspace --locked
 mkdir -p .bin
-for tool in warmup-shard warmup-spawn warmup-merge warmup-publish; do
-    cp "target/release/$tool" ".bin/$tool"
-    strip ".bin/$tool"
+rm -f .bin/warmup-*
+for tool in target/release/warmup-*; do  # every tool the workspace builds (not cargo's .d files)
+    [ -x "$tool" ] && [ "${tool%.d}" = "$tool" ] || continue
+    cp "$tool" ".bin/${tool##*/}"
+    strip ".bin/${tool##*/}"
 done
 
 rm -rf .whl

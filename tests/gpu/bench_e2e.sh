@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# bench_e2e.sh: issue 24's end-to-end figures, one device call: FlagGems' own benchmark run as a
+# user runs it (plain, FlagGems' store on) against scripts/warmup, in the same call, case by case.
+#
+# On the GPU machine, from the repo root, with .bin, .whl and a FlagGems source tree carried
+# (tests/gpu/prepare.sh makes .bin and .whl; the FlagGems tree, v5.0.2, is the user's benchmark
+# and is carried, never committed). Each case runs plain and ours from a home of its own (Triton
+# cache, FlagGems' store, record folder), cold first, then again in the same homes:
+#
+#   cold    an empty Triton cache and an empty FlagGems store
+#   rerun   the same homes again: plain reads FlagGems' store, ours reads its record
+#   mem     the re-run with FLAGGEMS_DB_URL=sqlite:///:memory: (plain re-tunes; ours replays)
+#
+# Wall times come from this script (start to exit of each command); the picks' latency per shape
+# from FlagGems' own `--record log` result lines (Gems latency, ms), so plain and ours are compared
+# shape by shape. Everything lands in $OUT: e2e.log, e2e.json (every run), e2e.md (the tables),
+# logs.tar.gz.
+#
+# usage: tests/gpu/bench_e2e.sh --flaggems DIR [--cases mm,addmm] [--modes cold,rerun,mem]
+#            [--gpus N] [--extra 'ARGS'] [--budget SECS]
+
+set -uo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$root" || exit 2
+start=$SECONDS
+
+flaggems=
+cases=mm,addmm
+modes=cold,rerun,mem
+gpus=1
+extra=
+budget=560
+while [ $# -gt 0 ]; do
+    case $1 in
+        --flaggems) flaggems=$2; shift 2 ;;
+        --cases) cases=$2; shift 2 ;;
+        --modes) modes=$2; shift 2 ;;
+        --gpus) gpus=$2; shift 2 ;;
+        --extra) extra=$2; shift 2 ;;
+        --budget) budget=$2; shift 2 ;;
+        -h | --help) sed -n '2,/^$/p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        *) echo "bench_e2e: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+    esac
+done
+[ -n "$flaggems" ] && [ -f "$flaggems/benchmark/test_blas_perf.py" ] || {
+    echo "bench_e2e: --flaggems DIR must hold FlagGems' benchmark/test_blas_perf.py" >&2; exit 2; }
+flaggems=$(cd "$flaggems" && pwd)
+
+OUT=${OUT:-$root/gpu_out}
+mkdir -p "$OUT/logs"
+exec > >(tee -a "$OUT/e2e.log") 2>&1
+say() { printf '[bench_e2e %4ss] %s\n' "$((SECONDS - start))" "$*"; }
+python=${PYTHON:-python3}
+
+if compgen -G ".whl/*.whl" >/dev/null; then
+    "$python" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+        --target /tmp/site .whl/*.whl || { say "FAILED to install .whl"; exit 1; }
+    export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+fi
+export WARMUP_BIN_DIR=$root/.bin
+"$WARMUP_BIN_DIR/warmup-shard" --version >/dev/null || { say "FAILED: carry .bin"; exit 1; }
+say "repo $(git rev-parse --short HEAD 2>/dev/null || echo '?'); $(nproc) CPUs; $(nvidia-smi -L | head -1)"
+"$python" -c 'import torch, triton, flag_gems, warmup_harness as h
+print("torch", torch.__version__, "triton", triton.__version__, "flag_gems", flag_gems.__version__, "harness", h.__file__)' \
+    || { say "FAILED: torch, triton, flag_gems or warmup_harness do not import"; exit 1; }
+
+runs=$OUT/runs.jsonl
+: >"$runs"
+# run NAME CASE VARIANT MODE HOME -- ARGV...: one timed run in HOME, its result lines kept.
+run() {
+    local name=$1 case=$2 variant=$3 mode=$4 home=$5 rc t0 t1 work
+    shift 6
+    work=$home/work_$mode
+    mkdir -p "$work" "$home/triton" "$home/fg" "$home/rec"
+    t0=$(date +%s.%N)
+    (cd "$work" && env TRITON_CACHE_DIR="$home/triton" FLAGGEMS_CACHE_DIR="$home/fg" "$@") \
+        >"$OUT/logs/$name.log" 2>&1
+    rc=$?
+    t1=$(date +%s.%N)
+    local results
+    results=$(find "$work" -maxdepth 1 -name 'result_*.log' | head -1)
+    "$python" - "$name" "$case" "$variant" "$mode" "$rc" "$t0" "$t1" "${results:-}" >>"$runs" <<'PY'
+import json, sys
+name, case, variant, mode, rc, t0, t1, results = sys.argv[1:9]
+shapes = {}
+if results:
+    for line in open(results, encoding="utf-8"):
+        start = line.find("{")
+        if start < 0:
+            continue
+        try:
+            doc = json.loads(line[start:])
+        except ValueError:
+            continue
+        for m in doc.get("result", []):
+            key = f'{doc.get("dtype")} {m.get("shape_detail")}'
+            shapes[key] = m.get("latency")
+print(json.dumps({"name": name, "case": case, "variant": variant, "mode": mode, "rc": int(rc),
+                  "seconds": round(float(t1) - float(t0), 2), "latency_ms": shapes}))
+PY
+    say "$name: rc $rc in $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s"
+    [ -z "$results" ] || mv "$results" "$OUT/logs/$name.results.log"
+}
+
+# The cases: FlagGems' BLAS benchmark on one op, one dtype, a shape file of its own.
+bench_args() {
+    case $1 in
+        mm) echo "-m mm --dtypes float16 --shape_file $root/tests/gpu/e2e_shapes_mm.yaml" ;;
+        addmm) echo "-m addmm --dtypes bfloat16 --shape_file $root/tests/gpu/e2e_shapes_addmm.yaml" ;;
+    esac
+}
+
+IFS=, read -r -a case_list <<<"$cases"
+IFS=, read -r -a mode_list <<<"$modes"
+base=/tmp/e2e
+rm -rf "$base"
+for case in "${case_list[@]}"; do
+    # shellcheck disable=SC2207,SC2086  # word lists on purpose
+    argv=("$python" -m pytest -q -s "$flaggems/benchmark/test_blas_perf.py" $(bench_args "$case")
+          --level core --warmup 100 --iter 100 --record log $extra)
+    for mode in "${mode_list[@]}"; do
+        if [ $((SECONDS - start)) -gt "$budget" ]; then say "budget spent: $case $mode not run"; continue; fi
+        store=()
+        [ "$mode" != mem ] || store=(FLAGGEMS_DB_URL=sqlite:///:memory:)
+        run "plain_${case}_$mode" "$case" plain "$mode" "$base/plain_$case" -- \
+            env FLAGGEMS_PERF_CURRENT_OP="$case" "${store[@]}" "${argv[@]}"
+        run "ours_${case}_$mode" "$case" ours "$mode" "$base/ours_$case" -- \
+            env FLAGGEMS_PERF_CURRENT_OP="$case" FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR="$base/ours_$case/rec" \
+            "${store[@]}" "$root/scripts/warmup" --gpus "$gpus" --entry BlasBenchmark -- "${argv[@]}"
+    done
+done
+
+"$python" "$root/tests/gpu/e2e_report.py" "$runs" >"$OUT/e2e.md" && cat "$OUT/e2e.md"
+tar -czf "$OUT/logs.tar.gz" -C "$OUT" logs && rm -rf "$OUT/logs"
+say "done"
