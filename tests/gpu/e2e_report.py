@@ -1,6 +1,7 @@
 """bench_e2e.sh's tables: plain against ours per case and mode, from the runs it timed.
 
-usage: python e2e_report.py RUNS.jsonl > e2e.md
+usage: python e2e_report.py --run NAME CASE VARIANT MODE RC T0 T1 LOG >> RUNS.jsonl   (one run)
+       python e2e_report.py --table RUNS.jsonl > e2e.md
 
 Speed is plain's wall seconds over ours (above 1: ours is faster). Pick quality compares, shape by
 shape, the latency FlagGems' benchmark measured for its own kernel (ms) in ours against plain in
@@ -15,6 +16,28 @@ import math
 import sys
 
 LARGE_MS = 0.25
+
+
+def parse_log(path: str) -> dict[str, float]:
+    """The Gems latency (ms) per dtype and shape from the tables FlagGems' benchmark prints:
+    `Operator: OP  Performance Test (dtype=torch.float16, ...)`, then `SUCCESS  torch  gems ...
+    [sizes]` rows."""
+    shapes: dict[str, float] = {}
+    dtype = "?"
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            if "Performance Test (dtype=" in line:
+                dtype = line.split("dtype=", 1)[1].split(",", 1)[0]
+            elif line.startswith("SUCCESS"):
+                words = line.split()
+                detail = line[line.index("["):].strip() if "[" in line else " ".join(words[5:])
+                shapes[f"{dtype} {detail}"] = float(words[2])
+    return shapes
+
+
+def run_line(name: str, case: str, variant: str, mode: str, rc: str, t0: str, t1: str, log: str) -> str:
+    return json.dumps({"name": name, "case": case, "variant": variant, "mode": mode, "rc": int(rc),
+                       "seconds": round(float(t1) - float(t0), 2), "latency_ms": parse_log(log)})
 
 
 def load(path: str) -> dict[tuple[str, str, str], dict]:
@@ -68,4 +91,9 @@ def main(path: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    if sys.argv[1:2] == ["--run"] and len(sys.argv) == 10:
+        print(run_line(*sys.argv[2:]))
+    elif sys.argv[1:2] == ["--table"] and len(sys.argv) == 3:
+        main(sys.argv[2])
+    else:
+        sys.exit(__doc__)
