@@ -68,7 +68,7 @@ impl CostFile {
         if path.is_dir() {
             bail!("cost file {name}: is a directory: give a JSON file");
         }
-        let text = std::fs::read_to_string(path).with_context(|| {
+        let text = toolkit::file::read_to_string(path).with_context(|| {
             format!("reading cost file {name} (check the path; warmup-costs writes one)")
         })?;
         let mut file = Self::parse(path, &text)?;

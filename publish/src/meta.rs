@@ -61,7 +61,7 @@ pub fn combine(scratch: &Scratch, op: &str) -> Result<Combined> {
     let mut read = Vec::new();
     for shard in 0..plan.shards.len() {
         let path = meta_path(&scratch.record_dir(shard), op);
-        let parsed = match std::fs::read(&path) {
+        let parsed = match toolkit::file::read(&path) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
             Err(e) => Err(format!("cannot be read ({e})")),
             Ok(bytes) => parse(&bytes),

@@ -4,7 +4,6 @@
 
 use anyhow::{bail, Context, Result};
 use protocol::records::{Counts, Records};
-use std::io::Read;
 use std::path::Path;
 
 /// A checked record file: how messages name it, its bytes as given, and what it holds.
@@ -18,10 +17,7 @@ pub struct Merged {
 /// Reads MERGED (`-` is stdin) and checks its shape; the error names the file and position.
 pub fn read(path: &Path) -> Result<Merged> {
     let (name, bytes) = if path.as_os_str() == "-" {
-        let mut bytes = Vec::new();
-        std::io::stdin()
-            .lock()
-            .read_to_end(&mut bytes)
+        let bytes = toolkit::file::read_bounded(std::io::stdin().lock(), toolkit::file::MAX_BYTES)
             .context("reading MERGED from stdin")?;
         ("<stdin>".to_owned(), bytes)
     } else {
@@ -29,7 +25,7 @@ pub fn read(path: &Path) -> Result<Merged> {
         if path.is_dir() {
             bail!("{name}: is a folder; give the merged record file warmup-merge wrote");
         }
-        let bytes = std::fs::read(path).with_context(|| {
+        let bytes = toolkit::file::read(path).with_context(|| {
             format!("reading {name} (give the file warmup-merge wrote, or the SCRATCH folder it merged into with --in-scratch)")
         })?;
         (name, bytes)

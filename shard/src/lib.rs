@@ -51,7 +51,7 @@ pub struct Args {
     pub entry: Option<String>,
     /// How many shards to make at most (fewer when the op has fewer shapes); more shards than
     /// devices make warmup-spawn run them as a pool, longest expected first
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_parser = toolkit::cli::at_least_one)]
     pub shards: u64,
     /// How to assign shapes to shards [default: lpt with --history, else round-robin]
     #[arg(long, value_enum)]
@@ -116,7 +116,7 @@ pub fn run(args: &Args) -> Result<Status> {
     if path.is_dir() {
         anyhow::bail!("{name}: is a directory: give the shape file (a YAML file)");
     }
-    let bytes = std::fs::read(path)
+    let bytes = toolkit::file::read(path)
         .with_context(|| format!("reading shape file {name} (check the path)"))?;
     let source =
         std::fs::canonicalize(path).with_context(|| format!("resolving the path of {name}"))?;

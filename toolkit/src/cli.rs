@@ -121,9 +121,30 @@ pub fn non_negative(text: &str) -> Result<f64, String> {
     }
 }
 
+/// A command-line count of 1 or more (`--shards`): clap's `value_parser`. Its refusal names the
+/// bound a person can act on, not `u64::MAX` as clap's ranged parser does.
+pub fn at_least_one(text: &str) -> Result<u64, String> {
+    match text.trim().parse::<u64>() {
+        Ok(n) if n >= 1 => Ok(n),
+        Ok(_) => Err(format!("{text:?}: give at least 1")),
+        Err(_) => Err(format!("{text:?}: give a whole number, at least 1")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counts_are_at_least_one_and_say_so() {
+        assert_eq!(at_least_one("4"), Ok(4));
+        assert_eq!(at_least_one("0"), Err("\"0\": give at least 1".to_owned()));
+        for bad in ["-1", "x", "1.5", ""] {
+            let why = at_least_one(bad).expect_err(bad);
+            assert!(why.contains("at least 1"), "{why}");
+            assert!(!why.contains("18446744073709551615"), "{why}");
+        }
+    }
 
     #[test]
     fn non_negative_numbers_only() {
