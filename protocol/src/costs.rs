@@ -183,6 +183,11 @@ impl CostFile {
         self.ops.shift_remove(op).is_some()
     }
 
+    /// Whether the file holds no op at all.
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+
     /// Where [`save`](Self::save) writes: the file itself, a symlink's target for a link.
     pub fn target(&self) -> &Path {
         &self.target

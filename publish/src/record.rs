@@ -12,6 +12,7 @@ pub struct Merged {
     pub name: String,
     pub bytes: Vec<u8>,
     pub counts: Counts,
+    pub records: Records,
 }
 
 /// Reads MERGED (`-` is stdin) and checks its shape; the error names the file and position.
@@ -30,16 +31,17 @@ pub fn read(path: &Path) -> Result<Merged> {
         })?;
         (name, bytes)
     };
-    let counts = match Records::parse(&bytes) {
+    let records = match Records::parse(&bytes) {
         Ok(records) => match records.bad_buckets.first() {
             Some(bad) => bail!("{name}: {bad}; give the file warmup-merge wrote"),
-            None => records.counts(),
+            None => records,
         },
         Err(why) => bail!("{}; give the file warmup-merge wrote", why.located(&name)),
     };
     Ok(Merged {
         name,
         bytes,
-        counts,
+        counts: records.counts(),
+        records,
     })
 }
