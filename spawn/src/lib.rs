@@ -188,12 +188,9 @@ pub struct Args {
     #[arg(long, conflicts_with_all = ["plan", "dry_run", "list_devices", "summary", "print_shape_file", "print_measure_command"])]
     pub print_python: bool,
 
-    /// The command each child runs; its --shape_file is replaced by the shard's
-    #[arg(
-        value_name = "COMMAND",
-        trailing_var_arg = true,
-        allow_hyphen_values = true
-    )]
+    /// The command each child runs, after `--` (as scripts/warmup takes it, so that no word of
+    /// it is read as an option of this tool); its --shape_file is replaced by the shard's
+    #[arg(value_name = "COMMAND", last = true)]
     pub command: Vec<OsString>,
 }
 
