@@ -6,7 +6,15 @@ use std::time::Duration;
 
 fn predict(rec: &Path) -> assert_cmd::assert::Assert {
     testkit::tool(env!("CARGO_BIN_EXE_warmup-costs"))
-        .args(["--predict", "--op", "mm", "--devices", "0,1", "--triton", "3.6.0"])
+        .args([
+            "--predict",
+            "--op",
+            "mm",
+            "--devices",
+            "0,1",
+            "--triton",
+            "3.6.0",
+        ])
         .args(["--device-model", "NVIDIA H200", "--record-dir"])
         .arg(rec)
         // A read that waited on a FIFO or read /dev/zero to the end would pass this.

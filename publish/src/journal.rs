@@ -130,7 +130,10 @@ mod tests {
             first.seconds,
             Some(("k".into(), "(1, 2)".into(), serde_json::json!(1.5)))
         );
-        assert_eq!(read[1].seconds.as_ref().map(|s| &s.2), Some(&serde_json::Value::Null));
+        assert_eq!(
+            read[1].seconds.as_ref().map(|s| &s.2),
+            Some(&serde_json::Value::Null)
+        );
     }
 
     #[test]
@@ -143,8 +146,14 @@ mod tests {
         drop(held);
         let file = File::open(sessions_path(dir.path(), "mm")).expect("created");
         let session = Flock::lock(file, FlockArg::LockSharedNonblock).expect("a session");
-        assert!(matches!(owner(dir.path(), "mm").expect("owner"), Owner::Live));
+        assert!(matches!(
+            owner(dir.path(), "mm").expect("owner"),
+            Owner::Live
+        ));
         drop(session);
-        assert!(matches!(owner(dir.path(), "mm").expect("owner"), Owner::Dead(_)));
+        assert!(matches!(
+            owner(dir.path(), "mm").expect("owner"),
+            Owner::Dead(_)
+        ));
     }
 }

@@ -34,9 +34,16 @@ const EXAMPLES: &str = "EXAMPLES:
 DIR is --record-dir, else $FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR when set and not blank, else
 --fallback-dir.";
 
+/// This tool's exit statuses (docs/CONTRACT.md, "Exit statuses").
+const EXIT_STATUS: [(&str, &str); 3] = [
+        ("0", "done: the record published, the replay environment on stdout"),
+        toolkit::USAGE_ROW,
+        ("3", "nothing to do: MERGED holds no configs (or --print-record-dir finds no folder); nothing written"),
+    ];
+
 /// Publish merged configs to DIR/<op>.json and print the replay environment.
 #[derive(Debug, clap::Parser)]
-#[command(name = TOOL, version, after_long_help = toolkit::cli::after_help(EXAMPLES))]
+#[command(name = TOOL, version, after_long_help = toolkit::cli::after_help(EXAMPLES, &toolkit::exit_status_help(&EXIT_STATUS)))]
 pub struct Args {
     #[command(flatten)]
     pub op: OpArg,
@@ -344,7 +351,9 @@ fn forget_costs(dir: &Path, op: &str) -> Result<String> {
         return Ok(String::new());
     }
     let why = "the earlier run's costs, which the published sidecar does not describe";
-    let is_link = path.symlink_metadata().is_ok_and(|m| m.file_type().is_symlink());
+    let is_link = path
+        .symlink_metadata()
+        .is_ok_and(|m| m.file_type().is_symlink());
     if costs.is_empty() && !is_link {
         return remove_stale(&path, why, "the next --predict mixes two runs");
     }

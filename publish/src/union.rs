@@ -117,7 +117,9 @@ mod tests {
         book.update(&records(
             r#"{"k": {"a": {"x": 1}, "b": {"x": 2}}, "old": {"z": 0}, "empty": {}}"#,
         ));
-        book.update(&records(r#"{"k": {"b": {"x": 20}, "c": {"x": 3}}, "new": {"n": 1}}"#));
+        book.update(&records(
+            r#"{"k": {"b": {"x": 20}, "c": {"x": 3}}, "new": {"n": 1}}"#,
+        ));
         let text = String::from_utf8(book.to_bytes()).expect("utf-8");
         let value: serde_json::Value = serde_json::from_str(&text).expect("json");
         assert_eq!(

@@ -207,7 +207,10 @@ fn a_publish_keeps_every_key_of_the_record_there_and_its_own_configs_win() {
     let k = read_record(&rec.child("mm.json"));
     assert_eq!(k.len(), 3001);
     assert_eq!(k["5"]["kwargs"]["B"], 12, "the new config wins");
-    assert_eq!(k["2999"]["kwargs"]["B"], 2999, "a key the run never met stays");
+    assert_eq!(
+        k["2999"]["kwargs"]["B"], 2999,
+        "a key the run never met stays"
+    );
     assert_eq!(k["5000"]["kwargs"]["B"], 5007);
 }
 
@@ -266,7 +269,9 @@ fn a_killed_sessions_journal_is_kept_in_the_published_record_and_removed() {
     let dir = TempDir::new().expect("tempdir");
     let rec = dir.child("rec");
     rec.create_dir_all().expect("mkdir");
-    rec.child(".mm.journal").write_str(JOURNAL).expect("journal");
+    rec.child(".mm.journal")
+        .write_str(JOURNAL)
+        .expect("journal");
     publish_into(rec.path(), "{\"k\": {\"a\": {\"kwargs\": {\"B\": 9}}}}")
         .success()
         .stderr(contains("removed").and(contains(".mm.journal, the unfolded keys of a killed record session (2 key(s), kept in the published record)")));
@@ -282,7 +287,9 @@ fn a_live_sessions_journal_is_left_to_it() {
     let dir = TempDir::new().expect("tempdir");
     let rec = dir.child("rec");
     rec.create_dir_all().expect("mkdir");
-    rec.child(".mm.journal").write_str(JOURNAL).expect("journal");
+    rec.child(".mm.journal")
+        .write_str(JOURNAL)
+        .expect("journal");
     // What a live record session holds for its whole life.
     let sessions = std::fs::File::create(rec.child(".mm.sessions").path()).expect("sessions");
     let _live = Flock::lock(sessions, FlockArg::LockSharedNonblock).expect("shared lock");
@@ -306,7 +313,8 @@ fn the_ops_costs_of_an_earlier_run_go_with_the_record_they_described() {
     publish_into(rec.path(), MERGED).success().stderr(contains(
         "mm.costs.json, the earlier run's costs, which the published sidecar does not describe",
     ));
-    rec.child("mm.costs.json").assert(predicate::path::missing());
+    rec.child("mm.costs.json")
+        .assert(predicate::path::missing());
     // Another op's costs in it too: only the op's entry goes.
     rec.child("mm.costs.json")
         .write_str(r#"{"mm": {"[1]": 2.0}, "bmm": {"[2]": 3.0}}"#)

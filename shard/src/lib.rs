@@ -38,10 +38,23 @@ const EXAMPLES: &str = "EXAMPLES:
   warmup-shard --by-key --shards 8 --out /tmp/run
       no shape file: 8 children each run the whole command and claim autotune keys";
 
+/// This tool's exit statuses (docs/CONTRACT.md, "Exit statuses").
+const EXIT_STATUS: [(&str, &str); 3] = [
+    (
+        "0",
+        "done: the plan and the shard files are written (their paths on stdout)",
+    ),
+    toolkit::USAGE_ROW,
+    (
+        "3",
+        "nothing to do: fewer than 2 shards would result; nothing written",
+    ),
+];
+
 /// Split an op's shapes in a shape file into shard files a child reads with `yaml.safe_load`
 /// into exactly the objects the source gives; round-robin, or balanced by expected costs.
 #[derive(Debug, clap::Parser)]
-#[command(name = TOOL, version, after_long_help = toolkit::cli::after_help(EXAMPLES))]
+#[command(name = TOOL, version, after_long_help = toolkit::cli::after_help(EXAMPLES, &toolkit::exit_status_help(&EXIT_STATUS)))]
 pub struct Args {
     #[command(flatten)]
     pub op: protocol::op::OpArg,

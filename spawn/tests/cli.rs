@@ -664,5 +664,8 @@ fn command_comes_only_after_a_double_dash_as_scripts_warmup_takes_it() {
             predicate::str::contains("unexpected argument 'sh'")
                 .and(predicate::str::contains("-- <COMMAND>...")),
         );
-    assert!(!dir.path().join("w0").join("status.json").exists(), "nothing ran");
+    assert!(
+        !dir.path().join("w0").join("status.json").exists(),
+        "nothing ran"
+    );
 }

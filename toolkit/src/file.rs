@@ -107,7 +107,10 @@ mod tests {
         nix::unistd::mkfifo(&path, nix::sys::stat::Mode::S_IRWXU).expect("mkfifo");
         let err = read(&path).expect_err("fifo");
         assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
-        assert!(err.to_string().contains("is a FIFO, not a regular file"), "{err}");
+        assert!(
+            err.to_string().contains("is a FIFO, not a regular file"),
+            "{err}"
+        );
     }
 
     #[test]
