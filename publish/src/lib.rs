@@ -1,6 +1,8 @@
 //! `warmup-publish`: puts the merged configs where record mode would have written them
 //! (`DIR/<op>.json`, atomically, with the sidecar that describes them: `meta`) and prints the
-//! environment change that makes the next run replay them instead of sweeping again.
+//! environment change that makes the next run replay them instead of sweeping again. The record
+//! there is never shortened: its keys, and a killed session's journal (`journal`), stay under
+//! the new configs (`union`).
 
 pub mod journal;
 pub mod meta;
@@ -178,9 +180,9 @@ pub fn run(args: &Args) -> Result<Status> {
     out.write_all(&env)
         .and_then(|()| out.flush())
         .context("writing to stdout")?;
-    let kept = match (kept, &old.note) {
-        (0, _) => String::new(),
-        (n, _) => format!(
+    let kept = match kept {
+        0 => String::new(),
+        n => format!(
             " ({} from this run, {n} key(s) kept from the record there, which this run did not \
              decide)",
             merged.counts

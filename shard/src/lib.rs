@@ -64,7 +64,7 @@ pub struct Args {
     pub entry: Option<String>,
     /// How many shards to make at most (fewer when the op has fewer shapes); more shards than
     /// devices make warmup-spawn run them as a pool, longest expected first
-    #[arg(long, value_parser = toolkit::cli::at_least_one)]
+    #[arg(long, value_parser = toolkit::cli::at_least_one, allow_negative_numbers = true)]
     pub shards: u64,
     /// How to assign shapes to shards [default: lpt with --history, else round-robin]
     #[arg(long, value_enum)]

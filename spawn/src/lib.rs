@@ -143,16 +143,22 @@ pub struct Args {
     pub backend: String,
 
     /// Stop a child (SIGTERM to its process group, then SIGKILL after --grace) that runs longer
-    #[arg(long, value_name = "SECS", value_parser = seconds)]
+    #[arg(long, value_name = "SECS", value_parser = seconds, allow_negative_numbers = true)]
     pub timeout: Option<Duration>,
 
     /// Seconds between SIGTERM and SIGKILL when stopping children
-    #[arg(long, value_name = "SECS", value_parser = seconds, default_value = "10")]
+    #[arg(
+        long,
+        value_name = "SECS",
+        value_parser = seconds,
+        default_value = "10",
+        allow_negative_numbers = true
+    )]
     pub grace: Duration,
 
     /// Keep at most SIZE bytes of each child's output in its worker.log (e.g. 200M, 2G); the
     /// rest is read and dropped, and the log says so [default: no limit]
-    #[arg(long, value_name = "SIZE", value_parser = log::parse_size)]
+    #[arg(long, value_name = "SIZE", value_parser = log::parse_size, allow_negative_numbers = true)]
     pub max_log: Option<u64>,
 
     /// Give each child a Triton cache of its own (SCRATCH/w<i>/.triton_cache), as the pytest
