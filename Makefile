@@ -2,8 +2,9 @@
 #   make demo     the whole flow on the bundled example, no GPU needed
 #   make test     everything CI runs: cargo tests, clippy, rustfmt, the pytest suite, shellcheck, ruff,
 #                 and the harness tests on every Triton the README claims (make test-triton)
-#   make install PREFIX=/usr/local   binaries, the scripts, completions, man pages, and the
-#                                    harness plugin into HARNESS_PYTHON's environment
+#   make install PREFIX=/usr/local   binaries, the scripts, completions, man pages, the contract
+#                                    (share/doc/parallel-warmup/CONTRACT.md), and the harness
+#                                    plugin into HARNESS_PYTHON's environment
 
 PYTHON  ?= python3
 CARGO   ?= cargo
@@ -100,9 +101,12 @@ install: $(if $(filter target/release,$(RELEASE)),build) $(if $(HARNESS_PYTHON),
 	@set -e; dest="$(DESTDIR)$(PREFIX)"; \
 	install -d "$$dest/bin" "$$dest/share/man/man1" "$$dest/share/bash-completion/completions" \
 		"$$dest/share/zsh/site-functions" "$$dest/share/fish/vendor_completions.d"; \
+	install -d "$$dest/share/doc/parallel-warmup"; \
+	install -m 644 docs/CONTRACT.md "$$dest/share/doc/parallel-warmup/CONTRACT.md"; \
 	for t in $(TOOLS); do \
 		install -m 755 "$(RELEASE)/$$t" "$$dest/bin/$$t"; \
-		"$(RELEASE)/$$t" --generate=man > "$$dest/share/man/man1/$$t.1"; \
+		WARMUP_DOC_DIR="$(PREFIX)/share/doc/parallel-warmup" \
+			"$(RELEASE)/$$t" --generate=man > "$$dest/share/man/man1/$$t.1"; \
 		"$(RELEASE)/$$t" --generate=bash > "$$dest/share/bash-completion/completions/$$t"; \
 		"$(RELEASE)/$$t" --generate=zsh > "$$dest/share/zsh/site-functions/_$$t"; \
 		"$(RELEASE)/$$t" --generate=fish > "$$dest/share/fish/vendor_completions.d/$$t.fish"; \

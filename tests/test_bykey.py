@@ -429,3 +429,36 @@ def test_warmup_by_key_starts_the_measurement_with_the_sweep_and_uses_no_history
     assert "history" not in run.stderr and "predict" not in run.stderr, run.stderr
     assert "WARNING" not in run.stderr and "no shapes to learn costs of" not in run.stderr, run.stderr
     assert not (tmp_path / "records" / "mm.costs.json").exists()
+
+
+def test_a_stopped_fresh_sweep_over_a_3000_key_record_keeps_every_key_of_it(tmp_path):
+    """`--fresh` re-tunes every key it meets and carries nothing of the earlier record; the sweep
+    is then stopped. What its children recorded is published over the record folder, and the
+    3000 keys of the earlier record that the sweep never met stay (docs/CONTRACT.md,
+    warmup-publish: a record is never shortened by a run)."""
+    shapes = shape_file(tmp_path, SHAPES)
+    records_dir = tmp_path / "records"
+    records_dir.mkdir()
+    earlier = {"earlier:kernel": {json.dumps([i, *F16]): {"kwargs": {"BLOCK": 16}, "num_warps": 4,
+                                                           "num_stages": 2} for i in range(3000)}}
+    (records_dir / "mm.json").write_text(json.dumps(earlier))
+    hung = tmp_path / "hung-timing"
+    proc = warmup(tmp_path, bench_command(shapes), "--by-key", "--fresh", FIXTURE_HANG_TIMING="256x512x128")
+    scratch = tmp_path / "scratch"
+    try:
+        deadline = time.monotonic() + HANG
+        hung_pid(hung, proc, deadline)
+        while "passed" not in "".join(p.read_text() for p in scratch.glob("w*/worker.log")) \
+                and time.monotonic() < deadline:
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGTERM)
+        stopped = finished(proc, tmp_path)
+    finally:
+        proc.kill()
+    assert stopped.returncode == 143, stopped.output
+    assert "what its children recorded is published in" in stopped.stderr
+    published = json.loads((records_dir / "mm.json").read_text())
+    assert published["earlier:kernel"] == earlier["earlier:kernel"], "the earlier record's keys are lost"
+    key = (PLAIN_MM, json.dumps([256, 512, 128, *F16]))
+    assert pairs(published) == pairs(earlier) | (all_keys(SHAPES) - {key})
+    assert "3000 key(s) kept from the record there" in stopped.stderr, stopped.stderr

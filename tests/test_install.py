@@ -56,11 +56,26 @@ def test_install_puts_tools_scripts_man_pages_and_completions_under_destdir_pref
             capture_output=True, text=True)
         assert probe.returncode == 0 and script in probe.stdout, probe.stderr
         assert set(probe.stdout.splitlines()[1:]) - {"--"} == options, probe.stdout
+    contract = prefix / "share/doc/parallel-warmup/CONTRACT.md"
+    assert contract.read_text() == (ROOT / "docs" / "CONTRACT.md").read_text()
+    statuses = {}
     for tool in TOOLS:
         assert (prefix / "bin" / tool).stat().st_mode & 0o111
         man = (prefix / "share/man/man1" / f"{tool}.1").read_text()
         assert man.startswith(".ie") or ".TH" in man, man[:200]
         assert f"{tool}" in man and "EXIT STATUS" in man
+        # Examples and exit statuses are sections of their own, their lines as written (no fill).
+        assert ".SH EXTRA" not in man and '\n.SH "EXAMPLES"\n.nf\n' in man, man
+        statuses[tool] = man.split('.SH "EXIT STATUS"\n', 1)[1].split(".fi\n", 1)[0]
+        # The contract is cited where it was installed, never at its place in the repository.
+        assert "docs/CONTRACT.md" not in man
+        assert "scripts/warmup" not in man, "the script is named as installed: warmup"
+        assert f"{prefix_arg}/share/doc/parallel\\-warmup/CONTRACT.md".replace("-", "\\-") in man \
+            or f"{prefix_arg}/share/doc/parallel\\-warmup/CONTRACT.md" in man, man[-600:]
+        if shutil.which("man"):
+            shown = subprocess.run(["man", "-l", str(prefix / "share/man/man1" / f"{tool}.1")],
+                                   env=clean_env(MANWIDTH="200"), capture_output=True, text=True).stdout
+            assert f"  {tool} " in shown.split("EXAMPLES", 1)[1], "an example line kept whole"
         assert (prefix / "share/zsh/site-functions" / f"_{tool}").read_text().startswith("#compdef")
         assert f"complete -c {tool}" in (
             prefix / "share/fish/vendor_completions.d" / f"{tool}.fish").read_text()
@@ -68,6 +83,10 @@ def test_install_puts_tools_scripts_man_pages_and_completions_under_destdir_pref
         probe = subprocess.run(["bash", "-c", f'source "{bash}" && complete -p {tool}'],
                                capture_output=True, text=True)
         assert probe.returncode == 0 and tool in probe.stdout, probe.stderr
+
+    # Each tool states its own statuses: warmup-costs' 3 is not warmup-merge's.
+    assert "would not save 10%" in statuses["warmup-costs"] and "10%" not in statuses["warmup-merge"]
+    assert "128+N" in statuses["warmup-spawn"] and "128+N" not in statuses["warmup-shard"]
 
     # The installed script finds the installed tools beside it, with nothing else on hand.
     trace = tmp_path / "trace.jsonl"

@@ -290,28 +290,32 @@ def test_a_sidecar_of_the_record_replaced_is_removed(tmp_path, merged, source):
     assert sorted(os.listdir(rec)) == [".mm.lock", "mm.json"]  # the lock the op's record sessions share
 
 
-def test_a_journal_a_killed_record_session_left_is_removed_so_the_replay_pins_the_published_record(
+def test_a_journal_a_killed_record_session_left_is_folded_under_the_published_record_and_removed(
         tmp_path, merged):
     """A record session killed with keys journaled but not folded leaves `.<op>.journal`, whose keys
     the replay pins over the record's: left beside a newly published record, they would replay
-    another run's config for the same key."""
+    another run's config for the same key. Its keys are the folder's, so they stay in the record
+    published, under the new configs where both have a key."""
     from warmup_harness import writer  # noqa: PLC0415  (after sys.path above)
 
     rec = tmp_path / "rec"
     rec.mkdir()
     stale = {"kwargs": {"BLOCK": 16}, "num_warps": 8}
+    only = {"kwargs": {"BLOCK": 32}, "num_warps": 4}
     writer.journal_path(rec, "mm").write_text(
-        json.dumps({"kernel": "k", "key": "(1, 2)", "config": stale, "seconds": 1.0}) + "\n")
+        json.dumps({"kernel": "k", "key": "(1, 2)", "config": stale, "seconds": 1.0}) + "\n"
+        + json.dumps({"kernel": "k", "key": "(3, 4)", "config": only, "seconds": 2.0}) + "\n")
     pinned: dict = {}
-    assert writer.unfolded(rec, "mm", pinned) == 1  # what the replay would have pinned
+    assert writer.unfolded(rec, "mm", pinned) == 2  # what the replay would have pinned
     done = run_tool("publish", "--op", "mm", "--record-dir", rec, merged)
     assert done.returncode == 0, done.stderr
-    assert "the unfolded keys of an earlier record session, which the published record replaces" \
+    assert "the unfolded keys of a killed record session (2 key(s), kept in the published record)" \
         in done.stderr, done.stderr
-    assert sorted(os.listdir(rec)) == [".mm.lock", "mm.json"]
+    # The lock the op's record sessions share, and the file a live one holds.
+    assert sorted(os.listdir(rec)) == [".mm.lock", ".mm.sessions", "mm.json"]
     pinned = json.loads((rec / "mm.json").read_text())
     assert writer.unfolded(rec, "mm", pinned) == 0
-    assert pinned == json.loads(MERGED)
+    assert pinned == {"k": {**json.loads(MERGED)["k"], "(3, 4)": only}}
 
 
 def test_publish_waits_for_a_record_session_holding_the_ops_lock(tmp_path, merged):
@@ -345,3 +349,44 @@ def test_print_record_dir_is_the_folder_a_publish_would_write_into(tmp_path):
     nothing = ask(**{RECORD: "\t"})
     assert (nothing.returncode, nothing.stdout) == (3, ""), nothing.stderr
     assert os.listdir(tmp_path) == [], "it writes nothing"
+
+
+def test_a_scratch_published_over_a_record_keeps_its_keys_and_their_tune_seconds(tmp_path):
+    """The published sidecar's tune_seconds follow the record's union: the earlier keys keep their
+    seconds, the keys this run decided take the shards'."""
+    rec = tmp_path / "rec"
+    rec.mkdir()
+    (rec / "mm.json").write_text(json.dumps({"m:k": {"[0]": {"BLOCK": 16}, "[7]": {"BLOCK": 32}}}))
+    (rec / "mm.meta.json").write_text(sidecar("NVIDIA H200", {"[0]": 9.0, "[7]": 7.0}))
+    scratch = swept_scratch(tmp_path, {0: sidecar("NVIDIA H200", {"[0]": 2.5}),
+                                       1: sidecar("NVIDIA H200", {"[1]": 4.0})})
+    done = run_tool("publish", "--op", "mm", "--record-dir", rec, scratch)
+    assert done.returncode == 0, done.stderr
+    assert "1 key(s) kept from the record there" in done.stderr, done.stderr
+    assert json.loads((rec / "mm.json").read_text()) == {
+        "m:k": {"[0]": {"BLOCK": 64}, "[7]": {"BLOCK": 32}, "[1]": {"BLOCK": 64}}}
+    assert load_meta(rec / "mm.meta.json")["tune_seconds"] == {"m:k": {"[0]": 2.5, "[1]": 4.0, "[7]": 7.0}}
+
+
+def test_two_scratches_published_into_one_folder_at_once_keep_both_runs_keys(tmp_path):
+    """Two runs publishing at once take turns under the op's record lock, each adding to what the
+    other published."""
+    scratches = []
+    for run in (0, 1):
+        work = tmp_path / f"run{run}"
+        work.mkdir()
+        scratch = swept_scratch(work, {0: sidecar("NVIDIA H200", {"[0]": 2.5}),
+                                       1: sidecar("NVIDIA H200", {"[1]": 4.0})})
+        for shard in (0, 1):  # run 1's keys are [10] and [11]
+            (scratch / f"w{shard}" / "rec" / "mm.json").write_text(
+                json.dumps({"m:k": {f"[{shard + 10 * run}]": {"BLOCK": 64}}}))
+        assert run_tool("merge", "--op", "mm", "--in-scratch", scratch).returncode == 0
+        scratches.append(scratch)
+    rec = tmp_path / "rec"
+    procs = [subprocess.Popen([str(tool("publish")), "--op", "mm", "--record-dir", str(rec), str(s)],
+                              env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for s in scratches]
+    for proc in procs:
+        _, err = proc.communicate(timeout=HANG)
+        assert proc.returncode == 0, err
+    assert set(json.loads((rec / "mm.json").read_text())["m:k"]) == {"[0]", "[1]", "[10]", "[11]"}

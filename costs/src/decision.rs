@@ -28,10 +28,14 @@ pub fn run(args: &Args) -> Result<Status> {
                 h.meta.path.display()
             ));
         }
-        Ok(h)
+        let f = predict::predict(&h, op, &tokens);
+        match f.unusable() {
+            Some(why) => Err(format!("{}: {why}", h.meta.path.display())),
+            None => Ok((h, f)),
+        }
     });
-    let history = match found {
-        Ok(h) => h,
+    let (history, f) = match found {
+        Ok(found) => found,
         Err(why) => {
             eprintln!("{TOOL}: op {op}: no usable history ({why}): nothing to predict from, the warmup runs");
             write!(out, "version 1\nop {op}\ndecision warmup\n")
@@ -51,7 +55,6 @@ pub fn run(args: &Args) -> Result<Status> {
             );
         }
     }
-    let f = predict::predict(&history, op, &tokens);
     let text = predict::summary(op, &f, &history.meta.path.display().to_string());
     out.write_all(text.as_bytes())
         .and_then(|()| out.flush())

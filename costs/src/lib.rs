@@ -40,9 +40,16 @@ const EXAMPLES: &str = "EXAMPLES:
       predicts the warmup's wall time against the plain run's from that history: exit 0 when the
       warmup saves at least 10% (or there is no usable history), 3 when it would not";
 
+/// This tool's exit statuses (docs/CONTRACT.md, "Exit statuses").
+const EXIT_STATUS: [(&str, &str); 3] = [
+        ("0", "done: the costs written; with --predict, the warmup runs (it saves 10% or more, or no history can say)"),
+        toolkit::USAGE_ROW,
+        ("3", "no costs to learn: no shard ran to a good end, or the run was by key; nothing written. With --predict: the warmup would not save 10%, run plain"),
+    ];
+
 /// Write or update a cost file from what a finished run measured.
 #[derive(Debug, clap::Parser)]
-#[command(name = TOOL, version, about, after_long_help = toolkit::cli::after_help(EXAMPLES))]
+#[command(name = TOOL, version, about, after_long_help = toolkit::cli::after_help(EXAMPLES, &toolkit::exit_status_help(&EXIT_STATUS)))]
 pub struct Args {
     #[command(flatten)]
     pub op: protocol::op::OpArg,

@@ -40,6 +40,31 @@ impl Figures {
     pub fn worth(&self) -> bool {
         self.saving >= WORTH
     }
+
+    /// Why these figures cannot decide anything: a history whose numbers add up past what a
+    /// float holds (`inf`, then `NaN` for the saving) predicts nothing; None when all are finite.
+    pub fn unusable(&self) -> Option<String> {
+        let figures = [
+            ("plain", self.plain),
+            ("warmup", self.warmup),
+            ("saving", self.saving),
+            ("startup", self.startup),
+            ("timing", self.timing),
+            ("measure", self.measure),
+            ("sweep", self.makespan),
+        ];
+        let bad: Vec<String> = figures
+            .iter()
+            .filter(|(_, v)| !v.is_finite())
+            .map(|(name, v)| format!("{name} {v}"))
+            .collect();
+        (!bad.is_empty()).then(|| {
+            format!(
+                "its figures add up past the largest number a sum can hold ({})",
+                bad.join(", ")
+            )
+        })
+    }
 }
 
 /// The prediction for `op` swept on the devices `tokens` (repeats: children sharing a device).
@@ -166,6 +191,18 @@ mod tests {
         let f = predict(&h, "mm", &devices("0,1,2,3"));
         assert!((f.makespan - 90.0).abs() < 1e-9, "{f:?}");
         assert!(!f.worth());
+    }
+
+    #[test]
+    fn figures_that_overflow_are_unusable_never_inf_or_nan() {
+        // Each number is finite; their sums are not (1.7e308 twice is inf, inf - inf is NaN).
+        let h = history(1.7e308, 0.0, 1.7e308, &[11.0; 4]);
+        let f = predict(&h, "mm", &devices("0,1"));
+        let why = f.unusable().expect("unusable");
+        assert!(why.contains("plain inf"), "{why}");
+        assert!(why.contains("saving NaN"), "{why}");
+        let fine = predict(&history(40.0, 0.0, 2.0, &[11.0; 4]), "mm", &devices("0,1"));
+        assert_eq!(fine.unusable(), None);
     }
 
     #[test]

@@ -18,7 +18,13 @@ published (pinned from then on), else the tuner's first config, not recorded, an
 at most every second (keyed.py). A claim whose lock can be taken and that has no winner was left by
 a child that died: it is taken over and tuned. Creating and taking over a claim hold
 `<folder>/.lock` for a few system calls, so a claim just created is never mistaken for a dead one
-in the instant before its creator locks it. Standard library only.
+in the instant before its creator locks it.
+
+A full disk (ENOSPC, EDQUOT) never fails a test: the folder is checked up front by writing a block
+into it (a full one is a usage error, exit 4, as a read-only one is), and a disk that fills later
+makes a key tuned and recorded here without a claim, the half-made claim file removed, and one
+warning through `publish` (the caller's note) that keys go unclaimed from then on. Standard library
+only.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ import hashlib
 import json
 import os
 import socket
+import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
@@ -37,6 +44,11 @@ from . import atomic
 from .env import ProtocolError
 
 CLAIM_DIR = "WARMUP_HARNESS_CLAIM_DIR"
+
+# A disk or quota with no room left: a claim cannot be written, and nothing is wrong but the space.
+FULL = (errno.ENOSPC, errno.EDQUOT)
+# What the up-front check writes: one block, more than a claim or a winner file holds.
+PROBE_BYTES = 4096
 
 class ClaimError(ProtocolError):
     """The claim folder cannot be used (a usage error); the message names it and what to do."""
@@ -50,8 +62,8 @@ def claim_name(kernel: str, key: str) -> str:
 class Held:
     """A claim this process holds: its open, locked file, let go once the winner is published."""
 
-    def __init__(self, fd: int, taken_from: Any):
-        self.fd = fd
+    def __init__(self, fd: int | None, taken_from: Any):
+        self.fd = fd  # None: no claim could be written (a full disk); the key is tuned here anyway
         self.taken_from = taken_from  # the dead holder's pid when taken over, else None
 
 
@@ -60,9 +72,11 @@ class Claims:
 
     def __init__(self, folder: Path):
         self.folder = folder
+        self._full_said = False
         try:
             folder.mkdir(parents=True, exist_ok=True)
             atomic.probe(folder)
+            _probe_space(folder)
         except OSError as exc:
             raise ClaimError(f"{CLAIM_DIR}={folder}: cannot make claim files there "
                              f"({exc.strerror or exc}): give a folder every child can write") from None
@@ -92,43 +106,96 @@ class Claims:
 
     def take(self, kernel: str, key: str) -> Held | None:
         """The claim on this key, created or taken over from a dead holder; None when a live
-        process holds it or a winner is already published (then `winner` answers)."""
-        stem = claim_name(kernel, key)
-        path = self._claim(stem)
-        with self._folder_lock():
+        process holds it or a winner is already published (then `winner` answers). A claim there is
+        no room for is a Held without a file: the key is tuned and recorded here all the same."""
+        path = self._claim(claim_name(kernel, key))
+        try:
+            with self._folder_lock():
+                return self._take(kernel, key, path)
+        except OSError as exc:
+            if exc.errno not in FULL:
+                raise
+            return Held(None, None)
+
+    def _take(self, kernel: str, key: str, path: Path) -> Held | None:
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o666)
+            created, taken_from = True, None
+        except FileExistsError:
+            fd = os.open(path, os.O_RDWR)
             try:
-                fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o666)
-                taken_from = None
-            except FileExistsError:
-                fd = os.open(path, os.O_RDWR)
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except OSError as exc:
-                    os.close(fd)
-                    if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
-                        return None  # its holder is alive and tuning it
-                    raise
-                if self.winner(kernel, key) is not None:
-                    os.close(fd)
-                    return None
-                taken_from = _holder(fd)
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as exc:
+                os.close(fd)
+                if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+                    return None  # its holder is alive and tuning it
+                raise
+            if self.winner(kernel, key) is not None:
+                os.close(fd)
+                return None
+            created, taken_from = False, _holder(fd)
+        try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             text = json.dumps({"kernel": kernel, "key": key, "pid": os.getpid(), "host": socket.gethostname(),
                                "taken_over_from": taken_from})
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, (text + "\n").encode("utf-8", "backslashreplace"), 0)
-            return Held(fd, taken_from)
+            data = (text + "\n").encode("utf-8", "backslashreplace")
+            written = 0
+            while written < len(data):  # a full disk may take part of it before it refuses
+                written += os.pwrite(fd, data[written:], written)
+            os.ftruncate(fd, len(data))
+        except OSError:
+            os.close(fd)
+            if created:  # no empty or cut claim of ours is left behind
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
+            raise
+        return Held(fd, taken_from)
 
     def publish(self, held: Held, kernel: str, key: str, config: dict, seconds: float | None,
                 record_dir: str) -> None:
         """Writes the winner beside the claim, naming the record folder that holds it, then lets the
-        claim go."""
+        claim go. Raises OSError once when the disk is full (a claim or a winner with no room), so
+        that the caller warns once; silent after that, as every key is still recorded."""
+        if held.fd is None:
+            self._full(OSError(errno.ENOSPC, f"no room for a claim ({os.strerror(errno.ENOSPC)})"))
+            return
         try:
             text = json.dumps({"kernel": kernel, "key": key, "config": config, "seconds": seconds,
                                "record_dir": record_dir})
             atomic.write_bytes(self._winner(claim_name(kernel, key)), (text + "\n").encode("utf-8"))
+        except OSError as exc:
+            if exc.errno not in FULL:
+                raise
+            self._full(exc)
         finally:
             os.close(held.fd)
+
+    def _full(self, exc: OSError) -> None:
+        """Raises the first full-disk error, worded for the caller's warning; later ones are silent."""
+        if self._full_said:
+            return
+        self._full_said = True
+        raise OSError(exc.errno, f"{exc.strerror}: from here on keys are tuned and recorded here without "
+                                 f"claims, and other children may tune them too")
+
+
+def _probe_space(folder: Path) -> None:
+    """Writes a block into an unnamed file in `folder`, or raises OSError: a full disk is found up
+    front, where it is a usage error, rather than at the first key."""
+    try:
+        fd = os.open(folder, os.O_TMPFILE | os.O_WRONLY, 0o600)
+        name = None
+    except (AttributeError, OSError):  # no O_TMPFILE here, or the file system lacks it
+        fd, name = tempfile.mkstemp(dir=folder, prefix=".warmup-harness-space.")
+    try:
+        if name is not None:
+            os.unlink(name)
+        view = memoryview(bytes(PROBE_BYTES))
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _holder(fd: int) -> Any:

@@ -77,7 +77,7 @@ pub fn read(path: &Path) -> Result<Records, Unreadable> {
             "is a folder without {PLAN}: give a record file <op>.json or a SCRATCH folder"
         )));
     }
-    let bytes = std::fs::read(path).map_err(|e| whole(format!("cannot read: {e}")))?;
+    let bytes = toolkit::file::read(path).map_err(|e| whole(format!("cannot read: {e}")))?;
     Records::parse(&bytes)
 }
 

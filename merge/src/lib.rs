@@ -27,9 +27,22 @@ const EXAMPLES: &str = "EXAMPLES:
 An input that is missing, unreadable, torn or not {kernel: {key: config}} is named on stderr
 and skipped, as the pytest plugin did; --strict makes that an error.";
 
+/// This tool's exit statuses (docs/CONTRACT.md, "Exit statuses").
+const EXIT_STATUS: [(&str, &str); 3] = [
+    (
+        "0",
+        "done: the merged record (and the conflict list) written",
+    ),
+    toolkit::USAGE_ROW,
+    (
+        "3",
+        "nothing to do: no configs were recovered from the inputs; nothing written",
+    ),
+];
+
 /// Merge the shards' autotune records; the first value of a key wins, in input order.
 #[derive(Debug, clap::Parser)]
-#[command(name = TOOL, version, after_long_help = toolkit::cli::after_help(EXAMPLES))]
+#[command(name = TOOL, version, after_long_help = toolkit::cli::after_help(EXAMPLES, &toolkit::exit_status_help(&EXIT_STATUS)))]
 pub struct Args {
     #[command(flatten)]
     pub op: OpArg,
@@ -53,7 +66,7 @@ pub struct Args {
     pub in_scratch: Option<PathBuf>,
 
     /// Write the run summary (inputs, kernels, configs, conflicts, files written) to FILE,
-    /// atomically, as docs/CONTRACT.md "Run summaries" says; `-` is stdout
+    /// atomically, as the contract's "Run summaries" says (SEE ALSO); `-` is stdout
     #[arg(long, value_name = "FILE")]
     pub summary: Option<PathBuf>,
 

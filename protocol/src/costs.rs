@@ -68,7 +68,7 @@ impl CostFile {
         if path.is_dir() {
             bail!("cost file {name}: is a directory: give a JSON file");
         }
-        let text = std::fs::read_to_string(path).with_context(|| {
+        let text = toolkit::file::read_to_string(path).with_context(|| {
             format!("reading cost file {name} (check the path; warmup-costs writes one)")
         })?;
         let mut file = Self::parse(path, &text)?;
@@ -181,6 +181,11 @@ impl CostFile {
     /// whether it had any.
     pub fn clear(&mut self, op: &str) -> bool {
         self.ops.shift_remove(op).is_some()
+    }
+
+    /// Whether the file holds no op at all.
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty()
     }
 
     /// Where [`save`](Self::save) writes: the file itself, a symlink's target for a link.

@@ -63,7 +63,7 @@ impl Meta {
     /// Reads the sidecar at `path`; `Err` says why it cannot be used.
     pub fn load(path: &Path) -> std::result::Result<Meta, String> {
         let name = path.display();
-        let bytes = match std::fs::read(path) {
+        let bytes = match toolkit::file::read(path) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 return Err(format!("no {name}"));
@@ -101,6 +101,12 @@ impl Meta {
                     keys += 1;
                 }
             }
+        }
+        if !tune_seconds.is_finite() {
+            return Err(format!(
+                "{name}: its {keys} keys' tune_seconds add up past the largest number a sum can \
+                 hold, so they say nothing usable"
+            ));
         }
         Ok(Meta {
             path: path.to_path_buf(),
@@ -212,6 +218,20 @@ mod tests {
             (one.startup_seconds, one.compile_seconds),
             (Some(8.5), None)
         );
+    }
+
+    #[test]
+    fn tune_seconds_that_overflow_their_sum_are_no_usable_sidecar() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = meta_path(dir.path(), "mm");
+        std::fs::write(
+            &path,
+            r#"{"format": "warmup-harness-meta", "version": 1, "op": "mm",
+                "tune_seconds": {"k": {"[1]": 1.7e308, "[2]": 1.7e308}}}"#,
+        )
+        .expect("write");
+        let why = Meta::load(&path).expect_err("an infinite sum");
+        assert!(why.contains("add up past the largest number"), "{why}");
     }
 
     #[test]

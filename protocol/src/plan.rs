@@ -126,7 +126,7 @@ impl Plan {
 
     /// Reads and checks a plan; returns it with the scratch folder it describes.
     pub fn load(path: &Path) -> Result<(Plan, Scratch)> {
-        let text = std::fs::read_to_string(path).with_context(|| {
+        let text = toolkit::file::read_to_string(path).with_context(|| {
             format!(
                 "reading plan {} (write one with warmup-shard --out DIR)",
                 path.display()

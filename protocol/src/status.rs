@@ -152,7 +152,7 @@ impl ShardStatus {
 
     /// Reads the status file at `path`; `None` when there is none (the shard never started).
     pub fn read(path: &Path) -> Result<Option<ShardStatus>> {
-        let text = match std::fs::read_to_string(path) {
+        let text = match toolkit::file::read_to_string(path) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),

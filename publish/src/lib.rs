@@ -1,16 +1,21 @@
 //! `warmup-publish`: puts the merged configs where record mode would have written them
 //! (`DIR/<op>.json`, atomically, with the sidecar that describes them: `meta`) and prints the
-//! environment change that makes the next run replay them instead of sweeping again.
+//! environment change that makes the next run replay them instead of sweeping again. The record
+//! there is never shortened: its keys, and a killed session's journal (`journal`), stay under
+//! the new configs (`union`).
 
+pub mod journal;
 pub mod meta;
 pub mod record;
 pub mod replay;
+pub mod union;
 
 use anyhow::{bail, Context, Result};
 use protocol::env::RECORD_DIR;
 use protocol::history;
 use protocol::layout::Scratch;
 use protocol::op::OpArg;
+use protocol::records::{Counts, Records};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use toolkit::Status;
@@ -31,9 +36,16 @@ const EXAMPLES: &str = "EXAMPLES:
 DIR is --record-dir, else $FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR when set and not blank, else
 --fallback-dir.";
 
+/// This tool's exit statuses (docs/CONTRACT.md, "Exit statuses").
+const EXIT_STATUS: [(&str, &str); 3] = [
+        ("0", "done: the record published, the replay environment on stdout"),
+        toolkit::USAGE_ROW,
+        ("3", "nothing to do: MERGED holds no configs (or --print-record-dir finds no folder); nothing written"),
+    ];
+
 /// Publish merged configs to DIR/<op>.json and print the replay environment.
 #[derive(Debug, clap::Parser)]
-#[command(name = TOOL, version, after_long_help = toolkit::cli::after_help(EXAMPLES))]
+#[command(name = TOOL, version, after_long_help = toolkit::cli::after_help(EXAMPLES, &toolkit::exit_status_help(&EXIT_STATUS)))]
 pub struct Args {
     #[command(flatten)]
     pub op: OpArg,
@@ -97,19 +109,64 @@ pub fn run(args: &Args) -> Result<Status> {
     std::fs::create_dir_all(&dir)
         .with_context(|| format!("creating record folder {}", dir.display()))?;
     // The lock every record session of the op holds while it adds a key: the record is not
-    // replaced under a session folding its journal into it, nor the journal removed mid-append.
+    // replaced under a session folding its journal into it, nor the journal removed mid-append;
+    // and two publishes into the folder take turns, each adding to what the other published.
     let _record_lock = toolkit::lock::update_lock(TOOL, &history::record_lock_target(&dir, op))?;
+    // First, so that a publish cut short leaves a record and sidecar without costs (no usable
+    // history) rather than a new sidecar beside another run's costs.
+    let mut wrote = forget_costs(&dir, op)?;
+    let journal = Journal::find(&dir, op)?;
+    let old = old_record(&file);
+    let mut book = union::Book::default();
+    if let Some(old) = &old.records {
+        book.update(old);
+    }
+    for entry in &journal.entries {
+        book.update(&entry.record);
+    }
+    book.update(&merged.records);
+    let kept = book.configs() - merged.counts.configs;
+    let unchanged = kept == 0 && book.kernels() == merged.counts.kernels;
+    let bytes = if unchanged {
+        merged.bytes
+    } else {
+        book.to_bytes()
+    };
+    let counts = Counts {
+        kernels: book.kernels(),
+        configs: book.configs(),
+    };
     let sidecar = history::meta_path(&dir, op);
-    let wrote = match &combined.sidecar {
-        Some(bytes) => {
+    let old_sidecar = meta::load(&sidecar);
+    wrote += &match combined.sidecar {
+        Some(mut new) => {
+            // The seconds of every key kept: the journal's (its last line for a key first),
+            // then the sidecar's there; a key the shards have keeps the shards' figure.
+            let journaled: Vec<(&str, &str, &serde_json::Value)> = journal
+                .entries
+                .iter()
+                .rev()
+                .filter_map(|e| e.seconds.as_ref())
+                .map(|(kernel, key, seconds)| (kernel.as_str(), key.as_str(), seconds))
+                .collect();
+            meta::keep_tune_seconds(&mut new, journaled);
+            if let Some(old) = &old_sidecar {
+                meta::keep_tune_seconds(&mut new, meta::tune_entries(old));
+                if kept > 0 {
+                    if let Some(note) = other_origin(old, &new, kept, &file) {
+                        eprintln!("{TOOL}: {note}");
+                    }
+                }
+            }
+            let text = meta::to_bytes(&new)?;
             toolkit::atomic::commit_all([
-                toolkit::atomic::stage(&file, |out| out.write_all(&merged.bytes))?,
-                toolkit::atomic::stage(&sidecar, |out| out.write_all(bytes))?,
+                toolkit::atomic::stage(&file, |out| out.write_all(&bytes))?,
+                toolkit::atomic::stage(&sidecar, |out| out.write_all(&text))?,
             ])?;
             format!(", the shards' versions and device to {}", sidecar.display())
         }
         None => {
-            toolkit::atomic::write(&file, &merged.bytes)?;
+            toolkit::atomic::write(&file, &bytes)?;
             // The replay would check the new configs against another record's versions and device.
             remove_stale(
                 &sidecar,
@@ -118,24 +175,195 @@ pub fn run(args: &Args) -> Result<Status> {
             )?
         }
     };
-    // A killed record session's unfolded keys: the replay pins a journal's keys over the
-    // record's, so one older than the record just published would replay another run's configs.
-    let wrote = wrote
-        + &remove_stale(
-            &history::journal_path(&dir, op),
-            "the unfolded keys of an earlier record session, which the published record replaces",
-            "the replay pins them over the published record",
-        )?;
+    wrote += &journal.finish()?;
     let mut out = std::io::stdout().lock();
     out.write_all(&env)
         .and_then(|()| out.flush())
         .context("writing to stdout")?;
-    eprintln!(
-        "{TOOL}: wrote {} to {}{wrote}",
-        merged.counts,
-        file.display()
-    );
+    let kept = match kept {
+        0 => String::new(),
+        n => format!(
+            " ({} from this run, {n} key(s) kept from the record there, which this run did not \
+             decide)",
+            merged.counts
+        ),
+    };
+    eprintln!("{TOOL}: wrote {counts}{kept} to {}{wrote}", file.display());
+    if let Some(note) = old.note {
+        eprintln!("{TOOL}: {note}");
+    }
     Ok(Status::Done)
+}
+
+/// The record already in DIR, whose keys the published record keeps; a note where it cannot be
+/// read as one (then none of it is kept, as before a record folder held anything).
+struct Old {
+    records: Option<Records>,
+    note: Option<String>,
+}
+
+fn old_record(file: &Path) -> Old {
+    let name = file.display();
+    let read = match toolkit::file::read(file) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Old {
+                records: None,
+                note: None,
+            }
+        }
+        Err(e) => Err(format!("{name}: cannot be read ({e})")),
+        Ok(bytes) => Records::parse(&bytes).map_err(|why| why.located(&name.to_string())),
+    };
+    match read {
+        Ok(records) => {
+            let note = records.bad_buckets.first().map(|bad| {
+                format!("{name}: {bad}: that kernel of the record replaced is not kept")
+            });
+            Old {
+                records: Some(records),
+                note,
+            }
+        }
+        Err(why) => Old {
+            records: None,
+            note: Some(format!(
+                "{why}: it was not a record, so none of it is kept in the one published"
+            )),
+        },
+    }
+}
+
+/// A line when the keys kept were recorded on another Triton or device than the new sidecar
+/// names: they are kept (keys of the same op), and the replay checks them against the new one.
+fn other_origin(
+    old: &serde_json::Map<String, serde_json::Value>,
+    new: &serde_json::Map<String, serde_json::Value>,
+    kept: usize,
+    file: &Path,
+) -> Option<String> {
+    let differs: Vec<String> = ["triton", "device"]
+        .into_iter()
+        .filter(|f| old.get(*f) != new.get(*f))
+        .map(|f| {
+            format!(
+                "{f} {} (this run's: {})",
+                old.get(f).unwrap_or(&serde_json::Value::Null),
+                new.get(f).unwrap_or(&serde_json::Value::Null)
+            )
+        })
+        .collect();
+    (!differs.is_empty()).then(|| {
+        format!(
+            "{}: the {kept} key(s) kept were recorded with {}; they stay, and the replay checks \
+             them against this run's sidecar",
+            file.display(),
+            differs.join(", ")
+        )
+    })
+}
+
+/// A killed record session's journal in DIR: its entries, folded into the published record,
+/// and the lock that keeps any session from starting until it is removed; or a live session's,
+/// left alone.
+struct Journal {
+    path: PathBuf,
+    entries: Vec<journal::Entry>,
+    /// Held while the journal is folded and removed: no record session is live.
+    dead: Option<nix::fcntl::Flock<std::fs::File>>,
+}
+
+impl Journal {
+    fn find(dir: &Path, op: &str) -> Result<Journal> {
+        let path = history::journal_path(dir, op);
+        let none = |path| Journal {
+            path,
+            entries: Vec::new(),
+            dead: None,
+        };
+        if path.symlink_metadata().is_err() {
+            return Ok(none(path));
+        }
+        match journal::owner(dir, op)? {
+            journal::Owner::Live => {
+                eprintln!(
+                    "{TOOL}: left {}: a record session is live in {} (it holds {}) and folds its \
+                     keys into the published record itself",
+                    path.display(),
+                    dir.display(),
+                    journal::sessions_path(dir, op).display()
+                );
+                Ok(none(path))
+            }
+            journal::Owner::Dead(held) => {
+                let data = toolkit::file::read(&path).with_context(|| {
+                    format!(
+                        "reading {}, the unfolded keys of a killed record session; remove it \
+                         by hand if it is not one",
+                        path.display()
+                    )
+                })?;
+                Ok(Journal {
+                    entries: journal::entries(&data),
+                    path,
+                    dead: Some(held),
+                })
+            }
+        }
+    }
+
+    /// Removes a dead session's journal, now in the published record; says so.
+    fn finish(self) -> Result<String> {
+        if self.dead.is_none() {
+            return Ok(String::new());
+        }
+        let what = format!(
+            "the unfolded keys of a killed record session ({} key(s), kept in the published \
+             record)",
+            self.entries.len()
+        );
+        remove_stale(
+            &self.path,
+            &what,
+            "the replay pins them over the published record",
+        )
+    }
+}
+
+/// Forgets the op's costs in DIR (`DIR/<op>.costs.json`, "History in the record folder"): they
+/// describe the run whose record this publish replaces, and `warmup-costs --record-dir` writes
+/// this run's after it, where the run keeps costs (a by-key run keeps none). The file goes when
+/// it held only the op's costs, else only the op's entry; said in the publish's line.
+fn forget_costs(dir: &Path, op: &str) -> Result<String> {
+    let path = history::costs_path(dir, op);
+    if path.symlink_metadata().is_err() {
+        return Ok(String::new());
+    }
+    let _lock = toolkit::lock::update_lock(TOOL, &path)?;
+    let mut costs = match protocol::costs::CostFile::load(&path) {
+        Ok(costs) => costs,
+        Err(e) => {
+            eprintln!(
+                "{TOOL}: {e:#}: left as it is; remove it if it holds an earlier run's costs of \
+                 op {op}, which the published sidecar does not describe"
+            );
+            return Ok(String::new());
+        }
+    };
+    if !costs.clear(op) {
+        return Ok(String::new());
+    }
+    let why = "the earlier run's costs, which the published sidecar does not describe";
+    let is_link = path
+        .symlink_metadata()
+        .is_ok_and(|m| m.file_type().is_symlink());
+    if costs.is_empty() && !is_link {
+        return remove_stale(&path, why, "the next --predict mixes two runs");
+    }
+    costs.save()?;
+    Ok(format!(
+        "; removed op {op}'s costs from {}, {why}",
+        path.display()
+    ))
 }
 
 /// Removes a file beside the record that the record just published makes stale: `what` it is,

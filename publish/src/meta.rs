@@ -37,7 +37,7 @@ const PROCESS_SECONDS: [(&str, Fold); 2] = [
 #[derive(Debug, Default)]
 pub struct Combined {
     /// None where no shard left a usable sidecar.
-    pub sidecar: Option<Vec<u8>>,
+    pub sidecar: Option<Map<String, Value>>,
     pub notes: Vec<String>,
 }
 
@@ -61,7 +61,7 @@ pub fn combine(scratch: &Scratch, op: &str) -> Result<Combined> {
     let mut read = Vec::new();
     for shard in 0..plan.shards.len() {
         let path = meta_path(&scratch.record_dir(shard), op);
-        let parsed = match std::fs::read(&path) {
+        let parsed = match toolkit::file::read(&path) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
             Err(e) => Err(format!("cannot be read ({e})")),
             Ok(bytes) => parse(&bytes),
@@ -107,12 +107,57 @@ pub fn combine(scratch: &Scratch, op: &str) -> Result<Combined> {
             out.insert(field.into(), value);
         }
     }
-    let mut bytes = serde_json::to_vec_pretty(&Value::Object(out))?;
-    bytes.push(b'\n');
     Ok(Combined {
-        sidecar: Some(bytes),
+        sidecar: Some(out),
         notes,
     })
+}
+
+/// The sidecar as written: pretty JSON and a newline.
+pub fn to_bytes(sidecar: &Map<String, Value>) -> Result<Vec<u8>> {
+    let mut bytes = serde_json::to_vec_pretty(sidecar)?;
+    bytes.push(b'\n');
+    Ok(bytes)
+}
+
+/// The sidecar already in DIR, when it is the harness's (else None: nothing of it is kept).
+pub fn load(path: &std::path::Path) -> Option<Map<String, Value>> {
+    parse(&toolkit::file::read(path).ok()?).ok()
+}
+
+/// Adds `seconds` (`{kernel: {key: seconds}}` entries) under `sidecar`'s `tune_seconds` where it
+/// has no figure for the key yet: the seconds of the keys the published record keeps.
+pub fn keep_tune_seconds<'a>(
+    sidecar: &mut Map<String, Value>,
+    seconds: impl IntoIterator<Item = (&'a str, &'a str, &'a Value)>,
+) {
+    let tune = sidecar
+        .entry("tune_seconds")
+        .or_insert_with(|| Value::Object(Map::new()));
+    let Value::Object(tune) = tune else { return };
+    for (kernel, key, value) in seconds {
+        let keys = tune
+            .entry(kernel.to_owned())
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Value::Object(keys) = keys {
+            keys.entry(key.to_owned()).or_insert_with(|| value.clone());
+        }
+    }
+}
+
+/// Every `(kernel, key, seconds)` of a sidecar's `tune_seconds`.
+pub fn tune_entries(sidecar: &Map<String, Value>) -> Vec<(&str, &str, &Value)> {
+    let Some(Value::Object(kernels)) = sidecar.get("tune_seconds") else {
+        return Vec::new();
+    };
+    kernels
+        .iter()
+        .filter_map(|(kernel, keys)| Some((kernel, keys.as_object()?)))
+        .flat_map(|(kernel, keys)| {
+            keys.iter()
+                .map(move |(key, v)| (kernel.as_str(), key.as_str(), v))
+        })
+        .collect()
 }
 
 /// A harness sidecar of the version this build reads, as its object; else why not.

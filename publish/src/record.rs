@@ -4,7 +4,6 @@
 
 use anyhow::{bail, Context, Result};
 use protocol::records::{Counts, Records};
-use std::io::Read;
 use std::path::Path;
 
 /// A checked record file: how messages name it, its bytes as given, and what it holds.
@@ -13,15 +12,13 @@ pub struct Merged {
     pub name: String,
     pub bytes: Vec<u8>,
     pub counts: Counts,
+    pub records: Records,
 }
 
 /// Reads MERGED (`-` is stdin) and checks its shape; the error names the file and position.
 pub fn read(path: &Path) -> Result<Merged> {
     let (name, bytes) = if path.as_os_str() == "-" {
-        let mut bytes = Vec::new();
-        std::io::stdin()
-            .lock()
-            .read_to_end(&mut bytes)
+        let bytes = toolkit::file::read_bounded(std::io::stdin().lock(), toolkit::file::MAX_BYTES)
             .context("reading MERGED from stdin")?;
         ("<stdin>".to_owned(), bytes)
     } else {
@@ -29,21 +26,22 @@ pub fn read(path: &Path) -> Result<Merged> {
         if path.is_dir() {
             bail!("{name}: is a folder; give the merged record file warmup-merge wrote");
         }
-        let bytes = std::fs::read(path).with_context(|| {
+        let bytes = toolkit::file::read(path).with_context(|| {
             format!("reading {name} (give the file warmup-merge wrote, or the SCRATCH folder it merged into with --in-scratch)")
         })?;
         (name, bytes)
     };
-    let counts = match Records::parse(&bytes) {
+    let records = match Records::parse(&bytes) {
         Ok(records) => match records.bad_buckets.first() {
             Some(bad) => bail!("{name}: {bad}; give the file warmup-merge wrote"),
-            None => records.counts(),
+            None => records,
         },
         Err(why) => bail!("{}; give the file warmup-merge wrote", why.located(&name)),
     };
     Ok(Merged {
         name,
         bytes,
-        counts,
+        counts: records.counts(),
+        records,
     })
 }

@@ -136,7 +136,8 @@ fn publishing_replaces_the_file_whole_and_leaves_no_temporary() {
         .write_stdin(MERGED)
         .assert()
         .code(0)
-        .stdout(contains("\"file\": ").and(contains("mm.json")));
+        .stdout(contains("\"file\": ").and(contains("mm.json")))
+        .stderr(contains("it was not a record, so none of it is kept"));
     rec.child("mm.json").assert(MERGED);
     let mut names: Vec<_> = std::fs::read_dir(rec.path())
         .expect("list")
@@ -161,4 +162,169 @@ fn a_scratch_folder_publishes_its_merged_json() {
         .assert()
         .code(0);
     rec.child("mm.json").assert(MERGED);
+}
+
+/// A record `{"k": {"<i>": {"kwargs": {"B": <i>}}}}` for every i in `keys`, as a text.
+fn record(keys: impl IntoIterator<Item = usize>, block: usize) -> String {
+    let body: Vec<String> = keys
+        .into_iter()
+        .map(|i| format!("\"{i}\": {{\"kwargs\": {{\"B\": {}}}}}", i + block))
+        .collect();
+    format!("{{\"k\": {{{}}}}}", body.join(", "))
+}
+
+fn read_record(path: &std::path::Path) -> serde_json::Map<String, serde_json::Value> {
+    let text = std::fs::read_to_string(path).expect("record");
+    let value: serde_json::Value = serde_json::from_str(&text).expect("json");
+    value["k"].as_object().expect("kernel k").clone()
+}
+
+fn publish_into(rec: &std::path::Path, merged: &str) -> assert_cmd::assert::Assert {
+    publish()
+        .args(["--op", "mm", "--record-dir"])
+        .arg(rec)
+        .arg("-")
+        .write_stdin(merged.to_owned())
+        .assert()
+}
+
+#[test]
+fn a_publish_keeps_every_key_of_the_record_there_and_its_own_configs_win() {
+    // A stopped sweep (or a --fresh one) published over a 3000-key record: 100 keys re-tuned to
+    // other configs, one new; the 2900 it never met stay.
+    let dir = TempDir::new().expect("tempdir");
+    let rec = dir.child("rec");
+    rec.create_dir_all().expect("mkdir");
+    rec.child("mm.json")
+        .write_str(&record(0..3000, 0))
+        .expect("seed");
+    publish_into(rec.path(), &record((0..100).chain([5000]), 7))
+        .success()
+        .stderr(contains(
+            "wrote 1 kernel(s), 3001 config(s) (1 kernel(s), 101 config(s) from this run, 2900 \
+             key(s) kept from the record there, which this run did not decide)",
+        ));
+    let k = read_record(&rec.child("mm.json"));
+    assert_eq!(k.len(), 3001);
+    assert_eq!(k["5"]["kwargs"]["B"], 12, "the new config wins");
+    assert_eq!(
+        k["2999"]["kwargs"]["B"], 2999,
+        "a key the run never met stays"
+    );
+    assert_eq!(k["5000"]["kwargs"]["B"], 5007);
+}
+
+#[test]
+fn two_publishes_into_one_folder_at_once_lose_neither_runs_keys() {
+    let dir = TempDir::new().expect("tempdir");
+    let rec = dir.child("rec");
+    rec.create_dir_all().expect("mkdir");
+    let exe = env!("CARGO_BIN_EXE_warmup-publish");
+    for round in 0..8 {
+        let runs: Vec<std::process::Child> = (0..2)
+            .map(|run| {
+                let merged = dir.child(format!("m{round}-{run}.json"));
+                let first = (round * 2 + run) * 10;
+                merged
+                    .write_str(&record(first..first + 10, 0))
+                    .expect("merged");
+                std::process::Command::new(exe)
+                    .args(["--op", "mm", "--record-dir"])
+                    .arg(rec.path())
+                    .arg(merged.path())
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::null())
+                    .spawn()
+                    .expect("spawn")
+            })
+            .collect();
+        for mut run in runs {
+            assert!(run.wait().expect("wait").success());
+        }
+    }
+    assert_eq!(read_record(&rec.child("mm.json")).len(), 160);
+}
+
+#[test]
+fn a_record_there_that_is_no_record_is_replaced_with_a_line() {
+    let dir = TempDir::new().expect("tempdir");
+    let rec = dir.child("rec");
+    rec.create_dir_all().expect("mkdir");
+    rec.child("mm.json").write_str("{torn").expect("seed");
+    publish_into(rec.path(), MERGED)
+        .success()
+        .stderr(contains("mm.json:1:2:").and(contains("none of it is kept")));
+    rec.child("mm.json").assert(MERGED);
+}
+
+const JOURNAL: &str = concat!(
+    r#"{"kernel": "k", "key": "j", "config": {"kwargs": {"B": 3}}, "seconds": 1.5}"#,
+    "\n",
+    r#"{"kernel": "k", "key": "a", "config": {"kwargs": {"B": 4}}, "seconds": 2.0}"#,
+    "\n",
+);
+
+#[test]
+fn a_killed_sessions_journal_is_kept_in_the_published_record_and_removed() {
+    let dir = TempDir::new().expect("tempdir");
+    let rec = dir.child("rec");
+    rec.create_dir_all().expect("mkdir");
+    rec.child(".mm.journal")
+        .write_str(JOURNAL)
+        .expect("journal");
+    publish_into(rec.path(), "{\"k\": {\"a\": {\"kwargs\": {\"B\": 9}}}}")
+        .success()
+        .stderr(contains("removed").and(contains(".mm.journal, the unfolded keys of a killed record session (2 key(s), kept in the published record)")));
+    rec.child(".mm.journal").assert(predicate::path::missing());
+    let k = read_record(&rec.child("mm.json"));
+    assert_eq!(k["j"]["kwargs"]["B"], 3, "the journal's key is kept");
+    assert_eq!(k["a"]["kwargs"]["B"], 9, "the published config wins");
+}
+
+#[test]
+fn a_live_sessions_journal_is_left_to_it() {
+    use nix::fcntl::{Flock, FlockArg};
+    let dir = TempDir::new().expect("tempdir");
+    let rec = dir.child("rec");
+    rec.create_dir_all().expect("mkdir");
+    rec.child(".mm.journal")
+        .write_str(JOURNAL)
+        .expect("journal");
+    // What a live record session holds for its whole life.
+    let sessions = std::fs::File::create(rec.child(".mm.sessions").path()).expect("sessions");
+    let _live = Flock::lock(sessions, FlockArg::LockSharedNonblock).expect("shared lock");
+    publish_into(rec.path(), "{\"k\": {\"a\": {\"kwargs\": {\"B\": 9}}}}")
+        .success()
+        .stderr(contains("left").and(contains("a record session is live")));
+    rec.child(".mm.journal").assert(JOURNAL);
+    let k = read_record(&rec.child("mm.json"));
+    assert!(!k.contains_key("j"), "a live session folds its own keys");
+}
+
+#[test]
+fn the_ops_costs_of_an_earlier_run_go_with_the_record_they_described() {
+    let dir = TempDir::new().expect("tempdir");
+    let rec = dir.child("rec");
+    rec.create_dir_all().expect("mkdir");
+    // Only the op's costs: the file goes.
+    rec.child("mm.costs.json")
+        .write_str(r#"{"mm": {"[1]": 2.0}}"#)
+        .expect("costs");
+    publish_into(rec.path(), MERGED).success().stderr(contains(
+        "mm.costs.json, the earlier run's costs, which the published sidecar does not describe",
+    ));
+    rec.child("mm.costs.json")
+        .assert(predicate::path::missing());
+    // Another op's costs in it too: only the op's entry goes.
+    rec.child("mm.costs.json")
+        .write_str(r#"{"mm": {"[1]": 2.0}, "bmm": {"[2]": 3.0}}"#)
+        .expect("costs");
+    publish_into(rec.path(), MERGED)
+        .success()
+        .stderr(contains("removed op mm's costs from"));
+    let left: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(rec.child("mm.costs.json").path()).expect("costs"),
+    )
+    .expect("json");
+    assert_eq!(left, serde_json::json!({"bmm": {"[2]": 3.0}}));
 }

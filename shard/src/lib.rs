@@ -38,10 +38,23 @@ const EXAMPLES: &str = "EXAMPLES:
   warmup-shard --by-key --shards 8 --out /tmp/run
       no shape file: 8 children each run the whole command and claim autotune keys";
 
+/// This tool's exit statuses (docs/CONTRACT.md, "Exit statuses").
+const EXIT_STATUS: [(&str, &str); 3] = [
+    (
+        "0",
+        "done: the plan and the shard files are written (their paths on stdout)",
+    ),
+    toolkit::USAGE_ROW,
+    (
+        "3",
+        "nothing to do: fewer than 2 shards would result; nothing written",
+    ),
+];
+
 /// Split an op's shapes in a shape file into shard files a child reads with `yaml.safe_load`
 /// into exactly the objects the source gives; round-robin, or balanced by expected costs.
 #[derive(Debug, clap::Parser)]
-#[command(name = TOOL, version, after_long_help = toolkit::cli::after_help(EXAMPLES))]
+#[command(name = TOOL, version, after_long_help = toolkit::cli::after_help(EXAMPLES, &toolkit::exit_status_help(&EXIT_STATUS)))]
 pub struct Args {
     #[command(flatten)]
     pub op: protocol::op::OpArg,
@@ -51,7 +64,7 @@ pub struct Args {
     pub entry: Option<String>,
     /// How many shards to make at most (fewer when the op has fewer shapes); more shards than
     /// devices make warmup-spawn run them as a pool, longest expected first
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_parser = toolkit::cli::at_least_one, allow_negative_numbers = true)]
     pub shards: u64,
     /// How to assign shapes to shards [default: lpt with --history, else round-robin]
     #[arg(long, value_enum)]
@@ -116,7 +129,7 @@ pub fn run(args: &Args) -> Result<Status> {
     if path.is_dir() {
         anyhow::bail!("{name}: is a directory: give the shape file (a YAML file)");
     }
-    let bytes = std::fs::read(path)
+    let bytes = toolkit::file::read(path)
         .with_context(|| format!("reading shape file {name} (check the path)"))?;
     let source =
         std::fs::canonicalize(path).with_context(|| format!("resolving the path of {name}"))?;

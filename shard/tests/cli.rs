@@ -297,7 +297,11 @@ fn zero_shards_is_a_usage_error() {
         .arg(dir.path().join("run"))
         .arg(&src)
         .assert()
-        .code(2);
+        .code(2)
+        .stderr(
+            predicate::str::contains("\"0\": give at least 1")
+                .and(predicate::str::contains("18446744073709551615").not()),
+        );
 }
 
 fn six_shapes(dir: &TempDir) -> PathBuf {
@@ -477,4 +481,56 @@ fn dry_run_prints_the_shard_files_a_run_writes_and_writes_nothing() {
     let listed = String::from_utf8_lossy(&dry.get_output().stdout).into_owned();
     assert_eq!(listed, String::from_utf8_lossy(&run.get_output().stdout));
     assert_eq!(listed.lines().count(), 3, "k = min(N, shapes): {listed}");
+}
+
+/// A record folder whose sidecar is a FIFO (`fifo_meta`), or whose sidecar is sound and whose
+/// cost file is a symlink to /dev/zero.
+fn history_dir(dir: &TempDir, fifo_meta: bool) -> PathBuf {
+    let rec = dir.path().join("rec");
+    std::fs::create_dir(&rec).expect("mkdir");
+    let meta = rec.join("mm.meta.json");
+    let costs = rec.join("mm.costs.json");
+    if fifo_meta {
+        let made = std::process::Command::new("mkfifo")
+            .arg(&meta)
+            .status()
+            .expect("mkfifo");
+        assert!(made.success());
+    } else {
+        std::fs::write(
+            &meta,
+            r#"{"format": "warmup-harness-meta", "version": 1, "op": "mm", "tune_seconds": {},
+                "triton": "3.6.0", "device": "NVIDIA H200"}"#,
+        )
+        .expect("sidecar");
+        std::os::unix::fs::symlink("/dev/zero", &costs).expect("symlink");
+    }
+    rec
+}
+
+#[test]
+fn a_history_file_that_is_a_fifo_or_dev_zero_is_refused_at_once_and_the_split_goes_on() {
+    for (fifo_meta, what) in [(true, "is a FIFO"), (false, "is a character device")] {
+        let dir = TempDir::new().expect("tempdir");
+        let rec = history_dir(&dir, fifo_meta);
+        let (mut cmd, out, _) = split_cmd(
+            &dir,
+            SHAPES,
+            &["--op", "mm", "--shards", "2", "--triton", "3.6.0"],
+        );
+        cmd.arg("--device-model")
+            .arg("NVIDIA H200")
+            .arg("--history")
+            .arg(&rec)
+            // A read that waited on the FIFO or read /dev/zero to the end would pass this.
+            .timeout(std::time::Duration::from_secs(60))
+            .assert()
+            .success()
+            .stderr(
+                predicate::str::contains("no usable history")
+                    .and(predicate::str::contains(what))
+                    .and(predicate::str::contains("not a regular file")),
+            );
+        assert!(out.join("plan.json").is_file());
+    }
 }

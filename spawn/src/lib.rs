@@ -65,7 +65,7 @@ const EXAMPLES: &str = "EXAMPLES:
   # the device tokens a run would use
   CUDA_VISIBLE_DEVICES=GPU-8f2a,GPU-77c1 warmup-spawn --list-devices
 
-  # for a script: what happened, one `name value` line each (docs/CONTRACT.md, Run summaries)
+  # for a script: what happened, one `name value` line each (the contract's Run summaries)
   summary=$(warmup-spawn --plan /tmp/run/plan.json --summary - -- pytest ...)
 
   # a by-key plan (warmup-shard --by-key): COMMAND whole in each child, one child per device,
@@ -75,7 +75,7 @@ const EXAMPLES: &str = "EXAMPLES:
   # the shape file a command names, as each child's is replaced (exit 3: it names none)
   warmup-spawn --print-shape-file -- pytest bench.py --shape_file core_shapes.yaml
 
-  # the measurement scripts/warmup may start with the sweep, NUL-separated (exit 3: not pytest)
+  # the measurement warmup may start with the sweep, NUL-separated (exit 3: not pytest)
   warmup-spawn --print-measure-command -- python -m pytest bench.py --shape_file s.yaml
 
 BACKENDS (--backend; auto: FLAGGEMS_VENDOR, else the visibility variable that is set, else a probe):
@@ -94,13 +94,31 @@ FILES:
                               children share the caller's Triton cache, so each kernel is compiled
                               once for all of them, and a later run finds it compiled";
 
+/// This tool's exit statuses (docs/CONTRACT.md, "Exit statuses").
+const EXIT_STATUS: [(&str, &str); 5] = [
+    ("0", "every shard ran to a good end"),
+    (
+        "1",
+        "the shards ran and some failed: exited non-zero, timed out or did not start",
+    ),
+    toolkit::USAGE_ROW,
+    (
+        "3",
+        "nothing to do: the plan has no shard to run (or a --print-* query has no answer)",
+    ),
+    (
+        "128+N",
+        "stopped by signal N, after every child was stopped and reaped",
+    ),
+];
+
 /// Run one pinned, supervised child per shard over a device pool.
 #[derive(Debug, clap::Parser)]
 #[command(
     name = TOOL,
     version,
     about,
-    after_long_help = toolkit::cli::after_help(EXAMPLES)
+    after_long_help = toolkit::cli::after_help(EXAMPLES, &toolkit::exit_status_help(&EXIT_STATUS))
 )]
 pub struct Args {
     #[command(flatten)]
@@ -125,16 +143,22 @@ pub struct Args {
     pub backend: String,
 
     /// Stop a child (SIGTERM to its process group, then SIGKILL after --grace) that runs longer
-    #[arg(long, value_name = "SECS", value_parser = seconds)]
+    #[arg(long, value_name = "SECS", value_parser = seconds, allow_negative_numbers = true)]
     pub timeout: Option<Duration>,
 
     /// Seconds between SIGTERM and SIGKILL when stopping children
-    #[arg(long, value_name = "SECS", value_parser = seconds, default_value = "10")]
+    #[arg(
+        long,
+        value_name = "SECS",
+        value_parser = seconds,
+        default_value = "10",
+        allow_negative_numbers = true
+    )]
     pub grace: Duration,
 
     /// Keep at most SIZE bytes of each child's output in its worker.log (e.g. 200M, 2G); the
     /// rest is read and dropped, and the log says so [default: no limit]
-    #[arg(long, value_name = "SIZE", value_parser = log::parse_size)]
+    #[arg(long, value_name = "SIZE", value_parser = log::parse_size, allow_negative_numbers = true)]
     pub max_log: Option<u64>,
 
     /// Give each child a Triton cache of its own (SCRATCH/w<i>/.triton_cache), as the pytest
@@ -143,7 +167,7 @@ pub struct Args {
     pub cache_per_child: bool,
 
     /// Write the run summary (counts by outcome, seconds, each shard's outcome and log) to
-    /// FILE, atomically, as docs/CONTRACT.md "Run summaries" says; `-` is stdout
+    /// FILE, atomically, as the contract's "Run summaries" says (SEE ALSO); `-` is stdout
     #[arg(long, value_name = "FILE")]
     pub summary: Option<PathBuf>,
 
@@ -172,11 +196,11 @@ pub struct Args {
 
     /// Take SCRATCH's lock for the caller, on the descriptor it lends in WARMUP_SCRATCH_LOCK_FD
     /// (open on SCRATCH/.lock), and exit: the caller holds it until it closes that descriptor or
-    /// ends, and the tools it runs run under it (docs/CONTRACT.md, "The scratch lock")
+    /// ends, and the tools it runs run under it (the contract's "The scratch lock", SEE ALSO)
     #[arg(long, value_name = "SCRATCH", conflicts_with_all = ["plan", "dry_run", "list_devices", "print_shape_file", "summary", "command", "print_measure_command"])]
     pub lock_scratch: Option<PathBuf>,
 
-    /// Print the argv scripts/warmup starts the measurement with, alongside the sweep: COMMAND
+    /// Print the argv warmup starts the measurement with, alongside the sweep: COMMAND
     /// with `-p warmup_harness` after its pytest, each word followed by a NUL byte; exit 3,
     /// printing nothing, when COMMAND is not a pytest command, blocks the plugin or runs
     /// pytest-xdist workers (the measurement then runs after the sweep, as it always did)
@@ -188,12 +212,9 @@ pub struct Args {
     #[arg(long, conflicts_with_all = ["plan", "dry_run", "list_devices", "summary", "print_shape_file", "print_measure_command"])]
     pub print_python: bool,
 
-    /// The command each child runs; its --shape_file is replaced by the shard's
-    #[arg(
-        value_name = "COMMAND",
-        trailing_var_arg = true,
-        allow_hyphen_values = true
-    )]
+    /// The command each child runs, after `--` (as warmup takes it, so that no word of
+    /// it is read as an option of this tool); its --shape_file is replaced by the shard's
+    #[arg(value_name = "COMMAND", last = true)]
     pub command: Vec<OsString>,
 }
 

@@ -649,3 +649,23 @@ fn a_child_that_exits_0_on_sigterm_is_summarised_stopped_not_ok() {
     );
     assert!(err.contains("shard 0 stopped (exit 0)"), "{err}");
 }
+
+#[test]
+fn command_comes_only_after_a_double_dash_as_scripts_warmup_takes_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let plan = plan(dir.path(), 2);
+    spawn_cmd()
+        .args(["--backend", "cuda", "--devices", "0,1", "--plan"])
+        .arg(&plan)
+        .args(["sh", "-c", "exit 0"])
+        .assert()
+        .code(2)
+        .stderr(
+            predicate::str::contains("unexpected argument 'sh'")
+                .and(predicate::str::contains("-- <COMMAND>...")),
+        );
+    assert!(
+        !dir.path().join("w0").join("status.json").exists(),
+        "nothing ran"
+    );
+}

@@ -9,13 +9,27 @@ use std::io::Write;
 /// `--generate=bash|zsh|fish|man`. `make install` calls it; it is not part of the contract.
 const GENERATE: &str = "--generate=";
 
-/// A tool's `after_long_help`: its examples, then the EXIT STATUS section every tool shares.
-pub fn after_help(examples: &str) -> String {
-    format!(
-        "{examples}\n\n{CHECK_ARGS_HELP}\n\n{}",
-        crate::EXIT_STATUS_HELP
-    )
+/// A tool's `after_long_help`: its examples (an `EXAMPLES:` section), then its own EXIT STATUS
+/// section (`exit`, as [`crate::exit_status_help`] writes it). The man page takes each
+/// `HEADING:` section of it as a section of its own, its lines kept as written.
+pub fn after_help(examples: &str, exit: &str) -> String {
+    format!("{examples}\n\n{CHECK_ARGS_HELP}\n\n{exit}")
 }
+
+/// Where the man pages say the contract is: `make install` installs docs/CONTRACT.md into
+/// PREFIX/share/doc/parallel-warmup and sets this, when it generates them, to that folder.
+pub const DOC_DIR: &str = "WARMUP_DOC_DIR";
+
+/// Every tool and script a page names in SEE ALSO.
+const FAMILY: [&str; 7] = [
+    "warmup",
+    "warmup-slurm",
+    "warmup-shard",
+    "warmup-spawn",
+    "warmup-merge",
+    "warmup-publish",
+    "warmup-costs",
+];
 
 /// The first argument that checks the rest instead of running the tool: `TOOL --check-args
 /// ARGS...` exits 0 when TOOL would accept ARGS, else 2 with TOOL's own message. The scripts
@@ -102,7 +116,7 @@ pub fn generate(mut cmd: clap::Command, kind: &str, out: &mut dyn Write) -> anyh
     use clap_complete::Shell;
     let name = cmd.get_name().to_owned();
     let shell = match kind {
-        "man" => return Ok(clap_mangen::Man::new(cmd).render(out)?),
+        "man" => return man(cmd, out),
         "bash" => Shell::Bash,
         "zsh" => Shell::Zsh,
         "fish" => Shell::Fish,
@@ -110,6 +124,82 @@ pub fn generate(mut cmd: clap::Command, kind: &str, out: &mut dyn Write) -> anyh
     };
     clap_complete::generate(shell, &mut cmd, name, out);
     Ok(())
+}
+
+/// The man page: clap_mangen's sections, then each `HEADING:` section of the long help (the
+/// examples, the exit statuses) as a section of its own, lines kept as written (`.nf`: no
+/// reflowing), and SEE ALSO naming the other tools and the installed contract.
+fn man(cmd: clap::Command, out: &mut dyn Write) -> anyhow::Result<()> {
+    let name = cmd.get_name().to_owned();
+    let extra = cmd
+        .get_after_long_help()
+        .map(|h| h.to_string())
+        .unwrap_or_default();
+    clap_mangen::Man::new(
+        cmd.after_long_help(clap::builder::Resettable::<clap::builder::StyledStr>::Reset),
+    )
+    .render(out)?;
+    for (heading, body) in sections(&extra) {
+        writeln!(out, ".SH \"{}\"\n.nf", roff(&heading))?;
+        for line in body.trim_matches('\n').lines() {
+            writeln!(out, "{}", roff_line(line))?;
+        }
+        writeln!(out, ".fi")?;
+    }
+    let others: Vec<String> = FAMILY
+        .iter()
+        .filter(|t| **t != name)
+        .map(|t| format!("\\fB{}\\fR(1)", roff(t)))
+        .collect();
+    let contract = match std::env::var_os(DOC_DIR) {
+        Some(dir) => format!("{}/CONTRACT.md", std::path::Path::new(&dir).display()),
+        None => "share/doc/parallel\\-warmup/CONTRACT.md under the installation prefix".to_owned(),
+    };
+    writeln!(
+        out,
+        ".SH \"SEE ALSO\"\n{}\n.PP\nThe contract the tools keep (files, formats, exit statuses): {}",
+        others.join(", "),
+        if std::env::var_os(DOC_DIR).is_some() {
+            roff(&contract)
+        } else {
+            contract
+        }
+    )?;
+    Ok(())
+}
+
+/// The `HEADING:` sections of a long help, in order, with the lines under each.
+fn sections(text: &str) -> Vec<(String, String)> {
+    let mut found: Vec<(String, String)> = Vec::new();
+    for line in text.lines() {
+        let heading = line
+            .strip_suffix(':')
+            .filter(|h| !h.is_empty() && h.chars().all(|c| c.is_ascii_uppercase() || c == ' '));
+        match (heading, found.last_mut()) {
+            (Some(h), _) => found.push((h.to_owned(), String::new())),
+            (None, Some((_, body))) => {
+                body.push_str(line);
+                body.push('\n');
+            }
+            (None, None) => {}
+        }
+    }
+    found
+}
+
+/// Text escaped for roff: backslashes and dashes.
+fn roff(text: &str) -> String {
+    text.replace('\\', "\\e").replace('-', "\\-")
+}
+
+/// A line of a no-fill block: escaped, and never read as a request (`.` or `'` first).
+fn roff_line(line: &str) -> String {
+    let text = roff(line);
+    if text.starts_with(['.', '\'']) {
+        format!("\\&{text}")
+    } else {
+        text
+    }
 }
 
 /// A command-line number that is finite and at least 0 (a start-up, an overhead): clap's
@@ -121,9 +211,55 @@ pub fn non_negative(text: &str) -> Result<f64, String> {
     }
 }
 
+/// A command-line count of 1 or more (`--shards`): clap's `value_parser`. Its refusal names the
+/// bound a person can act on, not `u64::MAX` as clap's ranged parser does.
+pub fn at_least_one(text: &str) -> Result<u64, String> {
+    match text.trim().parse::<u64>() {
+        Ok(n) if n >= 1 => Ok(n),
+        Ok(_) => Err(format!("{text:?}: give at least 1")),
+        Err(_) => Err(format!("{text:?}: give a whole number, at least 1")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_man_page_keeps_examples_and_exit_statuses_as_sections_of_their_own_unreflowed() {
+        let cmd = clap::Command::new("warmup-x")
+            .version("1.0")
+            .after_long_help(after_help(
+                "EXAMPLES:\n  warmup-x --op mm a.json\n      what it does\n\nDIR is where.",
+                "EXIT STATUS:\n  0  done\n  3  nothing to do",
+            ));
+        let mut out = Vec::new();
+        generate(cmd, "man", &mut out).expect("man");
+        let page = String::from_utf8(out).expect("utf-8");
+        assert!(!page.contains(".SH EXTRA"), "{page}");
+        assert!(
+            page.contains(".SH \"EXAMPLES\"\n.nf\n  warmup\\-x \\-\\-op mm a.json\n      what it does\n\nDIR is where.\n.fi\n"),
+            "{page}"
+        );
+        assert!(
+            page.contains(".SH \"EXIT STATUS\"\n.nf\n  0  done\n  3  nothing to do\n.fi\n"),
+            "{page}"
+        );
+        assert!(page.contains(".SH \"SEE ALSO\""), "{page}");
+        assert!(page.contains("CONTRACT.md"), "{page}");
+        assert!(!page.contains("docs/CONTRACT.md"), "{page}");
+    }
+
+    #[test]
+    fn counts_are_at_least_one_and_say_so() {
+        assert_eq!(at_least_one("4"), Ok(4));
+        assert_eq!(at_least_one("0"), Err("\"0\": give at least 1".to_owned()));
+        for bad in ["-1", "x", "1.5", ""] {
+            let why = at_least_one(bad).expect_err(bad);
+            assert!(why.contains("at least 1"), "{why}");
+            assert!(!why.contains("18446744073709551615"), "{why}");
+        }
+    }
 
     #[test]
     fn non_negative_numbers_only() {

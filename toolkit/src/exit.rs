@@ -54,13 +54,34 @@ fn is_broken_pipe(err: &anyhow::Error) -> bool {
     })
 }
 
-/// The text for each tool's `--help` EXIT STATUS section.
-pub const EXIT_STATUS_HELP: &str = "EXIT STATUS:
-  0      done
-  1      the work ran and part of it failed (a shard exited non-zero or timed out)
-  2      usage or input error: nothing was written; the message names the file and what is wrong
-  3      nothing to do: fewer than 2 shards would result, or no configs were recovered
-  128+N  stopped by signal N, after every child was stopped and reaped";
+/// The line every tool's EXIT STATUS section has for 2.
+pub const USAGE_ROW: (&str, &str) = (
+    "2",
+    "usage or input error: nothing was written; the message names the file and what is wrong",
+);
+
+/// A tool's `--help` EXIT STATUS section: its own statuses and what each means for it, each
+/// meaning wrapped at 96 columns under itself.
+pub fn exit_status_help(rows: &[(&str, &str)]) -> String {
+    const WIDTH: usize = 96;
+    const INDENT: usize = 9;
+    let mut text = String::from("EXIT STATUS:");
+    for (code, meaning) in rows {
+        let mut line = format!("  {code:<6}");
+        for word in meaning.split_whitespace() {
+            if line.len() + 1 + word.len() > WIDTH && line.len() > INDENT {
+                text.push('\n');
+                text.push_str(&line);
+                line = " ".repeat(INDENT - 1);
+            }
+            line.push(' ');
+            line.push_str(word);
+        }
+        text.push('\n');
+        text.push_str(&line);
+    }
+    text
+}
 
 #[cfg(test)]
 mod tests {
@@ -73,6 +94,18 @@ mod tests {
         assert_eq!(Status::NothingToDo.code(), 3);
         assert_eq!(Status::Signalled(2).code(), 130);
         assert_eq!(Status::Signalled(15).code(), 143);
+    }
+
+    #[test]
+    fn exit_statuses_are_a_tools_own_wrapped_under_their_meaning() {
+        let long = "word ".repeat(30);
+        let text = exit_status_help(&[("0", "done"), USAGE_ROW, ("3", &long)]);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "EXIT STATUS:");
+        assert_eq!(lines[1], "  0      done");
+        assert!(lines[2].starts_with("  2      usage or input error"));
+        assert!(lines.iter().all(|l| l.len() <= 96), "{text}");
+        assert!(lines[4].starts_with("         word"), "{text}");
     }
 
     #[test]

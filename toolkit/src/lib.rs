@@ -6,13 +6,15 @@
 //!   line, and the shell completions and man pages `make install` generates;
 //! - [`exit`] and [`Status`]: the exit statuses, and the one place a result becomes one;
 //! - [`atomic`]: writing files whole or not at all;
+//! - [`file`]: reading a file a tool is given: a regular file, of bounded size;
 //! - [`lock`]: a lock file beside a file that is read, changed and replaced;
 //! - [`shell`]: quoting for POSIX shells.
 
 pub mod atomic;
 pub mod cli;
 mod exit;
+pub mod file;
 pub mod lock;
 pub mod shell;
 
-pub use exit::{exit, Status, EXIT_STATUS_HELP, USAGE};
+pub use exit::{exit, exit_status_help, Status, USAGE, USAGE_ROW};

@@ -1,0 +1,159 @@
+//! A record session's journal, `DIR/.<op>.journal` (docs/CONTRACT.md, record mode): the keys it
+//! decided and had not folded into `<op>.json` when it was killed. Read as the harness reads it
+//! (`writer.journal_entries`): one JSON object a line, `{"kernel", "key", "config", "seconds"}`,
+//! applied in order; a line that is not one is skipped, and the last piece, without its newline,
+//! was cut short.
+//!
+//! Whether its session is still alive is asked of `DIR/.<op>.sessions`: every live record
+//! session holds `flock(LOCK_SH)` on it for its whole life, so an exclusive lock that cannot be
+//! taken means one is live, and its journal is its own to fold.
+
+use anyhow::{Context, Result};
+use nix::fcntl::{Flock, FlockArg};
+use protocol::records::Records;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use toolkit::lock::Taken;
+
+/// `DIR/.<op>.sessions`: the file every live record session of the op holds a shared lock on.
+pub fn sessions_path(dir: &Path, op: &str) -> PathBuf {
+    dir.join(format!(".{op}.sessions"))
+}
+
+/// What a publish may do with a journal it found.
+#[derive(Debug)]
+pub enum Owner {
+    /// No record session is live: the journal is the publish's to fold and remove, while it
+    /// holds this lock (so none starts meanwhile).
+    Dead(Flock<File>),
+    /// A record session holds `DIR/.<op>.sessions`: the journal is left to it.
+    Live,
+}
+
+/// Asks `DIR/.<op>.sessions` (created if missing) whether a record session is live.
+pub fn owner(dir: &Path, op: &str) -> Result<Owner> {
+    let path = sessions_path(dir, op);
+    let file = toolkit::lock::open(&path).with_context(|| {
+        format!(
+            "opening {}, which tells whether a record session is live (is the folder writable?)",
+            path.display()
+        )
+    })?;
+    match toolkit::lock::try_lock(file, FlockArg::LockExclusiveNonblock)
+        .with_context(|| format!("locking {}", path.display()))?
+    {
+        Taken::Held(held) => Ok(Owner::Dead(held)),
+        Taken::Busy(_) => Ok(Owner::Live),
+    }
+}
+
+/// One journaled decision: the record's texts for kernel, key and config (as [`Records`] holds
+/// them), and the kernel, key and seconds as the sidecar's `tune_seconds` holds them (None where
+/// a key is no text serde can hold, such as a lone surrogate: then only the record gets it).
+#[derive(Debug)]
+pub struct Entry {
+    pub record: Records,
+    pub seconds: Option<(String, String, serde_json::Value)>,
+}
+
+/// The journal's entries, in order.
+pub fn entries(data: &[u8]) -> Vec<Entry> {
+    let mut lines: Vec<&[u8]> = data.split(|b| *b == b'\n').collect();
+    lines.pop(); // cut short, or empty after the last newline
+    lines.into_iter().filter_map(entry).collect()
+}
+
+fn entry(line: &[u8]) -> Option<Entry> {
+    use pyjson::Value;
+    let text = std::str::from_utf8(line).ok()?;
+    let Value::Object(fields) = pyjson::loads(text).ok()? else {
+        return None;
+    };
+    let field = |name: &str| {
+        fields
+            .iter()
+            .rev() // a repeated name keeps its last value, as json.loads does
+            .find(|(k, _)| k.json() == format!("\"{name}\""))
+            .map(|(_, v)| v)
+    };
+    let (Some(Value::Str(kernel)), Some(Value::Str(key)), Some(Value::Object(config))) =
+        (field("kernel"), field("key"), field("config"))
+    else {
+        return None;
+    };
+    if !config
+        .iter()
+        .any(|(k, v)| k.json() == "\"kwargs\"" && matches!(v, Value::Object(_)))
+    {
+        return None;
+    }
+    let one = Value::Object(vec![(
+        kernel.clone(),
+        Value::Object(vec![(key.clone(), Value::Object(config.clone()))]),
+    )]);
+    let record = Records::parse(pyjson::dumps(&one).as_bytes()).ok()?;
+    let seconds = serde_json::from_str::<serde_json::Value>(text)
+        .ok()
+        .and_then(|v| {
+            Some((
+                serde_json::from_str::<String>(kernel.json()).ok()?,
+                serde_json::from_str::<String>(key.json()).ok()?,
+                v.get("seconds").cloned().unwrap_or(serde_json::Value::Null),
+            ))
+        });
+    Some(Entry { record, seconds })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_whole_lines_that_are_decisions_are_read() {
+        let data = concat!(
+            r#"{"kernel": "k", "key": "(1, 2)", "config": {"kwargs": {"B": 16}}, "seconds": 1.5}"#,
+            "\n",
+            "not json\n",
+            r#"{"kernel": "k", "key": "x", "config": {"no": "kwargs"}}"#,
+            "\n",
+            r#"{"kernel": "k", "key": "(3,)", "config": {"kwargs": {}}, "seconds": null}"#,
+            "\n",
+            r#"{"kernel": "k", "key": "cut", "config": {"kwargs": {}}}"#,
+        );
+        let read = entries(data.as_bytes());
+        assert_eq!(read.len(), 2);
+        let first = &read[0];
+        let (kernel, keys) = &first.record.buckets[0];
+        assert_eq!(&first.record.text[kernel.clone()], "\"k\"");
+        assert_eq!(&first.record.text[keys[0].0.clone()], "\"(1, 2)\"");
+        assert_eq!(
+            first.seconds,
+            Some(("k".into(), "(1, 2)".into(), serde_json::json!(1.5)))
+        );
+        assert_eq!(
+            read[1].seconds.as_ref().map(|s| &s.2),
+            Some(&serde_json::Value::Null)
+        );
+    }
+
+    #[test]
+    fn a_journal_is_the_publishs_only_when_no_session_holds_the_sessions_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let held = match owner(dir.path(), "mm").expect("owner") {
+            Owner::Dead(held) => held,
+            Owner::Live => panic!("no session runs"),
+        };
+        drop(held);
+        let file = File::open(sessions_path(dir.path(), "mm")).expect("created");
+        let session = Flock::lock(file, FlockArg::LockSharedNonblock).expect("a session");
+        assert!(matches!(
+            owner(dir.path(), "mm").expect("owner"),
+            Owner::Live
+        ));
+        drop(session);
+        assert!(matches!(
+            owner(dir.path(), "mm").expect("owner"),
+            Owner::Dead(_)
+        ));
+    }
+}

@@ -1,0 +1,140 @@
+//! Reading the files a tool is given (plans, records, sidecars, cost files, status files, shape
+//! files): a regular file only, and no more than [`MAX_BYTES`]. A FIFO put where a JSON file was
+//! expected would block the tool until someone writes to it, and `/dev/zero` would be read until
+//! memory runs out; both are refused at once, naming what the path is.
+
+use std::io::{self, Read};
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::Path;
+
+/// The most a tool reads of one file: 1 GiB, far over the largest record seen (17 MB) and
+/// under what a 2-core box can hold twice.
+pub const MAX_BYTES: u64 = 1 << 30;
+
+/// The bytes of the regular file at `path` (a symlink is followed); an error of kind
+/// `InvalidInput` for anything else (a FIFO, a device, a socket, a folder), of kind
+/// `InvalidData` for a file over `MAX_BYTES`; the message says what the path is and what to do.
+pub fn read(path: &Path) -> io::Result<Vec<u8>> {
+    read_at_most(path, MAX_BYTES)
+}
+
+/// [`read`], as UTF-8 text.
+pub fn read_to_string(path: &Path) -> io::Result<String> {
+    String::from_utf8(read(path)?).map_err(|e| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!(
+                "not UTF-8 text (bad byte at offset {})",
+                e.utf8_error().valid_up_to()
+            ),
+        )
+    })
+}
+
+/// [`read`] with another cap.
+pub fn read_at_most(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
+    // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer before fstat
+    // could tell what it is. It changes nothing for a regular file.
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NONBLOCK)
+        .open(path)?;
+    let meta = file.metadata()?;
+    let kind = meta.file_type();
+    if !kind.is_file() {
+        let what = if kind.is_fifo() {
+            "a FIFO"
+        } else if kind.is_char_device() {
+            "a character device"
+        } else if kind.is_block_device() {
+            "a block device"
+        } else if kind.is_socket() {
+            "a socket"
+        } else if kind.is_dir() {
+            "a folder"
+        } else {
+            "not a file"
+        };
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("is {what}, not a regular file; give a regular file there"),
+        ));
+    }
+    if meta.len() > limit {
+        return Err(too_large(meta.len(), limit));
+    }
+    read_bounded(file, limit)
+}
+
+/// What `reader` gives, refused past `limit` bytes (a file that grew while read, or stdin).
+pub fn read_bounded(reader: impl Read, limit: u64) -> io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    reader.take(limit + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > limit {
+        return Err(too_large(bytes.len() as u64, limit));
+    }
+    Ok(bytes)
+}
+
+fn too_large(size: u64, limit: u64) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!(
+            "holds {size} bytes or more, over the {limit} this tool reads of one file; \
+             is it the right file?"
+        ),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs::File;
+
+    #[test]
+    fn a_regular_file_is_read_whole() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("a.json");
+        std::fs::write(&path, "{}\n").expect("write");
+        assert_eq!(read(&path).expect("read"), b"{}\n");
+        assert_eq!(read_to_string(&path).expect("read"), "{}\n");
+    }
+
+    #[test]
+    fn a_fifo_is_refused_at_once_not_waited_on() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("meta.json");
+        nix::unistd::mkfifo(&path, nix::sys::stat::Mode::S_IRWXU).expect("mkfifo");
+        let err = read(&path).expect_err("fifo");
+        assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
+        assert!(
+            err.to_string().contains("is a FIFO, not a regular file"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_symlink_to_dev_zero_is_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("costs.json");
+        std::os::unix::fs::symlink("/dev/zero", &path).expect("symlink");
+        let err = read(&path).expect_err("device");
+        assert!(err.to_string().contains("is a character device"), "{err}");
+    }
+
+    #[test]
+    fn a_file_over_the_cap_is_refused_without_reading_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("big.json");
+        // Sparse: no disk and no reading needed to see its size.
+        File::create(&path)
+            .and_then(|f| f.set_len(MAX_BYTES + 1))
+            .expect("sparse file");
+        let err = read(&path).expect_err("too large");
+        assert_eq!(err.kind(), io::ErrorKind::InvalidData);
+        assert!(err.to_string().contains("is it the right file?"), "{err}");
+        let err = read_bounded(&b"12345"[..], 4).expect_err("stream too long");
+        assert!(err.to_string().contains("over the 4"), "{err}");
+        assert_eq!(read_bounded(&b"1234"[..], 4).expect("at the cap"), b"1234");
+    }
+}
