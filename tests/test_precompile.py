@@ -456,7 +456,8 @@ def test_a_worker_that_dies_leaves_its_configs_to_triton_with_a_line_and_the_nex
     finally:
         compiler.close()
     reports = parse_reports("\n".join(lines))
-    assert [(r["compiled"], r["left"]) for r in reports] == [(1, len(SCALE_CONFIGS) - 1), (len(SCALE_CONFIGS), 0)], lines
+    configs = len(SCALE_CONFIGS)
+    assert [(r["compiled"], r["left"]) for r in reports] == [(1, configs - 1), (configs, 0)], lines
     assert any(line.startswith(f"precompile k: {len(SCALE_CONFIGS) - 1} config(s) left to Triton's own compile, "
                                f"the first because ") and line.endswith(
                                    ": a compile worker died (killed by SIGKILL); the next key starts new workers")
@@ -935,6 +936,15 @@ def test_a_session_whose_compile_workers_hang_in_their_imports_sweeps_on_and_end
                  WARMUP_HARNESS_COMPILE_START="spawn", **env)
     hung = finish(tmp_path, "hung", proc)
     assert [(r["compiled"], r["left"]) for r in hung["reports"]] == [(6, 0), (6, 0)], hung["stderr"]
+
+
+def test_a_record_sessions_opening_line_says_its_compile_workers_are_forked(tmp_path):
+    proc = start(tmp_path, "forked", "-W", "error", FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "rec"),
+                 WARMUP_HARNESS_PRECOMPILE="processes", WARMUP_HARNESS_COMPILE_WORKERS="2")
+    forked = finish(tmp_path, "forked", proc)
+    assert "[warmup-harness] precompile: processes (fork) x2: a new key's configs are compiled ahead" \
+        in forked["stderr"], forked["stderr"]
+    assert [r["left"] for r in forked["reports"]] == [0, 0], forked["stderr"]
 
 
 def test_a_tuner_with_its_own_bench_is_timed_holding_the_device_lock_too(cpu, monkeypatch):

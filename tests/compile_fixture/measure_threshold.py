@@ -147,8 +147,8 @@ def main() -> None:
     starts = {"fork": median([start_up(pool("fork")) for _ in range(args.trials)])}
     if not args.no_spawn:
         starts["spawn"] = start_up(pool("spawn"))
-    lines.append("start-up to every worker answering: " + ", ".join(
-        f"{how} {seconds:.2f}s" for how, seconds in starts.items()) + (" (spawn: one trial)" if "spawn" in starts else ""))
+    shown = ", ".join(f"{how} {seconds:.2f}s" for how, seconds in starts.items())
+    lines.append(f"start-up to every worker answering: {shown}" + (" (spawn: one trial)" if "spawn" in starts else ""))
     print(lines[-1], flush=True)
     rows = []
     for n in map(int, args.sizes.split(",")):
