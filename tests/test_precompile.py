@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import gc
 import importlib
 import importlib.util
 import json
@@ -521,6 +522,19 @@ def test_pythons_warning_about_forking_beside_threads_does_not_fail_a_run_under_
         assert pool.wait_started(HANG)
     finally:
         pool.close()
+
+
+def test_a_forked_workers_garbage_collector_leaves_the_sessions_objects_alone(cpu):
+    """The session's objects are frozen for the fork, so that a worker's collector does not copy
+    the pages they are on; the session takes them back at once."""
+    pool = pc.CompilePool("processes", 2)
+    try:
+        pool.start()
+        frozen_there = pool._get().submit(gc.get_freeze_count).result(timeout=HANG)
+    finally:
+        pool.close()
+    assert frozen_there > 1000, frozen_there
+    assert gc.get_freeze_count() == 0
 
 
 def test_where_forking_is_unsafe_workers_are_spawned_and_the_opening_line_says_why(cpu, compiles, monkeypatch):

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import contextlib
+import gc
 import multiprocessing
 import multiprocessing.connection
 import os
@@ -72,9 +73,20 @@ def _forking():
     under `-W error` it becomes an exception raised inside os.fork in the session, after the fork
     (CPython 3.12.1 and 3.13.0 drop that exception; checked), which a Python that reported it would
     turn into that test's failure."""
+    # The session's objects are frozen for the fork (Python's advice for a fork without exec): a
+    # worker's garbage collector then never writes to them, so the pages they are on stay shared
+    # instead of being copied into each worker. The session's own collector takes them back at
+    # once. A session that froze objects itself keeps its own freezing.
+    freezing = gc.get_freeze_count() == 0
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=FORK_WARNING, category=DeprecationWarning)
-        yield
+        if freezing:
+            gc.freeze()
+        try:
+            yield
+        finally:
+            if freezing:
+                gc.unfreeze()
 
 
 class _Inline(cf.Executor):
