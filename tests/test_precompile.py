@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import gc
 import importlib
 import importlib.util
 import json
@@ -17,12 +18,14 @@ import multiprocessing
 import multiprocessing.connection
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import textwrap
 import threading
 import time
+import warnings
 from pathlib import Path
 
 import pytest
@@ -38,7 +41,7 @@ sys.path.insert(0, str(FIXTURE))
 import cpu_fakes  # noqa: E402
 from cpu_fakes import SCALE_CONFIGS, TMA_CONFIGS, Tensor, scale_even_kernel, scale_kernel, tma_args  # noqa: E402
 from report_lines import parse_reports  # noqa: E402
-from warmup_harness import cache_entries, capture, compile_pool, device_lock  # noqa: E402
+from warmup_harness import cache_entries, capture, compile_pool, compile_worker, device_lock  # noqa: E402
 from warmup_harness import compile_settings as cs  # noqa: E402
 from warmup_harness import precompile as pc  # noqa: E402
 from warmup_harness.cache_entries import Outcome  # noqa: E402
@@ -105,8 +108,14 @@ def scale_launch(n=1000) -> tuple[tuple, dict]:
     return args, {"x_ptr": args[0], "y_ptr": args[1], "n": n, "grid": (1,)}
 
 
-def settings(mode: str, workers: int, lock_dir: Path) -> cs.CompileSettings:
-    return cs.CompileSettings(mode, workers, (), lock_dir, False)
+def settings(mode: str, workers: int, lock_dir: Path, start: str = "fork") -> cs.CompileSettings:
+    return cs.CompileSettings(mode, workers, (), lock_dir, False, start=start)
+
+
+def pool_pays_from(monkeypatch, seconds: float) -> None:
+    """Both pools' thresholds (forked and spawned) at `seconds` of work in this process."""
+    monkeypatch.setattr(compile_pool, "POOL_START_S", seconds)
+    monkeypatch.setattr(compile_pool, "FORK_POOL_START_S", seconds)
 
 
 # --- one key, in this process ------------------------------------------------------------------
@@ -190,6 +199,7 @@ def held_elsewhere(folder: Path):
     finally:
         holder.stdin.close()
         holder.wait(timeout=HANG)
+        holder.stdout.close()
 
 
 def emptied_entry(job) -> Path:
@@ -227,12 +237,14 @@ def new_children(before: set[int]) -> list:
     return [child for child in multiprocessing.active_children() if child.pid not in before]
 
 
-def test_workers_that_give_no_result_in_the_bound_are_stopped_and_the_key_left_to_triton(cpu):
+@pytest.mark.parametrize("start_method", ["fork", "spawn"])
+def test_workers_that_give_no_result_in_the_bound_are_stopped_and_the_key_left_to_triton(cpu, start_method):
     """Workers waiting for an entry a sibling never releases: after the bound they are killed."""
     forget_compiled(scale_kernel)
     entry = emptied_entry(capture.capture(scale_kernel, SCALE_CONFIGS[:1], scale_launch()[1]).jobs[0])
     others = {child.pid for child in multiprocessing.active_children()}  # another pool's workers
-    pool = pc.CompilePool("processes", 2, timeout_s=1.5)
+    pool = pc.CompilePool("processes", 2, timeout_s=1.5, start_method=start_method)
+    assert pool.start_method == start_method
     pool.start()
     workers = new_children(others)
     try:
@@ -274,7 +286,8 @@ def test_a_key_found_compiled_never_starts_or_waits_for_the_pool(cpu):
     assert pool._executor is None and new_children(before) == [], "a worker process was started"
 
 
-def test_a_key_with_less_new_work_than_a_pools_start_compiles_in_this_process(cpu, compiles):
+def test_a_key_with_less_new_work_than_a_pools_start_compiles_in_this_process(cpu, compiles, monkeypatch):
+    pool_pays_from(monkeypatch, 1e9)  # this machine's speed decides nothing here
     forget_compiled(scale_kernel)
     before = {child.pid for child in multiprocessing.active_children()}
     pool = pc.CompilePool("processes", 2)
@@ -285,7 +298,7 @@ def test_a_key_with_less_new_work_than_a_pools_start_compiles_in_this_process(cp
 
 
 def test_a_key_with_more_new_work_than_a_pools_start_starts_the_pool(cpu, monkeypatch):
-    monkeypatch.setattr(compile_pool, "POOL_START_S", 0.0)
+    pool_pays_from(monkeypatch, 0.0)
     forget_compiled(scale_kernel)
     pool = pc.CompilePool("processes", 2)
     try:
@@ -297,13 +310,13 @@ def test_a_key_with_more_new_work_than_a_pools_start_starts_the_pool(cpu, monkey
 
 
 def test_a_pool_still_starting_is_not_waited_for_the_caller_compiles_the_key(cpu, monkeypatch):
-    """Record mode starts the pool early; workers still importing (here: forever) cost the key
-    nothing, and the session's end does not wait for them."""
+    """Record mode starts a spawned pool early; workers still importing (here: forever) cost the
+    key nothing, and the session's end does not wait for them."""
     (cpu / "sleepy.py").write_text(SLEEPY)
     monkeypatch.syspath_prepend(str(cpu))
     forget_compiled(scale_kernel)
     before = {child.pid for child in multiprocessing.active_children()}
-    pool = pc.CompilePool("processes", 2, ("sleepy",))
+    pool = pc.CompilePool("processes", 2, ("sleepy",), start_method="spawn")
     pool.start()
     workers = new_children(before)
     try:
@@ -326,6 +339,229 @@ def test_a_pool_that_has_started_takes_the_keys_work(cpu, compiles):
         pool.close()
     assert (report.compiled, report.found, report.left) == (len(SCALE_CONFIGS), 0, 0), report.errors
     assert compiles.misses == 0, "the caller compiled beside workers that run"
+
+
+# --- a pool that starts at once: forked workers (issue 24) -------------------------------------
+
+
+def counted_package(root: Path, log: Path) -> None:
+    """`heavylib` (a stand-in for torch and FlagGems) and `heavykern` (cpu_fakes' kernels over
+    it): each notes `NAME PID` in `log` when it is imported."""
+    note = f"import os\nwith open({str(log)!r}, 'a') as _log:\n    _log.write(f'{{__name__}} {{os.getpid()}}\\n')\n"
+    (root / "heavylib").mkdir(parents=True)
+    (root / "heavylib" / "__init__.py").write_text(note)
+    (root / "heavykern.py").write_text((FIXTURE / "cpu_fakes.py").read_text() + "\n" + note + "import heavylib\n")
+
+
+def test_a_forked_pool_imports_neither_torch_nor_the_kernels_library_again_in_its_workers(cpu, compiles,
+                                                                                         monkeypatch):
+    log = cpu / "imports.log"
+    counted_package(cpu / "site", log)
+    monkeypatch.syspath_prepend(str(cpu / "site"))
+    try:
+        heavykern = importlib.import_module("heavykern")
+        pool = pc.CompilePool("processes", 2)
+        assert pool.describe() == "processes (fork) x2"
+        pool.start()
+        try:
+            assert pool.wait_started(HANG)
+            report = pc.precompile(heavykern.scale_kernel, heavykern.SCALE_CONFIGS, scale_launch()[1], pool)
+        finally:
+            pool.close()
+    finally:
+        for name in ("heavykern", "heavylib"):
+            sys.modules.pop(name, None)
+    assert (report.compiled, report.left) == (len(heavykern.SCALE_CONFIGS), 0), report.errors
+    assert compiles.misses == 0, "the workers did not compile the key"
+    assert log.read_text().split("\n") == [f"heavykern {os.getpid()}", f"heavylib {os.getpid()}", ""], \
+        "a worker imported the kernel's library again"
+
+
+class ProbeDriver(cpu_fakes.CpuDriver):
+    """cpu_fakes' driver, noting in a file the pid of every process that asks it anything."""
+
+    def __init__(self, log: Path):
+        self.log = log
+
+    def _asked(self) -> None:
+        with open(self.log, "a") as log:
+            log.write(f"{os.getpid()}\n")
+
+    def get_current_device(self):
+        self._asked()
+        return super().get_current_device()
+
+    def get_current_stream(self, device=None):
+        self._asked()
+        return super().get_current_stream(device)
+
+    def get_current_target(self):
+        self._asked()
+        return super().get_current_target()
+
+
+def ask_the_device() -> tuple[int, str, str | None]:
+    """Run in a worker: its pid, what Triton's driver answered, and the devices CUDA would see."""
+    try:
+        answer = f"device {driver.active.get_current_device()}"
+    except RuntimeError as exc:
+        answer = str(exc)
+    return os.getpid(), answer, os.environ.get("CUDA_VISIBLE_DEVICES")
+
+
+def test_forked_workers_compile_for_the_sessions_target_and_never_touch_the_driver(cpu, compiles, monkeypatch):
+    log = cpu / "asked.log"
+    driver.set_active(ProbeDriver(log))
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    forget_compiled(scale_kernel)
+    pool = pc.CompilePool("processes", 2)
+    pool.start()
+    try:
+        assert pool.wait_started(HANG)
+        report = pc.precompile(scale_kernel, SCALE_CONFIGS, scale_launch()[1], pool)
+        pid, answer, visible = pool._get().submit(ask_the_device).result(timeout=HANG)
+    finally:
+        pool.close()
+    assert (report.compiled, report.left, compiles.misses) == (len(SCALE_CONFIGS), 0, 0), report.errors
+    assert set(log.read_text().split()) == {str(os.getpid())}, "a worker asked the driver"
+    assert pid != os.getpid()
+    assert answer == (f"compile worker {pid} asked Triton's driver for 'get_current_device': a compile worker "
+                      f"never touches the device (its session resolved the target)"), answer
+    assert visible == "", "a CUDA started in a worker would find the session's devices"
+
+
+def test_a_worker_that_dies_leaves_its_configs_to_triton_with_a_line_and_the_next_key_gets_new_workers(
+        cpu, monkeypatch):
+    dying = cpu / "dying"
+    dying.touch()
+    compile_here = compile_worker.compile_job
+
+    def compile_or_die(fn, job, wait):  # a forked worker has it; the session's own compiles do not
+        if dying.exists():
+            os.kill(os.getpid(), signal.SIGKILL)
+        return compile_here(fn, job, wait)
+
+    monkeypatch.setattr(compile_worker, "compile_job", compile_or_die)
+    monkeypatch.setattr(pc.CompilePool, "_started", lambda self: True)  # the caller leaves every job to them
+    monkeypatch.setattr(scale_kernel, "nargs", None, raising=False)  # as the tuner's run sets it
+    pool_pays_from(monkeypatch, 0.0)
+    forget_compiled(scale_kernel)
+    lines: list[str] = []
+    compiler = pc.Precompiler(settings("processes", 2, cpu / "locks"), lines.append)
+    try:
+        compiler.before_timing("k", scale_kernel, SCALE_CONFIGS, scale_launch(1000)[1])
+        first = compiler.pool._processes
+        dying.unlink()
+        compiler.before_timing("k", scale_kernel, SCALE_CONFIGS, scale_launch(1024)[1])
+        second = compiler.pool._processes
+    finally:
+        compiler.close()
+    reports = parse_reports("\n".join(lines))
+    configs = len(SCALE_CONFIGS)
+    assert [(r["compiled"], r["left"]) for r in reports] == [(1, configs - 1), (configs, 0)], lines
+    assert any(line.startswith(f"precompile k: {len(SCALE_CONFIGS) - 1} config(s) left to Triton's own compile, "
+                               f"the first because ") and line.endswith(
+                                   ": a compile worker died (killed by SIGKILL); the next key starts new workers")
+               for line in lines), lines
+    assert {p.pid for p in first}.isdisjoint(p.pid for p in second), "the second key reused a dead pool"
+
+
+def test_a_forked_worker_keeps_no_lock_the_session_lets_go_of(cpu):
+    """A by-key claim is held while its key is tuned, and let go by closing it: a worker forked
+    meanwhile must not keep it held."""
+    claim = cpu / "claim"
+    fd = os.open(claim, os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    pool = pc.CompilePool("processes", 2)
+    pool.start()
+    try:
+        assert pool.wait_started(HANG)
+        os.close(fd)
+        assert not lock_held(claim), "a compile worker holds the lock the session let go of"
+    finally:
+        pool.close()
+
+
+def test_a_forked_worker_ends_on_sigterm_without_running_the_sessions_handler(cpu):
+    """The record writer folds the journal on SIGTERM (warmup-spawn's stop, sent to the group): a
+    worker must not run that, only end."""
+    ran = cpu / "ran"
+    previous = signal.signal(signal.SIGTERM, lambda *_: ran.write_text(str(os.getpid())))
+    pool = pc.CompilePool("processes", 2)
+    try:
+        pool.start()
+        assert pool.wait_started(HANG)
+        worker = pool._processes[0]
+        os.kill(worker.pid, signal.SIGTERM)
+        deadline = time.monotonic() + HANG
+        while not ran.exists() and worker.exitcode is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        pool.close()
+    assert not ran.exists(), "a worker ran the session's SIGTERM handler"
+    assert worker.exitcode == -signal.SIGTERM
+
+
+def test_pythons_warning_about_forking_beside_threads_does_not_fail_a_run_under_w_error(cpu, monkeypatch):
+    real_fork = os.fork
+
+    def fork_as_python_3_12_does():  # it warns in the parent of a process that runs threads
+        pid = real_fork()
+        if pid:
+            warnings.warn(f"This process (pid={os.getpid()}) is multi-threaded, use of fork() may lead to "
+                          f"deadlocks in the child.", DeprecationWarning, stacklevel=2)
+        return pid
+
+    monkeypatch.setattr(os, "fork", fork_as_python_3_12_does)
+    pool = pc.CompilePool("processes", 2)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            pool.start()
+        assert pool.wait_started(HANG)
+    finally:
+        pool.close()
+
+
+def test_a_forked_workers_garbage_collector_leaves_the_sessions_objects_alone(cpu):
+    """The session's objects are frozen for the fork, so that a worker's collector does not copy
+    the pages they are on; the session takes them back at once."""
+    pool = pc.CompilePool("processes", 2)
+    try:
+        pool.start()
+        frozen_there = pool._get().submit(gc.get_freeze_count).result(timeout=HANG)
+    finally:
+        pool.close()
+    assert frozen_there > 1000, frozen_there
+    assert gc.get_freeze_count() == 0
+
+
+def test_where_forking_is_unsafe_workers_are_spawned_and_the_opening_line_says_why(cpu, compiles, monkeypatch):
+    monkeypatch.setattr(compile_pool, "fork_unsafe", lambda: "forking is unsafe on testos")
+    forget_compiled(scale_kernel)
+    compiler = pc.Precompiler(settings("processes", 2, cpu / "locks"), lambda line: None)
+    pool = compiler.pool
+    try:
+        assert compiler.describe().startswith("precompile: processes (spawn: forking is unsafe on testos) x2: ")
+        assert pool.start_method == "spawn" and pool.start_s == compile_pool.POOL_START_S
+        compiler.start_early()  # spawned workers import while pytest collects
+        assert pool.wait_started(HANG)
+        report = pc.precompile(scale_kernel, SCALE_CONFIGS, scale_launch()[1], pool)
+    finally:
+        compiler.close()
+    assert (report.compiled, report.left, compiles.misses) == (len(SCALE_CONFIGS), 0, 0), report.errors
+
+
+def test_a_record_session_forks_its_workers_at_the_first_key_not_before_collection(cpu):
+    compiler = pc.Precompiler(settings("processes", 2, cpu / "locks"), lambda line: None)
+    try:
+        assert compiler.describe().startswith("precompile: processes (fork) x2: a new key's configs are compiled ")
+        compiler.start_early()
+        assert compiler.pool._executor is None, "workers forked before the benchmark's modules were imported"
+        assert compiler.pool.start_s == compile_pool.FORK_POOL_START_S
+    finally:
+        compiler.close()
 
 
 def make_package(root: Path) -> Path:
@@ -359,7 +595,7 @@ def test_a_key_the_workers_cannot_compile_is_compiled_by_triton_and_said(cpu, co
     """A kernel from a file no worker can import (loaded by path, outside sys.path): its configs
     go to Triton's own compile in the sweep, and a line says why. (The caller compiles none of
     them itself here, as when the workers are faster.)"""
-    monkeypatch.setattr(compile_pool, "POOL_START_S", 0.0)
+    pool_pays_from(monkeypatch, 0.0)
     monkeypatch.setattr(pc.CompilePool, "_here", lambda self, job: Outcome.BUSY)
     loose = cpu / "loose" / "loose_kernels.py"  # in no folder on sys.path
     loose.parent.mkdir()
@@ -555,11 +791,12 @@ def test_settings_default_to_processes_sharing_the_cpus_among_the_children(monke
     assert (chosen.mode, chosen.workers, chosen.preload, chosen.notes) == ("threads", cpus, ("a", "b"), ())
     assert chosen.lock_dir == Path.cwd() / "locks" and not chosen.shared_lock_dir
     assert cs.CompileSettings.from_env({cs.PRELOAD: ""}).preload == ()
+    assert (s.start, cs.CompileSettings.from_env({cs.START: " Spawn "}).start) == ("fork", "spawn")
 
 
 @pytest.mark.parametrize("name, value", [(cs.MODE, "fast"), (cs.WORKERS, "0"), (cs.WORKERS, "x"),
                                          (cs.WORKERS, "\u00b2"), (cs.WORKERS, "\u0663"), (cs.WORKERS, "000"),
-                                         (cs.CHILDREN, "-2"), (cs.CHILDREN, "\u00b2")])
+                                         (cs.CHILDREN, "-2"), (cs.CHILDREN, "\u00b2"), (cs.START, "forkserver")])
 def test_unusable_settings_are_named(name, value):
     with pytest.raises(ProtocolError, match=f"{name}={value!r}"):
         cs.CompileSettings.from_env({name: value})
@@ -709,9 +946,19 @@ def test_a_session_whose_compile_workers_hang_in_their_imports_sweeps_on_and_end
     env = {"PYTHONPATH": f"{ROOT / 'harness'}{os.pathsep}{tmp_path}"}
     proc = start(tmp_path, "hung", FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "rec"),
                  WARMUP_HARNESS_PRECOMPILE="processes", WARMUP_HARNESS_COMPILE_WORKERS="2",
-                 WARMUP_HARNESS_COMPILE_PRELOAD="sleepy", WARMUP_HARNESS_COMPILE_TIMEOUT="2", **env)
+                 WARMUP_HARNESS_COMPILE_PRELOAD="sleepy", WARMUP_HARNESS_COMPILE_TIMEOUT="2",
+                 WARMUP_HARNESS_COMPILE_START="spawn", **env)
     hung = finish(tmp_path, "hung", proc)
     assert [(r["compiled"], r["left"]) for r in hung["reports"]] == [(6, 0), (6, 0)], hung["stderr"]
+
+
+def test_a_record_sessions_opening_line_says_its_compile_workers_are_forked(tmp_path):
+    proc = start(tmp_path, "forked", "-W", "error", FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "rec"),
+                 WARMUP_HARNESS_PRECOMPILE="processes", WARMUP_HARNESS_COMPILE_WORKERS="2")
+    forked = finish(tmp_path, "forked", proc)
+    assert "[warmup-harness] precompile: processes (fork) x2: a new key's configs are compiled ahead" \
+        in forked["stderr"], forked["stderr"]
+    assert [r["left"] for r in forked["reports"]] == [0, 0], forked["stderr"]
 
 
 def test_a_tuner_with_its_own_bench_is_timed_holding_the_device_lock_too(cpu, monkeypatch):

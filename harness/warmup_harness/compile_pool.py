@@ -1,11 +1,14 @@
-"""Where compile jobs run, and only where that pays: spawned worker processes, threads, or the
-caller; a round of jobs waits a bounded time; the pool's processes end with it.
+"""Where compile jobs run, and only where that pays: worker processes (forked from the session,
+else spawned), threads, or the caller; a round of jobs waits a bounded time; the pool's processes
+end with it.
 
 Why processes: much of Triton's front end holds the GIL. On 2 H200s with 32 CPUs (2026-11-30), 64
 configs of a matmul compiled in 19.5 s through Triton's own path, 2.7 s in 16 threads, 1.24 s in
-16 started processes (0.86 s in 32, about 2 s for a pool that starts cold). Why not always: a
-pool costs its start-up (spawning, importing Triton and the preload), which a key with little new
-work never earns back (POOL_START_S).
+16 started processes (0.86 s in 32, about 2 s for a pool that starts cold). Why forked: a spawned
+worker imports torch and the kernels' library again (16 workers on a GPU host with FlagGems: 10.6
+s), where 16 forked ones were running in 0.12 s, the session's modules in them already. A forked
+worker never touches the device (compile_worker.start_forked). Why not always: a pool costs its
+start-up, which a key with little new work never earns back (FORK_POOL_START_S, POOL_START_S).
 
 Standard library only when imported; Triton is imported where a job runs.
 """
@@ -14,9 +17,14 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import contextlib
+import gc
 import multiprocessing
 import multiprocessing.connection
+import os
+import signal
+import sys
 import time
+import warnings
 from typing import Any
 
 from . import compile_worker
@@ -25,13 +33,60 @@ from .capture import CompileJob
 from .compile_settings import DEFAULT_TIMEOUT_S, TIMEOUT
 
 # A pool not running yet is started for a key whose compile work in this process (its first new
-# config's seconds times their number) would reach this; less is compiled here, one by one.
-# Measured here (2 CPUs, tests/compile_fixture/measure_threshold.py, 2026-12-01, Triton 3.6, 0.05 to
-# 0.1 s a config): n configs in this process 0.08 s (1), 0.20 (2), 0.38 (4), 0.53 (8), 0.95 (16),
-# 1.58 (32), against 1.42 to 2.50 s for a pool of 2 started cold for the key (1.53 s for 32): the
-# pool pays from about 1.5 s of work, its start-up (spawn, import triton) when it imports no torch.
+# config's seconds times their number) would reach its start-up; less is compiled here, one by one.
+#
+# Spawned: measured here (2 CPUs, tests/compile_fixture/measure_threshold.py, 2026-12-01, Triton
+# 3.6, 0.05 to 0.1 s a config): n configs in this process 0.08 s (1), 0.20 (2), 0.38 (4), 0.53 (8),
+# 0.95 (16), 1.58 (32), against 1.42 to 2.50 s for a pool of 2 started cold for the key (1.53 s for
+# 32): the pool pays from about 1.5 s of work, its start-up (spawn, import triton) when it imports
+# no torch.
 POOL_START_S = 1.5
+# Forked: measured here (2 CPUs shared with other builds, the same script, 2026-12-02, Triton 3.6,
+# no torch; BENCHMARKS.md, "A pool that starts at once"): a pool of 2 forked for the key started in
+# 0.02 to 0.03 s and paid from 0.97 s of work (n=8, 0.91 s against 0.97 s; not at 0.53 s), from 1.8
+# to 2.8 s under heavier load: what limits it here is 2 busy CPUs, not its start-up.
+FORK_POOL_START_S = 1.0
 CLOSE_GRACE_S = 2.0  # at the end, how long a worker process may finish what it does before it is killed
+FORK_WARNING = r".*use of fork\(\) may lead to deadlocks"  # Python 3.12's DeprecationWarning
+
+
+def fork_unsafe() -> str | None:
+    """Why compile workers cannot be forked here (they are spawned instead), or None."""
+    if "fork" not in multiprocessing.get_all_start_methods():
+        return "this platform cannot fork"
+    if not sys.platform.startswith("linux"):
+        return f"forking is unsafe on {sys.platform} (its system libraries are not fork-safe)"
+    if sys.version_info < (3, 11):
+        return ("Python before 3.11 forks a pool's workers one by one beside the pool's own thread "
+                "(cpython#90622)")
+    return None
+
+
+@contextlib.contextmanager
+def _forking():
+    """Python 3.12 and later warn (DeprecationWarning) at every fork of a process that runs
+    threads, because a lock another thread holds at that moment stays held in the child. A GPU
+    session always runs threads (CUDA's, torch's). A forked compile worker runs only Python, the
+    standard library and Triton's compiler, takes no lock of torch's or the driver's, and one that
+    hangs anyway is bounded (WARMUP_HARNESS_COMPILE_TIMEOUT). So the warning is ignored around the
+    fork, and only there: otherwise pytest lists it under whichever test started the pool, and
+    under `-W error` it becomes an exception raised inside os.fork in the session, after the fork
+    (CPython 3.12.1 and 3.13.0 drop that exception; checked), which a Python that reported it would
+    turn into that test's failure."""
+    # The session's objects are frozen for the fork (Python's advice for a fork without exec): a
+    # worker's garbage collector then never writes to them, so the pages they are on stay shared
+    # instead of being copied into each worker. The session's own collector takes them back at
+    # once. A session that froze objects itself keeps its own freezing.
+    freezing = gc.get_freeze_count() == 0
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=FORK_WARNING, category=DeprecationWarning)
+        if freezing:
+            gc.freeze()
+        try:
+            yield
+        finally:
+            if freezing:
+                gc.unfreeze()
 
 
 class _Inline(cf.Executor):
@@ -47,47 +102,86 @@ class _Inline(cf.Executor):
 
 
 class CompilePool:
-    """Where compile jobs run: spawned processes, threads, or, with one worker, the caller.
+    """Where compile jobs run: processes (forked from this one, else spawned), threads, or, with one
+    worker, the caller.
 
     A round of jobs waits for its results at most `timeout_s` with none coming (a worker stuck in
     its imports or in a compile): the pool is then `stuck`, its worker processes are killed (a
-    thread cannot be), and the jobs not done are left to Triton."""
+    thread cannot be), and the jobs not done are left to Triton. A worker that dies leaves the
+    key's jobs it had not done to Triton, and the next key starts new workers."""
 
-    def __init__(self, mode: str, workers: int, preload: tuple[str, ...] = (), timeout_s: float = DEFAULT_TIMEOUT_S):
+    def __init__(self, mode: str, workers: int, preload: tuple[str, ...] = (), timeout_s: float = DEFAULT_TIMEOUT_S,
+                 start_method: str = "fork"):
         self.mode = mode if workers > 1 else "inline"  # as the reports name it
         self.workers = workers
         self.preload = preload
         self.timeout_s = timeout_s
+        # Why workers are spawned though forking was asked for (said in the opening line), or None.
+        self.fork_unsafe = fork_unsafe() if self.mode == "processes" and start_method == "fork" else None
+        self.start_method = "fork" if start_method == "fork" and self.fork_unsafe is None else "spawn"
         self.stuck = False
         self.waited_s = 0.0  # in the last run: seconds the caller waited for the pool's results
         self._starting: list[cf.Future] = []
+        self._processes: list[Any] = []  # the running pool's worker processes
+        self._death = ""  # how the last pool's worker died, for the lines
         self._executor: cf.Executor | None = None
 
+    @property
+    def forked(self) -> bool:
+        return self.mode == "processes" and self.start_method == "fork"
+
+    @property
+    def start_s(self) -> float:
+        """The work in this process from which starting the pool for a key pays."""
+        return FORK_POOL_START_S if self.forked else POOL_START_S
+
+    def describe(self) -> str:
+        """The pool as the opening line names it: `processes (fork) x16`, `threads x8`."""
+        if self.mode != "processes":
+            return f"{self.mode} x{self.workers}"
+        how = self.start_method + (f": {self.fork_unsafe}" if self.fork_unsafe else "")
+        preload = (f" (each worker imports {', '.join(self.preload)} first)"
+                   if self.start_method == "spawn" and self.preload else "")
+        return f"processes ({how}) x{self.workers}{preload}"
+
     def _get(self) -> cf.Executor:
+        """The running pool, started now if it is not (every worker process at once: forked ones
+        are running as this returns; spawned ones import while the caller goes on)."""
         if self._executor is None:
             if self.workers == 1:
                 self._executor = _Inline()
             elif self.mode == "processes":
-                self._executor = cf.ProcessPoolExecutor(
-                    self.workers, mp_context=multiprocessing.get_context("spawn"),
-                    initializer=compile_worker.start, initargs=(self.preload,))
+                self._executor = self._processes_pool()
             else:
                 self._executor = cf.ThreadPoolExecutor(self.workers, thread_name_prefix="warmup-compile")
         return self._executor
 
-    def start(self) -> None:
-        """Starts every worker process now, without waiting for it (a pool starts its processes as
-        jobs come): their imports then overlap whatever the caller does next."""
-        executor = self._get()
-        if isinstance(executor, cf.ProcessPoolExecutor):
+    def _processes_pool(self) -> cf.ProcessPoolExecutor:
+        if self.forked:
+            executor = cf.ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("fork"),
+                                              initializer=compile_worker.start_forked, initargs=(os.getpid(),))
+            with _forking():  # the first submit forks every worker (Python 3.11 and later)
+                self._starting = [executor.submit(compile_worker.ready) for _ in range(self.workers)]
+        else:
+            executor = cf.ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"),
+                                              initializer=compile_worker.start, initargs=(self.preload, os.getpid()))
             self._starting = [executor.submit(compile_worker.ready) for _ in range(self.workers)]
+        # The pool's processes (a CPython attribute, there from 3.2 to 3.14 at least), to say how
+        # one died.
+        self._processes = list((getattr(executor, "_processes", None) or {}).values())
+        return executor
+
+    def start(self) -> None:
+        """Starts every worker process now, without waiting for a spawned one: its imports then
+        overlap whatever the caller does next."""
+        self._get()
 
     def run(self, jobs: list[tuple[Any, CompileJob]]) -> tuple[list[Outcome | str], int]:
         """Each job's outcome (an Outcome, or why it failed), and how many waited for a sibling.
 
         Processes only where they pay: jobs found in the cache are settled here first; the rest
         are compiled here one by one unless the pool is running or their work (the first one's
-        seconds times their number) reaches POOL_START_S, and with the pool the caller compiles
+        seconds times their number) reaches the pool's start-up (`start_s`), and with the pool the caller compiles
         from the end of the list while the workers still start up, so that it never waits for a
         worker's start-up to do what it could do itself."""
         self.waited_s = 0.0
@@ -113,7 +207,7 @@ class CompilePool:
             return self._shared(jobs)
         start = time.perf_counter()
         first = self._here(jobs[0])
-        if (len(jobs) - 1) * (time.perf_counter() - start) < POOL_START_S:
+        if (len(jobs) - 1) * (time.perf_counter() - start) < self.start_s:
             return [first, *(self._here(job) for job in jobs[1:])]
         self.start()
         return [first, *self._shared(jobs[1:])]
@@ -206,8 +300,10 @@ class CompilePool:
         try:
             return future.result()
         except cf.process.BrokenProcessPool:
-            self.close()  # a worker died (killed, out of memory): the next key starts a new pool
-            return f"{job.label}: a compile worker died"
+            if self._executor is not None:  # the first job to meet it: a worker died (killed, out of memory)
+                self._death = _how_ended(self._processes)
+                self.close()  # the next key starts a new pool
+            return f"{job.label}: a compile worker died ({self._death}); the next key starts new workers"
         except Exception as exc:
             return f"{job.label}: {type(exc).__name__}: {exc}"
 
@@ -226,6 +322,25 @@ class CompilePool:
         executor, self._executor = self._executor, None
         if executor is not None:
             _end(executor, grace_s=CLOSE_GRACE_S)
+
+
+def _how_ended(processes: list[Any]) -> str:
+    """How a broken pool's worker ended: `killed by SIGKILL`, `exit status 1`, or `unknown`. The
+    pool's thread terminates the others (SIGTERM) once one died, so another ending is said first."""
+    codes: list[int] = []
+    for process in processes:
+        with contextlib.suppress(ValueError, OSError):
+            process.join(1)  # the pool's thread is ending them
+        if process.exitcode:
+            codes.append(process.exitcode)
+    codes.sort(key=lambda code: code == -signal.SIGTERM)
+    if not codes:
+        return "unknown"
+    if codes[0] > 0:
+        return f"exit status {codes[0]}"
+    with contextlib.suppress(ValueError):
+        return f"killed by {signal.Signals(-codes[0]).name}"
+    return f"killed by signal {-codes[0]}"
 
 
 def _end(executor: cf.Executor, grace_s: float) -> None:

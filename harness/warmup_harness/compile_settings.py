@@ -22,9 +22,11 @@ MODE = "WARMUP_HARNESS_PRECOMPILE"
 TIMEOUT = "WARMUP_HARNESS_COMPILE_TIMEOUT"
 WORKERS = "WARMUP_HARNESS_COMPILE_WORKERS"
 PRELOAD = "WARMUP_HARNESS_COMPILE_PRELOAD"
+START = "WARMUP_HARNESS_COMPILE_START"
 LOCK_DIR = "WARMUP_HARNESS_DEVICE_LOCK_DIR"
 CHILDREN = "WARMUP_SPAWN_CHILDREN"  # set by warmup-spawn: children running at once on this machine
 MODES = ("processes", "threads", "off")
+STARTS = ("fork", "spawn")  # how worker processes start: forked from the session (default), or spawned
 MAX_WORKERS = 32  # the default's cap: past it a pool costs more memory than it saves time
 DEFAULT_TIMEOUT_S = 300.0  # a compile worker's silence that counts as stuck: a real compile takes a minute at most
 HUGE = 10**9  # a count past it is read as it (a longer number is no more a count of processes)
@@ -35,7 +37,8 @@ LOCK_FOLDER = "warmup-harness-device-locks"
 INI_SETTINGS = {
     MODE: "how a new key's configs are compiled ahead: 'processes' (default), 'threads' or 'off'",
     WORKERS: "compile workers, a whole number of at least 1 (default: this process's CPUs / children)",
-    PRELOAD: "modules each compile worker imports when it starts, comma-separated (default: torch)",
+    PRELOAD: "modules each spawned compile worker imports when it starts, comma-separated (default: torch)",
+    START: "how compile worker processes start: 'fork' (default, where safe) or 'spawn'",
     TIMEOUT: "seconds the compile workers may go without a result before the key is left to Triton",
     LOCK_DIR: "the folder of the per-device timing locks",
 }
@@ -45,11 +48,12 @@ INI_SETTINGS = {
 class CompileSettings:
     mode: str  # processes, threads or off
     workers: int
-    preload: tuple[str, ...]  # modules a worker process imports when it starts
+    preload: tuple[str, ...]  # modules a spawned worker process imports when it starts (a forked one has them)
     lock_dir: Path
     shared_lock_dir: bool  # the default folder, which every user's runs share
     timeout_s: float = DEFAULT_TIMEOUT_S  # how long compile workers may go without a result
     notes: tuple[str, ...] = ()  # what was changed from the values given (a count capped), said at the start
+    start: str = "fork"  # how worker processes start, where the platform allows it (compile_pool.fork_unsafe)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> CompileSettings:
@@ -67,8 +71,12 @@ def compile_settings(get: Callable[[str], str | None]) -> CompileSettings:
         raise ProtocolError(f"{MODE}={mode!r} is not one of {', '.join(MODES)}")
     chosen_dir = (get(LOCK_DIR) or "").strip()
     lock_dir = Path(os.path.abspath(chosen_dir)) if chosen_dir else Path(tempfile.gettempdir()) / LOCK_FOLDER
+    start = (get(START) or "").strip().lower() or "fork"
+    if start not in STARTS:
+        raise ProtocolError(f"{START}={start!r} is not one of {', '.join(STARTS)}")
     workers, notes = _workers(get)
-    return CompileSettings(mode, workers, _preload(get), lock_dir, not chosen_dir, _seconds(get, TIMEOUT), notes)
+    return CompileSettings(mode, workers, _preload(get), lock_dir, not chosen_dir, _seconds(get, TIMEOUT), notes,
+                           start)
 
 
 def _seconds(get: Callable[[str], str | None], name: str) -> float:
@@ -115,8 +123,10 @@ def _workers(get: Callable[[str], str | None]) -> tuple[int, tuple[str, ...]]:
 
 def _preload(get: Callable[[str], str | None]) -> tuple[str, ...]:
     """WARMUP_HARNESS_COMPILE_PRELOAD (comma-separated; empty: nothing), else torch when it is
-    installed: a kernel's module almost always imports it, and a worker pays that import once,
-    while the benchmark starts, instead of on the first key."""
+    installed: a kernel's module almost always imports it, and a spawned worker pays that import
+    once, while the benchmark starts, instead of on the first key. A forked worker has every module
+    the session imported, so the setting is moot for it (read, and used only where workers are
+    spawned)."""
     raw = get(PRELOAD)
     if raw is None:
         return ("torch",) if importlib.util.find_spec("torch") else ()

@@ -6,8 +6,9 @@ after another on one core, inside its timing loop: FlagGems' Hopper mm (about 16
 28-31 s compiling the first key of each specialization and 2-4 s timing each key. Children that
 shard such a sweep each compile every specialization they meet. Here a new key's pruned configs
 are compiled first, all at once, into Triton's on-disk cache; the tuner then times them as usual
-and each of its launches is a cache hit. A record session starts its pool when the plugin loads:
-the workers import Triton (and torch) while pytest collects.
+and each of its launches is a cache hit. Worker processes are forked from the session at the first key
+that pays for them, with every module it imported; where forking is unsafe they are spawned, and a
+record session starts them when the plugin loads, so that their imports overlap collection.
 
 How (Triton 3.4 and later, checked against 3.4 to 3.9: triton_private.py), one module each:
 
@@ -17,8 +18,10 @@ How (Triton 3.4 and later, checked against 3.4 to 3.9: triton_private.py), one m
   descriptors' block shapes, which the specialization holds);
 * cache_entries: one job found in Triton's cache, or compiled into it holding `flock` on the
   entry's folder, so that a sibling child sharing the cache never compiles it twice;
-* compile_worker: a worker process's imports, and the kernel's module imported by name or by path;
-* compile_pool: processes, threads or the caller, only where a pool pays, with a bounded wait;
+* compile_worker: a worker process's start-up (forked: nothing of the session's device or locks
+  kept; spawned: its imports), and the kernel's module found, or imported by name or by path;
+* compile_pool: processes (forked, else spawned), threads or the caller, only where a pool pays,
+  with a bounded wait;
 * device_lock: a config timed holding `flock` on `<lock folder>/<device>.lock`, after its kernel
   was loaded (a cache hit), so that children sharing a GPU time one config at a time;
 * triton_private: every name of Triton's that is not its documented API.
@@ -37,8 +40,8 @@ from typing import Any, Callable
 
 from .cache_entries import Outcome
 from .compile_pool import CompilePool
-from .compile_settings import (CHILDREN, LOCK_DIR, MODE, PRELOAD, TIMEOUT, WORKERS, CompileSettings,  # noqa: F401
-                               compile_settings)
+from .compile_settings import (CHILDREN, LOCK_DIR, MODE, PRELOAD, START, TIMEOUT, WORKERS,  # noqa: F401
+                               CompileSettings, compile_settings)
 from .device_lock import DeviceTimingLock, device_token  # noqa: F401
 
 Settings = CompileSettings  # the name tests/gpu's scripts use
@@ -142,7 +145,7 @@ class Precompiler:
         global _active
         self.settings = settings
         self._say = say
-        self.pool = (CompilePool(settings.mode, settings.workers, settings.preload, settings.timeout_s)
+        self.pool = (CompilePool(settings.mode, settings.workers, settings.preload, settings.timeout_s, settings.start)
                      if settings.mode != "off" else None)
         self.timing_lock = DeviceTimingLock(settings.lock_dir, settings.shared_lock_dir)
         self.timing_lock.prepare()
@@ -153,17 +156,17 @@ class Precompiler:
     def describe(self) -> str:
         pool = self.pool
         compiling = ("precompile off" if pool is None else
-                     f"precompile: a new key's configs are compiled ahead, {pool.mode} x{pool.workers}"
-                     + (f" (each worker imports {', '.join(pool.preload)} first)"
-                        if pool.mode == "processes" and pool.preload else ""))
+                     f"precompile: {pool.describe()}: a new key's configs are compiled ahead")
         notes = "".join(f" ({note})" for note in self.settings.notes)
         return (f"{compiling}{notes}; configs are timed one at a time per device (locks in "
                 f"{self.settings.lock_dir})")
 
     def start_early(self) -> None:
-        """Starts the pool's workers now (record mode: a sweep is coming), unless the benchmark put
-        in a device Triton cannot compile for."""
-        if self.pool is not None and not stub_device_set():
+        """Starts spawned workers now (record mode: a sweep is coming), so that their imports
+        overlap pytest's collection, unless the benchmark put in a device Triton cannot compile
+        for. Forked workers are not: forked now, before collection, they would lack the modules the
+        benchmark is about to import; they are forked at the first key that pays for them."""
+        if self.pool is not None and not self.pool.forked and not stub_device_set():
             self.pool.start()
 
     def _usable(self) -> bool:

@@ -34,7 +34,9 @@ What is used, and what Triton does with it:
   (3.5 and later);
 * the driver's state, to know whether one was set (`driver.set_active`, a stand-in's) or created
   without creating one: `_active` (3.5 and later), `active` and `default`, a `LazyProxy` whose
-  `_obj` is empty until used (3.4).
+  `_obj` is empty until used (3.4); `driver.set_active`, with which a forked compile worker puts in
+  a driver that refuses every question (`forbid_driver`), and `knobs.cache.dir`, which the worker
+  sets to each job's cache folder (a session may have set the knob itself).
 
 Why `JITFunction.preload` itself is not called: it asks `driver.active` for the current device (a
 worker process must not start a device) and compiles through the JIT without the cache entry's
@@ -157,6 +159,27 @@ def compile_into_cache(src: Any, target: Any, options: Any, env_vars: dict) -> N
         triton.compile(src, target=target, options=options.__dict__, _env_vars=env_vars)
     else:
         triton.compile(src, target=target, options=options.__dict__)
+
+
+class NoDevice:
+    """A compile worker's Triton driver: any question raises, naming it. A worker compiles for the
+    target its session resolved before the fork and passed in each job (`triton.compile(...,
+    target=)` asks no driver); one that asked would start CUDA in a process forked from one that
+    runs it, which CUDA does not support."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise RuntimeError(f"compile worker {os.getpid()} asked Triton's driver for {name!r}: a compile worker "
+                           f"never touches the device (its session resolved the target)")
+
+
+def forbid_driver() -> None:
+    """In a compile worker: Triton's driver refuses every question from now on."""
+    driver.set_active(NoDevice())
+
+
+def use_cache_dir(folder: str) -> None:
+    """In a compile worker: the job's Triton cache folder, whatever the session's knob held."""
+    knobs.cache.dir = folder
 
 
 def cannot_compile() -> str | None:

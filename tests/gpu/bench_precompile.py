@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Issue 10's micro-benchmark: compiling one specialization's autotune configs through Triton's own
 path (one after another, as a tuner's sweep does), and with the harness's precompile
-(warmup_harness.precompile) in N threads or N spawned processes (a cold pool, paying Python's,
-torch's and Triton's import, and a warm one), each into an empty Triton cache; then loading them
+(warmup_harness.precompile) in N threads or N processes, forked (or spawned with
+WARMUP_HARNESS_COMPILE_START=spawn: then a cold pool pays Python's, torch's and Triton's import; a
+cold pool and a warm one), each into an empty Triton cache; then loading them
 back as the tuner's launch does (cache hits). Prints a table, writes JSON.
 
 Kernels: ``matmul`` (gpu_bench_kernels, 112 configs; M=1000 so M is not a multiple of 16) and
@@ -167,7 +168,8 @@ def main() -> int:
             if mode == "triton":
                 rows.append(trial(pc, tuner, configs, kargs, kwargs, mode, None, root))
             elif mode == "processes":  # cold: the pool starts, and imports, inside the first trial
-                pool = pc.CompilePool(mode, workers, pc.Settings.from_env(os.environ).preload)
+                chosen = pc.Settings.from_env(os.environ)
+                pool = pc.CompilePool(mode, workers, chosen.preload, start_method=chosen.start)
                 rows.append({**trial(pc, tuner, configs, kargs, kwargs, mode, pool, root), "pool": "cold"})
                 rows.append({**trial(pc, tuner, configs, kargs, kwargs, mode, pool, root), "pool": "warm"})
                 pool.close()

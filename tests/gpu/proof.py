@@ -68,7 +68,8 @@ TUNING = re.compile(r"\(([\d.]+)s of tuning\)")
 LOCK_WAIT = re.compile(r"([\d.]+)s waiting for the device's timing lock")
 CLEAN_ENV = ("FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR", "FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR", "PARALLEL_WARMUP_GPUS",
              "FLAGGEMS_PERF_WARMUP_WORKER", "TRITON_CACHE_DIR", "GPU_BENCH_RESULT", "CUDA_VISIBLE_DEVICES",
-             precompile.MODE, precompile.WORKERS, precompile.PRELOAD, precompile.LOCK_DIR, precompile.CHILDREN)
+             precompile.MODE, precompile.WORKERS, precompile.PRELOAD, precompile.START, precompile.LOCK_DIR,
+             precompile.CHILDREN)
 
 
 @dataclass
