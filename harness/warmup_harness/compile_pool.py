@@ -41,11 +41,12 @@ from .compile_settings import DEFAULT_TIMEOUT_S, TIMEOUT
 # 32): the pool pays from about 1.5 s of work, its start-up (spawn, import triton) when it imports
 # no torch.
 POOL_START_S = 1.5
-# Forked: measured here (2 CPUs shared with other builds, the same script, 2026-12-02, Triton 3.6,
-# no torch; BENCHMARKS.md, "A pool that starts at once"): a pool of 2 forked for the key started in
-# 0.02 to 0.03 s and paid from 0.97 s of work (n=8, 0.91 s against 0.97 s; not at 0.53 s), from 1.8
-# to 2.8 s under heavier load: what limits it here is 2 busy CPUs, not its start-up.
-FORK_POOL_START_S = 1.0
+# Forked: measured on the GPU host (one H200, 16 CPUs, 2026-12-02, Triton 3.6, torch 2.11 and
+# FlagGems 5.0.2 imported and CUDA started first, as in a benchmark session; BENCHMARKS.md, "A pool
+# that starts at once"): 16 workers forked in 0.09 s, and a pool forked for the key paid from 0.40 s
+# of work in the session's process (n=8: 0.40 s against 0.26 s; not at n=4: 0.22 s against 0.24 s).
+# On the 2-CPU development machine it paid only from about 1 s: there its 2 busy CPUs limit it.
+FORK_POOL_START_S = 0.4
 CLOSE_GRACE_S = 2.0  # at the end, how long a worker process may finish what it does before it is killed
 FORK_WARNING = r".*use of fork\(\) may lead to deadlocks"  # Python 3.12's DeprecationWarning
 
