@@ -1,11 +1,10 @@
-//! `warmup-costs --predict`: the decision a script acts on, from the op's history
-//! (`protocol::history`) and the model (`predict`), as a run summary on stdout, one line for people on stderr, and the
-//! exit status (0: the warmup runs, 3: run plain).
+//! `warmup-costs --predict`: the prediction from the op's history, by the model warmup-plan
+//! decides with (`protocol::predict`), as a run summary on stdout, one line for people on
+//! stderr, and the exit status (0: the warmup pays, 3: it would not).
 
-use crate::predict;
 use crate::{Args, TOOL};
 use anyhow::{Context, Result};
-use protocol::history;
+use protocol::predict::{self, Figures};
 use std::io::Write;
 use toolkit::Status;
 
@@ -21,16 +20,7 @@ pub fn run(args: &Args) -> Result<Status> {
         anyhow::bail!("--predict needs --devices LIST, the devices the sweep would run on (0,1; 0,0 shares one)");
     }
     let mut out = std::io::stdout().lock();
-    let found = history::find(dir, op, || args.here.find()).and_then(|h| {
-        if h.meta.keys == 0 {
-            return Err(format!(
-                "{} has no key's tune_seconds to predict from",
-                h.meta.path.display()
-            ));
-        }
-        Ok(h)
-    });
-    let history = match found {
+    let history = match predict::usable(dir, op, || args.here.find()) {
         Ok(h) => h,
         Err(why) => {
             eprintln!("{TOOL}: op {op}: no usable history ({why}): nothing to predict from, the warmup runs");
@@ -52,7 +42,7 @@ pub fn run(args: &Args) -> Result<Status> {
         }
     }
     let f = predict::predict(&history, op, &tokens);
-    let text = predict::summary(op, &f, &history.meta.path.display().to_string());
+    let text = summary(op, &f, &history.meta.path.display().to_string());
     out.write_all(text.as_bytes())
         .and_then(|()| out.flush())
         .context("writing to stdout")?;
@@ -75,4 +65,71 @@ pub fn run(args: &Args) -> Result<Status> {
     } else {
         Status::NothingToDo
     })
+}
+
+/// The prediction as a run summary (docs/CONTRACT.md, "Run summaries").
+fn summary(op: &str, f: &Figures, history: &str) -> String {
+    format!(
+        "version 1\nop {op}\nplain_seconds {:.2}\nwarmup_seconds {:.2}\nsaving {:.3}\n\
+         decision {}\nstartup_seconds {:.2}\ntiming_seconds {:.2}\nmeasure_seconds {:.2}\n\
+         sweep_seconds {:.2}\nchildren {}\ndevices {}\nhistory {history}\n",
+        f.plain,
+        f.warmup,
+        f.saving,
+        if f.worth() { "warmup" } else { "plain" },
+        f.startup,
+        f.timing,
+        f.measure,
+        f.makespan.max(f.timing / f.devices as f64),
+        f.children,
+        f.devices,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use protocol::costs::CostFile;
+    use protocol::history::{History, Meta};
+    use std::path::Path;
+
+    fn history(tune: f64, compile: f64, startup: f64, costs: &[f64]) -> History {
+        let body: Vec<String> = costs
+            .iter()
+            .enumerate()
+            .map(|(i, c)| format!("\"[{i}]\": {c}"))
+            .collect();
+        let json = format!("{{\"mm\": {{{}}}}}", body.join(", "));
+        History {
+            meta: Meta {
+                path: "m.json".into(),
+                triton: None,
+                device: None,
+                tune_seconds: tune,
+                keys: costs.len(),
+                startup_seconds: Some(startup),
+                compile_seconds: Some(compile),
+            },
+            costs: CostFile::parse(Path::new("c.json"), &json).expect("costs"),
+        }
+    }
+
+    fn devices(list: &str) -> Vec<String> {
+        list.split(',').map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn the_summary_is_a_run_summary() {
+        let h = history(40.0, 0.0, 2.0, &[11.0; 4]);
+        let f = predict::predict(&h, "mm", &devices("0,1,2,3"));
+        let text = summary("mm", &f, "/r/mm.meta.json");
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "version 1");
+        assert!(lines.contains(&"decision warmup"), "{text}");
+        assert!(lines.contains(&"history /r/mm.meta.json"), "{text}");
+        assert!(
+            lines.iter().any(|l| l.starts_with("plain_seconds 46.00")),
+            "{text}"
+        );
+    }
 }
