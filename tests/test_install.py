@@ -11,7 +11,7 @@ from pathlib import Path
 
 from support import BIN_DIR, HANG, ROOT, clean_env
 
-TOOLS = ["warmup-shard", "warmup-spawn", "warmup-merge", "warmup-publish", "warmup-costs"]
+TOOLS = ["warmup-shard", "warmup-spawn", "warmup-merge", "warmup-publish", "warmup-costs", "warmup-plan"]
 SCRIPTS = ["warmup", "warmup-slurm"]
 
 

@@ -49,7 +49,8 @@ EXIT STATUS:
     about = "Sweep the autotune configs on many GPUs at once, then run COMMAND once, replaying them",
     long_about = WARMUP_ABOUT,
     after_long_help = WARMUP_AFTER,
-    disable_version_flag = true
+    disable_version_flag = true,
+    args_override_self = true
 )]
 pub struct Warmup {
     /// Devices to sweep on [default: $PARALLEL_WARMUP_GPUS; unset or below 2: no sweep]
@@ -149,7 +150,8 @@ EXIT STATUS:
     about = "Sweep the autotune configs as a Slurm job array, one shard per task, on a shared scratch",
     long_about = SLURM_ABOUT,
     after_long_help = SLURM_AFTER,
-    disable_version_flag = true
+    disable_version_flag = true,
+    args_override_self = true
 )]
 pub struct Slurm {
     /// The run's folder, on a filesystem every node sees

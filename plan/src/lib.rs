@@ -52,11 +52,45 @@ impl Driver {
     }
 }
 
+const ABOUT: &str = "Decide how scripts/warmup or scripts/warmup-slurm runs COMMAND: plain, replaying the \
+record, one process recording, or a sweep with its plan";
+
+const AFTER: &str = "The driver's options follow warmup-plan's own, unchanged; `--help` after `--for DRIVER`
+is the driver's help. Output (docs/CONTRACT.md, \"warmup-plan\"): decision=plain|replay|record|sweep,
+reason='...', `export NAME=VALUE` lines for replay and record, and for a sweep the devices, the
+record folder, the op and warmup-shard's and warmup-spawn's argv as arrays.
+
+EXAMPLES:
+  eval \"$(warmup-plan --format sh --for warmup \"$@\")\"      # what scripts/warmup does
+  warmup-plan --format json --gpus 2 -- pytest bench.py --shape_file s.yaml
+  warmup-plan --completions bash --for warmup > warmup.bash
+  warmup-plan --man --for warmup-slurm > warmup-slurm.1
+
+EXIT STATUS:
+  0      decided: the decision is on stdout
+  2      usage error (the driver's options, or a record folder that is not a folder): nothing
+         was decided or made; the message names the option and what to do";
+
+/// warmup-plan's own command line, for its `--help`, man page and completions.
+fn own_command() -> clap::Command {
+    use clap::{Arg, ArgAction};
+    clap::Command::new(TOOL)
+        .about(ABOUT)
+        .after_long_help(AFTER)
+        .arg(Arg::new("format").long("format").value_name("FORMAT").value_parser(["sh", "json"]).help("sh: assignments a driver evals (default); json: one object"))
+        .arg(Arg::new("for").long("for").value_name("DRIVER").value_parser(["warmup", "warmup-slurm"]).help("Whose options follow [default: warmup]"))
+        .arg(Arg::new("completions").long("completions").value_name("SHELL").value_parser(["bash", "zsh", "fish"]).help("Print the driver's completion script"))
+        .arg(Arg::new("man").long("man").action(ArgAction::SetTrue).help("Print the driver's man page"))
+        .arg(Arg::new("options").value_name("DRIVER-OPTIONS").num_args(0..).trailing_var_arg(true).allow_hyphen_values(true).help("The driver's options, then -- COMMAND..."))
+}
+
 /// warmup-plan's own options, read from the front of its argv.
 #[derive(Debug)]
 struct Own {
     format: Format,
     driver: Driver,
+    /// `--for` was given: `--help` is the driver's.
+    driven: bool,
     generate: Option<String>,
     rest: Vec<OsString>,
 }
@@ -66,6 +100,7 @@ fn own(argv: Vec<OsString>) -> Result<Own> {
     let mut own = Own {
         format: Format::Sh,
         driver: Driver::Warmup,
+        driven: false,
         generate: None,
         rest: Vec::new(),
     };
@@ -86,6 +121,7 @@ fn own(argv: Vec<OsString>) -> Result<Own> {
             }
             "--for" => {
                 it.next();
+                own.driven = true;
                 own.driver = match value(&mut it, "--for")?.as_str() {
                     "warmup" => Driver::Warmup,
                     "warmup-slurm" => Driver::Slurm,
@@ -99,6 +135,21 @@ fn own(argv: Vec<OsString>) -> Result<Own> {
             "--man" => {
                 it.next();
                 own.generate = Some("man".into());
+            }
+            "--help" | "-h" if !own.driven => {
+                own_command().print_long_help()?;
+                std::process::exit(0);
+            }
+            kind if kind.starts_with("--generate=") && !own.driven => {
+                let mut out = std::io::stdout().lock();
+                let code = match toolkit::cli::generate(own_command(), &kind["--generate=".len()..], &mut out) {
+                    Ok(()) => 0,
+                    Err(err) => {
+                        eprintln!("{err:#}");
+                        2
+                    }
+                };
+                std::process::exit(code);
             }
             _ => break,
         }

@@ -176,7 +176,11 @@ mod tests {
     }
 
     fn claim(s: &Scratch, list: &str) -> Result<Claim> {
-        Claim::take(s, Some(&chosen(list, 9)?))
+        let shards: Vec<usize> = protocol::choice::parse_list(list)?
+            .into_iter()
+            .flat_map(|(a, b)| a..=b)
+            .collect();
+        Claim::take(s, Some(&shards))
     }
 
     fn scratch(dir: &Path, shards: usize) -> Scratch {
