@@ -32,7 +32,11 @@ pub enum Prediction {
     /// No usable history: why; the warmup runs.
     Unusable(String),
     /// The figures: the warmup's and the plain run's seconds.
-    Figures { warmup: f64, plain: f64, worth: bool },
+    Figures {
+        warmup: f64,
+        plain: f64,
+        worth: bool,
+    },
 }
 
 /// Everything the decision reads.
@@ -107,7 +111,9 @@ pub fn decide(f: &Facts) -> Decision {
         return plain("FLAGGEMS_PERF_WARMUP_WORKER is set: this is a warmup child, skipping");
     }
     if let Gpus::Invalid(text) = &f.gpus {
-        return plain(format!("GPU count '{text}' is not a whole number; skipping"));
+        return plain(format!(
+            "GPU count '{text}' is not a whole number; skipping"
+        ));
     }
     if f.harness.is_ok() && !f.replay_dir_set {
         if let Some(decision) = harness_decision(f) {
@@ -127,14 +133,14 @@ pub fn decide(f: &Facts) -> Decision {
     if !f.by_key {
         match &f.shape_file {
             None => {
-                return plain("no --shape_file; parallel warmup needs an explicit shape set, skipping")
+                return plain(
+                    "no --shape_file; parallel warmup needs an explicit shape set, skipping",
+                )
             }
-            Some((file, false)) => {
-                return plain(format!(
-                    "--shape_file {} is missing; parallel warmup needs an explicit shape set, skipping",
-                    file.display()
-                ))
-            }
+            Some((file, false)) => return plain(format!(
+                "--shape_file {} is missing; parallel warmup needs an explicit shape set, skipping",
+                file.display()
+            )),
             Some(_) => {}
         }
     }
@@ -151,7 +157,9 @@ pub fn decide(f: &Facts) -> Decision {
             listed.len()
         ));
     }
-    let take = usize::try_from(gpus).unwrap_or(usize::MAX).min(listed.len());
+    let take = usize::try_from(gpus)
+        .unwrap_or(usize::MAX)
+        .min(listed.len());
     let devices = listed[..take].to_vec();
     let dir = f.record_dir.as_ref().map(|d| d.display().to_string());
     let reason = match &f.prediction {
@@ -258,14 +266,24 @@ mod tests {
         let mut f = sweeping();
         f.gpus = Gpus::Count(8);
         f.devices = Ok(vec!["0".into(), "1".into(), "2".into()]);
-        let Decision::Sweep { devices, by_history, .. } = decide(&f) else {
+        let Decision::Sweep {
+            devices,
+            by_history,
+            ..
+        } = decide(&f)
+        else {
             panic!("{:?}", decide(&f));
         };
         assert_eq!(devices, ["0", "1", "2"]);
         assert!(!by_history, "no record folder: the robust model");
         f.gpus = Gpus::Count(2);
         f.record_dir = Some("/r".into());
-        let Decision::Sweep { devices, by_history, .. } = decide(&f) else {
+        let Decision::Sweep {
+            devices,
+            by_history,
+            ..
+        } = decide(&f)
+        else {
             panic!();
         };
         assert_eq!((devices.len(), by_history), (2, true));
@@ -337,7 +355,9 @@ mod tests {
         };
         assert_eq!(decide(&f).name(), "sweep");
         f.prediction = Prediction::Unusable("no /r/mm.meta.json".into());
-        assert!(decide(&f).reason().contains("no usable history (no /r/mm.meta.json)"));
+        assert!(decide(&f)
+            .reason()
+            .contains("no usable history (no /r/mm.meta.json)"));
     }
 
     #[test]
@@ -379,7 +399,10 @@ mod tests {
                 dir: Some("/r".into())
             }
         );
-        assert!(d.reason().contains("GPU count 1") && d.reason().contains("into /r"), "{d:?}");
+        assert!(
+            d.reason().contains("GPU count 1") && d.reason().contains("into /r"),
+            "{d:?}"
+        );
         f.gpus = Gpus::Count(4);
         f.devices = Ok(vec!["3".into()]);
         assert!(decide(&f).reason().contains("one visible GPU (3)"));

@@ -68,7 +68,11 @@ pub fn record_dir(raw: Option<&std::ffi::OsStr>, cwd: &Path) -> Result<Option<Pa
     let Some(dir) = names::record_dir_of(raw) else {
         return Ok(None);
     };
-    let dir = if dir.is_absolute() { dir } else { cwd.join(dir) };
+    let dir = if dir.is_absolute() {
+        dir
+    } else {
+        cwd.join(dir)
+    };
     if dir.symlink_metadata().is_ok() && !dir.is_dir() {
         bail!(
             "{}={} is not a folder: point it at the folder the op's record is published into",
@@ -108,7 +112,9 @@ pub fn discover(args: &Warmup, world: &World) -> Result<Discovery> {
         }
     }
     let python = command::python_of(&args.command, world.lookup.path.as_deref());
-    let packages = python.as_deref().map(|p| python::packages(p, &world.lookup));
+    let packages = python
+        .as_deref()
+        .map(|p| python::packages(p, &world.lookup));
     let harness = harness_runs(args, world, packages.as_ref());
     let tokens = devices.clone().unwrap_or_default();
     let root = world.env.root("/proc/driver/nvidia/gpus");
@@ -243,7 +249,10 @@ mod tests {
         std::fs::write(&file, "").expect("write");
         let err = record_dir(Some(file.as_os_str()), dir.path()).expect_err("a file");
         assert!(format!("{err:#}").contains("is not a folder"), "{err:#}");
-        assert_eq!(record_dir(Some(" ".as_ref()), dir.path()).expect("blank"), None);
+        assert_eq!(
+            record_dir(Some(" ".as_ref()), dir.path()).expect("blank"),
+            None
+        );
         let odd = record_dir(Some("a\nb ".as_ref()), dir.path()).expect("carried whole");
         assert_eq!(odd, Some(dir.path().join("a\nb")));
     }
@@ -252,7 +261,10 @@ mod tests {
     fn by_key_refuses_a_device_listed_twice() {
         assert!(refuse_repeats("0,1").is_ok());
         let err = refuse_repeats("0, 1,0").expect_err("twice");
-        assert!(format!("{err:#}").contains("device 0 is listed twice"), "{err:#}");
+        assert!(
+            format!("{err:#}").contains("device 0 is listed twice"),
+            "{err:#}"
+        );
     }
 
     fn sidecar(dir: &Path, triton: &str, device: &str) {
@@ -271,7 +283,10 @@ mod tests {
             triton: Some("3.6.0".into()),
             device: Some("NVIDIA H200".into()),
         };
-        assert!(matches!(answers(dir.path(), "mm", &here), Record::Misses(_)));
+        assert!(matches!(
+            answers(dir.path(), "mm", &here),
+            Record::Misses(_)
+        ));
         sidecar(dir.path(), "3.6.0", "NVIDIA H200");
         assert_eq!(answers(dir.path(), "mm", &here), Record::Answers);
         sidecar(dir.path(), "3.5.1", "NVIDIA H200");
@@ -283,6 +298,9 @@ mod tests {
             triton: None,
             device: Some("NVIDIA H200".into()),
         };
-        assert!(matches!(answers(dir.path(), "mm", &unknown), Record::Misses(_)));
+        assert!(matches!(
+            answers(dir.path(), "mm", &unknown),
+            Record::Misses(_)
+        ));
     }
 }

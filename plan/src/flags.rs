@@ -325,19 +325,46 @@ mod tests {
         use clap::error::ErrorKind;
         let kind = |args: &[&str]| parse(args).expect_err("refused").kind();
         assert_eq!(kind(&["--bogus", "--", "true"]), ErrorKind::UnknownArgument);
-        assert_eq!(kind(&["--gpus", "abc", "--", "true"]), ErrorKind::ValueValidation);
-        assert_eq!(kind(&["--devices", ",,", "--", "true"]), ErrorKind::ValueValidation);
-        assert_eq!(kind(&["--backend", "bogus", "--", "true"]), ErrorKind::ValueValidation);
-        assert_eq!(kind(&["--max-log", "1.5M", "--", "true"]), ErrorKind::ValueValidation);
-        assert_eq!(kind(&["--grace", "-1", "--", "true"]), ErrorKind::ValueValidation);
-        assert_eq!(kind(&["--by-key", "--entry", "x", "--", "true"]), ErrorKind::ArgumentConflict);
+        assert_eq!(
+            kind(&["--gpus", "abc", "--", "true"]),
+            ErrorKind::ValueValidation
+        );
+        assert_eq!(
+            kind(&["--devices", ",,", "--", "true"]),
+            ErrorKind::ValueValidation
+        );
+        assert_eq!(
+            kind(&["--backend", "bogus", "--", "true"]),
+            ErrorKind::ValueValidation
+        );
+        assert_eq!(
+            kind(&["--max-log", "1.5M", "--", "true"]),
+            ErrorKind::ValueValidation
+        );
+        assert_eq!(
+            kind(&["--grace", "-1", "--", "true"]),
+            ErrorKind::ValueValidation
+        );
+        assert_eq!(
+            kind(&["--by-key", "--entry", "x", "--", "true"]),
+            ErrorKind::ArgumentConflict
+        );
         assert_eq!(kind(&["true"]), ErrorKind::UnknownArgument);
     }
 
     #[test]
     fn options_passed_on_keep_their_values_whole() {
         let w = parse(&["--timeout", "5", "--cache-per-child", "--", "x"]).expect("parses");
-        let argv = spawn_argv(&w.backend, &w.timeout, &w.grace, &w.max_log, w.cache_per_child);
-        assert_eq!(argv, [OsString::from("--timeout=5"), "--cache-per-child".into()]);
+        let argv = spawn_argv(
+            &w.backend,
+            &w.timeout,
+            &w.grace,
+            &w.max_log,
+            w.cache_per_child,
+        );
+        assert_eq!(
+            argv,
+            [OsString::from("--timeout=5"), "--cache-per-child".into()]
+        );
     }
 }

@@ -52,7 +52,8 @@ impl Driver {
     }
 }
 
-const ABOUT: &str = "Decide how scripts/warmup or scripts/warmup-slurm runs COMMAND: plain, replaying the \
+const ABOUT: &str =
+    "Decide how scripts/warmup or scripts/warmup-slurm runs COMMAND: plain, replaying the \
 record, one process recording, or a sweep with its plan";
 
 const AFTER: &str = "The driver's options follow warmup-plan's own, unchanged; `--help` after `--for DRIVER`
@@ -77,11 +78,41 @@ fn own_command() -> clap::Command {
     clap::Command::new(TOOL)
         .about(ABOUT)
         .after_long_help(AFTER)
-        .arg(Arg::new("format").long("format").value_name("FORMAT").value_parser(["sh", "json"]).help("sh: assignments a driver evals (default); json: one object"))
-        .arg(Arg::new("for").long("for").value_name("DRIVER").value_parser(["warmup", "warmup-slurm"]).help("Whose options follow [default: warmup]"))
-        .arg(Arg::new("completions").long("completions").value_name("SHELL").value_parser(["bash", "zsh", "fish"]).help("Print the driver's completion script"))
-        .arg(Arg::new("man").long("man").action(ArgAction::SetTrue).help("Print the driver's man page"))
-        .arg(Arg::new("options").value_name("DRIVER-OPTIONS").num_args(0..).trailing_var_arg(true).allow_hyphen_values(true).help("The driver's options, then -- COMMAND..."))
+        .arg(
+            Arg::new("format")
+                .long("format")
+                .value_name("FORMAT")
+                .value_parser(["sh", "json"])
+                .help("sh: assignments a driver evals (default); json: one object"),
+        )
+        .arg(
+            Arg::new("for")
+                .long("for")
+                .value_name("DRIVER")
+                .value_parser(["warmup", "warmup-slurm"])
+                .help("Whose options follow [default: warmup]"),
+        )
+        .arg(
+            Arg::new("completions")
+                .long("completions")
+                .value_name("SHELL")
+                .value_parser(["bash", "zsh", "fish"])
+                .help("Print the driver's completion script"),
+        )
+        .arg(
+            Arg::new("man")
+                .long("man")
+                .action(ArgAction::SetTrue)
+                .help("Print the driver's man page"),
+        )
+        .arg(
+            Arg::new("options")
+                .value_name("DRIVER-OPTIONS")
+                .num_args(0..)
+                .trailing_var_arg(true)
+                .allow_hyphen_values(true)
+                .help("The driver's options, then -- COMMAND..."),
+        )
 }
 
 /// warmup-plan's own options, read from the front of its argv.
@@ -142,7 +173,11 @@ fn own(argv: Vec<OsString>) -> Result<Own> {
             }
             kind if kind.starts_with("--generate=") && !own.driven => {
                 let mut out = std::io::stdout().lock();
-                let code = match toolkit::cli::generate(own_command(), &kind["--generate=".len()..], &mut out) {
+                let code = match toolkit::cli::generate(
+                    own_command(),
+                    &kind["--generate=".len()..],
+                    &mut out,
+                ) {
                     Ok(()) => 0,
                     Err(err) => {
                         eprintln!("{err:#}");
@@ -185,9 +220,7 @@ pub fn main() -> ExitCode {
             .and_then(|args| plan(&args, &World::current()).map_err(|e| refused(prog, e))),
         Driver::Slurm => flags::Slurm::try_parse_from(argv)
             .map_err(|e| usage(prog, e))
-            .and_then(|args| {
-                slurm::plan(&args, &World::current()).map_err(|e| refused(prog, e))
-            }),
+            .and_then(|args| slurm::plan(&args, &World::current()).map_err(|e| refused(prog, e))),
     };
     let out = match result {
         Ok(out) => out,
@@ -255,7 +288,11 @@ pub fn plan(args: &flags::Warmup, world: &World) -> Result<Output> {
 
 /// A folder for a one-process record that has no record folder to go to, under `$TMPDIR`.
 fn make_record_folder(world: &World) -> Result<PathBuf> {
-    let tmp = world.env.get("TMPDIR").filter(|t| !t.is_empty()).unwrap_or("/tmp");
+    let tmp = world
+        .env
+        .get("TMPDIR")
+        .filter(|t| !t.is_empty())
+        .unwrap_or("/tmp");
     let stamp = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.subsec_nanos());

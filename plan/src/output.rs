@@ -45,8 +45,10 @@ impl Output {
     }
 
     pub fn export(&mut self, name: &str, value: impl AsRef<OsStr>) -> &mut Self {
-        self.entries
-            .push((name.to_owned(), Value::Export(value.as_ref().to_os_string())));
+        self.entries.push((
+            name.to_owned(),
+            Value::Export(value.as_ref().to_os_string()),
+        ));
         self
     }
 
@@ -59,14 +61,17 @@ impl Output {
 
     /// The value of `name`, for tests.
     pub fn get(&self, name: &str) -> Option<String> {
-        self.entries.iter().find(|(n, _)| n == name).map(|(_, v)| match v {
-            Value::Text(t) | Value::Export(t) => t.to_string_lossy().into_owned(),
-            Value::List(l) => l
-                .iter()
-                .map(|w| w.to_string_lossy().into_owned())
-                .collect::<Vec<_>>()
-                .join(" "),
-        })
+        self.entries
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| match v {
+                Value::Text(t) | Value::Export(t) => t.to_string_lossy().into_owned(),
+                Value::List(l) => l
+                    .iter()
+                    .map(|w| w.to_string_lossy().into_owned())
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            })
     }
 
     pub fn render(&self, format: Format) -> Vec<u8> {
@@ -150,12 +155,18 @@ pub fn warmup(args: &Warmup, found: &Discovery, decision: &Decision) -> Output {
         .set("op", &found.op)
         .set(
             "record_dir",
-            found.facts.record_dir.as_deref().map(path).unwrap_or_default(),
+            found
+                .facts
+                .record_dir
+                .as_deref()
+                .map(path)
+                .unwrap_or_default(),
         );
     match decision {
         Decision::Plain { .. } => {}
         Decision::Replay { dir, .. } => {
-            out.export(names::RECORD_DIR, dir).export(names::RESUME_DIR, dir);
+            out.export(names::RECORD_DIR, dir)
+                .export(names::RESUME_DIR, dir);
         }
         Decision::Record { dir, .. } => {
             let dir = dir.as_deref().map(path).unwrap_or_default();
@@ -194,7 +205,12 @@ fn sweep(out: &mut Output, args: &Warmup, found: &Discovery, devices: &[String],
         ));
         match (&found.facts.record_dir, &args.costs) {
             (Some(dir), None) if by_history => {
-                shard.extend(["--history".into(), path(dir), "--devices".into(), (&joined).into()]);
+                shard.extend([
+                    "--history".into(),
+                    path(dir),
+                    "--devices".into(),
+                    (&joined).into(),
+                ]);
                 if let Some(v) = &found.here.triton {
                     shard.extend(["--triton".into(), v.into()]);
                 }

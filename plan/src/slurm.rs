@@ -32,7 +32,12 @@ pub fn plan(args: &Slurm, world: &World) -> Result<Output> {
         "submit"
     };
     let given = args.record_dir.as_deref().map(Path::as_os_str);
-    let raw = given.or_else(|| world.env.get(protocol::env::RECORD_DIR).map(std::ffi::OsStr::new));
+    let raw = given.or_else(|| {
+        world
+            .env
+            .get(protocol::env::RECORD_DIR)
+            .map(std::ffi::OsStr::new)
+    });
     let record_dir = discover::record_dir(raw, &world.cwd)?;
     let mut out = Output::default();
     out.set("mode", mode)
@@ -60,7 +65,9 @@ fn absolute(path: &Path, cwd: &Path) -> PathBuf {
     };
     let text = p.as_os_str().as_encoded_bytes();
     match text.strip_suffix(b"/").filter(|t| !t.is_empty()) {
-        Some(t) => PathBuf::from(std::ffi::OsStr::new(&String::from_utf8_lossy(t).into_owned())),
+        Some(t) => PathBuf::from(std::ffi::OsStr::new(
+            &String::from_utf8_lossy(t).into_owned(),
+        )),
         None => p,
     }
 }
@@ -68,7 +75,10 @@ fn absolute(path: &Path, cwd: &Path) -> PathBuf {
 /// `--rerun LIST`: checked against the plan, as each task will read it.
 fn rerun(args: &Slurm, scratch: &Path, out: &mut Output) -> Result<()> {
     if !args.command.is_empty() {
-        bail!("--rerun takes no COMMAND: the shards run what {}/slurm/shard.sbatch runs", scratch.display());
+        bail!(
+            "--rerun takes no COMMAND: the shards run what {}/slurm/shard.sbatch runs",
+            scratch.display()
+        );
     }
     let list = args.rerun.as_deref().unwrap_or_default();
     let choice = Choice::from_args(Some(list), None, |_| None)?;
@@ -120,7 +130,10 @@ fn submit(
         bail!("COMMAND has no --shape_file: the sweep splits the shapes of that file");
     };
     if !world.cwd.join(&shape_file).is_file() {
-        bail!("COMMAND's --shape_file {}: no such file", shape_file.display());
+        bail!(
+            "COMMAND's --shape_file {}: no such file",
+            shape_file.display()
+        );
     }
     let mut shard: Vec<OsString> = vec!["--op".into(), op.into()];
     shard.extend(flags::split_argv(

@@ -7,8 +7,8 @@
 //! list the devices the same way: warmup-spawn (`--list-devices`, and the devices a run pins
 //! children to) and warmup-plan (how many devices a run has, before anything starts).
 
-use anyhow::{bail, Context, Result};
 use crate::env::PROBE_ROOT;
+use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 
 /// How a backend's devices are counted when no visibility list says which to use.

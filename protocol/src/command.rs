@@ -109,7 +109,10 @@ pub fn measure_command(command: &[OsString], addopts: Option<&OsStr>) -> Option<
     let using = plugin_use(command, addopts).filter(|u| !u.blocked && !u.xdist)?;
     let mut argv = command.to_vec();
     if !using.named {
-        argv.splice(using.at..using.at, [OsString::from("-p"), OsString::from(PLUGIN)]);
+        argv.splice(
+            using.at..using.at,
+            [OsString::from("-p"), OsString::from(PLUGIN)],
+        );
     }
     Some(argv)
 }

@@ -111,7 +111,12 @@ pub fn search_path(python: &Path, lookup: &Lookup) -> Vec<PathBuf> {
     let venv = python
         .parent()
         .into_iter()
-        .flat_map(|bin| [bin.to_path_buf(), bin.parent().map(Path::to_path_buf).unwrap_or_default()])
+        .flat_map(|bin| {
+            [
+                bin.to_path_buf(),
+                bin.parent().map(Path::to_path_buf).unwrap_or_default(),
+            ]
+        })
         .find(|dir| dir.join("pyvenv.cfg").is_file());
     let mut prefixes = Vec::new();
     match &venv {
@@ -124,8 +129,8 @@ pub fn search_path(python: &Path, lookup: &Lookup) -> Vec<PathBuf> {
                     (k.trim() == name).then(|| v.trim().to_owned())
                 })
             };
-            let system = key("include-system-site-packages")
-                .is_some_and(|v| v.eq_ignore_ascii_case("true"));
+            let system =
+                key("include-system-site-packages").is_some_and(|v| v.eq_ignore_ascii_case("true"));
             if system {
                 if let Some(home) = key("home") {
                     prefixes.extend(Path::new(&home).parent().map(Path::to_path_buf));
@@ -148,7 +153,10 @@ pub fn search_path(python: &Path, lookup: &Lookup) -> Vec<PathBuf> {
         }
     }
     for prefix in prefixes {
-        out.extend(versioned(&prefix.join("lib"), &["site-packages", "dist-packages"]));
+        out.extend(versioned(
+            &prefix.join("lib"),
+            &["site-packages", "dist-packages"],
+        ));
         out.extend(versioned(&prefix.join("local/lib"), &["dist-packages"]));
         out.push(prefix.join("lib/python3/dist-packages"));
     }

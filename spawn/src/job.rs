@@ -2,9 +2,9 @@
 //! pointing at the shard, or as it is in by-key mode), its environment changes (recording into its own folder, marked as the
 //! shard's) and its files. Built once per shard; `--dry-run` prints what the run starts.
 
+use crate::process::Marker;
 use protocol::backend::Backend;
 use protocol::command::{shape_flags, Arg, SHAPE_FLAG};
-use crate::process::Marker;
 use protocol::env;
 use protocol::layout::Scratch;
 use protocol::status::EnvChanges;

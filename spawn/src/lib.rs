@@ -31,13 +31,13 @@ mod supervisor;
 mod watchdog;
 
 use anyhow::{bail, Context, Result};
+use protocol::backend;
 use protocol::layout::Scratch;
 use protocol::plan::Plan;
 use std::ffi::{OsStr, OsString};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use protocol::backend;
 use toolkit::Status;
 
 pub const TOOL: &str = "warmup-spawn";

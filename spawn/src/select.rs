@@ -6,9 +6,9 @@
 //! docs/CONTRACT.md ("Running some shards", "The scratch lock") is the promise.
 
 use crate::job::Job;
-pub use protocol::choice::Choice;
 use anyhow::{bail, Context, Result};
 use nix::fcntl::{Flock, FlockArg};
+pub use protocol::choice::Choice;
 use protocol::layout::Scratch;
 use protocol::lock::{held_by_caller, ScratchLock};
 use std::fs::File;
