@@ -16,9 +16,10 @@ SCRIPTS = ["warmup", "warmup-slurm"]
 
 
 def options_in_help(program: Path) -> set[str]:
-    """Every long option a script's --help lists, as `  --NAME` at the start of a line."""
+    """Every long option a script's --help lists (clap's layout: `  -h, --help`, `      --NAME`)."""
     text = subprocess.run([str(program), "--help"], capture_output=True, text=True, check=True).stdout
-    return set(re.findall(r"^  (?:-h, )?(--[a-z][a-z-]*)", text, re.MULTILINE))
+    options = text[text.index("\nOptions:\n"):]
+    return set(re.findall(r"^ {2,6}(?:-[a-zA-Z], )?(--[a-z][a-z-]*)", options, re.MULTILINE))
 
 
 def test_install_puts_tools_scripts_man_pages_and_completions_under_destdir_prefix(tmp_path):

@@ -137,10 +137,12 @@ pub fn decide(f: &Facts) -> Decision {
                     "no --shape_file; parallel warmup needs an explicit shape set, skipping",
                 )
             }
-            Some((file, false)) => return plain(format!(
+            Some((file, false)) => {
+                return plain(format!(
                 "--shape_file {} is missing; parallel warmup needs an explicit shape set, skipping",
                 file.display()
-            )),
+            ))
+            }
             Some(_) => {}
         }
     }

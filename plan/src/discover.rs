@@ -102,7 +102,7 @@ pub fn discover(args: &Warmup, world: &World) -> Result<Discovery> {
         record_dir(raw_dir, &world.cwd)?
     };
     let shape_file = command::shape_file_of(&args.command).map(PathBuf::from);
-    let backend_name = args.backend.as_deref().unwrap_or("auto");
+    let backend_name = args.spawn.backend.as_deref().unwrap_or("auto");
     let devices = backend::select(backend_name, &world.env)
         .and_then(|b| backend::devices(b, args.devices.as_deref(), &world.env))
         .map_err(|e| format!("{e:#}"));

@@ -60,12 +60,10 @@ pub struct Warmup {
     /// device the backend finds]; a token listed twice runs two sweep children on that device
     #[arg(long, value_name = "LIST", value_parser = device_list)]
     pub devices: Option<String>,
-    /// cuda, rocm, ascend, ... or a FlagGems vendor name [default: auto]
-    #[arg(long, value_name = "NAME", value_parser = backend_name)]
-    pub backend: Option<String>,
-    /// The shape file's key holding the shapes [default: the op]
-    #[arg(long, value_name = "KEY")]
-    pub entry: Option<String>,
+    #[command(flatten)]
+    pub split: Split,
+    #[command(flatten)]
+    pub spawn: SpawnOptions,
     /// Where the shards, logs and records go [default: a new folder under $TMPDIR]; kept on
     /// failure, removed on success unless --keep or the configs live there; one run at a time
     #[arg(long, value_name = "DIR")]
@@ -73,33 +71,6 @@ pub struct Warmup {
     /// Keep the scratch folder
     #[arg(long)]
     pub keep: bool,
-    /// How shapes go to devices: lpt (largest expected cost first onto the least-loaded device,
-    /// by the op's history, --costs or --cost-model) or round-robin (the plugin's split)
-    /// [default: lpt]
-    #[arg(long, value_name = "NAME", value_parser = PossibleValuesParser::new(["round-robin", "lpt"]))]
-    pub strategy: Option<String>,
-    /// Expected seconds per shape for lpt, as warmup-costs writes them from a kept scratch
-    #[arg(long, value_name = "FILE")]
-    pub costs: Option<PathBuf>,
-    /// Lpt's costs without a cost file [default: robust]
-    #[arg(long, value_name = "M", value_parser = PossibleValuesParser::new(["robust", "product", "uniform"]))]
-    pub cost_model: Option<String>,
-    /// The product model's fixed cost per shape [default: 1]
-    #[arg(long, value_name = "X", value_parser = toolkit::cli::non_negative, allow_negative_numbers = true)]
-    pub overhead: Option<f64>,
-    /// Stop a sweep child that runs longer
-    #[arg(long, value_name = "SECS", value_parser = seconds_text)]
-    pub timeout: Option<String>,
-    /// How long a stopped child gets between SIGTERM and SIGKILL [default: 10]
-    #[arg(long, value_name = "SECS", value_parser = seconds_text, allow_negative_numbers = true)]
-    pub grace: Option<String>,
-    /// Keep at most SIZE of each sweep child's log, e.g. 200M [default: all]
-    #[arg(long, value_name = "SIZE", value_parser = size_text)]
-    pub max_log: Option<String>,
-    /// A Triton cache per sweep child, in the scratch, as the pytest plugin did [default: the
-    /// children share your TRITON_CACHE_DIR]
-    #[arg(long)]
-    pub cache_per_child: bool,
     /// Sweep even where the op's history in the record folder predicts that the warmup saves
     /// less than 10%, which otherwise runs COMMAND plain
     #[arg(long)]
@@ -163,22 +134,8 @@ pub struct Slurm {
     /// The op [default: $FLAGGEMS_PERF_CURRENT_OP, else "default"]
     #[arg(long, value_name = "OP")]
     pub op: Option<String>,
-    /// The shape file's key that holds the op's shapes [default: the op]
-    #[arg(long, value_name = "KEY")]
-    pub entry: Option<String>,
-    /// How shapes go to tasks: lpt (largest expected cost first onto the least-loaded task, by
-    /// the op's history, --costs or --cost-model) or round-robin [default: lpt]
-    #[arg(long, value_name = "NAME", value_parser = PossibleValuesParser::new(["round-robin", "lpt"]))]
-    pub strategy: Option<String>,
-    /// Expected seconds per shape for lpt, as warmup-costs writes them
-    #[arg(long, value_name = "FILE")]
-    pub costs: Option<PathBuf>,
-    /// Lpt's costs without a cost file [default: robust]
-    #[arg(long, value_name = "M", value_parser = PossibleValuesParser::new(["robust", "product", "uniform"]))]
-    pub cost_model: Option<String>,
-    /// The product model's fixed cost per shape [default: 1]
-    #[arg(long, value_name = "X", value_parser = toolkit::cli::non_negative, allow_negative_numbers = true)]
-    pub overhead: Option<f64>,
+    #[command(flatten)]
+    pub split: Split,
     /// sbatch --partition, for the array and the finishing job
     #[arg(long, value_name = "NAME")]
     pub partition: Option<String>,
@@ -198,21 +155,8 @@ pub struct Slurm {
     /// else DIR/merged in the scratch]
     #[arg(long, value_name = "DIR")]
     pub record_dir: Option<PathBuf>,
-    /// Passed to warmup-spawn [default: auto, from the task's visibility variable]
-    #[arg(long, value_name = "NAME", value_parser = backend_name)]
-    pub backend: Option<String>,
-    /// Stop a shard's COMMAND that runs longer
-    #[arg(long, value_name = "SECS", value_parser = seconds_text)]
-    pub timeout: Option<String>,
-    /// Between SIGTERM and SIGKILL when stopping one [default: 10]
-    #[arg(long, value_name = "SECS", value_parser = seconds_text, allow_negative_numbers = true)]
-    pub grace: Option<String>,
-    /// Keep at most SIZE bytes of a shard's worker.log, e.g. 200M
-    #[arg(long, value_name = "SIZE", value_parser = size_text)]
-    pub max_log: Option<String>,
-    /// A Triton cache per task, in its shard's folder
-    #[arg(long)]
-    pub cache_per_child: bool,
+    #[command(flatten)]
+    pub spawn: SpawnOptions,
     /// Wait for the finishing job and exit with its status
     #[arg(long)]
     pub wait: bool,
@@ -226,6 +170,94 @@ pub struct Slurm {
     /// The benchmark command, after -- (submitting only)
     #[arg(value_name = "COMMAND", last = true)]
     pub command: Vec<OsString>,
+}
+
+/// The options that choose the split, passed on to warmup-shard unchanged.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Split {
+    /// The shape file's key that holds the op's shapes [default: the op]
+    #[arg(long, value_name = "KEY")]
+    pub entry: Option<String>,
+    /// How shapes go to devices or tasks: lpt (largest expected cost first onto the least-loaded
+    /// one, by the op's history, --costs or --cost-model) or round-robin (the plugin's split)
+    /// [default: lpt]
+    #[arg(long, value_name = "NAME", value_parser = PossibleValuesParser::new(["round-robin", "lpt"]))]
+    pub strategy: Option<String>,
+    /// Expected seconds per shape for lpt, as warmup-costs writes them from a kept scratch
+    #[arg(long, value_name = "FILE")]
+    pub costs: Option<PathBuf>,
+    /// Lpt's costs without a cost file [default: robust]
+    #[arg(long, value_name = "M", value_parser = PossibleValuesParser::new(["robust", "product", "uniform"]))]
+    pub cost_model: Option<String>,
+    /// The product model's fixed cost per shape [default: 1]
+    #[arg(long, value_name = "X", value_parser = toolkit::cli::non_negative, allow_negative_numbers = true)]
+    pub overhead: Option<f64>,
+}
+
+impl Split {
+    /// As warmup-shard takes them.
+    pub fn argv(&self) -> Vec<OsString> {
+        let mut out = Vec::new();
+        for (flag, value) in [
+            ("--entry", self.entry.clone()),
+            ("--strategy", self.strategy.clone()),
+            ("--cost-model", self.cost_model.clone()),
+        ] {
+            if let Some(v) = value {
+                out.extend([OsString::from(flag), OsString::from(v)]);
+            }
+        }
+        if let Some(c) = &self.costs {
+            out.extend(["--costs".into(), c.clone().into_os_string()]);
+        }
+        if let Some(x) = self.overhead {
+            out.push(OsString::from(format!("--overhead={x}")));
+        }
+        out
+    }
+}
+
+/// The options passed on to warmup-spawn unchanged.
+#[derive(Debug, Clone, clap::Args)]
+pub struct SpawnOptions {
+    /// cuda, rocm, ascend, ... or a FlagGems vendor name [default: auto; a Slurm task: from its
+    /// visibility variable]
+    #[arg(long, value_name = "NAME", value_parser = backend_name)]
+    pub backend: Option<String>,
+    /// Stop a sweep child that runs longer
+    #[arg(long, value_name = "SECS", value_parser = seconds_text)]
+    pub timeout: Option<String>,
+    /// How long a stopped child gets between SIGTERM and SIGKILL [default: 10]
+    #[arg(long, value_name = "SECS", value_parser = seconds_text, allow_negative_numbers = true)]
+    pub grace: Option<String>,
+    /// Keep at most SIZE of each sweep child's log, e.g. 200M [default: all]
+    #[arg(long, value_name = "SIZE", value_parser = size_text)]
+    pub max_log: Option<String>,
+    /// A Triton cache per sweep child, in the scratch, as the pytest plugin did [default: the
+    /// children share your TRITON_CACHE_DIR]
+    #[arg(long)]
+    pub cache_per_child: bool,
+}
+
+impl SpawnOptions {
+    /// As warmup-spawn takes them.
+    pub fn argv(&self) -> Vec<OsString> {
+        let mut out = Vec::new();
+        for (flag, value) in [
+            ("--backend", &self.backend),
+            ("--timeout", &self.timeout),
+            ("--grace", &self.grace),
+            ("--max-log", &self.max_log),
+        ] {
+            if let Some(v) = value {
+                out.push(OsString::from(format!("{flag}={v}")));
+            }
+        }
+        if self.cache_per_child {
+            out.push("--cache-per-child".into());
+        }
+        out
+    }
 }
 
 fn device_list(text: &str) -> Result<String, String> {
@@ -250,58 +282,6 @@ fn seconds_text(text: &str) -> Result<String, String> {
 
 fn size_text(text: &str) -> Result<String, String> {
     toolkit::cli::size(text).map(|_| text.to_owned())
-}
-
-/// The options passed on to warmup-spawn unchanged, as the tool takes them.
-pub fn spawn_argv(
-    backend: &Option<String>,
-    timeout: &Option<String>,
-    grace: &Option<String>,
-    max_log: &Option<String>,
-    cache_per_child: bool,
-) -> Vec<OsString> {
-    let mut out = Vec::new();
-    for (flag, value) in [
-        ("--backend", backend),
-        ("--timeout", timeout),
-        ("--grace", grace),
-        ("--max-log", max_log),
-    ] {
-        if let Some(v) = value {
-            out.push(OsString::from(format!("{flag}={v}")));
-        }
-    }
-    if cache_per_child {
-        out.push("--cache-per-child".into());
-    }
-    out
-}
-
-/// The split options passed on to warmup-shard unchanged.
-pub fn split_argv(
-    entry: &Option<String>,
-    strategy: &Option<String>,
-    costs: &Option<PathBuf>,
-    cost_model: &Option<String>,
-    overhead: Option<f64>,
-) -> Vec<OsString> {
-    let mut out = Vec::new();
-    if let Some(e) = entry {
-        out.extend(["--entry".into(), OsString::from(e)]);
-    }
-    if let Some(s) = strategy {
-        out.extend(["--strategy".into(), OsString::from(s)]);
-    }
-    if let Some(c) = costs {
-        out.extend(["--costs".into(), c.clone().into_os_string()]);
-    }
-    if let Some(m) = cost_model {
-        out.extend(["--cost-model".into(), OsString::from(m)]);
-    }
-    if let Some(x) = overhead {
-        out.push(OsString::from(format!("--overhead={x}")));
-    }
-    out
 }
 
 #[cfg(test)]
@@ -355,13 +335,7 @@ mod tests {
     #[test]
     fn options_passed_on_keep_their_values_whole() {
         let w = parse(&["--timeout", "5", "--cache-per-child", "--", "x"]).expect("parses");
-        let argv = spawn_argv(
-            &w.backend,
-            &w.timeout,
-            &w.grace,
-            &w.max_log,
-            w.cache_per_child,
-        );
+        let argv = w.spawn.argv();
         assert_eq!(
             argv,
             [OsString::from("--timeout=5"), "--cache-per-child".into()]

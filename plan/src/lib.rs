@@ -204,7 +204,12 @@ pub fn main() -> ExitCode {
     };
     if let Some(kind) = &own.generate {
         let mut out = std::io::stdout().lock();
-        return match toolkit::cli::generate(own.driver.command(), kind, &mut out) {
+        let generated = if kind == "man" {
+            toolkit::cli::man_with_sections(own.driver.command(), &mut out)
+        } else {
+            toolkit::cli::generate(own.driver.command(), kind, &mut out)
+        };
+        return match generated {
             Ok(()) => ExitCode::SUCCESS,
             Err(err) => {
                 eprintln!("{TOOL}: {err:#}");

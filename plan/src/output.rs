@@ -5,7 +5,7 @@
 
 use crate::decision::Decision;
 use crate::discover::Discovery;
-use crate::flags::{self, Warmup};
+use crate::flags::Warmup;
 use anyhow::{Context, Result};
 use protocol::env as names;
 use std::ffi::{OsStr, OsString};
@@ -196,14 +196,8 @@ fn sweep(out: &mut Output, args: &Warmup, found: &Discovery, devices: &[String],
     if args.by_key {
         shard.push("--by-key".into());
     } else {
-        shard.extend(flags::split_argv(
-            &args.entry,
-            &args.strategy,
-            &args.costs,
-            &args.cost_model,
-            args.overhead,
-        ));
-        match (&found.facts.record_dir, &args.costs) {
+        shard.extend(args.split.argv());
+        match (&found.facts.record_dir, &args.split.costs) {
             (Some(dir), None) if by_history => {
                 shard.extend([
                     "--history".into(),
@@ -218,7 +212,7 @@ fn sweep(out: &mut Output, args: &Warmup, found: &Discovery, devices: &[String],
                     shard.extend(["--device-model".into(), m.into()]);
                 }
             }
-            _ if args.strategy.is_none() => {
+            _ if args.split.strategy.is_none() => {
                 shard.extend(["--strategy".into(), "lpt".into()]);
             }
             _ => {}
@@ -240,16 +234,7 @@ fn sweep(out: &mut Output, args: &Warmup, found: &Discovery, devices: &[String],
         .set("by_key", if args.by_key { "1" } else { "0" })
         .set("fresh", if args.fresh { "1" } else { "0" })
         .list("shard_argv", shard)
-        .list(
-            "spawn_argv",
-            flags::spawn_argv(
-                &args.backend,
-                &args.timeout,
-                &args.grace,
-                &args.max_log,
-                args.cache_per_child,
-            ),
-        );
+        .list("spawn_argv", args.spawn.argv());
 }
 
 #[cfg(test)]

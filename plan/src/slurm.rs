@@ -5,7 +5,7 @@
 //! model.
 
 use crate::discover::{self, World};
-use crate::flags::{self, Slurm};
+use crate::flags::Slurm;
 use crate::output::Output;
 use anyhow::{bail, Result};
 use protocol::choice::Choice;
@@ -136,14 +136,8 @@ fn submit(
         );
     }
     let mut shard: Vec<OsString> = vec!["--op".into(), op.into()];
-    shard.extend(flags::split_argv(
-        &args.entry,
-        &args.strategy,
-        &args.costs,
-        &args.cost_model,
-        args.overhead,
-    ));
-    match (record_dir, &args.costs) {
+    shard.extend(args.split.argv());
+    match (record_dir, &args.split.costs) {
         (Some(dir), None) => {
             let python = protocol::command::python_of(&args.command, world.lookup.path.as_deref());
             let here = Here {
@@ -157,7 +151,7 @@ fn submit(
             // Each task's GPU is the scheduler's: its model is not known on the login node.
             shard.extend(["--devices".into(), "0".into()]);
         }
-        _ if args.strategy.is_none() => shard.extend(["--strategy".into(), "lpt".into()]),
+        _ if args.split.strategy.is_none() => shard.extend(["--strategy".into(), "lpt".into()]),
         _ => {}
     }
     shard.extend([
@@ -182,16 +176,7 @@ fn submit(
             args.sbatch_arg.iter().map(OsString::from).collect(),
         )
         .list("shard_argv", shard)
-        .list(
-            "spawn_argv",
-            flags::spawn_argv(
-                &args.backend,
-                &args.timeout,
-                &args.grace,
-                &args.max_log,
-                args.cache_per_child,
-            ),
-        )
+        .list("spawn_argv", args.spawn.argv())
         .list("command", args.command.clone());
     Ok(())
 }

@@ -161,21 +161,17 @@ mod tests {
         )
     }
 
-    const COMMAND: [&str; 8] = [
-        "pytest",
-        "--shape_file",
-        "a.yaml",
-        "-k",
-        "mm",
-        "--shape_file=b.yaml",
-        "--shape_filex",
-        "--shape_file",
-    ];
+    /// Every spelling of the shape-file flag, and one that only looks like it.
+    fn command() -> Vec<&'static str> {
+        "pytest --shape_file a.yaml -k mm --shape_file=b.yaml --shape_filex --shape_file"
+            .split(' ')
+            .collect()
+    }
 
     #[test]
     fn every_shape_file_flag_is_replaced_by_the_shard_file() {
         assert_eq!(
-            job(&COMMAND, "cuda").argv,
+            job(&command(), "cuda").argv,
             os(&[
                 "pytest",
                 "-k",
@@ -201,12 +197,12 @@ mod tests {
             &Scratch::new("/s"),
             1,
             None,
-            &os(&COMMAND),
+            &os(&command()),
             backend,
             Marker::new("r", 1),
             sharing,
         );
-        assert_eq!(job.argv, os(&COMMAND), "no shape file is replaced");
+        assert_eq!(job.argv, os(&command()), "no shape file is replaced");
         let env = job.env_on("0");
         assert!(env
             .set

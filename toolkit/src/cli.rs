@@ -56,6 +56,48 @@ pub fn generate(mut cmd: clap::Command, kind: &str, out: &mut dyn Write) -> anyh
     Ok(())
 }
 
+/// A man page whose `after_long_help` sections (a line `NAME:` in capitals, then its indented
+/// lines) become sections of their own, kept as written (`.nf`): EXIT STATUS, ENVIRONMENT,
+/// EXAMPLES, rather than one reflowed EXTRA. For a command documented as a script (`warmup`).
+pub fn man_with_sections(cmd: clap::Command, out: &mut dyn Write) -> anyhow::Result<()> {
+    let title = cmd.get_name().to_uppercase();
+    let extra = cmd.get_after_long_help().map(ToString::to_string);
+    let man =
+        clap_mangen::Man::new(cmd.after_long_help(clap::builder::Resettable::Reset)).title(title);
+    man.render_title(out)?;
+    man.render_name_section(out)?;
+    man.render_synopsis_section(out)?;
+    man.render_description_section(out)?;
+    man.render_options_section(out)?;
+    let roff_line = |line: &str| {
+        let text = line.replace('\\', "\\e");
+        if text.starts_with(['.', '\'']) {
+            format!("\\&{text}")
+        } else {
+            text
+        }
+    };
+    let mut open = false;
+    for line in extra.as_deref().unwrap_or("").lines() {
+        let head = line
+            .strip_suffix(':')
+            .filter(|h| !h.is_empty() && h.chars().all(|c| c.is_ascii_uppercase() || c == ' '));
+        if let Some(head) = head {
+            if open {
+                writeln!(out, ".fi")?;
+            }
+            writeln!(out, ".SH {head}\n.nf")?;
+            open = true;
+        } else if open {
+            writeln!(out, "{}", roff_line(line))?;
+        }
+    }
+    if open {
+        writeln!(out, ".fi")?;
+    }
+    Ok(())
+}
+
 /// A command-line number that is finite and at least 0 (a start-up, an overhead): clap's
 /// `value_parser`.
 pub fn non_negative(text: &str) -> Result<f64, String> {
