@@ -12,10 +12,10 @@ PREFIX  ?= /usr/local
 VENV    := .venv
 RELEASE := target/release
 DEBUG   := target/debug
-TOOLS   := warmup-shard warmup-spawn warmup-merge warmup-publish warmup-costs
+TOOLS   := warmup-shard warmup-spawn warmup-merge warmup-publish warmup-costs warmup-plan
 # The scripts: scripts/NAME, their shared scripts/lib/warmup-common.sh (installed into
-# share/parallel-warmup), their man pages made from their --help, their completions in
-# scripts/completions.
+# share/parallel-warmup), their man pages and completions generated from warmup-plan's clap
+# definitions of their options (warmup-plan --man|--completions SHELL --for NAME).
 SCRIPTS := warmup warmup-slurm
 # The Python that runs your benchmarks: `make install` puts the harness plugin (harness/) into its
 # environment with pip. HARNESS_PYTHON= (empty) skips that; HARNESS_PIP_FLAGS adds pip options.
@@ -93,7 +93,7 @@ test-triton: triton-venvs
 lint: $(VENV)/ready
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
 	$(CARGO) fmt --all --check
-	$(VENV)/bin/shellcheck scripts/warmup scripts/warmup-slurm scripts/lib/*.sh scripts/completions/*.bash .ci/run tests/gpu/*.sh
+	$(VENV)/bin/shellcheck scripts/warmup scripts/warmup-slurm scripts/lib/*.sh .ci/run tests/gpu/*.sh
 	$(VENV)/bin/ruff check harness tests
 
 # RELEASE=target/debug installs a debug build without building a release one (the tests do).
@@ -115,10 +115,10 @@ install: $(if $(filter target/release,$(RELEASE)),build) $(if $(HARNESS_PYTHON),
 	install -m 644 scripts/lib/warmup-common.sh "$$dest/share/parallel-warmup/warmup-common.sh"; \
 	for s in $(SCRIPTS); do \
 		install -m 755 "scripts/$$s" "$$dest/bin/$$s"; \
-		scripts/lib/man-page.sh "scripts/$$s" > "$$dest/share/man/man1/$$s.1"; \
-		install -m 644 "scripts/completions/$$s.bash" "$$dest/share/bash-completion/completions/$$s"; \
-		install -m 644 "scripts/completions/_$$s" "$$dest/share/zsh/site-functions/_$$s"; \
-		install -m 644 "scripts/completions/$$s.fish" "$$dest/share/fish/vendor_completions.d/$$s.fish"; \
+		"$(RELEASE)/warmup-plan" --man --for "$$s" > "$$dest/share/man/man1/$$s.1"; \
+		"$(RELEASE)/warmup-plan" --completions bash --for "$$s" > "$$dest/share/bash-completion/completions/$$s"; \
+		"$(RELEASE)/warmup-plan" --completions zsh --for "$$s" > "$$dest/share/zsh/site-functions/_$$s"; \
+		"$(RELEASE)/warmup-plan" --completions fish --for "$$s" > "$$dest/share/fish/vendor_completions.d/$$s.fish"; \
 	done; \
 	echo "installed into $$dest"
 

@@ -11,14 +11,15 @@ from pathlib import Path
 
 from support import BIN_DIR, HANG, ROOT, clean_env
 
-TOOLS = ["warmup-shard", "warmup-spawn", "warmup-merge", "warmup-publish", "warmup-costs"]
+TOOLS = ["warmup-shard", "warmup-spawn", "warmup-merge", "warmup-publish", "warmup-costs", "warmup-plan"]
 SCRIPTS = ["warmup", "warmup-slurm"]
 
 
 def options_in_help(program: Path) -> set[str]:
-    """Every long option a script's --help lists, as `  --NAME` at the start of a line."""
+    """Every long option a script's --help lists (clap's layout: `  -h, --help`, `      --NAME`)."""
     text = subprocess.run([str(program), "--help"], capture_output=True, text=True, check=True).stdout
-    return set(re.findall(r"^  (?:-h, )?(--[a-z][a-z-]*)", text, re.MULTILINE))
+    options = text[text.index("\nOptions:\n"):]
+    return set(re.findall(r"^ {2,6}(?:-[a-zA-Z], )?(--[a-z][a-z-]*)", options, re.MULTILINE))
 
 
 def test_install_puts_tools_scripts_man_pages_and_completions_under_destdir_prefix(tmp_path):
@@ -35,10 +36,16 @@ def test_install_puts_tools_scripts_man_pages_and_completions_under_destdir_pref
         assert {"--scratch", "--help"} <= options, options
         page = prefix / "share/man/man1" / f"{script}.1"
         roff = page.read_text()
-        assert roff.startswith(f".TH {script.upper()} 1 "), roff[:200]
-        for section in ("NAME", "SYNOPSIS", "DESCRIPTION", "OPTIONS", "EXIT STATUS"):
+        # Generated from warmup-plan's clap definitions, as the tools' are (clap_mangen's preamble first).
+        assert f"\n.TH {script.upper()} 1 " in roff, roff[:200]
+        for section in ("NAME", "SYNOPSIS", "DESCRIPTION", "OPTIONS"):  # clap_mangen's
             assert f"\n.SH {section}\n" in roff, (section, roff[:400])
-        assert set(re.findall(r"^  (?:-h, )?(--[a-z][a-z-]*)", roff, re.MULTILINE)) == options
+        for section in ("EXIT STATUS", "EXAMPLES"):  # the help's, lines as written
+            assert f'\n.SH "{section}"\n.nf\n' in roff, (section, roff[:400])
+        # clap_mangen's option lines: `\fB\-h\fR, \fB\-\-help\fR`, `\fB\-\-gpus\fR \fI<N>\fR`.
+        listed = re.findall(r"^\\fB(?:\\-[a-zA-Z]\\fR, \\fB)?\\-\\-([a-z](?:[a-z]|\\-)*)\\fR", roff,
+                            re.MULTILINE)
+        assert {"--" + o.replace("\\-", "-") for o in listed} == options
         if shutil.which("man"):
             man = subprocess.run(["man", "-l", str(page)], env=clean_env(MANWIDTH="200"),
                                  capture_output=True, text=True)
@@ -48,11 +55,13 @@ def test_install_puts_tools_scripts_man_pages_and_completions_under_destdir_pref
         bash = prefix / "share/bash-completion/completions" / script
         assert zsh.startswith(f"#compdef {script}\n")
         # Each completion offers every option the help lists, and nothing it does not.
-        assert set(re.findall(r"'(--[a-z-]+)[=\[]", zsh)) | {"--help"} == options
+        # zsh lists an option's conflicts before it: '(--entry --strategy)--by-key[...]'.
+        assert set(re.findall(r"'\*?(?:\([^)]*\))?(--[a-z-]+)[=\[]", zsh)) | {"--help"} == options
         assert {f"--{o}" for o in re.findall(r" -l ([a-z-]+)", fish)} == options
         probe = subprocess.run(
             ["bash", "-c", f'source "{bash}" && complete -p {script} && COMP_WORDS=({script} --)'
-                           f' COMP_CWORD=1 && _{script.replace("-", "_")} && printf "%s\\n" "${{COMPREPLY[@]}}"'],
+                           f' COMP_CWORD=1 && _{script.replace("-", "__")} {script} -- {script}'  # as bash calls it
+                           f' && printf "%s\\n" "${{COMPREPLY[@]}}"'],
             capture_output=True, text=True)
         assert probe.returncode == 0 and script in probe.stdout, probe.stderr
         assert set(probe.stdout.splitlines()[1:]) - {"--"} == options, probe.stdout

@@ -336,21 +336,6 @@ def test_publish_waits_for_a_record_session_holding_the_ops_lock(tmp_path, merge
     assert json.loads((rec / "mm.json").read_text()) == json.loads(MERGED)
 
 
-def test_print_record_dir_is_the_folder_a_publish_would_write_into(tmp_path):
-    """What a script asks before there is anything to publish: the record variable as the tool
-    reads it (trimmed, blank is unset), made absolute; else the fallback; exit 3 when neither."""
-    def ask(*args, **env):
-        return run_tool("publish", "--print-record-dir", *args, env=env, cwd=tmp_path)
-
-    done = ask(**{RECORD: "  rec dir \n"})
-    assert (done.returncode, done.stdout) == (0, f"{tmp_path / 'rec dir'}\n"), done.stderr
-    assert ask("--record-dir", "given", **{RECORD: "env"}).stdout == f"{tmp_path / 'given'}\n"
-    assert ask("--fallback-dir", "fb", **{RECORD: " "}).stdout == f"{tmp_path / 'fb'}\n"
-    nothing = ask(**{RECORD: "\t"})
-    assert (nothing.returncode, nothing.stdout) == (3, ""), nothing.stderr
-    assert os.listdir(tmp_path) == [], "it writes nothing"
-
-
 def test_a_scratch_published_over_a_record_keeps_its_keys_and_their_tune_seconds(tmp_path):
     """The published sidecar's tune_seconds follow the record's union: the earlier keys keep their
     seconds, the keys this run decided take the shards'."""

@@ -1,11 +1,10 @@
-//! `warmup-costs --predict`: the decision a script acts on, from the op's history
-//! (`protocol::history`) and the model (`predict`), as a run summary on stdout, one line for people on stderr, and the
-//! exit status (0: the warmup runs, 3: run plain).
+//! `warmup-costs --predict`: the prediction from the op's history, by the model warmup-plan
+//! decides with (`protocol::predict`), as a run summary on stdout, one line for people on
+//! stderr, and the exit status (0: the warmup pays, 3: it would not).
 
-use crate::predict;
 use crate::{Args, TOOL};
 use anyhow::{Context, Result};
-use protocol::history;
+use protocol::predict::{self, Figures};
 use std::io::Write;
 use toolkit::Status;
 
@@ -21,20 +20,7 @@ pub fn run(args: &Args) -> Result<Status> {
         anyhow::bail!("--predict needs --devices LIST, the devices the sweep would run on (0,1; 0,0 shares one)");
     }
     let mut out = std::io::stdout().lock();
-    let found = history::find(dir, op, || args.here.find()).and_then(|h| {
-        if h.meta.keys == 0 {
-            return Err(format!(
-                "{} has no key's tune_seconds to predict from",
-                h.meta.path.display()
-            ));
-        }
-        let f = predict::predict(&h, op, &tokens);
-        match f.unusable() {
-            Some(why) => Err(format!("{}: {why}", h.meta.path.display())),
-            None => Ok((h, f)),
-        }
-    });
-    let (history, f) = match found {
+    let (history, f) = match predict::usable(dir, op, || args.here.find(), &tokens) {
         Ok(found) => found,
         Err(why) => {
             eprintln!("{TOOL}: op {op}: no usable history ({why}): nothing to predict from, the warmup runs");
@@ -55,7 +41,7 @@ pub fn run(args: &Args) -> Result<Status> {
             );
         }
     }
-    let text = predict::summary(op, &f, &history.meta.path.display().to_string());
+    let text = summary(op, &f, &history.meta.path.display().to_string());
     out.write_all(text.as_bytes())
         .and_then(|()| out.flush())
         .context("writing to stdout")?;
@@ -78,4 +64,52 @@ pub fn run(args: &Args) -> Result<Status> {
     } else {
         Status::NothingToDo
     })
+}
+
+/// The prediction as a run summary (docs/CONTRACT.md, "Run summaries").
+fn summary(op: &str, f: &Figures, history: &str) -> String {
+    format!(
+        "version 1\nop {op}\nplain_seconds {:.2}\nwarmup_seconds {:.2}\nsaving {:.3}\n\
+         decision {}\nstartup_seconds {:.2}\ntiming_seconds {:.2}\nmeasure_seconds {:.2}\n\
+         sweep_seconds {:.2}\nchildren {}\ndevices {}\nhistory {history}\n",
+        f.plain,
+        f.warmup,
+        f.saving,
+        if f.worth() { "warmup" } else { "plain" },
+        f.startup,
+        f.timing,
+        f.measure,
+        f.makespan.max(f.timing / f.devices as f64),
+        f.children,
+        f.devices,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_summary_is_a_run_summary() {
+        let f = Figures {
+            plain: 46.0,
+            warmup: 13.25,
+            saving: 1.0 - 13.25 / 46.0,
+            startup: 2.0,
+            timing: 40.0,
+            measure: 4.0,
+            makespan: 11.0,
+            children: 4,
+            devices: 4,
+        };
+        let text = summary("mm", &f, "/r/mm.meta.json");
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "version 1");
+        assert!(lines.contains(&"decision warmup"), "{text}");
+        assert!(lines.contains(&"history /r/mm.meta.json"), "{text}");
+        assert!(
+            lines.iter().any(|l| l.starts_with("plain_seconds 46.00")),
+            "{text}"
+        );
+    }
 }

@@ -8,13 +8,12 @@
 //! through, and so is the reading of an op's history in a record folder
 //! ([`protocol::history`]), which warmup-shard `--history` uses too. [`measure`] says how a
 //! shard's time is attributed to its shapes. [`history`] keeps a sweep's costs with its records
-//! and finds the children's start-up, [`predict`] is the model of whether a warmup would pay,
-//! and [`decision`] is `--predict`, which prints it for a script.
+//! and finds the children's start-up, and [`decision`] is `--predict`, which prints what the
+//! model of whether a warmup pays (`protocol::predict`, warmup-plan's too) says.
 
 pub mod decision;
 pub mod history;
 pub mod measure;
-pub mod predict;
 
 use anyhow::{Context, Result};
 use protocol::layout::Scratch;

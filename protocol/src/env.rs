@@ -24,6 +24,11 @@ pub const TTGIR_DUMP_DIR: &str = "FLAGGEMS_PERF_TTGIR_DUMP_DIR";
 pub const COLOR: &str = "FLAGGEMS_PERF_COLOR";
 /// By-key mode: the folder where the harness claims each autotune key (`SCRATCH/claims`).
 pub const CLAIM_DIR: &str = "WARMUP_HARNESS_CLAIM_DIR";
+/// The folder of an earlier record whose keys (same Triton, same device model) a record session
+/// pins instead of tuning them again, carrying them into its own record (resume).
+pub const RESUME_DIR: &str = "WARMUP_HARNESS_RESUME_DIR";
+/// `1`: a record session tunes every key again, whatever an earlier record holds.
+pub const FRESH: &str = "WARMUP_HARNESS_FRESH";
 /// The vendor FlagGems runs on; `warmup-spawn --backend auto` follows it when set.
 pub const VENDOR: &str = "FLAGGEMS_VENDOR";
 
@@ -33,3 +38,28 @@ pub const DEFAULT_OP: &str = "default";
 /// Hidden, for tests: a folder standing in for `/` where a tool reads `/proc`, `/sys` and `/dev`
 /// (warmup-spawn's backend probe, [`crate::probe`]'s device model); unset or empty: `/`.
 pub const PROBE_ROOT: &str = "WARMUP_PROBE_ROOT";
+
+/// The record folder a value of [`RECORD_DIR`] names, as the plugin read it: trimmed of spaces
+/// at both ends (nothing inside, a newline neither); blank or unset is none. Not UTF-8: as is.
+pub fn record_dir_of(value: Option<&std::ffi::OsStr>) -> Option<std::path::PathBuf> {
+    let dir = value?;
+    match dir.to_str() {
+        Some(s) => Some(std::path::PathBuf::from(s.trim())).filter(|p| !p.as_os_str().is_empty()),
+        None => Some(std::path::PathBuf::from(dir)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::OsStr;
+
+    #[test]
+    fn a_record_folder_is_trimmed_and_blank_is_none_but_a_newline_inside_is_kept() {
+        let dir = |v: &str| record_dir_of(Some(OsStr::new(v)));
+        assert_eq!(dir(" /r \n"), Some("/r".into()));
+        assert_eq!(dir(" \t\n"), None);
+        assert_eq!(dir("/a\nb"), Some("/a\nb".into()));
+        assert_eq!(record_dir_of(None), None);
+    }
+}

@@ -12,12 +12,22 @@
 //! - [`history`]: an op's history in a record folder (the published sidecar and
 //!   `<op>.costs.json`), which warmup-shard `--history` and `warmup-costs --predict` read, and
 //!   [`probe`]: the Triton version and device model a history must match;
+//! - [`predict`]: whether a warmup pays, from that history (warmup-plan decides with it,
+//!   `warmup-costs --predict` prints it);
+//! - [`backend`]: the accelerator runtimes and the devices a run has, which warmup-spawn pins
+//!   children to and warmup-plan counts; [`command`]: what a COMMAND runs (its shape file, its
+//!   pytest, its Python), read from its words; [`python`]: what that Python would import (Triton's
+//!   version, the harness), read from its package metadata; [`choice`]: the shards a run of some
+//!   shards asks for (`--only`, `--index-from-env`);
 //! - [`records`]: the `{kernel: {key: config}}` shape check and counts that warmup-merge and
 //!   warmup-publish both report;
 //! - [`summary`]: the run-summary lines scripts read.
 //!
 //! Python's `json`, which the record files are written with, is the `pyjson` crate's.
 
+pub mod backend;
+pub mod choice;
+pub mod command;
 pub mod costs;
 pub mod env;
 pub mod history;
@@ -25,7 +35,9 @@ pub mod layout;
 pub mod lock;
 pub mod op;
 pub mod plan;
+pub mod predict;
 pub mod probe;
+pub mod python;
 pub mod records;
 pub mod status;
 pub mod summary;

@@ -4,9 +4,9 @@
 //! other kernels, so its costs and figures say nothing of this run; what cannot be found is
 //! unknown, and unknown matches nothing.
 //!
-//! - Triton: `--triton VERSION` from the caller, else asked of `--python PYTHON` (the Python that
-//!   runs the benchmark), which imports triton and prints `triton.__version__`, as the harness
-//!   records it from the loaded module; killed after [`ASK_SECONDS`].
+//! - Triton: `--triton VERSION` from the caller, else the version `--python PYTHON` (the Python
+//!   that runs the benchmark) has installed, read from its package metadata without starting it
+//!   ([`crate::python`]); the harness records `triton.__version__`, which is that version.
 //! - Device model: `--device-model NAME`, else the `Model:` of the NVIDIA driver's
 //!   `/proc/driver/nvidia/gpus/*/information` (the name torch and nvidia-smi give, `NVIDIA H200`),
 //!   for the listed devices: every GPU's when all GPUs there are one model, else the GPUs named
@@ -15,13 +15,7 @@
 //!   as for warmup-spawn's backend probe, so that tests can build a fake `/proc`.
 
 use crate::env::PROBE_ROOT;
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
-
-/// How long `--python` may take to say its Triton version.
-const ASK_SECONDS: u64 = 30;
 
 /// Where a run is made, as the command line gives or lets us find it.
 #[derive(Debug, Clone, clap::Args)]
@@ -29,7 +23,8 @@ pub struct HereArgs {
     /// The Triton version this run uses [default: asked of --python; unknown without it]
     #[arg(long, value_name = "VERSION")]
     pub triton: Option<String>,
-    /// The Python that runs the benchmark, asked for its Triton version (`import triton`)
+    /// The Python that runs the benchmark: its installed Triton's version, read from its package
+    /// metadata (the interpreter is not started)
     #[arg(long, value_name = "PYTHON")]
     pub python: Option<PathBuf>,
     /// The GPU model this run uses, as torch names it [default: the NVIDIA driver's, from
@@ -67,7 +62,7 @@ impl HereArgs {
         let triton = clean(self.triton.clone()).or_else(|| {
             self.python
                 .as_deref()
-                .and_then(|p| triton_of(p, Duration::from_secs(ASK_SECONDS)))
+                .and_then(crate::python::triton_version)
         });
         let root = std::env::var_os(PROBE_ROOT)
             .filter(|r| !r.is_empty())
@@ -78,36 +73,8 @@ impl HereArgs {
     }
 }
 
-fn clean(value: Option<String>) -> Option<String> {
+pub fn clean(value: Option<String>) -> Option<String> {
     value.map(|v| v.trim().to_owned()).filter(|v| !v.is_empty())
-}
-
-/// `python -c 'import triton; print(triton.__version__)'`, or `None` when it fails, prints
-/// nothing or takes longer than `limit` (then it is killed).
-pub fn triton_of(python: &Path, limit: Duration) -> Option<String> {
-    let mut child = Command::new(python)
-        .args(["-c", "import triton; print(triton.__version__)"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .ok()?;
-    let start = Instant::now();
-    loop {
-        match child.try_wait() {
-            Ok(Some(status)) if status.success() => break,
-            Ok(Some(_)) | Err(_) => return None,
-            Ok(None) if start.elapsed() > limit => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return None;
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-        }
-    }
-    let mut out = String::new();
-    child.stdout.take()?.read_to_string(&mut out).ok()?;
-    clean(out.lines().last().map(str::to_owned))
 }
 
 /// The model of the listed devices from the driver's per-GPU `information` files in `gpus`.
@@ -187,13 +154,5 @@ mod tests {
     fn no_driver_is_unknown() {
         let dir = tempfile::tempdir().expect("tempdir");
         assert_eq!(device_model(&dir.path().join("gpus"), &[]), None);
-    }
-
-    #[test]
-    fn a_python_without_triton_is_unknown() {
-        let none = triton_of(Path::new("/nonexistent/python"), Duration::from_secs(5));
-        assert_eq!(none, None);
-        let sh = triton_of(Path::new("/bin/false"), Duration::from_secs(5));
-        assert_eq!(sh, None);
     }
 }

@@ -30,8 +30,6 @@ const EXAMPLES: &str = "EXAMPLES:
   warmup-merge /tmp/run | warmup-publish --fallback-dir /tmp/run/merged -
   warmup-publish --format make merged.json > replay.mk    # then: include replay.mk
   warmup-publish --format json --record-dir out merged.json
-  warmup-publish --print-record-dir --fallback-dir /tmp/run/merged
-      prints the folder a publish would write into, before there is anything to publish
 
 DIR is --record-dir, else $FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR when set and not blank, else
 --fallback-dir.";
@@ -62,16 +60,10 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = Format::Sh)]
     pub format: Format,
 
-    /// Print the folder a publish would write into (absolute), as the record variable is read
-    /// (trimmed; blank is unset), and exit; exit 3, printing nothing, when there is none
-    /// (neither --record-dir, the variable nor --fallback-dir gives one)
-    #[arg(long, conflicts_with = "merged")]
-    pub print_record_dir: bool,
-
     /// The merged record file warmup-merge wrote, or a SCRATCH folder (then its merged.json,
     /// which `warmup-merge --in-scratch SCRATCH` writes); `-` is stdin
-    #[arg(value_name = "MERGED", required_unless_present = "print_record_dir")]
-    pub merged: Option<PathBuf>,
+    #[arg(value_name = "MERGED")]
+    pub merged: PathBuf,
 }
 
 pub fn run(args: &Args) -> Result<Status> {
@@ -79,9 +71,7 @@ pub fn run(args: &Args) -> Result<Status> {
     if op.contains(['/', '\0']) || op == "." || op == ".." {
         bail!("op {op:?} cannot be a file name; give --op a plain name such as mm");
     }
-    let Some(merged) = &args.merged else {
-        return print_record_dir(args);
-    };
+    let merged = &args.merged;
     let scratch = merged.is_dir().then(|| Scratch::new(merged));
     let source = scratch
         .as_ref()
@@ -382,22 +372,6 @@ fn remove_stale(path: &Path, what: &str, unless: &str) -> Result<String> {
     }
 }
 
-/// `--print-record-dir`: the folder a publish would write into, for a script that must know it
-/// beforehand (scripts/warmup tells the measurement it starts with the sweep where to look, and
-/// keeps the op's history there); exit 3 when there is none.
-fn print_record_dir(args: &Args) -> Result<Status> {
-    if args.record_dir.is_none() && args.fallback_dir.is_none() && env_record_dir().is_none() {
-        return Ok(Status::NothingToDo);
-    }
-    let dir = absolute_record_dir(args)?;
-    let mut out = std::io::stdout().lock();
-    out.write_all(dir.as_os_str().as_encoded_bytes())
-        .and_then(|()| out.write_all(b"\n"))
-        .and_then(|()| out.flush())
-        .context("writing to stdout")?;
-    Ok(Status::Done)
-}
-
 /// [`record_dir`], made absolute (links not resolved).
 fn absolute_record_dir(args: &Args) -> Result<PathBuf> {
     let dir = record_dir(args)?;
@@ -405,13 +379,9 @@ fn absolute_record_dir(args: &Args) -> Result<PathBuf> {
         .with_context(|| format!("{}: cannot make the path absolute", dir.display()))
 }
 
-/// The harness's record variable, trimmed as the plugin read it; None when unset or blank.
+/// The harness's record variable, as the plugin read it (`protocol::env::record_dir_of`).
 fn env_record_dir() -> Option<PathBuf> {
-    let dir = std::env::var_os(RECORD_DIR)?;
-    match dir.to_str() {
-        Some(s) => Some(PathBuf::from(s.trim())).filter(|p| !p.as_os_str().is_empty()),
-        None => Some(PathBuf::from(dir)),
-    }
+    protocol::env::record_dir_of(std::env::var_os(RECORD_DIR).as_deref())
 }
 
 /// `--record-dir`, else the harness's record variable (trimmed, as the plugin read it), else

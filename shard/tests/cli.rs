@@ -418,48 +418,6 @@ fn help_shows_examples_and_exit_statuses() {
 }
 
 #[test]
-fn check_args_checks_options_without_the_required_ones_and_writes_nothing() {
-    let dir = TempDir::new().expect("tempdir");
-    let out = dir.child("out");
-    shard()
-        .args([
-            "--check-args",
-            "--strategy",
-            "lpt",
-            "--cost-model",
-            "uniform",
-            "--overhead",
-            "2",
-        ])
-        .assert()
-        .code(0)
-        .stdout("")
-        .stderr("");
-    for (args, needle) in [
-        (
-            vec!["--strategy", "bogus"],
-            "invalid value 'bogus' for '--strategy",
-        ),
-        (
-            vec!["--cost-model", "bogus"],
-            "invalid value 'bogus' for '--cost-model",
-        ),
-        (vec!["--overhead=-1"], "invalid value '-1' for '--overhead"),
-        (vec!["--shards", "0"], "invalid value '0' for '--shards"),
-    ] {
-        shard()
-            .arg("--check-args")
-            .args(&args)
-            .args(["--out", out.path().to_str().expect("utf-8")])
-            .assert()
-            .code(2)
-            .stderr(predicate::str::starts_with("warmup-shard: error: "))
-            .stderr(predicate::str::contains(needle));
-    }
-    assert_nothing_written(out.path());
-}
-
-#[test]
 fn dry_run_prints_the_shard_files_a_run_writes_and_writes_nothing() {
     let dir = TempDir::new().expect("tempdir");
     let src = source(&dir, SHAPES);

@@ -2,17 +2,14 @@
 //! pointing at the shard, or as it is in by-key mode), its environment changes (recording into its own folder, marked as the
 //! shard's) and its files. Built once per shard; `--dry-run` prints what the run starts.
 
-use crate::backend::Backend;
 use crate::process::Marker;
+use protocol::backend::Backend;
+use protocol::command::{shape_flags, Arg, SHAPE_FLAG};
 use protocol::env;
 use protocol::layout::Scratch;
 use protocol::status::EnvChanges;
 use std::ffi::{OsStr, OsString};
-use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
-
-/// The flag the harness reads its shape file from.
-pub const SHAPE_FLAG: &str = "--shape_file";
 
 /// What every child of a run shares: how many run at once, and whose Triton cache they use.
 #[derive(Debug, Clone)]
@@ -123,41 +120,6 @@ fn child_argv(command: &[OsString], shard_file: OsString) -> Vec<OsString> {
     out
 }
 
-/// The shape file `command` names, as the harness's option parser takes it: the last
-/// `--shape_file X` or `--shape_file=X`. `None` when it names none (a trailing `--shape_file`
-/// with no value names none either).
-pub fn shape_file_of(command: &[OsString]) -> Option<OsString> {
-    shape_flags(command)
-        .filter_map(|arg| match arg {
-            Arg::ShapeFile(file) => file.map(OsStr::to_os_string),
-            Arg::Other(_) => None,
-        })
-        .last()
-}
-
-enum Arg<'a> {
-    /// `--shape_file X` or `--shape_file=X` (`None`: the flag ended the command)
-    ShapeFile(Option<&'a OsStr>),
-    Other(&'a OsStr),
-}
-
-/// The arguments after the program, with the shape-file flags told apart: the one place that
-/// says how COMMAND names its shape file.
-fn shape_flags(command: &[OsString]) -> impl Iterator<Item = Arg<'_>> {
-    let mut args = command.iter().skip(1);
-    std::iter::from_fn(move || {
-        let arg = args.next()?;
-        if arg == SHAPE_FLAG {
-            return Some(Arg::ShapeFile(args.next().map(OsString::as_os_str)));
-        }
-        let prefix = format!("{SHAPE_FLAG}=");
-        Some(match arg.as_bytes().strip_prefix(prefix.as_bytes()) {
-            Some(file) => Arg::ShapeFile(Some(OsStr::from_bytes(file))),
-            None => Arg::Other(arg),
-        })
-    })
-}
-
 /// `argv` as strings for status.json and messages (lossy for non-UTF-8 bytes).
 pub fn lossy(argv: &[OsString]) -> Vec<String> {
     argv.iter()
@@ -184,7 +146,7 @@ mod tests {
     }
 
     fn job_sharing(command: &[&str], backend: &str, sharing: Sharing) -> Job {
-        let backend = crate::backend::BACKENDS
+        let backend = protocol::backend::BACKENDS
             .iter()
             .find(|b| b.name == backend)
             .expect("backend");
@@ -199,21 +161,17 @@ mod tests {
         )
     }
 
-    const COMMAND: [&str; 8] = [
-        "pytest",
-        "--shape_file",
-        "a.yaml",
-        "-k",
-        "mm",
-        "--shape_file=b.yaml",
-        "--shape_filex",
-        "--shape_file",
-    ];
+    /// Every spelling of the shape-file flag, and one that only looks like it.
+    fn command() -> Vec<&'static str> {
+        "pytest --shape_file a.yaml -k mm --shape_file=b.yaml --shape_filex --shape_file"
+            .split(' ')
+            .collect()
+    }
 
     #[test]
     fn every_shape_file_flag_is_replaced_by_the_shard_file() {
         assert_eq!(
-            job(&COMMAND, "cuda").argv,
+            job(&command(), "cuda").argv,
             os(&[
                 "pytest",
                 "-k",
@@ -226,19 +184,8 @@ mod tests {
     }
 
     #[test]
-    fn the_shape_file_named_is_the_last_one_given() {
-        assert_eq!(shape_file_of(&os(&COMMAND)), Some("b.yaml".into()));
-        assert_eq!(
-            shape_file_of(&os(&["p", "--shape_file", "a b.yaml", "-q"])),
-            Some("a b.yaml".into())
-        );
-        assert_eq!(shape_file_of(&os(&["p", "--shape_file"])), None);
-        assert_eq!(shape_file_of(&os(&["--shape_file=x", "-q"])), None);
-    }
-
-    #[test]
     fn a_by_key_child_runs_the_command_whole_and_claims_in_the_scratch() {
-        let backend = crate::backend::BACKENDS
+        let backend = protocol::backend::BACKENDS
             .iter()
             .find(|b| b.name == "cuda")
             .expect("backend");
@@ -250,12 +197,12 @@ mod tests {
             &Scratch::new("/s"),
             1,
             None,
-            &os(&COMMAND),
+            &os(&command()),
             backend,
             Marker::new("r", 1),
             sharing,
         );
-        assert_eq!(job.argv, os(&COMMAND), "no shape file is replaced");
+        assert_eq!(job.argv, os(&command()), "no shape file is replaced");
         let env = job.env_on("0");
         assert!(env
             .set

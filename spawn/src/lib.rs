@@ -4,25 +4,23 @@
 //!
 //! Linux only: it relies on signalfd, PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER and `/proc`.
 //!
-//! The modules: `backend` (devices), `job` (a shard's child, resolved), `supervisor` (the run's
+//! The modules: `job` (a shard's child, resolved), `supervisor` (the run's
 //! loop) over `child` (one child's life), `process` (groups, markers, orphans), `signal`,
 //! `watchdog` (what stops the children if warmup-spawn is killed), `log` (a child's output),
 //! `status` (a child's status.json as it starts, and the run summary; the file's type and the
 //! outcome rule are `protocol::status`'s), `progress` (what a person sees), `shell`
 //! (`--dry-run` lines), `select` (which shards run: `--only`, `--index-from-env`, and what such a
-//! run holds on the scratch), `measure` (`--print-measure-command`), `check` (`--check-args`).
-//! Only `backend` is public: the rest serves this tool alone.
+//! run holds on the scratch). The devices (`protocol::backend`) and what COMMAND runs
+//! (`protocol::command`) are protocol's: warmup-plan reads them alike. Nothing here is public
+//! but [`Args`] and [`run`].
 //!
-//! [`run`] parses nothing: [`Command::of`] says which of the eight things this invocation does,
+//! [`run`] parses nothing: [`Command::of`] says which of the five things this invocation does,
 //! and each is one function.
 
-pub mod backend;
 mod by_key;
-mod check;
 mod child;
 mod job;
 mod log;
-mod measure;
 mod process;
 mod progress;
 mod select;
@@ -33,16 +31,14 @@ mod supervisor;
 mod watchdog;
 
 use anyhow::{bail, Context, Result};
+use protocol::backend;
 use protocol::layout::Scratch;
 use protocol::plan::Plan;
 use std::ffi::{OsStr, OsString};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use toolkit::cli::Invocation;
 use toolkit::Status;
-
-pub use check::args as check_args;
 
 pub const TOOL: &str = "warmup-spawn";
 
@@ -71,9 +67,6 @@ const EXAMPLES: &str = "EXAMPLES:
   # a by-key plan (warmup-shard --by-key): COMMAND whole in each child, one child per device,
   # the children claiming autotune keys in SCRATCH/claims
   warmup-spawn --plan /tmp/run --devices 0,1,2,3 -- pytest benchmark/test_blas_perf.py -m mm
-
-  # the shape file a command names, as each child's is replaced (exit 3: it names none)
-  warmup-spawn --print-shape-file -- pytest bench.py --shape_file core_shapes.yaml
 
   # the measurement warmup may start with the sweep, NUL-separated (exit 3: not pytest)
   warmup-spawn --print-measure-command -- python -m pytest bench.py --shape_file s.yaml
@@ -128,7 +121,7 @@ pub struct Args {
     #[arg(
         long,
         value_name = "PLAN",
-        required_unless_present_any = ["list_devices", "print_shape_file", "lock_scratch", "print_measure_command", "print_python"]
+        required_unless_present_any = ["list_devices", "lock_scratch", "print_measure_command"]
     )]
     pub plan: Option<PathBuf>,
 
@@ -143,14 +136,14 @@ pub struct Args {
     pub backend: String,
 
     /// Stop a child (SIGTERM to its process group, then SIGKILL after --grace) that runs longer
-    #[arg(long, value_name = "SECS", value_parser = seconds, allow_negative_numbers = true)]
+    #[arg(long, value_name = "SECS", value_parser = toolkit::cli::seconds, allow_negative_numbers = true)]
     pub timeout: Option<Duration>,
 
     /// Seconds between SIGTERM and SIGKILL when stopping children
     #[arg(
         long,
         value_name = "SECS",
-        value_parser = seconds,
+        value_parser = toolkit::cli::seconds,
         default_value = "10",
         allow_negative_numbers = true
     )]
@@ -158,7 +151,7 @@ pub struct Args {
 
     /// Keep at most SIZE bytes of each child's output in its worker.log (e.g. 200M, 2G); the
     /// rest is read and dropped, and the log says so [default: no limit]
-    #[arg(long, value_name = "SIZE", value_parser = log::parse_size, allow_negative_numbers = true)]
+    #[arg(long, value_name = "SIZE", value_parser = toolkit::cli::size, allow_negative_numbers = true)]
     pub max_log: Option<u64>,
 
     /// Give each child a Triton cache of its own (SCRATCH/w<i>/.triton_cache), as the pytest
@@ -189,28 +182,18 @@ pub struct Args {
     #[arg(long, conflicts_with_all = ["plan", "dry_run", "timeout", "command", "summary"])]
     pub list_devices: bool,
 
-    /// Print the shape file COMMAND names with --shape_file (the last one, the one each
-    /// child's is replaced for) and exit; exit 3, printing nothing, when it names none
-    #[arg(long, conflicts_with_all = ["plan", "dry_run", "list_devices", "summary"])]
-    pub print_shape_file: bool,
-
     /// Take SCRATCH's lock for the caller, on the descriptor it lends in WARMUP_SCRATCH_LOCK_FD
     /// (open on SCRATCH/.lock), and exit: the caller holds it until it closes that descriptor or
     /// ends, and the tools it runs run under it (the contract's "The scratch lock", SEE ALSO)
-    #[arg(long, value_name = "SCRATCH", conflicts_with_all = ["plan", "dry_run", "list_devices", "print_shape_file", "summary", "command", "print_measure_command"])]
+    #[arg(long, value_name = "SCRATCH", conflicts_with_all = ["plan", "dry_run", "list_devices", "summary", "command", "print_measure_command"])]
     pub lock_scratch: Option<PathBuf>,
 
     /// Print the argv warmup starts the measurement with, alongside the sweep: COMMAND
     /// with `-p warmup_harness` after its pytest, each word followed by a NUL byte; exit 3,
     /// printing nothing, when COMMAND is not a pytest command, blocks the plugin or runs
     /// pytest-xdist workers (the measurement then runs after the sweep, as it always did)
-    #[arg(long, conflicts_with_all = ["plan", "dry_run", "list_devices", "summary", "print_shape_file"])]
+    #[arg(long, conflicts_with_all = ["plan", "dry_run", "list_devices", "summary"])]
     pub print_measure_command: bool,
-
-    /// Print the Python interpreter COMMAND runs (its program when that is a python*, else the
-    /// python* its script's #! line names) and exit; exit 3, printing nothing, when there is none
-    #[arg(long, conflicts_with_all = ["plan", "dry_run", "list_devices", "summary", "print_shape_file", "print_measure_command"])]
-    pub print_python: bool,
 
     /// The command each child runs, after `--` (as warmup takes it, so that no word of
     /// it is read as an option of this tool); its --shape_file is replaced by the shard's
@@ -218,33 +201,16 @@ pub struct Args {
     pub command: Vec<OsString>,
 }
 
-fn seconds(text: &str) -> std::result::Result<Duration, String> {
-    let n: f64 = text
-        .trim()
-        .parse()
-        .map_err(|_| format!("{text:?} is not a number of seconds"))?;
-    if !(n.is_finite() && n > 0.0) {
-        return Err(format!("{text:?}: give a positive number of seconds"));
-    }
-    Duration::try_from_secs_f64(n).map_err(|e| format!("{text:?}: {e}"))
-}
-
 /// What one invocation does, decided from the arguments alone before anything is read or
 /// started (as ripgrep's `Mode`): each is one function below, and [`run`] is one match.
 #[derive(Debug, Clone, Copy)]
 pub enum Command<'a> {
-    /// `--check-args ARGS...`: check ARGS past the parser ([`check_args`]), run nothing.
-    CheckArgs(&'a clap::ArgMatches),
     /// `--lock-scratch SCRATCH`: take SCRATCH's lock on the caller's descriptor.
     LockScratch(&'a Path),
     /// `--list-devices`: print the device tokens a run would use.
     ListDevices(&'a Args),
-    /// `--print-shape-file`: print the shape file COMMAND names.
-    PrintShapeFile(&'a [OsString]),
     /// `--print-measure-command`: print the argv of the measurement started with the sweep.
     PrintMeasureCommand(&'a [OsString]),
-    /// `--print-python`: print the Python interpreter COMMAND runs.
-    PrintPython(&'a [OsString]),
     /// `--dry-run`: print each shard's device, environment changes and argv.
     DryRun(&'a Args),
     /// Run and supervise one child per shard.
@@ -252,22 +218,14 @@ pub enum Command<'a> {
 }
 
 impl<'a> Command<'a> {
-    /// The command `invocation` asks for (clap has refused the combinations that conflict).
-    pub fn of(invocation: &'a Invocation<Args>) -> Command<'a> {
-        let args = match invocation {
-            Invocation::CheckArgs(matches) => return Command::CheckArgs(matches),
-            Invocation::Run(args) => args,
-        };
+    /// The command `args` asks for (clap has refused the combinations that conflict).
+    pub fn of(args: &'a Args) -> Command<'a> {
         if let Some(scratch) = &args.lock_scratch {
             Command::LockScratch(scratch)
         } else if args.list_devices {
             Command::ListDevices(args)
-        } else if args.print_shape_file {
-            Command::PrintShapeFile(&args.command)
         } else if args.print_measure_command {
             Command::PrintMeasureCommand(&args.command)
-        } else if args.print_python {
-            Command::PrintPython(&args.command)
         } else if args.dry_run {
             Command::DryRun(args)
         } else {
@@ -276,20 +234,17 @@ impl<'a> Command<'a> {
     }
 }
 
-pub fn run(invocation: &Invocation<Args>) -> Result<Status> {
+pub fn run(args: &Args) -> Result<Status> {
     // Before anything else: if the caller dies from here on, the run stops (`signal`).
     let parent = nix::unistd::getppid();
     let env = backend::Environment::current();
-    match Command::of(invocation) {
-        Command::CheckArgs(matches) => check::args(matches).map(|()| Status::Done),
+    match Command::of(args) {
         Command::LockScratch(scratch) => {
             Scratch::new(scratch).lock_for_caller()?;
             Ok(Status::Done)
         }
         Command::ListDevices(args) => list_devices(args, &env),
-        Command::PrintShapeFile(command) => print_shape_file(command),
         Command::PrintMeasureCommand(command) => print_measure_command(command),
-        Command::PrintPython(command) => print_python(command),
         Command::DryRun(args) => match prepare(args, &env)? {
             Some(shards) => dry_run(&shards),
             None => Ok(Status::NothingToDo),
@@ -315,7 +270,7 @@ fn list_devices(args: &Args, env: &backend::Environment) -> Result<Status> {
 /// the measurement cannot start with the sweep (`measure`).
 fn print_measure_command(command: &[OsString]) -> Result<Status> {
     let addopts = std::env::var_os("PYTEST_ADDOPTS");
-    let Some(argv) = measure::measure_command(command, addopts.as_deref()) else {
+    let Some(argv) = protocol::command::measure_command(command, addopts.as_deref()) else {
         return Ok(Status::NothingToDo);
     };
     let mut out = std::io::stdout().lock();
@@ -324,31 +279,6 @@ fn print_measure_command(command: &[OsString]) -> Result<Status> {
             .and_then(|()| out.write_all(b"\0"))
             .context("writing to stdout")?;
     }
-    Ok(Status::Done)
-}
-
-/// Exit 3, printing nothing, when `command` runs no Python that can be seen.
-fn print_python(command: &[OsString]) -> Result<Status> {
-    let path = std::env::var_os("PATH");
-    let Some(python) = measure::python_of(command, path.as_deref()) else {
-        return Ok(Status::NothingToDo);
-    };
-    let mut out = std::io::stdout().lock();
-    out.write_all(python.as_os_str().as_encoded_bytes())
-        .and_then(|()| out.write_all(b"\n"))
-        .context("writing to stdout")?;
-    Ok(Status::Done)
-}
-
-/// Exit 3, printing nothing, when `command` names no shape file.
-fn print_shape_file(command: &[OsString]) -> Result<Status> {
-    let Some(file) = job::shape_file_of(command) else {
-        return Ok(Status::NothingToDo);
-    };
-    let mut out = std::io::stdout().lock();
-    out.write_all(file.as_encoded_bytes())
-        .and_then(|()| out.write_all(b"\n"))
-        .context("writing to stdout")?;
     Ok(Status::Done)
 }
 
@@ -414,7 +344,7 @@ fn prepare(args: &Args, env: &backend::Environment) -> Result<Option<Shards>> {
         sharing,
     )?;
     if let Some(choice) = &choice {
-        choice.place(&mut jobs, args.devices.is_some(), &devices);
+        select::place(choice, &mut jobs, args.devices.is_some(), &devices);
     }
     if let Some(target) = &args.summary {
         check_summary(target, &plan, &jobs)?;
@@ -639,8 +569,8 @@ mod tests {
     use clap::Parser;
 
     fn command(args: &[&str]) -> String {
-        let invocation = Invocation::Run(Args::try_parse_from(args).expect("valid arguments"));
-        let command = format!("{:?}", Command::of(&invocation));
+        let args = Args::try_parse_from(args).expect("valid arguments");
+        let command = format!("{:?}", Command::of(&args));
         command[..command.find('(').unwrap_or(command.len())].to_owned()
     }
 
@@ -648,10 +578,6 @@ mod tests {
     fn each_invocation_is_one_command() {
         let spawn = "warmup-spawn";
         assert_eq!(command(&[spawn, "--list-devices"]), "ListDevices");
-        assert_eq!(
-            command(&[spawn, "--print-shape-file", "--", "pytest"]),
-            "PrintShapeFile"
-        );
         assert_eq!(
             command(&[spawn, "--plan", "p", "--dry-run", "--", "pytest"]),
             "DryRun"
@@ -662,11 +588,5 @@ mod tests {
             command(&[spawn, "--print-measure-command", "--", "pytest"]),
             "PrintMeasureCommand"
         );
-        assert_eq!(
-            command(&[spawn, "--print-python", "--", "pytest"]),
-            "PrintPython"
-        );
-        let checking = Invocation::<Args>::CheckArgs(clap::ArgMatches::default());
-        assert!(matches!(Command::of(&checking), Command::CheckArgs(_)));
     }
 }

@@ -110,48 +110,9 @@ impl Log {
     }
 }
 
-/// Parses `--max-log SIZE`: bytes, or a number with K, M or G (powers of 1024).
-pub fn parse_size(text: &str) -> std::result::Result<u64, String> {
-    let t = text.trim();
-    let (digits, unit) = match t.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
-        Some((i, _)) => t.split_at(i),
-        None => (t, ""),
-    };
-    let shift = match unit.to_ascii_uppercase().trim_end_matches(['B', 'I']) {
-        "" => 0,
-        "K" => 10,
-        "M" => 20,
-        "G" => 30,
-        _ => {
-            return Err(format!(
-                "{text:?}: give bytes, or a size such as 512K, 200M or 2G"
-            ))
-        }
-    };
-    let n: u64 = digits
-        .parse()
-        .map_err(|_| format!("{text:?}: give bytes, or a size such as 512K, 200M or 2G"))?;
-    if n == 0 {
-        return Err(format!("{text:?}: give a size above 0"));
-    }
-    n.checked_mul(1 << shift)
-        .ok_or_else(|| format!("{text:?}: too large"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn sizes_take_k_m_g_suffixes() {
-        assert_eq!(parse_size("100"), Ok(100));
-        assert_eq!(parse_size("512K"), Ok(512 << 10));
-        assert_eq!(parse_size("200m"), Ok(200 << 20));
-        assert_eq!(parse_size("2GiB"), Ok(2 << 30));
-        for bad in ["", "0", "1T", "x", "-5", "1.5M"] {
-            assert!(parse_size(bad).is_err(), "{bad}");
-        }
-    }
 
     #[test]
     fn output_past_the_cap_is_dropped_with_a_note() {

@@ -1,4 +1,4 @@
 fn main() -> std::process::ExitCode {
-    let invocation = toolkit::cli::invocation::<spawn::Args>();
-    toolkit::exit(spawn::TOOL, spawn::run(&invocation))
+    let args: spawn::Args = toolkit::cli::parse();
+    toolkit::exit(spawn::TOOL, spawn::run(&args))
 }

@@ -557,28 +557,6 @@ fn the_summary_counts_outcomes_and_names_each_shards_log() {
 }
 
 #[test]
-fn print_shape_file_names_the_file_each_child_would_have_replaced() {
-    spawn_cmd()
-        .args([
-            "--print-shape-file",
-            "--",
-            "pytest",
-            "--shape_file",
-            "a.yaml",
-        ])
-        .args(["-k", "x", "--shape_file=my shapes.yaml"])
-        .assert()
-        .success()
-        .stdout("my shapes.yaml\n");
-    spawn_cmd()
-        .args(["--print-shape-file", "--", "pytest", "-k", "x"])
-        .assert()
-        .code(3)
-        .stdout("")
-        .stderr("");
-}
-
-#[test]
 fn max_log_keeps_the_start_of_a_flood_and_says_what_was_dropped() {
     let dir = tempfile::tempdir().expect("tempdir");
     let plan = plan(dir.path(), 1);

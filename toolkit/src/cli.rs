@@ -13,7 +13,7 @@ const GENERATE: &str = "--generate=";
 /// section (`exit`, as [`crate::exit_status_help`] writes it). The man page takes each
 /// `HEADING:` section of it as a section of its own, its lines kept as written.
 pub fn after_help(examples: &str, exit: &str) -> String {
-    format!("{examples}\n\n{CHECK_ARGS_HELP}\n\n{exit}")
+    format!("{examples}\n\n{exit}")
 }
 
 /// Where the man pages say the contract is: `make install` installs docs/CONTRACT.md into
@@ -21,7 +21,7 @@ pub fn after_help(examples: &str, exit: &str) -> String {
 pub const DOC_DIR: &str = "WARMUP_DOC_DIR";
 
 /// Every tool and script a page names in SEE ALSO.
-const FAMILY: [&str; 7] = [
+const FAMILY: [&str; 8] = [
     "warmup",
     "warmup-slurm",
     "warmup-shard",
@@ -29,44 +29,12 @@ const FAMILY: [&str; 7] = [
     "warmup-merge",
     "warmup-publish",
     "warmup-costs",
+    "warmup-plan",
 ];
-
-/// The first argument that checks the rest instead of running the tool: `TOOL --check-args
-/// ARGS...` exits 0 when TOOL would accept ARGS, else 2 with TOOL's own message. The scripts
-/// check their pass-through options with it before anything runs.
-pub const CHECK_ARGS: &str = "--check-args";
-
-const CHECK_ARGS_HELP: &str = "CHECKING ARGUMENTS:
-  --check-args ARGS...  as the first argument: check ARGS as this tool reads them (none is
-                        required) and exit 0, or 2 with the message; runs and writes nothing";
-
-/// What a tool's command line asks of it: to run, or (`--check-args ARGS...`) to check ARGS.
-#[derive(Debug)]
-pub enum Invocation<A> {
-    /// The arguments, parsed: run.
-    Run(A),
-    /// ARGS as the tool's parser read them, none required: the checks past the parser are the
-    /// tool's to make (a backend's name, a shard list against a plan); it runs nothing.
-    CheckArgs(clap::ArgMatches),
-}
 
 /// Parses the tool's arguments, or prints a completion script or man page and exits 0. A usage
 /// error is printed as `TOOL: error: ...`, like every other message of the tool, and exits 2.
-/// `TOOL --check-args ARGS...` exits 0 when the parser accepts ARGS (a tool with more checks to
-/// make reads [`invocation`] instead).
 pub fn parse<A: Parser>() -> A {
-    match invocation() {
-        Invocation::Run(args) => args,
-        Invocation::CheckArgs(_) => std::process::exit(0),
-    }
-}
-
-/// [`parse`], keeping `--check-args` for the tool: [`Invocation::CheckArgs`] once the parser
-/// has accepted ARGS (a parser's refusal is printed and exits 2 here, as [`parse`]'s).
-pub fn invocation<A: Parser>() -> Invocation<A> {
-    if std::env::args_os().nth(1).is_some_and(|a| a == CHECK_ARGS) {
-        return Invocation::CheckArgs(check_matches(A::command()));
-    }
     if let Some(kind) = std::env::args()
         .nth(1)
         .and_then(|a| a.strip_prefix(GENERATE).map(str::to_owned))
@@ -80,32 +48,12 @@ pub fn invocation<A: Parser>() -> Invocation<A> {
         };
         std::process::exit(code);
     }
-    Invocation::Run(A::try_parse().unwrap_or_else(|err| {
+    A::try_parse().unwrap_or_else(|err| {
         if !err.use_stderr() {
             // --help and --version: clap prints them to stdout and exits 0.
             err.exit();
         }
         let name = A::command().get_name().to_owned();
-        eprint!("{name}: {}", err.render());
-        std::process::exit(i32::from(crate::USAGE));
-    }))
-}
-
-/// `--check-args`: the arguments after it parsed as the tool parses them, with none of them
-/// required (a script checks its options before it knows the files); a refusal exits 2.
-fn check_matches(cmd: clap::Command) -> clap::ArgMatches {
-    let name = cmd.get_name().to_owned();
-    let ids: Vec<clap::Id> = cmd.get_arguments().map(|a| a.get_id().clone()).collect();
-    let cmd = ids.into_iter().fold(cmd, |cmd, id| {
-        cmd.mut_arg(id, |a| {
-            a.required(false)
-                .required_unless_present(clap::builder::Resettable::Reset)
-        })
-    });
-    let argv = std::env::args_os()
-        .enumerate()
-        .filter_map(|(i, a)| (i != 1).then_some(a));
-    cmd.try_get_matches_from(argv).unwrap_or_else(|err| {
         eprint!("{name}: {}", err.render());
         std::process::exit(i32::from(crate::USAGE));
     })
@@ -129,7 +77,7 @@ pub fn generate(mut cmd: clap::Command, kind: &str, out: &mut dyn Write) -> anyh
 /// The man page: clap_mangen's sections, then each `HEADING:` section of the long help (the
 /// examples, the exit statuses) as a section of its own, lines kept as written (`.nf`: no
 /// reflowing), and SEE ALSO naming the other tools and the installed contract.
-fn man(cmd: clap::Command, out: &mut dyn Write) -> anyhow::Result<()> {
+pub fn man(cmd: clap::Command, out: &mut dyn Write) -> anyhow::Result<()> {
     let name = cmd.get_name().to_owned();
     let extra = cmd
         .get_after_long_help()
@@ -138,6 +86,7 @@ fn man(cmd: clap::Command, out: &mut dyn Write) -> anyhow::Result<()> {
     clap_mangen::Man::new(
         cmd.after_long_help(clap::builder::Resettable::<clap::builder::StyledStr>::Reset),
     )
+    .title(name.to_uppercase())
     .render(out)?;
     for (heading, body) in sections(&extra) {
         writeln!(out, ".SH \"{}\"\n.nf", roff(&heading))?;
@@ -221,6 +170,47 @@ pub fn at_least_one(text: &str) -> Result<u64, String> {
     }
 }
 
+/// A positive, finite number of seconds (a timeout, a grace period): clap's `value_parser`.
+pub fn seconds(text: &str) -> std::result::Result<std::time::Duration, String> {
+    let n: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("{text:?} is not a number of seconds"))?;
+    if !(n.is_finite() && n > 0.0) {
+        return Err(format!("{text:?}: give a positive number of seconds"));
+    }
+    std::time::Duration::try_from_secs_f64(n).map_err(|e| format!("{text:?}: {e}"))
+}
+
+/// A size: bytes, or a number with K, M or G (powers of 1024), above 0 (`--max-log`): clap's
+/// `value_parser`.
+pub fn size(text: &str) -> std::result::Result<u64, String> {
+    let t = text.trim();
+    let (digits, unit) = match t.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
+        Some((i, _)) => t.split_at(i),
+        None => (t, ""),
+    };
+    let shift = match unit.to_ascii_uppercase().trim_end_matches(['B', 'I']) {
+        "" => 0,
+        "K" => 10,
+        "M" => 20,
+        "G" => 30,
+        _ => {
+            return Err(format!(
+                "{text:?}: give bytes, or a size such as 512K, 200M or 2G"
+            ))
+        }
+    };
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("{text:?}: give bytes, or a size such as 512K, 200M or 2G"))?;
+    if n == 0 {
+        return Err(format!("{text:?}: give a size above 0"));
+    }
+    n.checked_mul(1 << shift)
+        .ok_or_else(|| format!("{text:?}: too large"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -267,6 +257,17 @@ mod tests {
         assert_eq!(non_negative("0"), Ok(0.0));
         for bad in ["-1", "inf", "NaN", "x", ""] {
             assert!(non_negative(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn sizes_take_k_m_g_suffixes() {
+        assert_eq!(size("100"), Ok(100));
+        assert_eq!(size("512K"), Ok(512 << 10));
+        assert_eq!(size("200m"), Ok(200 << 20));
+        assert_eq!(size("2GiB"), Ok(2 << 30));
+        for bad in ["", "0", "1T", "x", "-5", "1.5M"] {
+            assert!(size(bad).is_err(), "{bad}");
         }
     }
 }

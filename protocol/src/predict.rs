@@ -1,6 +1,8 @@
 //! Whether a warmup pays, decided from the op's history before anything runs: the warmup's wall
 //! time against the plain run's, predicted from what the last sweep measured
-//! (docs/CONTRACT.md, "Deciding from history", gives the model and its assumptions).
+//! (docs/CONTRACT.md, "Deciding from history", gives the model and its assumptions). Here because
+//! two tools predict alike: warmup-plan (which decides) and `warmup-costs --predict` (which prints
+//! the figures for a person).
 //!
 //! With T the sum of every key's tuning seconds, C the children's compile seconds, S their longest
 //! start-up, c the shapes' measured costs (their sum T + M, M the benchmark's own time), k
@@ -11,7 +13,9 @@
 //!   plus M plus [`FIXED_SECONDS`]: the measurement starts with the sweep (one start-up), timing
 //!   is serialized per device, and the measurement then replays (M) after merge and publish.
 
-use protocol::history::History;
+use crate::history::{self, History};
+use crate::probe::Here;
+use std::path::Path;
 
 /// Merge and publish between the sweep and the measurement, and the hand-over to it, in seconds
 /// (BENCHMARKS.md, "Deciding from history": 0.04 to 0.06 s for both, measured with the release
@@ -121,31 +125,34 @@ fn lpt_makespan(costs: impl Iterator<Item = f64>, k: usize) -> f64 {
     loads.into_iter().fold(0.0, f64::max)
 }
 
-/// The prediction as a run summary (docs/CONTRACT.md, "Run summaries").
-pub fn summary(op: &str, f: &Figures, history: &str) -> String {
-    format!(
-        "version 1\nop {op}\nplain_seconds {:.2}\nwarmup_seconds {:.2}\nsaving {:.3}\n\
-         decision {}\nstartup_seconds {:.2}\ntiming_seconds {:.2}\nmeasure_seconds {:.2}\n\
-         sweep_seconds {:.2}\nchildren {}\ndevices {}\nhistory {history}\n",
-        f.plain,
-        f.warmup,
-        f.saving,
-        if f.worth() { "warmup" } else { "plain" },
-        f.startup,
-        f.timing,
-        f.measure,
-        f.makespan.max(f.timing / f.devices as f64),
-        f.children,
-        f.devices,
-    )
+/// The op's history in `dir` and its prediction for the devices `tokens`, when it can predict:
+/// made on this run's Triton and device model (`here`, asked only once there is a sidecar), with at
+/// least one key's tuning seconds, and figures that are finite; else why not, for a line on stderr.
+pub fn usable(
+    dir: &Path,
+    op: &str,
+    here: impl FnOnce() -> Here,
+    tokens: &[String],
+) -> Result<(History, Figures), String> {
+    let history = history::find(dir, op, here)?;
+    if history.meta.keys == 0 {
+        return Err(format!(
+            "{} has no key's tune_seconds to predict from",
+            history.meta.path.display()
+        ));
+    }
+    let f = predict(&history, op, tokens);
+    match f.unusable() {
+        Some(why) => Err(format!("{}: {why}", history.meta.path.display())),
+        None => Ok((history, f)),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use protocol::costs::CostFile;
-    use protocol::history::Meta;
-    use std::path::Path;
+    use crate::costs::CostFile;
+    use crate::history::Meta;
 
     fn history(tune: f64, compile: f64, startup: f64, costs: &[f64]) -> History {
         let body: Vec<String> = costs
@@ -203,20 +210,5 @@ mod tests {
         assert!(why.contains("saving NaN"), "{why}");
         let fine = predict(&history(40.0, 0.0, 2.0, &[11.0; 4]), "mm", &devices("0,1"));
         assert_eq!(fine.unusable(), None);
-    }
-
-    #[test]
-    fn the_summary_is_a_run_summary() {
-        let h = history(40.0, 0.0, 2.0, &[11.0; 4]);
-        let f = predict(&h, "mm", &devices("0,1,2,3"));
-        let text = summary("mm", &f, "/r/mm.meta.json");
-        let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines[0], "version 1");
-        assert!(lines.contains(&"decision warmup"), "{text}");
-        assert!(lines.contains(&"history /r/mm.meta.json"), "{text}");
-        assert!(
-            lines.iter().any(|l| l.starts_with("plain_seconds 46.00")),
-            "{text}"
-        );
     }
 }

@@ -3,10 +3,12 @@
 //!
 //! One row per backend in [`BACKENDS`]. Probes read files under `/proc`, `/sys` and `/dev`, all
 //! prefixed by the hidden `WARMUP_PROBE_ROOT` variable (unset: `/`) so that tests can build a
-//! fake tree; `nvidia-smi` is found through `PATH` like any other command.
+//! fake tree; `nvidia-smi` is found through `PATH` like any other command. Here because two tools
+//! list the devices the same way: warmup-spawn (`--list-devices`, and the devices a run pins
+//! children to) and warmup-plan (how many devices a run has, before anything starts).
 
+use crate::env::PROBE_ROOT;
 use anyhow::{bail, Context, Result};
-use protocol::env::PROBE_ROOT;
 use std::path::{Path, PathBuf};
 
 /// How a backend's devices are counted when no visibility list says which to use.
@@ -115,8 +117,9 @@ impl Environment {
         Environment { vars, probe_root }
     }
 
-    #[cfg(test)]
-    fn fake(vars: &[(&str, &str)], probe_root: &Path) -> Self {
+    /// A given environment: `vars` as the caller's, `probe_root` for the probes' files (tests,
+    /// and a caller that builds the snapshot once for several uses).
+    pub fn fake(vars: &[(&str, &str)], probe_root: &Path) -> Self {
         Environment {
             vars: vars
                 .iter()
@@ -126,7 +129,8 @@ impl Environment {
         }
     }
 
-    fn get(&self, key: &str) -> Option<&str> {
+    /// The variable `key`, when it is set (to UTF-8).
+    pub fn get(&self, key: &str) -> Option<&str> {
         self.vars
             .iter()
             .find(|(k, _)| k == key)
@@ -134,7 +138,7 @@ impl Environment {
     }
 
     /// `path` (absolute, e.g. `/proc/driver/nvidia/gpus`) under the probe root.
-    fn root(&self, path: &str) -> PathBuf {
+    pub fn root(&self, path: &str) -> PathBuf {
         self.probe_root.join(path.trim_start_matches('/'))
     }
 }
@@ -145,12 +149,12 @@ pub fn select(name: &str, env: &Environment) -> Result<&'static Backend> {
     if name != "auto" {
         return by_name(name).with_context(|| format!("--backend {name:?}: {}", known()));
     }
-    if let Some(vendor) = env.get(protocol::env::VENDOR).map(str::trim) {
+    if let Some(vendor) = env.get(crate::env::VENDOR).map(str::trim) {
         if !vendor.is_empty() {
             return by_name(vendor).with_context(|| {
                 format!(
                     "{}={vendor:?} names no backend this tool knows: {}; or pass --backend",
-                    protocol::env::VENDOR,
+                    crate::env::VENDOR,
                     known()
                 )
             });
@@ -170,7 +174,7 @@ pub fn select(name: &str, env: &Environment) -> Result<&'static Backend> {
     bail!(
         "--backend auto found no backend: {} is unset, no visibility variable ({}) is set, \
          and no probe found a device; pass --backend NAME and --devices LIST",
-        protocol::env::VENDOR,
+        crate::env::VENDOR,
         all_vars().join(", ")
     )
 }

@@ -1,5 +1,8 @@
-//! `--print-measure-command`: whether scripts/warmup may start the measurement with the sweep,
-//! and the argv it starts it with.
+//! What a COMMAND runs, read from its words alone (nothing is started): the shape file it names
+//! (`--shape_file`), whether it runs pytest and how it treats the harness's plugin, and the
+//! Python it runs. Here because two tools read a COMMAND: warmup-spawn (each child's shape file
+//! is replaced; the measurement started with the sweep gets `-p warmup_harness`) and warmup-plan
+//! (the shape file to split, and which Python's packages say whether the harness is there).
 //!
 //! An early measurement is safe only where the harness holds it at its gate until the configs are
 //! published (docs/CONTRACT.md, "The gate"). Only pytest can load the harness, so only a command
@@ -16,12 +19,63 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 /// The harness's plugin name, as `-p` takes it and its `pytest11` entry point registers it.
-const PLUGIN: &str = "warmup_harness";
+pub const PLUGIN: &str = "warmup_harness";
 
-/// `command` with `-p warmup_harness` after its pytest invocation (as it is when it names the
-/// plugin already), or None when it is not a pytest command or it blocks the plugin.
-/// `addopts` is `PYTEST_ADDOPTS`, which pytest reads as more arguments.
-pub fn measure_command(command: &[OsString], addopts: Option<&OsStr>) -> Option<Vec<OsString>> {
+/// The flag the harness reads its shape file from.
+pub const SHAPE_FLAG: &str = "--shape_file";
+
+/// The shape file `command` names, as the harness's option parser takes it: the last
+/// `--shape_file X` or `--shape_file=X`. `None` when it names none (a trailing `--shape_file`
+/// with no value names none either).
+pub fn shape_file_of(command: &[OsString]) -> Option<OsString> {
+    shape_flags(command)
+        .filter_map(|arg| match arg {
+            Arg::ShapeFile(file) => file.map(OsStr::to_os_string),
+            Arg::Other(_) => None,
+        })
+        .last()
+}
+
+#[derive(Debug)]
+pub enum Arg<'a> {
+    /// `--shape_file X` or `--shape_file=X` (`None`: the flag ended the command)
+    ShapeFile(Option<&'a OsStr>),
+    Other(&'a OsStr),
+}
+
+/// The arguments after the program, with the shape-file flags told apart: the one place that
+/// says how COMMAND names its shape file.
+pub fn shape_flags(command: &[OsString]) -> impl Iterator<Item = Arg<'_>> {
+    let mut args = command.iter().skip(1);
+    std::iter::from_fn(move || {
+        let arg = args.next()?;
+        if arg == SHAPE_FLAG {
+            return Some(Arg::ShapeFile(args.next().map(OsString::as_os_str)));
+        }
+        let prefix = format!("{SHAPE_FLAG}=");
+        Some(match arg.as_bytes().strip_prefix(prefix.as_bytes()) {
+            Some(file) => Arg::ShapeFile(Some(OsStr::from_bytes(file))),
+            None => Arg::Other(arg),
+        })
+    })
+}
+
+/// How a pytest COMMAND treats the harness's plugin, from its words and `PYTEST_ADDOPTS`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PluginUse {
+    /// Where pytest's own arguments start in COMMAND.
+    pub at: usize,
+    /// `-p no:warmup_harness`: pytest loads no harness, installed or not.
+    pub blocked: bool,
+    /// `-p warmup_harness`: pytest loads it even where no entry point would.
+    pub named: bool,
+    /// pytest-xdist workers run the tests (`-n`, `--numprocesses`, `--dist`, `--tx`).
+    pub xdist: bool,
+}
+
+/// How `command` treats the plugin, or None when it is not a pytest command. `addopts` is
+/// `PYTEST_ADDOPTS`, which pytest reads as more arguments.
+pub fn plugin_use(command: &[OsString], addopts: Option<&OsStr>) -> Option<PluginUse> {
     let at = pytest_args_start(command)?;
     let pytest_args = &command[at..];
     let extra: Vec<OsString> = addopts
@@ -31,24 +85,34 @@ pub fn measure_command(command: &[OsString], addopts: Option<&OsStr>) -> Option<
         .filter(|w| !w.is_empty())
         .map(|w| OsStr::from_bytes(w).to_os_string())
         .collect();
-    if pytest_args
+    let xdist = pytest_args
         .iter()
         .chain(&extra)
-        .any(|a| is_xdist(a.as_bytes()))
-    {
-        return None;
+        .any(|a| is_xdist(a.as_bytes()));
+    let (mut blocked, mut named) = (false, false);
+    for name in plugin_args(pytest_args).chain(plugin_args(&extra)) {
+        blocked |= name == format!("no:{PLUGIN}").as_bytes();
+        named |= name == PLUGIN.as_bytes();
     }
-    let named = plugin_args(pytest_args).chain(plugin_args(&extra));
-    let mut loads = false;
-    for name in named {
-        if name == format!("no:{PLUGIN}").as_bytes() {
-            return None;
-        }
-        loads |= name == PLUGIN.as_bytes();
-    }
+    Some(PluginUse {
+        at,
+        blocked,
+        named,
+        xdist,
+    })
+}
+
+/// `command` with `-p warmup_harness` after its pytest invocation (as it is when it names the
+/// plugin already), or None when it is not a pytest command, it blocks the plugin or it runs
+/// xdist workers. `addopts` is `PYTEST_ADDOPTS`.
+pub fn measure_command(command: &[OsString], addopts: Option<&OsStr>) -> Option<Vec<OsString>> {
+    let using = plugin_use(command, addopts).filter(|u| !u.blocked && !u.xdist)?;
     let mut argv = command.to_vec();
-    if !loads {
-        argv.splice(at..at, [OsString::from("-p"), OsString::from(PLUGIN)]);
+    if !using.named {
+        argv.splice(
+            using.at..using.at,
+            [OsString::from("-p"), OsString::from(PLUGIN)],
+        );
     }
     Some(argv)
 }
@@ -102,8 +166,8 @@ fn pytest_args_start(command: &[OsString]) -> Option<usize> {
     None
 }
 
-/// `--print-python`: the Python interpreter COMMAND runs, for a caller that asks it what it
-/// imports (scripts/warmup asks Triton's version once, for the op's history): COMMAND's program
+/// The Python interpreter COMMAND runs, whose installed packages say what it imports (warmup-plan
+/// reads Triton's version and whether the harness is there, `crate::python`): COMMAND's program
 /// when it is a `python*`, else the `python*` its script's `#!` line names, directly or through
 /// `env` (`#!/usr/bin/env python3`, `#!/usr/bin/env -S python3 -u`), the script found as the
 /// shell would find it (`path` is `PATH`). None when COMMAND runs no Python this can see.
@@ -176,6 +240,21 @@ fn plugin_args(args: &[OsString]) -> impl Iterator<Item = &[u8]> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn os(words: &[&str]) -> Vec<OsString> {
+        argv(words)
+    }
+
+    const COMMAND: [&str; 8] = [
+        "pytest",
+        "--shape_file",
+        "a.yaml",
+        "-k",
+        "mm",
+        "--shape_file=b.yaml",
+        "--shape_filex",
+        "--shape_file",
+    ];
 
     fn argv(words: &[&str]) -> Vec<OsString> {
         words.iter().map(OsString::from).collect()
@@ -286,6 +365,17 @@ mod tests {
             None
         );
         assert!(measured(&["pytest", "--no-header", "x.py"]).is_some());
+    }
+
+    #[test]
+    fn the_shape_file_named_is_the_last_one_given() {
+        assert_eq!(shape_file_of(&os(&COMMAND)), Some("b.yaml".into()));
+        assert_eq!(
+            shape_file_of(&os(&["p", "--shape_file", "a b.yaml", "-q"])),
+            Some("a b.yaml".into())
+        );
+        assert_eq!(shape_file_of(&os(&["p", "--shape_file"])), None);
+        assert_eq!(shape_file_of(&os(&["--shape_file=x", "-q"])), None);
     }
 
     #[test]

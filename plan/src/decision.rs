@@ -1,0 +1,434 @@
+//! The one decision of a scripts/warmup run, from what was discovered ([`Facts`]): run COMMAND
+//! plain, replay the record, record in one process, or sweep. Pure: no file is read here, so
+//! every rule is a unit test. The skip rules are the plugin's, in its order; where the harness is
+//! in COMMAND's Python (and this is no child and no replay run), a record that answers the op
+//! and a run on one device come first (docs/CONTRACT.md, "warmup-plan").
+
+use std::path::PathBuf;
+
+/// The GPU count, from `--gpus` or the environment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Gpus {
+    Unset,
+    /// `PARALLEL_WARMUP_GPUS` holds no whole number: a skip rule, as in the plugin.
+    Invalid(String),
+    Count(u64),
+}
+
+/// The op's record in the record folder, as this run would read it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Record {
+    /// `<op>.json` with a sidecar naming this Triton and this device model.
+    Answers,
+    /// No record, or one made elsewhere: why.
+    Misses(String),
+}
+
+/// What the history predicts, when there is one to predict from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Prediction {
+    /// No prediction asked (no record folder, by-key, --always).
+    NotAsked,
+    /// No usable history: why; the warmup runs.
+    Unusable(String),
+    /// The figures: the warmup's and the plain run's seconds.
+    Figures {
+        warmup: f64,
+        plain: f64,
+        worth: bool,
+    },
+}
+
+/// Everything the decision reads.
+#[derive(Debug, Clone)]
+pub struct Facts {
+    pub worker: bool,
+    pub gpus: Gpus,
+    pub by_key: bool,
+    pub fresh: bool,
+    /// The shape file COMMAND names, and whether it is a file.
+    pub shape_file: Option<(PathBuf, bool)>,
+    pub replay_dir_set: bool,
+    /// The devices the run has (`--devices`, the visibility variable or the probe), or why not.
+    pub devices: Result<Vec<String>, String>,
+    /// Whether the harness runs in COMMAND's pytest, and if not, why not.
+    pub harness: Result<(), String>,
+    pub record_dir: Option<PathBuf>,
+    pub record: Record,
+    pub prediction: Prediction,
+}
+
+/// How COMMAND runs.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Decision {
+    /// Unchanged, after saying why.
+    Plain { reason: String },
+    /// Once, replaying the record in `dir` (and tuning live, then adding, a key it lacks).
+    Replay { reason: String, dir: PathBuf },
+    /// Once, recording (compile-ahead on) into `dir`; `None`: a folder the run makes.
+    Record {
+        reason: String,
+        dir: Option<PathBuf>,
+    },
+    /// The sweep on `devices` (the first `shards` of them), then the measurement.
+    Sweep {
+        reason: String,
+        devices: Vec<String>,
+        /// By the history in the record folder (lpt), rather than the robust model.
+        by_history: bool,
+    },
+}
+
+impl Decision {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Decision::Plain { .. } => "plain",
+            Decision::Replay { .. } => "replay",
+            Decision::Record { .. } => "record",
+            Decision::Sweep { .. } => "sweep",
+        }
+    }
+
+    pub fn reason(&self) -> &str {
+        match self {
+            Decision::Plain { reason }
+            | Decision::Replay { reason, .. }
+            | Decision::Record { reason, .. }
+            | Decision::Sweep { reason, .. } => reason,
+        }
+    }
+}
+
+fn plain(reason: impl Into<String>) -> Decision {
+    Decision::Plain {
+        reason: reason.into(),
+    }
+}
+
+/// The decision, rule by rule.
+pub fn decide(f: &Facts) -> Decision {
+    if f.worker {
+        return plain("FLAGGEMS_PERF_WARMUP_WORKER is set: this is a warmup child, skipping");
+    }
+    if let Gpus::Invalid(text) = &f.gpus {
+        return plain(format!(
+            "GPU count '{text}' is not a whole number; skipping"
+        ));
+    }
+    if f.harness.is_ok() && !f.replay_dir_set {
+        if let Some(decision) = harness_decision(f) {
+            return decision;
+        }
+    }
+    let gpus = match f.gpus {
+        Gpus::Unset => return plain("no GPU count (--gpus or PARALLEL_WARMUP_GPUS); skipping"),
+        Gpus::Count(n) if n < 2 => {
+            return plain(format!(
+                "GPU count {n} is below 2; nothing to parallelize, skipping"
+            ))
+        }
+        Gpus::Count(n) => n,
+        Gpus::Invalid(_) => unreachable!("refused above"),
+    };
+    if !f.by_key {
+        match &f.shape_file {
+            None => {
+                return plain(
+                    "no --shape_file; parallel warmup needs an explicit shape set, skipping",
+                )
+            }
+            Some((file, false)) => {
+                return plain(format!(
+                "--shape_file {} is missing; parallel warmup needs an explicit shape set, skipping",
+                file.display()
+            ))
+            }
+            Some(_) => {}
+        }
+    }
+    if f.replay_dir_set {
+        return plain("FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR is set; configs are already pinned, nothing to sweep, skipping");
+    }
+    let listed = match &f.devices {
+        Ok(list) => list,
+        Err(why) => return plain(format!("cannot list the devices ({why}); skipping")),
+    };
+    if listed.len() < 2 {
+        return plain(format!(
+            "only {} visible GPU(s); nothing to parallelize, skipping",
+            listed.len()
+        ));
+    }
+    let take = usize::try_from(gpus)
+        .unwrap_or(usize::MAX)
+        .min(listed.len());
+    let devices = listed[..take].to_vec();
+    let dir = f.record_dir.as_ref().map(|d| d.display().to_string());
+    let reason = match &f.prediction {
+        Prediction::Figures {
+            warmup,
+            plain: alone,
+            worth: false,
+        } => {
+            return plain(format!(
+                "the history in {} predicts {warmup:.2} s with the warmup against {alone:.2} s plain, less than 10% saved (--always sweeps anyway); skipping",
+                dir.unwrap_or_default()
+            ))
+        }
+        Prediction::Figures { warmup, plain, .. } => format!(
+            "the history in {} predicts {warmup:.2} s with the warmup against {plain:.2} s plain",
+            dir.unwrap_or_default()
+        ),
+        Prediction::Unusable(why) => format!("no usable history ({why}): the warmup runs"),
+        Prediction::NotAsked => "the warmup runs".to_owned(),
+    };
+    Decision::Sweep {
+        reason: format!("{reason}; sweeping on {}", devices.join(",")),
+        by_history: f.record_dir.is_some() && !f.by_key,
+        devices,
+    }
+}
+
+/// Replay or one process recording, where the harness runs in COMMAND (issue 24): `None` when
+/// neither applies and the plugin's rules decide.
+fn harness_decision(f: &Facts) -> Option<Decision> {
+    if let (Some(dir), Record::Answers, false) = (&f.record_dir, &f.record, f.fresh) {
+        return Some(Decision::Replay {
+            reason: format!(
+                "the record in {} answers op keys for this Triton and device model: COMMAND runs once, replaying it; a key it lacks is tuned live and added (--fresh tunes every key again)",
+                dir.display()
+            ),
+            dir: dir.clone(),
+        });
+    }
+    let one = match (&f.gpus, &f.devices) {
+        (Gpus::Unset, _) => Some("no GPU count".to_owned()),
+        (Gpus::Count(n), _) if *n < 2 => Some(format!("GPU count {n}")),
+        (_, Ok(list)) if list.len() == 1 => Some(format!("one visible GPU ({})", list[0])),
+        _ => None,
+    }?;
+    let (into, dir) = match &f.record_dir {
+        Some(dir) => (
+            format!("into {}, for the next run", dir.display()),
+            Some(dir.clone()),
+        ),
+        None => (
+            "into a folder of its own, which no later run reads (set FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR to keep the record)".to_owned(),
+            None,
+        ),
+    };
+    Some(Decision::Record {
+        reason: format!(
+            "{one}: one device, one process: COMMAND runs once with the harness recording (compile-ahead on) {into}"
+        ),
+        dir,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A run that sweeps: two GPUs asked and listed, a shape file, no harness, no record folder.
+    fn sweeping() -> Facts {
+        Facts {
+            worker: false,
+            gpus: Gpus::Count(2),
+            by_key: false,
+            fresh: false,
+            shape_file: Some(("s.yaml".into(), true)),
+            replay_dir_set: false,
+            devices: Ok(vec!["0".into(), "1".into()]),
+            harness: Err("no harness".into()),
+            record_dir: None,
+            record: Record::Misses("no record".into()),
+            prediction: Prediction::NotAsked,
+        }
+    }
+
+    fn with_harness(mut f: Facts) -> Facts {
+        f.harness = Ok(());
+        f
+    }
+
+    fn answering(mut f: Facts) -> Facts {
+        f.record_dir = Some("/r".into());
+        f.record = Record::Answers;
+        f
+    }
+
+    fn reason(f: &Facts) -> String {
+        let d = decide(f);
+        assert_eq!(d.name(), "plain", "{d:?}");
+        d.reason().to_owned()
+    }
+
+    #[test]
+    fn two_devices_and_a_shape_file_sweep_on_the_devices_asked() {
+        let mut f = sweeping();
+        f.gpus = Gpus::Count(8);
+        f.devices = Ok(vec!["0".into(), "1".into(), "2".into()]);
+        let Decision::Sweep {
+            devices,
+            by_history,
+            ..
+        } = decide(&f)
+        else {
+            panic!("{:?}", decide(&f));
+        };
+        assert_eq!(devices, ["0", "1", "2"]);
+        assert!(!by_history, "no record folder: the robust model");
+        f.gpus = Gpus::Count(2);
+        f.record_dir = Some("/r".into());
+        let Decision::Sweep {
+            devices,
+            by_history,
+            ..
+        } = decide(&f)
+        else {
+            panic!();
+        };
+        assert_eq!((devices.len(), by_history), (2, true));
+    }
+
+    #[test]
+    fn a_worker_child_runs_plain_whatever_else_holds() {
+        let mut f = answering(with_harness(sweeping()));
+        f.worker = true;
+        assert!(reason(&f).contains("warmup child"));
+    }
+
+    #[test]
+    fn gpu_counts_missing_invalid_or_below_two_skip_without_the_harness() {
+        let mut f = sweeping();
+        f.gpus = Gpus::Unset;
+        assert!(reason(&f).contains("no GPU count"));
+        f.gpus = Gpus::Count(1);
+        assert!(reason(&f).contains("below 2"));
+        f.gpus = Gpus::Invalid("abc".into());
+        assert!(reason(&f).contains("'abc' is not a whole number"));
+        // An invalid count from the environment stays a skip even where the harness is.
+        assert!(reason(&with_harness(f)).contains("not a whole number"));
+    }
+
+    #[test]
+    fn no_shape_file_or_a_missing_one_skips_a_shape_mode_run_and_says_which() {
+        let mut f = sweeping();
+        f.shape_file = None;
+        assert!(reason(&f).contains("no --shape_file"));
+        f.shape_file = Some(("gone.yaml".into(), false));
+        assert!(reason(&f).contains("--shape_file gone.yaml is missing"));
+        f.by_key = true;
+        assert_eq!(decide(&f).name(), "sweep", "by-key needs no shape file");
+    }
+
+    #[test]
+    fn a_replay_dir_a_device_listing_error_or_one_device_skips() {
+        let mut f = sweeping();
+        f.replay_dir_set = true;
+        assert!(reason(&f).contains("already pinned"));
+        // A replay run is no harness run either: the record folder is not replayed over it.
+        assert!(reason(&answering(with_harness(f.clone()))).contains("already pinned"));
+        let mut f = sweeping();
+        f.devices = Err("no devices found".into());
+        assert!(reason(&f).contains("cannot list the devices (no devices found)"));
+        f.devices = Ok(vec!["0".into()]);
+        assert!(reason(&f).contains("only 1 visible GPU(s)"));
+    }
+
+    #[test]
+    fn a_history_predicting_under_ten_percent_runs_plain_with_both_figures() {
+        let mut f = sweeping();
+        f.record_dir = Some("/r".into());
+        f.prediction = Prediction::Figures {
+            warmup: 30.0,
+            plain: 31.0,
+            worth: false,
+        };
+        let why = reason(&f);
+        assert!(
+            why.contains("the history in /r predicts 30.00 s with the warmup against 31.00 s plain, less than 10% saved"),
+            "{why}"
+        );
+        f.prediction = Prediction::Figures {
+            warmup: 10.0,
+            plain: 31.0,
+            worth: true,
+        };
+        assert_eq!(decide(&f).name(), "sweep");
+        f.prediction = Prediction::Unusable("no /r/mm.meta.json".into());
+        assert!(decide(&f)
+            .reason()
+            .contains("no usable history (no /r/mm.meta.json)"));
+    }
+
+    #[test]
+    fn a_record_that_answers_is_replayed_once_where_the_harness_is() {
+        let f = answering(with_harness(sweeping()));
+        assert_eq!(
+            decide(&f),
+            Decision::Replay {
+                reason: decide(&f).reason().to_owned(),
+                dir: "/r".into()
+            }
+        );
+        // Before the device and GPU-count rules: one device, no count, no shape file.
+        let mut alone = f.clone();
+        alone.gpus = Gpus::Unset;
+        alone.shape_file = None;
+        alone.devices = Err("none".into());
+        assert_eq!(decide(&alone).name(), "replay");
+        // --fresh tunes again; no harness: the record is only resumed by the sweep's children.
+        let mut fresh = f.clone();
+        fresh.fresh = true;
+        assert_eq!(decide(&fresh).name(), "sweep");
+        assert_eq!(decide(&answering(sweeping())).name(), "sweep");
+        let mut elsewhere = f;
+        elsewhere.record = Record::Misses("made on another GPU".into());
+        assert_eq!(decide(&elsewhere).name(), "sweep");
+    }
+
+    #[test]
+    fn one_device_records_in_one_process_where_the_harness_is() {
+        let mut f = with_harness(sweeping());
+        f.gpus = Gpus::Count(1);
+        f.record_dir = Some("/r".into());
+        let d = decide(&f);
+        assert_eq!(
+            d,
+            Decision::Record {
+                reason: d.reason().to_owned(),
+                dir: Some("/r".into())
+            }
+        );
+        assert!(
+            d.reason().contains("GPU count 1") && d.reason().contains("into /r"),
+            "{d:?}"
+        );
+        f.gpus = Gpus::Count(4);
+        f.devices = Ok(vec!["3".into()]);
+        assert!(decide(&f).reason().contains("one visible GPU (3)"));
+        f.gpus = Gpus::Unset;
+        f.record_dir = None;
+        let Decision::Record { reason, dir: None } = decide(&f) else {
+            panic!("{:?}", decide(&f));
+        };
+        assert!(reason.contains("no later run reads"), "{reason}");
+        // A device listed twice still sweeps, as it always did.
+        f.gpus = Gpus::Count(2);
+        f.devices = Ok(vec!["0".into(), "0".into()]);
+        assert_eq!(decide(&f).name(), "sweep");
+    }
+
+    #[test]
+    fn without_the_harness_one_device_keeps_the_old_skip_rules() {
+        let mut f = sweeping();
+        f.gpus = Gpus::Count(1);
+        f.record_dir = Some("/r".into());
+        f.record = Record::Answers;
+        assert!(reason(&f).contains("below 2"));
+        f.gpus = Gpus::Count(4);
+        f.devices = Ok(vec!["0".into()]);
+        assert!(reason(&f).contains("only 1 visible GPU"));
+    }
+}

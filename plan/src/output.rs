@@ -1,0 +1,261 @@
+//! What warmup-plan prints: shell assignments for a driver to `eval` (`--format sh`, quoted by
+//! toolkit's one shell rule, so a path with spaces or a newline is carried whole), or one JSON
+//! object for people and tests (`--format json`). The names are docs/CONTRACT.md's
+//! ("warmup-plan").
+
+use crate::decision::Decision;
+use crate::discover::Discovery;
+use crate::flags::Warmup;
+use anyhow::{Context, Result};
+use protocol::env as names;
+use std::ffi::{OsStr, OsString};
+use std::io::Write;
+use std::path::Path;
+use toolkit::shell::quote_bytes;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Sh,
+    Json,
+}
+
+#[derive(Debug, Clone)]
+enum Value {
+    Text(OsString),
+    List(Vec<OsString>),
+    Export(OsString),
+}
+
+/// The assignments, in the order they are printed.
+#[derive(Debug, Clone, Default)]
+pub struct Output {
+    entries: Vec<(String, Value)>,
+}
+
+impl Output {
+    pub fn set(&mut self, name: &str, value: impl AsRef<OsStr>) -> &mut Self {
+        self.entries
+            .push((name.to_owned(), Value::Text(value.as_ref().to_os_string())));
+        self
+    }
+
+    pub fn list(&mut self, name: &str, words: Vec<OsString>) -> &mut Self {
+        self.entries.push((name.to_owned(), Value::List(words)));
+        self
+    }
+
+    pub fn export(&mut self, name: &str, value: impl AsRef<OsStr>) -> &mut Self {
+        self.entries.push((
+            name.to_owned(),
+            Value::Export(value.as_ref().to_os_string()),
+        ));
+        self
+    }
+
+    /// `--help`: `decision=help` and the text the driver prints.
+    pub fn help(text: String) -> Output {
+        let mut out = Output::default();
+        out.set("decision", "help").set("text", text);
+        out
+    }
+
+    /// The value of `name`, for tests.
+    pub fn get(&self, name: &str) -> Option<String> {
+        self.entries
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| match v {
+                Value::Text(t) | Value::Export(t) => t.to_string_lossy().into_owned(),
+                Value::List(l) => l
+                    .iter()
+                    .map(|w| w.to_string_lossy().into_owned())
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            })
+    }
+
+    pub fn render(&self, format: Format) -> Vec<u8> {
+        match format {
+            Format::Sh => self.sh(),
+            Format::Json => {
+                let mut object = serde_json::Map::new();
+                let mut env = serde_json::Map::new();
+                let text = |t: &OsString| serde_json::Value::from(t.to_string_lossy().into_owned());
+                for (name, value) in &self.entries {
+                    match value {
+                        Value::Text(t) => {
+                            object.insert(name.clone(), text(t));
+                        }
+                        Value::List(l) => {
+                            object.insert(name.clone(), l.iter().map(text).collect());
+                        }
+                        Value::Export(t) => {
+                            env.insert(name.clone(), text(t));
+                        }
+                    }
+                }
+                object.insert("env".into(), env.into());
+                let mut bytes = serde_json::Value::from(object).to_string().into_bytes();
+                bytes.push(b'\n');
+                bytes
+            }
+        }
+    }
+
+    fn sh(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        for (name, value) in &self.entries {
+            match value {
+                Value::Text(t) => {
+                    out.extend_from_slice(name.as_bytes());
+                    out.push(b'=');
+                    out.extend(quote_bytes(t.as_encoded_bytes()));
+                }
+                Value::Export(t) => {
+                    out.extend_from_slice(b"export ");
+                    out.extend_from_slice(name.as_bytes());
+                    out.push(b'=');
+                    out.extend(quote_bytes(t.as_encoded_bytes()));
+                }
+                Value::List(l) => {
+                    out.extend_from_slice(name.as_bytes());
+                    out.extend_from_slice(b"=(");
+                    for (i, w) in l.iter().enumerate() {
+                        if i > 0 {
+                            out.push(b' ');
+                        }
+                        out.extend(quote_bytes(w.as_encoded_bytes()));
+                    }
+                    out.push(b')');
+                }
+            }
+            out.push(b'\n');
+        }
+        out
+    }
+
+    pub fn write(&self, format: Format) -> Result<()> {
+        let mut stdout = std::io::stdout().lock();
+        stdout
+            .write_all(&self.render(format))
+            .and_then(|()| stdout.flush())
+            .context("writing to stdout")
+    }
+}
+
+fn path(p: &Path) -> OsString {
+    p.as_os_str().to_os_string()
+}
+
+/// scripts/warmup's assignments for `decision`.
+pub fn warmup(args: &Warmup, found: &Discovery, decision: &Decision) -> Output {
+    let mut out = Output::default();
+    out.set("decision", decision.name())
+        .set("reason", decision.reason())
+        .set("op", &found.op)
+        .set(
+            "record_dir",
+            found
+                .facts
+                .record_dir
+                .as_deref()
+                .map(path)
+                .unwrap_or_default(),
+        );
+    match decision {
+        Decision::Plain { .. } => {}
+        Decision::Replay { dir, .. } => {
+            out.export(names::RECORD_DIR, dir)
+                .export(names::RESUME_DIR, dir);
+        }
+        Decision::Record { dir, .. } => {
+            let dir = dir.as_deref().map(path).unwrap_or_default();
+            out.export(names::RECORD_DIR, &dir);
+            if args.fresh {
+                out.export(names::FRESH, "1");
+            } else {
+                out.export(names::RESUME_DIR, &dir);
+            }
+        }
+        Decision::Sweep {
+            devices,
+            by_history,
+            ..
+        } => sweep(&mut out, args, found, devices, *by_history),
+    }
+    out.list("command", args.command.clone());
+    out
+}
+
+fn sweep(out: &mut Output, args: &Warmup, found: &Discovery, devices: &[String], by_history: bool) {
+    let joined = devices.join(",");
+    let mut shard = vec![
+        OsString::from("--shards"),
+        OsString::from(devices.len().to_string()),
+    ];
+    if args.by_key {
+        shard.push("--by-key".into());
+    } else {
+        shard.extend(args.split.argv());
+        match (&found.facts.record_dir, &args.split.costs) {
+            (Some(dir), None) if by_history => {
+                shard.extend([
+                    "--history".into(),
+                    path(dir),
+                    "--devices".into(),
+                    (&joined).into(),
+                ]);
+                if let Some(v) = &found.here.triton {
+                    shard.extend(["--triton".into(), v.into()]);
+                }
+                if let Some(m) = &found.here.device {
+                    shard.extend(["--device-model".into(), m.into()]);
+                }
+            }
+            _ if args.split.strategy.is_none() => {
+                shard.extend(["--strategy".into(), "lpt".into()]);
+            }
+            _ => {}
+        }
+        shard.push("--".into());
+        shard.extend(found.shape_file.as_deref().map(path));
+    }
+    out.set("devices", &joined)
+        .set("shards", devices.len().to_string())
+        .set(
+            "shape_file",
+            found.shape_file.as_deref().map(path).unwrap_or_default(),
+        )
+        .set(
+            "scratch",
+            args.scratch.as_deref().map(path).unwrap_or_default(),
+        )
+        .set("keep", if args.keep { "1" } else { "0" })
+        .set("by_key", if args.by_key { "1" } else { "0" })
+        .set("fresh", if args.fresh { "1" } else { "0" })
+        .list("shard_argv", shard)
+        .list("spawn_argv", args.spawn.argv());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sh_assignments_carry_every_byte_whole() {
+        let mut out = Output::default();
+        out.set("record_dir", "/a dir/with\nnewline")
+            .list("argv", vec!["-x".into(), "it's".into()])
+            .export("NAME", "$HOME");
+        let text = String::from_utf8(out.render(Format::Sh)).expect("utf-8");
+        assert_eq!(
+            text,
+            "record_dir='/a dir/with\nnewline'\nargv=(-x 'it'\\''s')\nexport NAME='$HOME'\n"
+        );
+        let json: serde_json::Value =
+            serde_json::from_slice(&out.render(Format::Json)).expect("json");
+        assert_eq!(json["record_dir"], "/a dir/with\nnewline");
+        assert_eq!(json["env"]["NAME"], "$HOME");
+        assert_eq!(json["argv"][1], "it's");
+    }
+}
