@@ -587,7 +587,7 @@ def test_a_changed_kernel_is_tuned_again_while_the_other_kernels_of_the_op_repla
     line = f"kernel {ADD} changed since {record} was recorded (source or configs differ): its 4 key(s) are"
     assert replay.stderr.count(line) == 1 and f"{line} swept live" in replay.stderr, replay.stderr
 
-    again = cache_session(tmp_path, shapes, folder, script=script)
+    again = cache_session(tmp_path, shapes, folder, script=script, HOME=str(tmp_path / "cold-home"))  # the record alone
     assert again.returncode == 0, again.output
     assert set(again.session["timed"]) == {ADD}, "only the changed kernel is tuned"
     assert again.stderr.count(f"kernel {ADD} changed") == 1 and f"{line} tuned again" in again.stderr
