@@ -12,7 +12,10 @@ warmup-spawn stops a child). Every append and every fold holds `flock` on
 `<dir>/.<op>.lock`, so processes recording one op (pytest-xdist workers, sessions side by side)
 add up; a fold replaces the record atomically (atomic.py) before it removes the journal, so
 `<op>.json` is a valid record at every instant and a key decided before a crash is in one or the
-other. A key decided again replaces its earlier config: the journal is applied in order.
+other. A key decided again replaces its earlier config: the journal is applied in order. An earlier
+record's keys (resume into another folder) come in by one fold, `carry`, not one line each. For its
+whole life a session holds `flock(LOCK_SH)` on `<dir>/.<op>.sessions`, so that warmup-publish
+knows a journal there belongs to a live session and leaves it alone.
 """
 
 from __future__ import annotations
