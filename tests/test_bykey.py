@@ -218,6 +218,11 @@ def test_a_re_run_in_the_same_scratch_starts_from_empty_claims(tmp_path):
         assert set(tuned) == all_keys(SHAPES[:1]) and set(tuned.values()) == {1}
 
 
+# Resume from another folder is a sweep child's (its record is published over the earlier one):
+# such a session tunes in a private FlagGems store, so the fixture's warm store answers nothing.
+CHILD = {"FLAGGEMS_PERF_WARMUP_WORKER": "1"}
+
+
 def resume_setup(tmp_path: Path) -> tuple[Path, Path]:
     """A published record of the first two shapes' keys, and a shape file of all four."""
     part, folder = shape_file(tmp_path, SHAPES[:2], "part.yaml"), tmp_path / "published"
@@ -244,10 +249,10 @@ def test_resume_in_by_key_mode_tunes_only_the_keys_the_earlier_record_lacks(tmp_
 
 def test_resume_in_shape_mode_sweeps_only_the_missing_keys_and_fresh_sweeps_all(tmp_path):
     folder, shapes = resume_setup(tmp_path)
-    full = bench(tmp_path, shapes, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "full"))
+    full = bench(tmp_path, shapes, **CHILD, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "full"))
     missing = bench(tmp_path, shape_file(tmp_path, SHAPES[2:], "rest.yaml"),
-                    FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "rest"))
-    resumed = bench(tmp_path, shapes, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "rec"),
+                    **CHILD, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "rest"))
+    resumed = bench(tmp_path, shapes, **CHILD, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "rec"),
                     WARMUP_HARNESS_RESUME_DIR=str(folder))
     assert resumed.returncode == 0, resumed.output
     assert resumed.session["timed"] == missing.session["timed"] != full.session["timed"]
@@ -255,12 +260,12 @@ def test_resume_in_shape_mode_sweeps_only_the_missing_keys_and_fresh_sweeps_all(
     assert pairs(json.loads((tmp_path / "rec" / "mm.json").read_text())) == all_keys(SHAPES)
     # A run that meets none of the earlier keys still carries them all into its record.
     rest = bench(tmp_path, shape_file(tmp_path, SHAPES[2:], "rest.yaml"),
-                 FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "rest-resumed"),
+                 **CHILD, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "rest-resumed"),
                  WARMUP_HARNESS_RESUME_DIR=str(folder))
     assert rest.session["timed"] == missing.session["timed"]
     assert pairs(json.loads((tmp_path / "rest-resumed" / "mm.json").read_text())) == all_keys(SHAPES)
     assert "resume: 0 key(s) taken from" in rest.stderr and "6 carried into this record" in rest.stderr
-    fresh = bench(tmp_path, shapes, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "fresh"),
+    fresh = bench(tmp_path, shapes, **CHILD, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "fresh"),
                   WARMUP_HARNESS_RESUME_DIR=str(folder), WARMUP_HARNESS_FRESH="1")
     assert fresh.session["timed"] == full.session["timed"]
     assert "WARMUP_HARNESS_FRESH is set: every key is tuned" in fresh.stderr
@@ -268,19 +273,19 @@ def test_resume_in_shape_mode_sweeps_only_the_missing_keys_and_fresh_sweeps_all(
 
 def test_an_earlier_record_of_another_triton_or_device_is_not_resumed(tmp_path):
     folder, shapes = resume_setup(tmp_path)
-    full = bench(tmp_path, shapes, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "full"))
+    full = bench(tmp_path, shapes, **CHILD, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "full"))
     meta_path = folder / "mm.meta.json"
     meta = json.loads(meta_path.read_text())
     for field, value, said in [("triton", "3.2.0", "was recorded with Triton 3.2.0"),
                                ("device", "NVIDIA H200", "was recorded on NVIDIA H200, this process runs on fake 0")]:
         meta_path.write_text(json.dumps({**meta, field: value}))
-        run = bench(tmp_path, shapes, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / f"rec-{field}"),
+        run = bench(tmp_path, shapes, **CHILD, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / f"rec-{field}"),
                     WARMUP_HARNESS_RESUME_DIR=str(folder))
         assert run.returncode == 0, run.output
         assert run.session["timed"] == full.session["timed"], field
         assert said in run.stderr and "tuned again" in run.stderr or "every key is tuned" in run.stderr
     meta_path.unlink()
-    run = bench(tmp_path, shapes, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "rec-none"),
+    run = bench(tmp_path, shapes, **CHILD, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "rec-none"),
                 WARMUP_HARNESS_RESUME_DIR=str(folder))
     assert run.session["timed"] == full.session["timed"] and "are unknown, every key is tuned" in run.stderr
 

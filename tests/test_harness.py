@@ -13,6 +13,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -71,15 +72,15 @@ def bench_env(work: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-def bench_command(shapes: Path, *opts: str, plugin: bool = True) -> list[str]:
+def bench_command(shapes: Path, *opts: str, plugin: bool = True, script: Path = BENCH) -> list[str]:
     load = ["-p", "warmup_harness"] if plugin else []
-    return [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *load, str(BENCH),
+    return [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *load, str(script),
             "--shape_file", str(shapes), *opts]
 
 
-def bench(work: Path, shapes: Path, *opts: str, plugin: bool = True, **env: str) -> Run:
-    proc = subprocess.run(bench_command(shapes, *opts, plugin=plugin), env=bench_env(work, **env), cwd=work,
-                          capture_output=True, text=True, timeout=HANG)
+def bench(work: Path, shapes: Path, *opts: str, plugin: bool = True, script: Path = BENCH, **env: str) -> Run:
+    proc = subprocess.run(bench_command(shapes, *opts, plugin=plugin, script=script), env=bench_env(work, **env),
+                          cwd=work, capture_output=True, text=True, timeout=HANG)
     return Run(proc, work / "trace.jsonl")
 
 
@@ -126,7 +127,7 @@ def test_record_writes_each_kernels_decisions_under_its_module_and_the_tuners_ow
     launches = launched(run.session)
     for m, n, k in SHAPES:
         assert launches[PLAIN_MM, (m, n, k)] == config_launched_as(records[PLAIN_MM][json.dumps([m, n, k, *f16])])
-    assert run.session["env"]["FLAGGEMS_DB_URL"] == "sqlite:///:memory:"
+    assert "FLAGGEMS_DB_URL" not in run.session["env"], "not a sweep child: FlagGems' own store"
     assert any("record mode, op mm" in ln for ln in run.harness_lines()), run.stderr
     assert any("recorded 12 key(s) of 3 kernel(s)" in ln for ln in run.harness_lines()), run.stderr
 
@@ -176,7 +177,7 @@ def test_a_journal_a_dead_process_left_is_folded_into_the_record_at_the_next_sta
     assert records["m:k"] == {"[1]": {"kwargs": {"B": 2}}} and records["m:j"] == {"[7]": {"kwargs": {"B": 7}}}
     assert len(records) == 5  # and the session's own three kernels
     assert json.loads((folder / "mm.meta.json").read_text())["tune_seconds"]["m:k"] == {"[1]": 1.5}
-    assert sorted(p.name for p in folder.iterdir()) == [".mm.lock", "mm.json", "mm.meta.json"]
+    assert sorted(p.name for p in folder.iterdir()) == [".mm.lock", ".mm.sessions", "mm.json", "mm.meta.json"]
 
 
 def test_replay_pins_the_keys_a_killed_record_session_left_in_its_journal(recorded, tmp_path):
@@ -452,9 +453,9 @@ def test_importing_the_plugin_changes_no_variable_and_the_session_is_a_registere
                               env=bench_env(tmp_path, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "rec")))
     assert imported.stdout.strip() == "None", imported.stdout + imported.stderr
     run = bench(tmp_path, shape_file(tmp_path, SHAPES[:1]), "--trace-config",
-                FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "rec"))
+                FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "rec"), FLAGGEMS_PERF_WARMUP_WORKER="1")
     assert run.returncode == 0, run.output
-    assert run.session["env"]["FLAGGEMS_DB_URL"] == "sqlite:///:memory:"  # set by the time conftests ran
+    assert run.session["env"]["FLAGGEMS_DB_URL"] == "sqlite:///:memory:"  # a child's: set by the time conftests ran
     assert "PLUGIN registered: <warmup_harness.session.Session object" in run.output
 
 
@@ -479,28 +480,126 @@ def test_without_protocol_variables_the_plugin_changes_nothing(tmp_path):
         assert with_plugin.session[key] == without.session[key], key
 
 
-def test_each_process_sweeps_from_scratch_unless_the_user_chose_a_store(tmp_path):
+def test_a_key_flaggems_own_store_holds_is_recorded_not_swept_outside_a_sweep_child(tmp_path):
     shapes = shape_file(tmp_path, SHAPES)
-    warm = bench(tmp_path, shapes, plugin=False)  # fills the LibTuner-like tuner's default store
+    warm = bench(tmp_path, shapes, plugin=False)  # fills the LibTuner-like tuner's own store under $HOME
     assert warm.session["timed"][STORE_MM] > 0
     assert list((tmp_path / "home").rglob("tuned.db"))
 
-    fresh = bench(tmp_path, shapes, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "fresh"))
-    assert fresh.session["timed"] == warm.session["timed"], "a warm store short-cut the sweep"
-    assert "sqlite:///:memory:, private and empty" in fresh.stderr
+    # Not a sweep child, FLAGGEMS_DB_URL unset: FlagGems' own store answers, as without the harness.
+    own = bench(tmp_path, shapes, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "own"))
+    assert own.returncode == 0, own.output
+    assert STORE_MM not in own.session["timed"] and own.session["timed"][PLAIN_MM] > 0
+    assert "FLAGGEMS_DB_URL" not in own.session["env"]
+    assert "FlagGems' config store: its own (FLAGGEMS_DB_URL unset)" in own.stderr
+    recorded = json.loads((tmp_path / "own" / "mm.json").read_text())
+    assert len(recorded[STORE_MM]) == 4, "what the store answered is recorded"
+    seconds = json.loads((tmp_path / "own" / "mm.meta.json").read_text())["tune_seconds"]
+    assert set(seconds[STORE_MM].values()) == {None}
+    assert all(isinstance(s, float) for s in seconds[PLAIN_MM].values())
+
+    # A sweep child, and a fresh session, tune in a private store: the warm one answers nothing.
+    for name, extra, why in [("child", {"FLAGGEMS_PERF_WARMUP_WORKER": "1"}, "a sweep child"),
+                             ("fresh", {"WARMUP_HARNESS_FRESH": "1"}, "WARMUP_HARNESS_FRESH is set")]:
+        run = bench(tmp_path, shapes, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / name), **extra)
+        assert run.returncode == 0, run.output
+        assert run.session["timed"] == warm.session["timed"], f"{name}: a warm store short-cut the sweep"
+        assert run.session["env"]["FLAGGEMS_DB_URL"] == "sqlite:///:memory:"
+        assert f"sqlite:///:memory:, private and empty, as {why}" in run.stderr
 
     db = next((tmp_path / "home").rglob("tuned.db"))
     chosen = bench(tmp_path, shapes, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "chosen"),
-                   FLAGGEMS_DB_URL=f"sqlite:///{db}")
+                   FLAGGEMS_DB_URL=f"sqlite:///{db}", FLAGGEMS_PERF_WARMUP_WORKER="1")
     assert STORE_MM not in chosen.session["timed"]
     assert f"FLAGGEMS_DB_URL=sqlite:///{db} as you set it" in chosen.stderr
     # What the chosen store answered is recorded all the same, as the sweep would have recorded it
     # (no "pre_hook": null from the store's rebuilt configs), so that it replays.
     records = json.loads((tmp_path / "chosen" / "mm.json").read_text())
     swept = json.loads((tmp_path / "fresh" / "mm.json").read_text())
-    assert records[STORE_MM] == swept[STORE_MM] and len(records[STORE_MM]) == 4
+    assert records[STORE_MM] == swept[STORE_MM] == recorded[STORE_MM] and len(records[STORE_MM]) == 4
     replay = bench(tmp_path, shapes, FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR=str(tmp_path / "chosen"))
     assert replay.returncode == 0 and "replayed 12, swept 0 live" in replay.stderr, replay.output
+
+
+def fixture_copy(work: Path) -> Path:
+    """A copy of the fixture benchmark whose kernels a test may edit; returns its bench_ops.py."""
+    to = work / "fixture"
+    shutil.copytree(BENCH.parent, to, ignore=shutil.ignore_patterns("__pycache__"))
+    return to / "bench_ops.py"
+
+
+def edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert text.count(old) == 1, old
+    path.write_text(text.replace(old, new))
+
+
+def cache_session(work: Path, shapes: Path, folder: Path, **env: str) -> Run:
+    """The record as a cache: one record session whose earlier record is its own (RECORD_DIR and
+    RESUME_DIR one folder)."""
+    return bench(work, shapes, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(folder), WARMUP_HARNESS_RESUME_DIR=str(folder),
+                 **env)
+
+
+def test_a_re_run_of_the_cache_session_with_a_full_record_tunes_nothing_and_writes_nothing(tmp_path):
+    shapes = shape_file(tmp_path, SHAPES)
+    folder = tmp_path / "rec"
+    first = cache_session(tmp_path, shapes, folder)
+    assert first.returncode == 0, first.output
+    assert "does not exist yet: every key is tuned" in first.stderr and "recorded 12 key(s)" in first.stderr
+    files = {name: (folder / name).stat() for name in ("mm.json", "mm.meta.json")}
+
+    # FlagGems' store cold (another home): the record alone answers every key.
+    again = cache_session(tmp_path, shapes, folder, HOME=str(tmp_path / "cold-home"))
+    assert again.returncode == 0, again.output
+    assert again.session["timed"] == {}, "a key was tuned"
+    assert launched(again.session) == launched(first.session)
+    for name, before in files.items():
+        now = (folder / name).stat()
+        assert (now.st_ino, now.st_mtime_ns) == (before.st_ino, before.st_mtime_ns), f"{name} was rewritten"
+    assert not (folder / ".mm.journal").exists()
+    assert "resume: 12 key(s) taken from" in again.stderr and "this session's record: nothing carried" in again.stderr
+    assert "recorded 0 key(s)" in again.stderr
+
+    # FlagGems' own store warm too (its keys answered there first): they are the record's already.
+    warm = cache_session(tmp_path, shapes, folder)
+    assert warm.returncode == 0 and warm.session["timed"] == {}, warm.output
+    now = (folder / "mm.json").stat()
+    assert (now.st_ino, now.st_mtime_ns) == (files["mm.json"].st_ino, files["mm.json"].st_mtime_ns)
+
+
+def test_a_changed_kernel_is_tuned_again_while_the_other_kernels_of_the_op_replay(tmp_path):
+    script = fixture_copy(tmp_path)
+    shapes = shape_file(tmp_path, SHAPES)
+    folder = tmp_path / "rec"
+    first = cache_session(tmp_path, shapes, folder, script=script)
+    assert first.returncode == 0, first.output
+    before = json.loads((folder / "mm.meta.json").read_text())["kernels"]
+    assert set(before) == {PLAIN_MM, STORE_MM, ADD} and all(len(v) == 32 for v in before.values())
+    # One config more for add_kernel, on the line that holds its list: no other kernel moves.
+    edit(script.parent / "kernels_plain.py", "for b in (128, 256, 512, 1024)", "for b in (128, 256, 512, 1024, 2048)")
+    record = folder / "mm.json"
+
+    replay = bench(tmp_path, shapes, script=script, FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR=str(folder))
+    assert replay.returncode == 0, replay.output
+    assert set(replay.session["timed"]) == {ADD}
+    assert "op mm: replayed 8, swept 4 live" in replay.stderr
+    line = f"kernel {ADD} changed since {record} was recorded (source or configs differ): its 4 key(s) are"
+    assert replay.stderr.count(line) == 1 and f"{line} swept live" in replay.stderr, replay.stderr
+
+    again = cache_session(tmp_path, shapes, folder, script=script, HOME=str(tmp_path / "cold-home"))  # the record alone
+    assert again.returncode == 0, again.output
+    assert set(again.session["timed"]) == {ADD}, "only the changed kernel is tuned"
+    assert again.stderr.count(f"kernel {ADD} changed") == 1 and f"{line} tuned again" in again.stderr
+    assert "resume: 8 key(s) taken from" in again.stderr
+    after = json.loads((folder / "mm.meta.json").read_text())["kernels"]
+    assert after[ADD] != before[ADD] and {k: after[k] for k in (PLAIN_MM, STORE_MM)} == \
+        {k: before[k] for k in (PLAIN_MM, STORE_MM)}
+    assert sum(map(len, json.loads(record.read_text()).values())) == 12
+
+    third = cache_session(tmp_path, shapes, folder, script=script)
+    assert third.returncode == 0 and third.session["timed"] == {}, third.output
+    assert "changed since" not in third.stderr
 
 
 def test_installed_harness_loads_through_its_entry_point_alone(tmp_path):

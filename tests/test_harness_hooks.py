@@ -80,7 +80,8 @@ def test_a_tuner_that_saves_and_restores_its_store_keeps_the_store_not_the_view(
 
 def test_record_policy_sees_each_new_key_once_with_the_tuners_winner(hooks):
     decided = []
-    hooks(policies.Recorder(lambda kernel, key, config, seconds: decided.append((kernel, key, config, seconds))))
+    hooks(policies.Recorder(lambda kernel, key, config, seconds, fingerprint:
+                            decided.append((kernel, key, config, seconds))))
     tuner = make_tuner()
     for n in (10, 10, 20):
         tuner.run(object(), n)
@@ -257,3 +258,147 @@ def test_a_sidecar_written_by_two_processes_holds_the_longest_start_up_and_the_s
         out.close()
     meta = json.loads((tmp_path / "mm.meta.json").read_text())
     assert meta["startup_seconds"] == 2.0 and meta["compile_seconds"] == 7.0
+
+
+def test_a_journal_line_cut_short_in_the_middle_loses_only_that_line(tmp_path):
+    from warmup_harness import writer
+
+    whole = json.dumps({"kernel": "k", "key": "[1]", "config": {"kwargs": {"B": 1}}, "seconds": 1.0}) + "\n"
+    # A sibling killed mid-append left its line without a newline; this process appends after it.
+    (tmp_path / ".mm.journal").write_text(whole + '{"kernel": "k", "key": "[2]", "con')
+    (tmp_path / "mm.json").write_text(json.dumps({"big": {f"[{i}]": {"kwargs": {}} for i in range(50000)}}))
+    out = writer.RecordWriter(tmp_path, "mm", lambda: "dev")  # a record over 1 MiB: the keys wait in the journal
+    out.add("k", "[3]", {"kwargs": {"B": 3}}, 0.5)
+    lines = (tmp_path / ".mm.journal").read_text().splitlines()
+    assert lines[1] == '{"kernel": "k", "key": "[2]", "con', "the append was glued onto the cut line"
+    assert [(k, key) for k, key, *_ in writer.journal_entries((tmp_path / ".mm.journal").read_bytes())] == \
+        [("k", "[1]"), ("k", "[3]")]
+    out.close()
+    folded = json.loads((tmp_path / "mm.json").read_text())
+    assert folded["k"] == {"[1]": {"kwargs": {"B": 1}}, "[3]": {"kwargs": {"B": 3}}}
+
+
+def test_a_record_session_holds_a_shared_lock_on_its_sessions_file_while_it_lives(tmp_path):
+    import fcntl
+    import os
+    import stat
+
+    from warmup_harness import writer
+
+    out = writer.RecordWriter(tmp_path, "mm", lambda: "dev")
+    out.open()
+    sessions = tmp_path / ".mm.sessions"
+    assert stat.S_IMODE(sessions.stat().st_mode) & 0o7777 == 0o644 & ~_umask()
+    fd = os.open(sessions, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)  # another session may be live beside it
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        with pytest.raises(BlockingIOError):  # warmup-publish's test: a session is live
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        out.add("k", "[1]", {"kwargs": {}}, 0.1)
+        out.close()  # folded, but the session lives on until it is released
+        with pytest.raises(BlockingIOError):
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        out.release()
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    finally:
+        os.close(fd)
+    assert sessions.exists(), "the sessions file is never removed"
+
+
+def _umask() -> int:
+    import os
+
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+EARLIER_KEYS = 3000
+
+
+def earlier_record(folder, keys: int = EARLIER_KEYS, device: str = "dev") -> None:
+    """An earlier record of `keys` keys of one kernel, and its sidecar (this Triton, `device`)."""
+    folder.mkdir(exist_ok=True)
+    kernel = f"{__name__}:body"
+    record = {kernel: {f"[{i}]": configs.config_record(triton.Config({"BLOCK": 64}, num_warps=4))
+                       for i in range(keys)}}
+    (folder / "mm.json").write_text(json.dumps(record))
+    meta = {"format": "warmup-harness-meta", "version": 1, "op": "mm", "triton": triton.__version__,
+            "device": device, "tune_seconds": {kernel: {key: 0.25 for key in record[kernel]}}}
+    (folder / "mm.meta.json").write_text(json.dumps(meta))
+
+
+def resumed_session(hooks, record_dir, resume_dir, monkeypatch):
+    """A record session's writer and policy with resume, as session.py builds them, and a list of
+    every file write (path name, bytes) the record writer makes from then on."""
+    from warmup_harness import atomic, keyed, writer
+
+    record_dir.mkdir(exist_ok=True)
+    out = writer.RecordWriter(record_dir, "mm", lambda: "dev")
+    out.open()
+    settings = {"WARMUP_HARNESS_RESUME_DIR": str(resume_dir)}
+    policy = keyed.start(settings.get, "mm", out, lambda: "dev", lambda line: None)
+    hooks(policy)
+    written = []
+    real = atomic.write_bytes
+    monkeypatch.setattr(atomic, "write_bytes",
+                        lambda path, data: (written.append((path.name, len(data))), real(path, data))[1])
+    return out, policy, written
+
+
+def test_resume_from_another_folder_carries_its_keys_in_one_write_however_many(tmp_path, hooks, monkeypatch):
+    earlier_record(tmp_path / "earlier")
+    out, policy, written = resumed_session(hooks, tmp_path / "rec", tmp_path / "earlier", monkeypatch)
+    tuner = make_tuner()
+    tuner.run(object(), 10)  # a key the earlier record holds: pinned, and every earlier key carried
+    record_bytes = (tmp_path / "earlier" / "mm.json").stat().st_size
+    assert [name for name, _ in written] == ["mm.json", "mm.meta.json"], "one write of each, not one per key"
+    assert sum(size for _, size in written) < 4 * record_bytes
+    assert not (tmp_path / "rec" / ".mm.journal").exists()
+    tuner.run(object(), EARLIER_KEYS + 1)  # a key it lacks: tuned and recorded
+    out.close()
+    record = json.loads((tmp_path / "rec" / "mm.json").read_text())[f"{__name__}:body"]
+    assert len(record) == EARLIER_KEYS + 1
+    meta = json.loads((tmp_path / "rec" / "mm.meta.json").read_text())
+    assert meta["tune_seconds"][f"{__name__}:body"]["[2999]"] == 0.25, "the earlier seconds come with the keys"
+    assert policy.carried_keys == EARLIER_KEYS and out.seconds < 0.25 * 10
+
+
+def test_resume_from_its_own_folder_writes_nothing_for_the_keys_it_holds(tmp_path, hooks, monkeypatch):
+    earlier_record(tmp_path / "rec")
+    out, policy, written = resumed_session(hooks, tmp_path / "rec", tmp_path / "rec", monkeypatch)
+    tuner = make_tuner()
+    for n in (10, 20, 2999):
+        tuner.run(object(), n)
+    out.close()
+    assert written == [] and not (tmp_path / "rec" / ".mm.journal").exists()
+    assert out.folds == 0 and len(policy.resumed) == 3 and policy.same_folder
+    assert tuner.fn.launches[-1]["BLOCK"] == 64
+
+
+def jit_kernel(folder, name: str, source: str):
+    """A triton.jit function whose body is `source`, in a module file of its own."""
+    import importlib.util
+
+    path = folder / f"{name}.py"
+    path.write_text(f"import triton\n\n\n@triton.jit\ndef kernel(x, n):\n    {source}\n")
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.kernel
+
+
+def test_a_kernels_fingerprint_follows_its_source_and_its_configs_in_order(tmp_path):
+    def tuner(fn, blocks):
+        return Autotuner(fn, ["x", "n"], [triton.Config({"BLOCK": b}, num_warps=4) for b in blocks], ["n"], None, None)
+
+    one, same, other = (jit_kernel(tmp_path, name, body) for name, body in
+                        (("one", "pass"), ("same", "pass"), ("other", "x = n + 1")))
+    base = configs.fingerprint(tuner(one, (64, 128)))
+    assert isinstance(base, str) and len(base) == 32
+    assert configs.fingerprint(tuner(same, (64, 128))) == base, "the same source and configs"
+    assert configs.fingerprint(tuner(other, (64, 128))) != base, "another source"
+    assert configs.fingerprint(tuner(one, (128, 64))) != base, "the configs in another order"
+    assert configs.fingerprint(tuner(one, (64, 128, 256))) != base, "another config"
+    assert configs.fingerprint(make_tuner()) is None, "no triton.jit function under it: nothing to compare"

@@ -93,7 +93,7 @@ def test_a_key_whose_pruning_leaves_one_config_is_recorded_and_replayed(hooks):
     # decision still goes through the tuner's store, so it is recorded and replayed as any other.
     one = {"early_config_prune": lambda configs, nargs, **kw: configs[1:2]}
     decided, timed = [], []
-    hooks(policies.Recorder(lambda kernel, key, config, seconds: decided.append((kernel, key, config))))
+    hooks(policies.Recorder(lambda kernel, key, config, seconds, fingerprint: decided.append((kernel, key, config))))
     tuner = counting_tuner(timed, prune_configs_by=one)
     tuner.run(object(), 10)
     assert decided == [(KERNEL, "[10]", config_record(tuner.configs[1]))]
@@ -121,7 +121,7 @@ def test_a_key_name_that_is_not_an_argument(hooks):
             make()
         return
     decided = []
-    hooks(policies.Recorder(lambda kernel, key, config, seconds: decided.append((kernel, key, config))))
+    hooks(policies.Recorder(lambda kernel, key, config, seconds, fingerprint: decided.append((kernel, key, config))))
     make().run(object(), 10)
     assert [(k, key) for k, key, _ in decided] == [(KERNEL, "[10]")]
     replayer = hooks(policies.Replayer({KERNEL: {"[10]": config_record(configs[1])}}, "rec/mm.json",

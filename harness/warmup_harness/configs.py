@@ -1,11 +1,13 @@
 """What the record holds for a tuner: its kernel's id, its key and its config, each as text that is
 the same in every process importing the same code (docs/CONTRACT.md, "Record mode").
 
-Standard library only: a config is read through `vars`, whatever Triton version made it.
+Standard library only: a config is read through `vars`, whatever Triton version made it (a
+kernel's fingerprint imports triton_private when it is asked for).
 """
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 import json
 from typing import Any
@@ -36,6 +38,21 @@ def config_record(config: Any) -> dict:
     plain = {name: value for name, value in vars(config).items()
              if name != "pre_hook" and not callable(value)}
     return json.loads(json.dumps(plain, default=repr))
+
+
+def fingerprint(tuner: Any) -> str | None:
+    """The kernel as FlagGems keys its store (`LibTuner.kernel_hash`): sha256, 32 hex digits, of the
+    cache key of the `triton.jit` function under the tuner (its source and what it calls) and the
+    tuner's configs, in order, each as `config_text`. None where there is none to take (no
+    JITFunction under the tuner, a Triton without the names used): such a kernel is trusted."""
+    try:
+        from .triton_private import jit_function
+
+        key = jit_function(tuner).cache_key
+        texts = [config_text(config_record(config)) for config in tuner.configs]
+    except Exception:
+        return None
+    return hashlib.sha256("\n".join([key, *texts]).encode("utf-8")).hexdigest()[:32]
 
 
 def config_text(record: dict) -> str:

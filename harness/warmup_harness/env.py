@@ -36,6 +36,10 @@ INI_SETTINGS = {
 # FlagGems keeps tuned configs in this database and reuses its rows instead of sweeping.
 FLAGGEMS_DB_URL = "FLAGGEMS_DB_URL"
 PRIVATE_DB_URL = "sqlite:///:memory:"
+# `1` in every sweep child warmup-spawn starts; such a child tunes in a private store.
+WARMUP_WORKER = "FLAGGEMS_PERF_WARMUP_WORKER"
+# Tune every key (resume.py reads it too); such a session tunes in a private store.
+FRESH = "WARMUP_HARNESS_FRESH"
 
 
 class ProtocolError(Exception):
@@ -134,23 +138,35 @@ def miss_policy(option: str | None, raw: str | None) -> MissPolicy:
 
 
 def isolate_stores(environ: MutableMapping[str, str]) -> str:
-    """Gives this process a private, empty FlagGems config store unless the user chose one.
+    """Says which FlagGems config store this session uses, giving it a private, empty one where the
+    sweep needs it; returns the line that says which and why.
 
-    FlagGems reads FLAGGEMS_DB_URL once, when it is first imported, and silently reuses the rows it
-    finds: a warm database turns a sweep into a lookup, and several processes writing one SQLite
-    file at once is unsafe. This must run before FlagGems is imported, so the plugin calls it from
-    pytest_load_initial_conftests, before any conftest. Returns the line that says what was done.
+    FlagGems reads FLAGGEMS_DB_URL once, when it is first imported, and reuses the rows it finds.
+    A store the user chose is kept. Otherwise a sweep child (FLAGGEMS_PERF_WARMUP_WORKER=1) gets
+    `sqlite:///:memory:`, since its siblings would write one SQLite file at once, and so does a
+    WARMUP_HARNESS_FRESH session, which must not be answered by earlier rows; every other session
+    leaves the variable alone, so FlagGems uses its own store as it does without the harness, and
+    a key that store answers is recorded, not swept. This must run before FlagGems is imported, so
+    the plugin calls it from pytest_load_initial_conftests, before any conftest.
     """
     chosen = _value(environ, FLAGGEMS_DB_URL)
     if chosen:
         return (
             f"FlagGems' config store: {FLAGGEMS_DB_URL}={chosen} as you set it; configs it holds "
-            f"are reused, not swept"
+            f"are recorded, not swept"
+        )
+    if _value(environ, WARMUP_WORKER) == "1":
+        why = f"a sweep child ({WARMUP_WORKER}=1): its siblings would write one SQLite file at once"
+    elif _value(environ, FRESH).lower() in ("1", "true", "yes"):
+        why = f"{FRESH} is set: a fresh sweep is not answered by earlier rows"
+    else:
+        return (
+            f"FlagGems' config store: its own ({FLAGGEMS_DB_URL} unset), as FlagGems uses it without "
+            f"the harness: a key it holds is recorded, not swept"
         )
     environ[FLAGGEMS_DB_URL] = PRIVATE_DB_URL
     return (
-        f"FlagGems' config store: {FLAGGEMS_DB_URL}={PRIVATE_DB_URL}, private and empty: no "
-        f"config from an earlier run answers a key"
+        f"FlagGems' config store: {FLAGGEMS_DB_URL}={PRIVATE_DB_URL}, private and empty, as {why}"
     )
 
 

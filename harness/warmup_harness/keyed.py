@@ -3,8 +3,9 @@
 A `Recorder` (policies.py) records every decision the tuner makes. `KeyedRecorder` first asks, at
 each new key, whether this process should tune it at all:
 
-1. a key the earlier record answers (resume) is pinned to that config; the earlier record's keys
-   are all carried into this record at the first such key;
+1. a key the earlier record answers (resume) is pinned to that config, unless its kernel changed
+   since (the sidecar's fingerprint differs); the earlier record's keys are all carried into this
+   record at the first key, in one write, unless the earlier record is this one;
 2. by-key: a key another child published a winner for is pinned to it, not recorded (that child's
    record holds it; a winner an earlier run of this same shard published is recorded again, as
    that run's record was cleared); a key a live child holds is launched on the tuner's first config, untimed and
@@ -18,11 +19,13 @@ it through `start` and says its lines.
 
 from __future__ import annotations
 
+import os
 import time
+from pathlib import Path
 from typing import Any, Callable
 
 from . import claims as claims_mod
-from . import resume
+from . import records, resume
 from .configs import config_record, config_text, key_text
 from .policies import Recorder
 from .store import TunerState, remember
@@ -42,15 +45,16 @@ class Untimed:
 
 
 class KeyedRecorder(Recorder):
-    def __init__(self, add: Callable[[str, str, dict, float | None], None],
-                 carry: Callable[[str, str, dict, float | None], None],
-                 claims: claims_mod.Claims | None, earlier: resume.Earlier | None,
-                 device_name: Callable[[], str | None], say: Callable[[str], None], record_dir: str):
-        super().__init__(add)
-        self._record_dir = record_dir  # this process's record folder, named in the winners it publishes
-        self._carry = carry  # records a key not tuned here, its seconds not counted as this run's
+    def __init__(self, writer: Any, claims: claims_mod.Claims | None, earlier: resume.Earlier | None,
+                 device_name: Callable[[], str | None], say: Callable[[str], None], same_folder: bool = False):
+        super().__init__(writer.add)
+        self._writer = writer  # writer.RecordWriter
+        self._record_dir = str(writer.directory)  # this process's record folder, named in the winners it publishes
         self.claims = claims
         self.earlier = earlier
+        self.same_folder = same_folder  # the earlier record is the one this session writes
+        self._changed: dict[str, bool] = {}  # kernel -> its fingerprint differs from the earlier record's
+        self.carried_keys = 0
         self._device_name = device_name
         self._say = say
         self.opening: list[str] = []
@@ -66,6 +70,7 @@ class KeyedRecorder(Recorder):
 
     # The store view's policy (store.Policy).
     def contains(self, tuner, state, key, raw):
+        self._begin_resume()  # the earlier keys are carried before a store answers any key
         if key in raw:
             return True
         text = key_text(key)
@@ -108,16 +113,49 @@ class KeyedRecorder(Recorder):
             remember(state.pinned, key, config)
         return config
 
-    def _resume(self, tuner: Any, state: TunerState, key: Any, text: str) -> bool:
+    def _carry(self, tuner: Any, state: TunerState, text: str, config: dict, seconds: Any) -> None:
+        """Records a key not tuned here; its seconds are not counted as this run's."""
+        self._writer.add(state.kernel, text, config, seconds, state.fingerprint(tuner))
+        self._writer.seconds -= seconds or 0.0
+
+    def _begin_resume(self) -> bool:
+        """Whether the earlier record answers keys here (its device is this one, asked at the first
+        key); the first time it does, its keys go into this record, whole and in one write, so that
+        publishing this record (even after a stop) loses none of them. Nothing to carry when it is
+        this record."""
         if self.earlier is None or not self.earlier.usable(self._device_name, self.notes):
             return False
         if not self.carried:
-            # The earlier record's keys go into this record whole, so that publishing it (even
-            # after a stop) loses none of them; met or not, each is the earlier run's.
             self.carried = True
-            for kernel, text_, config, seconds in self.earlier.pairs():
-                self._carry(kernel, text_, config, seconds)
-                self._recorded[kernel, text_] = config_text(config)
+            if not self.same_folder:
+                self.carried_keys = self._writer.carry(self.earlier.entries())
+        return True
+
+    def _kernel_changed(self, tuner: Any, state: TunerState) -> bool:
+        """Whether the earlier record's keys of this kernel were tuned for another version of it
+        (its fingerprint differs); said once per kernel."""
+        changed = self._changed.get(state.kernel)
+        if changed is None:
+            line = None
+            if state.kernel in self.earlier.kernels:
+                line = records.changed(self.earlier.kernels, state.kernel, state.fingerprint(tuner), self.earlier.path,
+                                       len(self.earlier.records.get(state.kernel, {})), "tuned again")
+            changed = self._changed[state.kernel] = line is not None
+            if line is not None:
+                self.notes.append(line)
+                self._writer.explained.add(state.kernel)  # the writer's drop of them needs no line more
+        return changed
+
+    def _has(self, tuner: Any, state: TunerState, text: str) -> str | None:
+        # A config a store answered that the earlier record holds already is not written again.
+        if not self._begin_resume() or self._kernel_changed(tuner, state):
+            return None
+        found = self.earlier.lookup(state.kernel, text)
+        return config_text(found[0]) if found is not None else None
+
+    def _resume(self, tuner: Any, state: TunerState, key: Any, text: str) -> bool:
+        if not self._begin_resume() or self._kernel_changed(tuner, state):
+            return False
         found = self.earlier.lookup(state.kernel, text)
         if found is None:
             return False
@@ -161,7 +199,7 @@ class KeyedRecorder(Recorder):
             # Published by an earlier run of this shard (warmup-spawn --only), whose record was
             # cleared when this one started: recorded again, or no record would hold it.
             seconds = winner.get("seconds")
-            self._carry(state.kernel, text, winner["config"], seconds if isinstance(seconds, (int, float)) else None)
+            self._carry(tuner, state, text, winner["config"], seconds if isinstance(seconds, (int, float)) else None)
             self._recorded[state.kernel, text] = config_text(winner["config"])
             remember(state.recorded, key)
         return True
@@ -176,9 +214,9 @@ class KeyedRecorder(Recorder):
                 f"{len(waited)} launched untimed on the first config while another child tuned them "
                 f"(not recorded here); claims in {self.claims.folder}")
         if self.earlier is not None:
-            carried = sum(len(v) for v in self.earlier.records.values()) if self.carried else 0
-            lines.append(f"resume: {len(self.resumed)} key(s) taken from {self.earlier.path}, not tuned again; "
-                         f"{carried} carried into this record")
+            held = ("it is this session's record: nothing carried" if self.same_folder
+                    else f"{self.carried_keys} carried into this record")
+            lines.append(f"resume: {len(self.resumed)} key(s) taken from {self.earlier.path}, not tuned again; {held}")
         return lines + self.notes
 
 
@@ -199,10 +237,14 @@ def start(setting: Callable[[str], str | None], op: str, writer: Any, device_nam
             say(line)
         return None
 
-    def carry(kernel: str, key: str, config: dict, seconds: float | None) -> None:
-        writer.add(kernel, key, config, seconds)
-        writer.seconds -= seconds or 0.0  # tuned by an earlier run, not this one
-
-    policy = KeyedRecorder(writer.add, carry, claims, earlier, device_name, say, str(writer.directory))
+    same = earlier is not None and _same_folder(earlier.path.parent, writer.directory)
+    policy = KeyedRecorder(writer, claims, earlier, device_name, say, same_folder=same)
     policy.opening = opening
     return policy
+
+
+def _same_folder(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return a.resolve() == b.resolve()

@@ -4,37 +4,49 @@ where a recorded one is pinned."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any, Callable
 
+from . import records
 from .configs import config_record, config_text, key_text
 from .store import Policy, TunerState, remember
 
 
 class Recorder(Policy):
-    """Record mode: every decision goes to the writer, with the seconds its sweep took."""
+    """Record mode: every decision goes to the writer, with the seconds its sweep took and the
+    kernel's fingerprint."""
 
-    def __init__(self, add: Callable[[str, str, dict, float | None], None]):
+    def __init__(self, add: Callable[[str, str, dict, float | None, str | None], None]):
         super().__init__()
         self._add = add
         self._recorded: dict[tuple[str, str], str] = {}
 
-    def _record(self, state: TunerState, text: str, config: Any, seconds: float | None) -> None:
+    def _has(self, tuner: Any, state: TunerState, text: str) -> str | None:
+        """The config text the record holds for this key already (resume: keyed.py), or None."""
+        return None
+
+    def _record(self, tuner: Any, state: TunerState, text: str, config: Any, seconds: float | None) -> None:
         record = config_record(config)
         canon = config_text(record)
-        if self._recorded.get((state.kernel, text)) != canon:
-            self._add(state.kernel, text, record, seconds)
-            self._recorded[state.kernel, text] = canon
+        pair = (state.kernel, text)
+        if self._recorded.get(pair) == canon:
+            return
+        if pair not in self._recorded and self._has(tuner, state, text) == canon:
+            self._recorded[pair] = canon  # the record has it: nothing to write
+            return
+        self._add(state.kernel, text, record, seconds, state.fingerprint(tuner))
+        self._recorded[pair] = canon
 
     def setitem(self, tuner, state, key, config, raw):
         raw[key] = config
         text = key_text(key)
         started = state.miss_started.pop(text, None)
-        self._record(state, text, config, time.perf_counter() - started if started is not None else None)
+        self._record(tuner, state, text, config, time.perf_counter() - started if started is not None else None)
         remember(state.recorded, key)
 
     def getitem(self, tuner, state, key, raw):
-        # A decision the tuner found in its store (one the user chose with FLAGGEMS_DB_URL) is
-        # recorded too, so that the record holds every config the run used.
+        # A decision the tuner found in its store (FlagGems' own, or one the user chose with
+        # FLAGGEMS_DB_URL) is recorded too, so that the record holds every config the run used.
         config = raw[key]
         try:
             if key in state.recorded:
@@ -43,7 +55,7 @@ class Recorder(Policy):
             pass
         text = key_text(key)
         if (state.kernel, text) not in self._recorded:
-            self._record(state, text, config, None)
+            self._record(tuner, state, text, config, None)
         remember(state.recorded, key)
         return config
 
@@ -57,14 +69,32 @@ class Replayer(Policy):
     goes to the tuner's sweep, counted."""
 
     def __init__(self, records: dict[str, dict[str, dict]], source: str, fail: bool,
-                 first_lookup: Callable[[], None]):
+                 first_lookup: Callable[[], None], kernels: dict[str, str | None] | None = None):
         super().__init__()
         self._records = records
         self._source = source
+        self._kernels = kernels or {}  # the sidecar's fingerprints (records.fingerprints)
+        self._changed: dict[str, bool] = {}  # kernel -> whether its fingerprint differs from the record's
         self.fail = fail  # a key the record cannot answer raises instead of being swept
         self._first_lookup: Callable[[], None] | None = first_lookup
         self.replayed: set[tuple[str, str]] = set()
         self.missed: dict[tuple[str, str], str] = {}
+        self.notes: list[str] = []  # one line per kernel that changed since the record was made
+
+    def _kernel_changed(self, tuner: Any, state: TunerState) -> bool:
+        changed = self._changed.get(state.kernel)
+        if changed is None:
+            line = None
+            if state.kernel in self._kernels:
+                line = records.changed(self._kernels, state.kernel, state.fingerprint(tuner), Path(self._source),
+                                       len(self._records.get(state.kernel, {})), "swept live")
+            changed = self._changed[state.kernel] = line is not None
+            if line is not None:
+                self.notes.append(line)
+        return changed
+
+    def closing(self) -> list[str]:
+        return self.notes
 
     def _pin(self, tuner: Any, state: TunerState, key: Any) -> Any:
         try:
@@ -76,6 +106,8 @@ class Replayer(Policy):
             check, self._first_lookup = self._first_lookup, None
             check()
         text = key_text(key)
+        if self._kernel_changed(tuner, state):
+            return self._miss(state, key, text, "its kernel changed since it was recorded")
         recorded = self._records.get(state.kernel, {}).get(text)
         if recorded is None:
             return self._miss(state, key, text, "not in the record")

@@ -139,8 +139,34 @@ def check_writable(directory: Path, variable: str) -> None:
         ) from None
 
 
+def fingerprints(meta: dict | None) -> dict[str, str | None]:
+    """The sidecar's `kernels` map, {kernel: fingerprint or null}; empty where it has none (a
+    sidecar written before fingerprints, or none at all). Entries of the wrong type are left out."""
+    kernels = meta.get("kernels") if isinstance(meta, dict) else None
+    if not isinstance(kernels, dict):
+        return {}
+    return {k: v for k, v in kernels.items() if v is None or isinstance(v, str)}
+
+
+def changed(recorded: dict[str, str | None], kernel: str, fingerprint: str | None, path: Path,
+            keys: int, then: str) -> str | None:
+    """The line that says why `kernel`'s recorded keys no longer answer it, or None when they do:
+    its fingerprint here differs from the one the sidecar names, or the sidecar names null (the
+    shards that recorded it disagreed). A kernel the sidecar does not name (a sidecar from before
+    fingerprints), or one whose fingerprint cannot be taken here, is trusted."""
+    if kernel not in recorded or fingerprint is None or recorded[kernel] == fingerprint:
+        return None
+    if recorded[kernel] is None:
+        return (f"kernel {kernel} has no single fingerprint in {path} (the shards that recorded it "
+                f"disagreed): its {keys} key(s) are {then}")
+    return f"kernel {kernel} changed since {path} was recorded (source or configs differ): its {keys} key(s) are {then}"
+
+
 def sidecar_damage(meta: dict, path: Path) -> str | None:
     """What makes a version-1 sidecar unfit to add keys to (a field of the wrong type), or None."""
+    kernels = meta.get("kernels", {})
+    if not isinstance(kernels, dict) or not all(v is None or isinstance(v, str) for v in kernels.values()):
+        return f"{path}: \"kernels\" is {short(kernels)}, not an object {{kernel: fingerprint}}"
     seconds = meta.get("tune_seconds", {})
     if not isinstance(seconds, dict):
         return f"{path}: \"tune_seconds\" is {short(seconds)}, not an object {{kernel: {{key: seconds}}}}"

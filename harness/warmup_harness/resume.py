@@ -3,12 +3,18 @@
 `WARMUP_HARNESS_RESUME_DIR` names the folder of an earlier record (scripts/warmup passes the
 RECORD_DIR it publishes into). Its `<op>.json` answers a key only when its sidecar `<op>.meta.json`
 names this process's Triton version and device model: a config tuned for another GPU or compiler
-is no answer. `WARMUP_HARNESS_FRESH` (1, true, yes) turns it off. Such a key is pinned to the
-earlier config, not tuned. Once the device is known to match (at the first key), every key of the
-earlier record is carried into this process's record, with the seconds the earlier sidecar gave
-it, so that the new record, which replaces the earlier one when published (even after a stopped
-sweep, scripts/warmup), still holds them all. An interrupted sweep whose record was published thus
-picks up where it stopped.
+is no answer, and neither is one tuned for another version of the kernel (the sidecar's
+`kernels` fingerprint differs from this one's: configs.fingerprint). `WARMUP_HARNESS_FRESH` (1,
+true, yes) turns it off. Such a key is pinned to the earlier config, not tuned.
+
+Two uses. The earlier record is the record this session writes (RESUME_DIR = RECORD_DIR, the
+record as a cache): its keys are there already, and nothing is carried. It is another folder's (a
+sweep child resuming from the record its run publishes into): once the device is known to match
+(at the first key), every key of the earlier record is carried into this process's record in one
+write (writer.RecordWriter.carry), with the seconds the earlier sidecar gave it, so that the new
+record, which replaces the earlier one when published (even after a stopped sweep,
+scripts/warmup), still holds them all. An interrupted sweep whose record was published thus picks
+up where it stopped.
 
 Nothing here refuses the run: an earlier record that is missing, unreadable or made elsewhere only
 means every key is tuned, and a line says why. Standard library only.
@@ -19,11 +25,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
+from . import env
 from .env import ProtocolError
-from .records import RecordError, load_meta, load_records, meta_path, record_path
+from .records import RecordError, fingerprints, load_meta, load_records, meta_path, record_path
 
 RESUME_DIR = "WARMUP_HARNESS_RESUME_DIR"
-FRESH = "WARMUP_HARNESS_FRESH"
+FRESH = env.FRESH
 
 _YES = ("1", "true", "yes")
 _NO = ("0", "false", "no")
@@ -42,6 +49,7 @@ class Earlier:
         self.seconds: dict[str, dict[str, Any]] = meta.get("tune_seconds") or {}
         self.triton = meta.get("triton")
         self.device = meta.get("device")
+        self.kernels = fingerprints(meta)  # {kernel: fingerprint}; a kernel not named is trusted
         self.checked: bool | None = None  # the device was compared (at the first key)
 
     def usable(self, device_name: Callable[[], str | None], notes: list[str]) -> bool:
@@ -55,12 +63,19 @@ class Earlier:
                              f"{here}: its keys are tuned again")
         return self.checked
 
-    def pairs(self):
-        """Every (kernel, key, config, seconds) of the earlier record."""
+    def entries(self) -> list[tuple[str, str, dict, Any, str | None]]:
+        """Every (kernel, key, config, seconds, fingerprint) of the earlier record, as the record
+        writer carries them (writer.RecordWriter.carry)."""
+        out = []
         for kernel, keys in self.records.items():
+            fingerprint = self.kernels.get(kernel)
             for key in keys:
                 config, seconds = self.lookup(kernel, key)
-                yield kernel, key, config, seconds
+                out.append((kernel, key, config, seconds, fingerprint))
+        return out
+
+    def keys(self) -> int:
+        return sum(len(v) for v in self.records.values())
 
     def lookup(self, kernel: str, key: str) -> tuple[dict, Any] | None:
         config = self.records.get(kernel, {}).get(key)

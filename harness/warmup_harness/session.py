@@ -102,9 +102,13 @@ class Session:
         records.check_writable(mode.directory, env.RECORD_DIR)
         writer = RecordWriter(mode.directory, mode.op, device_name)
         writer.open()  # refuses now, not after the first sweep, a file this run cannot add to
-        # By-key claims and resume (keyed.py), else the plain recorder.
-        policy = keyed.start(lambda name: env.setting(config, name), mode.op, writer, device_name,
-                             lambda line: say(config, [line])) or policies.Recorder(writer.add)
+        try:
+            # By-key claims and resume (keyed.py), else the plain recorder.
+            policy = keyed.start(lambda name: env.setting(config, name), mode.op, writer, device_name,
+                                 lambda line: say(config, [line])) or policies.Recorder(writer.add)
+        except BaseException:
+            writer.release()
+            raise
         clock = CompileClock()
         tuners.install(policy, compiler, clock)
         compiler.start_early()  # its workers' imports overlap pytest's collection
@@ -149,7 +153,8 @@ class Session:
                     f"its configs were tuned for another device"
                 )
 
-        policy = policies.Replayer(recorded, str(path), miss_policy is env.MissPolicy.FAIL, check_device)
+        policy = policies.Replayer(recorded, str(path), miss_policy is env.MissPolicy.FAIL, check_device,
+                                   records.fingerprints(meta))
         tuners.install(policy, compiler)  # its pool starts at the first key swept live, if any
         return cls(config, mode, policy, notes, compiler)
 
@@ -203,6 +208,8 @@ class Session:
         self.finish()
         tuners.uninstall()
         self.compiler.close()
+        if self.writer is not None:
+            self.writer.release()  # last: the session is no longer live in its record folder
 
 
 def _present(directory: Path) -> str:

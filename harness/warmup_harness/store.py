@@ -9,7 +9,9 @@ import time
 import weakref
 from typing import Any
 
-from .configs import config_record, config_text, kernel_id, key_text
+from .configs import config_record, config_text, fingerprint, kernel_id, key_text
+
+_UNASKED = object()
 
 
 class TunerState:
@@ -26,6 +28,13 @@ class TunerState:
         self.unpinned: set[Any] = set()  # replay: tuner keys the record cannot answer
         self._index_of: tuple[int, int] | None = None
         self._index: dict[str, Any] = {}
+        self._fingerprint: Any = _UNASKED
+
+    def fingerprint(self, tuner: Any) -> str | None:
+        """The kernel's fingerprint (configs.fingerprint), taken at its first key and kept."""
+        if self._fingerprint is _UNASKED:
+            self._fingerprint = fingerprint(tuner)
+        return self._fingerprint
 
     def config_index(self, configs: list) -> dict[str, Any]:
         """The tuner's configs by their record text (first of equal ones); rebuilt when the tuner

@@ -24,7 +24,10 @@ What is used, and what Triton does with it:
 * `knobs.runtime.jit_cache_hook`: `JITFunction._do_compile` calls it before compiling, with `fn`
   (its `.jit_function`) and `compile["specialization_data"]`, the JSON `JITFunction.preload`
   takes; True skips the compile;
-* of a `JITFunction`: `.fn` (the Python function), `.module`, `.cache_key`;
+* of a `JITFunction`: `.fn` (the Python function), `.module`, `.cache_key` (a property on 3.4 to
+  3.9: sha256 of the source, what it calls and its constexpr globals; a compile job names its
+  function by it, and configs.fingerprint hashes it with the configs, as FlagGems' `LibTuner`
+  keys its store, having walked `.fn` down to the JITFunction as `jit_function` does);
 * the specialization JSON's fields (`constant_keys`, `constant_vals`, `attrs_keys`, `attrs_vals`,
   `signature`, `options`), read as `preload` reads them (`rebuild`);
 * `triton._C.libtriton.get_cache_invalidating_env_vars`, `triton.runtime.cache.get_cache_key` (3.5
@@ -43,7 +46,8 @@ worker process must not start a device) and compiles through the JIT without the
 lock that has children sharing a cache compile each kernel once. `rebuild` is its reconstruction
 of the compile's source without either.
 
-This module imports Triton; the harness imports it only when it compiles.
+This module imports Triton; the harness imports it when it compiles, and for a kernel's
+fingerprint (configs.fingerprint).
 """
 
 from __future__ import annotations

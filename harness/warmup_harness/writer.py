@@ -12,7 +12,10 @@ warmup-spawn stops a child). Every append and every fold holds `flock` on
 `<dir>/.<op>.lock`, so processes recording one op (pytest-xdist workers, sessions side by side)
 add up; a fold replaces the record atomically (atomic.py) before it removes the journal, so
 `<op>.json` is a valid record at every instant and a key decided before a crash is in one or the
-other. A key decided again replaces its earlier config: the journal is applied in order.
+other. A key decided again replaces its earlier config: the journal is applied in order. An earlier
+record's keys (resume into another folder) come in by one fold, `carry`, not one line each. For its
+whole life a session holds `flock(LOCK_SH)` on `<dir>/.<op>.sessions`, so that warmup-publish
+knows a journal there belongs to a live session and leaves it alone.
 """
 
 from __future__ import annotations
@@ -28,8 +31,8 @@ from typing import Any, Callable
 from collections.abc import Iterator
 
 from . import atomic
-from .records import (META_FORMAT, META_VERSION, RecordError, load_meta, load_records, meta_path,
-                      record_path, sidecar_damage, versions)
+from .records import (META_FORMAT, META_VERSION, RecordError, fingerprints, load_meta, load_records,
+                      meta_path, record_path, sidecar_damage, versions)
 
 _UNASKED = object()
 
@@ -42,9 +45,18 @@ def journal_path(directory: Path, op: str) -> Path:
     return directory / f".{op}.journal"
 
 
-def journal_entries(data: bytes) -> list[tuple[str, str, dict, Any]]:
-    """The journal's (kernel, key, config, seconds), in order; a line that is not one is skipped,
-    and the last piece, without its newline, was cut short (or is empty)."""
+def sessions_path(directory: Path, op: str) -> Path:
+    """A record session holds `flock(LOCK_SH)` on it for its whole life (docs/CONTRACT.md)."""
+    return directory / f".{op}.sessions"
+
+
+Entry = tuple[str, str, dict, Any, "str | None"]  # kernel, key, config, seconds, kernel fingerprint
+
+
+def journal_entries(data: bytes) -> list[Entry]:
+    """The journal's (kernel, key, config, seconds, fingerprint), in order; a line that is not one
+    is skipped (a line cut short by a writer killed mid-append: the next append starts on a line
+    of its own), and the last piece, without its newline, was cut short (or is empty)."""
     entries = []
     for line in data.split(b"\n")[:-1]:
         try:
@@ -54,7 +66,9 @@ def journal_entries(data: bytes) -> list[tuple[str, str, dict, Any]]:
             continue
         if isinstance(kernel, str) and isinstance(key, str) and isinstance(config, dict) \
                 and isinstance(config.get("kwargs"), dict):
-            entries.append((kernel, key, config, entry.get("seconds")))
+            fingerprint = entry.get("fingerprint")
+            entries.append((kernel, key, config, entry.get("seconds"),
+                            fingerprint if isinstance(fingerprint, str) else None))
     return entries
 
 
@@ -66,7 +80,7 @@ def unfolded(directory: Path, op: str, records: dict) -> int:
     except OSError:
         return 0
     entries = journal_entries(data)
-    for kernel, key, config, _ in entries:
+    for kernel, key, config, _, _ in entries:
         records.setdefault(kernel, {})[key] = config
     return len(entries)
 
@@ -83,6 +97,9 @@ class RecordWriter:
         self.decided: set[tuple[str, str]] = set()
         self.seconds = 0.0
         self.notes: list[str] = []  # said at the end: a damaged sidecar replaced, a fold that failed
+        self.explained: set[str] = set()  # kernels whose change a line said already (keyed.py)
+        self.folds = 0  # record rewrites by this writer (each one the whole record)
+        self._sessions: int | None = None  # the descriptor holding LOCK_SH on `.<op>.sessions`
         self.extra_meta: Callable[[], dict] = dict  # the session's own sidecar fields, at each fold
         self._device_name = device_name
         self._device: Any = _UNASKED  # asked at the first decision, when the device is in use
@@ -104,11 +121,12 @@ class RecordWriter:
                 self._stop_now()
 
     def open(self) -> None:
-        """Checks the record there, which this run will add to, and folds a journal a process that
-        died left; raises RecordError."""
+        """Marks this session live (sessions_path), checks the record there, which this run will add
+        to, and folds a journal a process that died left; raises RecordError."""
         atomic.remove_dead_temporaries(self.path)
         atomic.remove_dead_temporaries(self.meta)
         try:
+            self._hold_sessions()
             with self._locked():
                 if self.path.exists():
                     load_records(self.path)
@@ -116,16 +134,43 @@ class RecordWriter:
         except OSError as exc:
             raise self._unwritable(exc) from None
 
-    def add(self, kernel: str, key: str, config: dict, seconds: float | None) -> None:
+    def _hold_sessions(self) -> None:
+        """Holds `flock(LOCK_SH)` on `.<op>.sessions` until release(): warmup-publish, which takes
+        LOCK_EX|LOCK_NB there before it removes a journal, leaves this session's journal alone."""
+        if self._sessions is None:
+            fd = os.open(sessions_path(self.directory, self.op), os.O_RDONLY | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH)
+            except BaseException:
+                os.close(fd)
+                raise
+            self._sessions = fd
+
+    def release(self) -> None:
+        """This session is over: its mark on `.<op>.sessions` goes (the file stays)."""
+        fd, self._sessions = self._sessions, None
+        if fd is not None:
+            os.close(fd)
+
+    def add(self, kernel: str, key: str, config: dict, seconds: float | None,
+            fingerprint: str | None = None) -> None:
         if self._device is _UNASKED:
             self._device = self._device_name()
-        line = json.dumps({"kernel": kernel, "key": key, "config": config,
-                           "seconds": round(seconds, 6) if seconds is not None else None}) + "\n"
+        entry = {"kernel": kernel, "key": key, "config": config,
+                 "seconds": round(seconds, 6) if seconds is not None else None}
+        if fingerprint is not None:
+            entry["fingerprint"] = fingerprint
+        line = (json.dumps(entry) + "\n").encode("utf-8")
         try:
             with self._locked():
-                fd = os.open(self.journal, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+                fd = os.open(self.journal, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o666)
                 try:
-                    view = memoryview(line.encode("utf-8"))
+                    size = os.fstat(fd).st_size
+                    if size and os.pread(fd, 1, size - 1) != b"\n":
+                        # A writer killed mid-append cut its line short: this one starts a line of
+                        # its own, so that only the cut line is lost, not this one glued to it.
+                        line = b"\n" + line
+                    view = memoryview(line)
                     while view:
                         view = view[os.write(fd, view):]
                     journaled = os.fstat(fd).st_size
@@ -142,6 +187,22 @@ class RecordWriter:
         self.decided.add((kernel, key))
         self.seconds += seconds or 0.0
 
+    def carry(self, entries: list[Entry]) -> int:
+        """Puts an earlier record's keys into this one in one fold, however many (resume into
+        another folder): a key the record holds already keeps its config, and a kernel whose
+        fingerprint there differs from the carried one keeps none of the carried keys. Returns how
+        many were carried; raises RecordError."""
+        if self._device is _UNASKED:
+            self._device = self._device_name()
+        try:
+            with self._locked():
+                carried = self._fold(carried=entries)
+        except OSError as exc:
+            raise self._unwritable(exc) from None
+        for kernel, key, *_ in entries:
+            self.decided.add((kernel, key))
+        return carried
+
     def close(self) -> None:
         """Folds what this session (and any other) journaled; a failure is a note, the journal kept."""
         try:
@@ -156,14 +217,16 @@ class RecordWriter:
         return RecordError(f"{self.path}: cannot write the record ({exc.strerror or exc}): the record "
                            f"folder must be a writable folder")
 
-    def _fold(self) -> None:
-        """Under the lock: the journal's keys into the record and the sidecar, then no journal."""
+    def _fold(self, carried: list[Entry] = ()) -> int:
+        """Under the lock: the journal's keys, then the carried ones, into the record and the
+        sidecar (one rewrite of each), then no journal. Returns how many carried keys went in."""
         try:
             data = self.journal.read_bytes()
         except FileNotFoundError:
-            return
-        entries = journal_entries(data)
-        if entries:
+            data = None
+        entries = journal_entries(data) if data is not None else []
+        added = 0
+        if entries or carried:
             records = load_records(self.path) if self.path.exists() else {}
             meta = self._sidecar_to_merge_into()
             meta.update(versions(), harness=_harness_version())
@@ -171,16 +234,48 @@ class RecordWriter:
             if self._device not in (None, _UNASKED) or "device" not in meta:
                 meta["device"] = None if self._device is _UNASKED else self._device
             tune = meta.setdefault("tune_seconds", {})
-            for kernel, key, config, seconds in entries:
+            kernels = fingerprints(meta)
+            for kernel, key, config, seconds, fingerprint in entries:
+                if fingerprint is not None:
+                    if kernel in kernels and kernels[kernel] != fingerprint:
+                        self._drop_changed(kernel, records, tune)
+                    kernels[kernel] = fingerprint
                 records.setdefault(kernel, {})[key] = config
                 tune.setdefault(kernel, {})[key] = seconds
+            for kernel, key, config, seconds, fingerprint in carried:
+                here = kernels.get(kernel, fingerprint)
+                if fingerprint is not None and here != fingerprint:
+                    continue  # tuned here for the kernel as it is now: the earlier keys are stale
+                if fingerprint is not None:
+                    kernels[kernel] = fingerprint
+                keys = records.setdefault(kernel, {})
+                if key not in keys:
+                    keys[key] = config
+                    tune.setdefault(kernel, {})[key] = seconds
+                    added += 1
+            if kernels or "kernels" in meta:
+                meta["kernels"] = kernels
             atomic.write_bytes(self.path, (json.dumps(records) + "\n").encode("utf-8"))
+            self.folds += 1
             # The record never waits on its sidecar: one that cannot be written is a note.
             try:
                 atomic.write_bytes(self.meta, (json.dumps(meta) + "\n").encode("utf-8"))
             except OSError as exc:
                 self.notes.append(f"WARNING {self.meta}: cannot write the sidecar ({exc.strerror})")
-        self.journal.unlink()
+        if data is not None:
+            self.journal.unlink()
+        return added
+
+    def _drop_changed(self, kernel: str, records: dict, tune: dict) -> None:
+        """A key of `kernel` decided for another fingerprint than the record's: the record's keys of
+        it were tuned for the kernel as it was, and answer nothing now."""
+        dropped = len(records.pop(kernel, {}))
+        tune.pop(kernel, None)
+        if dropped and kernel not in self.explained:
+            self.explained.add(kernel)
+            self.notes.append(f"kernel {kernel} changed since {self.path} was recorded (source or configs "
+                              f"differ): its {dropped} earlier key(s) there were dropped, the keys met "
+                              f"here are tuned again")
 
     def _add_process_seconds(self, meta: dict) -> None:
         """This process's start-up and compile seconds into the sidecar, which holds them for every

@@ -42,7 +42,8 @@ pub struct Combined {
 }
 
 /// Combines the sidecars of the plan's shards (`SCRATCH/w<i>/rec/<op>.meta.json`): the
-/// `tune_seconds` of every shard (a key several shards decided keeps the first shard's), each
+/// `tune_seconds` of every shard (a key several shards decided keeps the first shard's), their
+/// `kernels` fingerprints (the union; one two shards disagree on is `null`: [`kernels`]), each
 /// of FIELDS where all shards agree, else `null`, which the replay checks nothing against, and
 /// PROCESS_SECONDS folded. A
 /// sidecar that cannot be read or is not the harness's is left out, with a note; without a plan
@@ -86,6 +87,9 @@ pub fn combine(scratch: &Scratch, op: &str) -> Result<Combined> {
     out.insert("version".into(), VERSION.into());
     out.insert("op".into(), op.into());
     out.insert("tune_seconds".into(), Value::Object(tune_seconds(&read)));
+    if let Some(kernels) = kernels(&read, &mut notes) {
+        out.insert("kernels".into(), Value::Object(kernels));
+    }
     for field in FIELDS {
         let values: Vec<(usize, &Value)> = read
             .iter()
@@ -215,6 +219,52 @@ fn tune_seconds(read: &[(usize, Map<String, Value>)]) -> Map<String, Value> {
     all
 }
 
+/// Every shard's `kernels` (`{kernel: fingerprint}`) as one: the union, a kernel whose shards name
+/// two fingerprints (or one names `null`) getting `null`, which the harness reads as a kernel
+/// whose keys are tuned again, with a note naming it. None where no shard's sidecar has the field
+/// (sidecars from before fingerprints), so that the published one has none either.
+fn kernels(
+    read: &[(usize, Map<String, Value>)],
+    notes: &mut Vec<String>,
+) -> Option<Map<String, Value>> {
+    let mut seen: Vec<(String, Vec<(usize, Value)>)> = Vec::new();
+    let mut any = false;
+    for (shard, sidecar) in read {
+        let Some(Value::Object(kernels)) = sidecar.get("kernels") else {
+            continue;
+        };
+        any = true;
+        for (kernel, fingerprint) in kernels {
+            if !(fingerprint.is_string() || fingerprint.is_null()) {
+                continue;
+            }
+            match seen.iter_mut().find(|(k, _)| k == kernel) {
+                Some((_, held)) => held.push((*shard, fingerprint.clone())),
+                None => seen.push((kernel.clone(), vec![(*shard, fingerprint.clone())])),
+            }
+        }
+    }
+    if !any {
+        return None;
+    }
+    let mut out = Map::new();
+    for (kernel, held) in seen {
+        let first = &held[0].1;
+        if held.iter().all(|(_, v)| v == first) {
+            out.insert(kernel, first.clone());
+            continue;
+        }
+        let values: Vec<(usize, &Value)> = held.iter().map(|(s, v)| (*s, v)).collect();
+        notes.push(format!(
+            "the shards' sidecars disagree on kernel {kernel}'s fingerprint ({}): the published \
+             sidecar names none, so its keys are tuned again by the next record session",
+            by_value(&values)
+        ));
+        out.insert(kernel, Value::Null);
+    }
+    Some(out)
+}
+
 /// `"NVIDIA H200" in shards 0, 1; "NVIDIA A100" in shard 3`.
 fn by_value(values: &[(usize, &Value)]) -> String {
     let mut groups: Vec<(&Value, Vec<String>)> = Vec::new();
@@ -247,6 +297,54 @@ mod tests {
             by_value(&values),
             "\"NVIDIA H200\" in shards 0, 2; \"NVIDIA A100\" in shard 1"
         );
+    }
+
+    fn sidecar(value: Value) -> Map<String, Value> {
+        match value {
+            Value::Object(map) => map,
+            _ => unreachable!("a sidecar is an object"),
+        }
+    }
+
+    #[test]
+    fn kernel_fingerprints_are_the_union_and_a_disagreement_is_null_and_named() {
+        let read = vec![
+            (
+                0,
+                sidecar(json!({"kernels": {"m:a": "aaaa", "m:b": "bbbb"}})),
+            ),
+            (
+                1,
+                sidecar(json!({"kernels": {"m:a": "aaaa", "m:b": "cccc", "m:c": "dddd"}})),
+            ),
+            (2, sidecar(json!({"tune_seconds": {}}))), // a shard from before fingerprints
+        ];
+        let mut notes = Vec::new();
+        let out = kernels(&read, &mut notes).expect("two shards hold kernels");
+        assert_eq!(
+            Value::Object(out),
+            json!({"m:a": "aaaa", "m:b": null, "m:c": "dddd"})
+        );
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(
+            notes[0]
+                .contains("kernel m:b's fingerprint (\"bbbb\" in shard 0; \"cccc\" in shard 1)"),
+            "{notes:?}"
+        );
+    }
+
+    #[test]
+    fn sidecars_without_fingerprints_publish_none() {
+        let read = vec![(0, sidecar(json!({"tune_seconds": {}})))];
+        let mut notes = Vec::new();
+        assert!(kernels(&read, &mut notes).is_none() && notes.is_empty());
+        let null = vec![
+            (0, sidecar(json!({"kernels": {"m:a": null}}))),
+            (1, sidecar(json!({"kernels": {"m:a": "aaaa"}}))),
+        ];
+        let out = kernels(&null, &mut notes).expect("kernels");
+        assert_eq!(Value::Object(out), json!({"m:a": null}));
+        assert_eq!(notes.len(), 1);
     }
 
     #[test]
