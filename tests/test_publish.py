@@ -375,3 +375,25 @@ def test_two_scratches_published_into_one_folder_at_once_keep_both_runs_keys(tmp
         _, err = proc.communicate(timeout=HANG)
         assert proc.returncode == 0, err
     assert set(json.loads((rec / "mm.json").read_text())["m:k"]) == {"[0]", "[1]", "[10]", "[11]"}
+
+
+def test_a_kernel_that_changed_keeps_none_of_its_old_keys_and_the_others_are_kept(tmp_path):
+    """The record there holds keys of kernel m:k, recorded with another fingerprint than the
+    shards' (its source or configs changed since), and of m:o, unchanged: m:k's old keys are not
+    kept, since the new sidecar's fingerprint would vouch for them; m:o's are, with theirs."""
+    rec = tmp_path / "rec"
+    rec.mkdir()
+    (rec / "mm.json").write_text(json.dumps({"m:k": {"[7]": {"BLOCK": 32}}, "m:o": {"[0]": {"BLOCK": 8}}}))
+    (rec / "mm.meta.json").write_text(sidecar("NVIDIA H200", {"[7]": 7.0},
+                                              kernels={"m:k": "old0", "m:o": "same"}))
+    new = {"m:k": "new1"}
+    scratch = swept_scratch(tmp_path, {0: sidecar("NVIDIA H200", {"[0]": 2.5}, kernels=new),
+                                       1: sidecar("NVIDIA H200", {"[1]": 4.0}, kernels=new)})
+    done = run_tool("publish", "--op", "mm", "--record-dir", rec, scratch)
+    assert done.returncode == 0, done.stderr
+    assert "kernel m:k changed since" in done.stderr and "its keys there are not kept" in done.stderr
+    assert json.loads((rec / "mm.json").read_text()) == {
+        "m:k": {"[0]": {"BLOCK": 64}, "[1]": {"BLOCK": 64}}, "m:o": {"[0]": {"BLOCK": 8}}}
+    meta = load_meta(rec / "mm.meta.json")
+    assert meta["kernels"] == {"m:k": "new1", "m:o": "same"}
+    assert meta["tune_seconds"]["m:k"] == {"[0]": 2.5, "[1]": 4.0}, "[7]'s seconds went with it"

@@ -107,12 +107,31 @@ pub fn run(args: &Args) -> Result<Status> {
     let mut wrote = forget_costs(&dir, op)?;
     let journal = Journal::find(&dir, op)?;
     let old = old_record(&file);
+    let sidecar = history::meta_path(&dir, op);
+    let old_sidecar = meta::load(&sidecar);
+    // A kernel whose source or configs changed since DIR's record was made: its old keys were
+    // decided for another kernel, and the new sidecar's fingerprint would vouch for them.
+    let changed = match (&old_sidecar, &combined.sidecar) {
+        (Some(old), Some(new)) => meta::changed_kernels(old, new),
+        _ => Vec::new(),
+    };
+    for kernel in &changed {
+        eprintln!(
+            "{TOOL}: kernel {kernel} changed since {} was recorded (its fingerprint differs): its \
+             keys there are not kept",
+            file.display()
+        );
+    }
+    let skip: Vec<String> = changed
+        .iter()
+        .map(|k| serde_json::Value::from(k.as_str()).to_string())
+        .collect();
     let mut book = union::Book::default();
     if let Some(old) = &old.records {
-        book.update(old);
+        book.update_except(old, &skip);
     }
     for entry in &journal.entries {
-        book.update(&entry.record);
+        book.update_except(&entry.record, &skip);
     }
     book.update(&merged.records);
     let kept = book.configs() - merged.counts.configs;
@@ -126,8 +145,6 @@ pub fn run(args: &Args) -> Result<Status> {
         kernels: book.kernels(),
         configs: book.configs(),
     };
-    let sidecar = history::meta_path(&dir, op);
-    let old_sidecar = meta::load(&sidecar);
     wrote += &match combined.sidecar {
         Some(mut new) => {
             // The seconds of every key kept: the journal's (its last line for a key first),
@@ -138,10 +155,14 @@ pub fn run(args: &Args) -> Result<Status> {
                 .rev()
                 .filter_map(|e| e.seconds.as_ref())
                 .map(|(kernel, key, seconds)| (kernel.as_str(), key.as_str(), seconds))
+                .filter(|(kernel, _, _)| !changed.iter().any(|c| c == kernel))
                 .collect();
             meta::keep_tune_seconds(&mut new, journaled);
             if let Some(old) = &old_sidecar {
-                meta::keep_tune_seconds(&mut new, meta::tune_entries(old));
+                let mut entries = meta::tune_entries(old);
+                entries.retain(|(kernel, _, _)| !changed.iter().any(|c| c == kernel));
+                meta::keep_tune_seconds(&mut new, entries);
+                meta::keep_fingerprints(&mut new, old);
                 if kept > 0 {
                     if let Some(note) = other_origin(old, &new, kept, &file) {
                         eprintln!("{TOOL}: {note}");

@@ -219,6 +219,42 @@ fn tune_seconds(read: &[(usize, Map<String, Value>)]) -> Map<String, Value> {
     all
 }
 
+/// The kernels whose fingerprint in the new sidecar `new` differs from the one the sidecar `old`
+/// names (a changed source or config list): the old record's keys of those were decided for
+/// another kernel and are not kept. A kernel either side names no string for is not one.
+pub fn changed_kernels(old: &Map<String, Value>, new: &Map<String, Value>) -> Vec<String> {
+    let (Some(Value::Object(old)), Some(Value::Object(new))) =
+        (old.get("kernels"), new.get("kernels"))
+    else {
+        return Vec::new();
+    };
+    new.iter()
+        .filter(|(kernel, now)| {
+            now.is_string()
+                && old
+                    .get(*kernel)
+                    .is_some_and(|then| then.is_string() && then != *now)
+        })
+        .map(|(kernel, _)| kernel.clone())
+        .collect()
+}
+
+/// The old sidecar's fingerprints of the kernels whose keys the published record keeps from it and
+/// the new sidecar does not name, so that the next run still checks them.
+pub fn keep_fingerprints(new: &mut Map<String, Value>, old: &Map<String, Value>) {
+    let Some(Value::Object(then)) = old.get("kernels") else {
+        return;
+    };
+    let Some(Value::Object(now)) = new.get_mut("kernels") else {
+        return;
+    };
+    for (kernel, fingerprint) in then {
+        if !now.contains_key(kernel) {
+            now.insert(kernel.clone(), fingerprint.clone());
+        }
+    }
+}
+
 /// Every shard's `kernels` (`{kernel: fingerprint}`) as one: the union, a kernel whose shards name
 /// two fingerprints (or one names `null`) getting `null`, which the harness reads as a kernel
 /// whose keys are tuned again, with a note naming it. None where no shard's sidecar has the field

@@ -54,9 +54,18 @@ impl Book {
     /// Every good bucket of a record file over what the book holds (a kernel with no keys
     /// still makes its bucket).
     pub fn update(&mut self, records: &Records) {
+        self.update_except(records, &[]);
+    }
+
+    /// As [`Book::update`], leaving out the kernels `skip` names (as their JSON texts, quotes
+    /// included): those whose keys another kernel's source or configs decided.
+    pub fn update_except(&mut self, records: &Records, skip: &[String]) {
         let text = records.text.as_str();
         for (kernel, keys) in &records.buckets {
             let kernel = &text[kernel.clone()];
+            if skip.iter().any(|s| s == kernel) {
+                continue;
+            }
             self.bucket(kernel);
             for (key, config) in keys {
                 self.set(kernel, &text[key.clone()], &text[config.clone()]);
