@@ -10,7 +10,10 @@
 //! `status` (a child's status.json as it starts, and the run summary; the file's type and the
 //! outcome rule are `protocol::status`'s), `progress` (what a person sees), `shell`
 //! (`--dry-run` lines), `select` (which shards run: `--only`, `--index-from-env`, and what such a
-//! run holds on the scratch), `measure` (`--print-measure-command`), `check` (`--check-args`).
+//! run holds on the scratch), `check` (`--check-args`). With `--measure`: `flow` (the run after
+//! the plan, the measurement included) over `measure` (whether COMMAND can start with the sweep),
+//! `measurement` (the measurement as a supervised job), `gate` (its pipe, and what it is told)
+//! and `tools` (warmup-merge, warmup-publish, warmup-costs, run as a caller would).
 //! Only `backend` is public: the rest serves this tool alone.
 //!
 //! [`run`] parses nothing: [`Command::of`] says which of the eight things this invocation does,
@@ -20,9 +23,12 @@ pub mod backend;
 mod by_key;
 mod check;
 mod child;
+mod flow;
+mod gate;
 mod job;
 mod log;
 mod measure;
+mod measurement;
 mod process;
 mod progress;
 mod select;
@@ -30,6 +36,7 @@ mod shell;
 mod signal;
 mod status;
 mod supervisor;
+mod tools;
 mod watchdog;
 
 use anyhow::{bail, Context, Result};
@@ -75,8 +82,9 @@ const EXAMPLES: &str = "EXAMPLES:
   # the shape file a command names, as each child's is replaced (exit 3: it names none)
   warmup-spawn --print-shape-file -- pytest bench.py --shape_file core_shapes.yaml
 
-  # the measurement scripts/warmup may start with the sweep, NUL-separated (exit 3: not pytest)
-  warmup-spawn --print-measure-command -- python -m pytest bench.py --shape_file s.yaml
+  # the sweep, then merge and publish, and COMMAND measured once on the configs: a pytest COMMAND
+  # starts with the sweep and waits at its gate (docs/CONTRACT.md, The gate); exit: COMMAND's
+  warmup-spawn --plan /tmp/run --measure --summary /tmp/run.summary --record-dir rec -- pytest ...
 
 BACKENDS (--backend; auto: FLAGGEMS_VENDOR, else the visibility variable that is set, else a probe):
   cuda CUDA_VISIBLE_DEVICES | rocm HIP_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES |
@@ -110,7 +118,7 @@ pub struct Args {
     #[arg(
         long,
         value_name = "PLAN",
-        required_unless_present_any = ["list_devices", "print_shape_file", "lock_scratch", "print_measure_command", "print_python"]
+        required_unless_present_any = ["list_devices", "print_shape_file", "lock_scratch", "print_python"]
     )]
     pub plan: Option<PathBuf>,
 
@@ -173,19 +181,25 @@ pub struct Args {
     /// Take SCRATCH's lock for the caller, on the descriptor it lends in WARMUP_SCRATCH_LOCK_FD
     /// (open on SCRATCH/.lock), and exit: the caller holds it until it closes that descriptor or
     /// ends, and the tools it runs run under it (docs/CONTRACT.md, "The scratch lock")
-    #[arg(long, value_name = "SCRATCH", conflicts_with_all = ["plan", "dry_run", "list_devices", "print_shape_file", "summary", "command", "print_measure_command"])]
+    #[arg(long, value_name = "SCRATCH", conflicts_with_all = ["plan", "dry_run", "list_devices", "print_shape_file", "summary", "command"])]
     pub lock_scratch: Option<PathBuf>,
 
-    /// Print the argv scripts/warmup starts the measurement with, alongside the sweep: COMMAND
-    /// with `-p warmup_harness` after its pytest, each word followed by a NUL byte; exit 3,
-    /// printing nothing, when COMMAND is not a pytest command, blocks the plugin or runs
-    /// pytest-xdist workers (the measurement then runs after the sweep, as it always did)
-    #[arg(long, conflicts_with_all = ["plan", "dry_run", "list_devices", "summary", "print_shape_file"])]
-    pub print_measure_command: bool,
+    /// After the sweep, merge and publish its configs (warmup-merge, warmup-publish) and run
+    /// COMMAND once, unpinned, on them: the measurement, supervised as one more job and stopped
+    /// by the same rule. A pytest COMMAND starts with the sweep, with `-p warmup_harness`, and
+    /// waits at its gate before its first test; any other runs after publishing. Exit status:
+    /// the measurement's; 128+N when signal N stopped the run (docs/CONTRACT.md, "The gate")
+    #[arg(long, requires = "plan", conflicts_with_all = ["dry_run", "only", "index_from_env"])]
+    pub measure: bool,
+
+    /// With --measure: publish into DIR (and keep the sweep's costs there) [default:
+    /// $FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR when not blank, else SCRATCH/merged]
+    #[arg(long, value_name = "DIR", requires = "measure")]
+    pub record_dir: Option<PathBuf>,
 
     /// Print the Python interpreter COMMAND runs (its program when that is a python*, else the
     /// python* its script's #! line names) and exit; exit 3, printing nothing, when there is none
-    #[arg(long, conflicts_with_all = ["plan", "dry_run", "list_devices", "summary", "print_shape_file", "print_measure_command"])]
+    #[arg(long, conflicts_with_all = ["plan", "dry_run", "list_devices", "summary", "print_shape_file"])]
     pub print_python: bool,
 
     /// The command each child runs; its --shape_file is replaced by the shard's
@@ -220,14 +234,14 @@ pub enum Command<'a> {
     ListDevices(&'a Args),
     /// `--print-shape-file`: print the shape file COMMAND names.
     PrintShapeFile(&'a [OsString]),
-    /// `--print-measure-command`: print the argv of the measurement started with the sweep.
-    PrintMeasureCommand(&'a [OsString]),
     /// `--print-python`: print the Python interpreter COMMAND runs.
     PrintPython(&'a [OsString]),
     /// `--dry-run`: print each shard's device, environment changes and argv.
     DryRun(&'a Args),
     /// Run and supervise one child per shard.
     Run(&'a Args),
+    /// `--measure`: run the shards, merge, publish and measure.
+    Measure(&'a Args),
 }
 
 impl<'a> Command<'a> {
@@ -243,12 +257,12 @@ impl<'a> Command<'a> {
             Command::ListDevices(args)
         } else if args.print_shape_file {
             Command::PrintShapeFile(&args.command)
-        } else if args.print_measure_command {
-            Command::PrintMeasureCommand(&args.command)
         } else if args.print_python {
             Command::PrintPython(&args.command)
         } else if args.dry_run {
             Command::DryRun(args)
+        } else if args.measure {
+            Command::Measure(args)
         } else {
             Command::Run(args)
         }
@@ -267,7 +281,6 @@ pub fn run(invocation: &Invocation<Args>) -> Result<Status> {
         }
         Command::ListDevices(args) => list_devices(args, &env),
         Command::PrintShapeFile(command) => print_shape_file(command),
-        Command::PrintMeasureCommand(command) => print_measure_command(command),
         Command::PrintPython(command) => print_python(command),
         Command::DryRun(args) => match prepare(args, &env)? {
             Some(shards) => dry_run(&shards),
@@ -277,6 +290,15 @@ pub fn run(invocation: &Invocation<Args>) -> Result<Status> {
             Some(shards) => supervise(args, &shards, parent),
             None => Ok(Status::NothingToDo),
         },
+        Command::Measure(args) => {
+            if args.summary.as_deref() == Some(Path::new("-")) {
+                bail!("--measure: stdout is the measurement's; give --summary a file, not -");
+            }
+            match prepare(args, &env)? {
+                Some(shards) => flow::run(args, &shards, parent),
+                None => Ok(Status::NothingToDo),
+            }
+        }
     }
 }
 
@@ -286,22 +308,6 @@ fn list_devices(args: &Args, env: &backend::Environment) -> Result<Status> {
     let mut out = std::io::stdout().lock();
     for d in devices {
         writeln!(out, "{d}").context("writing to stdout")?;
-    }
-    Ok(Status::Done)
-}
-
-/// The measurement's argv, each word followed by a NUL byte; exit 3, printing nothing, where
-/// the measurement cannot start with the sweep (`measure`).
-fn print_measure_command(command: &[OsString]) -> Result<Status> {
-    let addopts = std::env::var_os("PYTEST_ADDOPTS");
-    let Some(argv) = measure::measure_command(command, addopts.as_deref()) else {
-        return Ok(Status::NothingToDo);
-    };
-    let mut out = std::io::stdout().lock();
-    for word in argv {
-        out.write_all(word.as_encoded_bytes())
-            .and_then(|()| out.write_all(b"\0"))
-            .context("writing to stdout")?;
     }
     Ok(Status::Done)
 }
@@ -340,6 +346,31 @@ struct Shards {
     jobs: Vec<job::Job>,
     devices: Vec<String>,
     run_id: String,
+}
+
+/// Claims the scratch for a run of `shards`, and clears the chosen shards' outputs: the whole
+/// scratch, or a shared hold on it and each chosen shard (`select`).
+fn claim(shards: &Shards) -> Result<select::Claim> {
+    let (scratch, jobs) = (&shards.scratch, &shards.jobs);
+    for job in jobs {
+        check_writable(&scratch.worker(job.shard), job.shard)?;
+    }
+    let some: Option<Vec<usize>> = shards
+        .choice
+        .as_ref()
+        .map(|_| shards.plan.shards.iter().map(|s| s.index).collect());
+    let claim = select::Claim::take(scratch, some.as_deref())?;
+    // Before any child starts, so that a shard a signal keeps from starting leaves nothing
+    // of an earlier run behind either: a missing status.json means "not started".
+    for job in jobs {
+        scratch.clear_outputs(job.shard).with_context(|| {
+            format!("clearing what an earlier run left for shard {}", job.shard)
+        })?;
+    }
+    if shards.plan.by_key() {
+        by_key::ready_claims(scratch, shards.choice.is_none())?;
+    }
+    Ok(claim)
 }
 
 /// Reads and checks everything a run needs, writing nothing; `None` (after saying so, and
@@ -403,7 +434,9 @@ fn prepare(args: &Args, env: &backend::Environment) -> Result<Option<Shards>> {
             "{TOOL}: {}: the plan has no shards; nothing to run",
             plan_path.display()
         );
-        write_summary(args, &plan, &jobs, &[], Duration::ZERO)?;
+        if !args.measure {
+            write_summary(args, &plan, &jobs, &[], Duration::ZERO)?;
+        }
         return Ok(None);
     }
     Ok(Some(Shards {
@@ -435,30 +468,13 @@ fn dry_run(shards: &Shards) -> Result<Status> {
 /// Claims the scratch, clears the chosen shards' outputs, and runs and supervises their
 /// children to the end; `parent` is the caller whose death stops the run.
 fn supervise(args: &Args, shards: &Shards, parent: nix::unistd::Pid) -> Result<Status> {
-    let (scratch, jobs, devices) = (&shards.scratch, &shards.jobs, &shards.devices);
-    for job in jobs {
-        check_writable(&scratch.worker(job.shard), job.shard)?;
-    }
-    // The whole scratch, or a shared hold on it and each chosen shard (`select`).
-    let some: Option<Vec<usize>> = shards
-        .choice
-        .as_ref()
-        .map(|_| shards.plan.shards.iter().map(|s| s.index).collect());
-    let _claim = select::Claim::take(scratch, some.as_deref())?;
-    // Before any child starts, so that a shard a signal keeps from starting leaves nothing
-    // of an earlier run behind either: a missing status.json means "not started".
-    for job in jobs {
-        scratch.clear_outputs(job.shard).with_context(|| {
-            format!("clearing what an earlier run left for shard {}", job.shard)
-        })?;
-    }
-    if shards.plan.by_key() {
-        by_key::ready_claims(scratch, shards.choice.is_none())?;
-    }
+    let (jobs, devices) = (&shards.jobs, &shards.devices);
+    let _claim = claim(shards)?;
 
     // The watchdog first, while this is the only thread and no signal is blocked yet.
     let mut watchdog = watchdog::Watchdog::start(&shards.run_id)?;
     let signals = signal::Signals::install(parent)?;
+    let mut shutdown = signal::Shutdown::default();
     let mut progress = progress::Progress::new(devices);
     let t0 = Instant::now();
     let outcome = supervisor::supervise(
@@ -471,6 +487,8 @@ fn supervise(args: &Args, shards: &Shards, parent: nix::unistd::Pid) -> Result<S
                 max_log: args.max_log,
             },
             signals: &signals,
+            shutdown: &mut shutdown,
+            measurement: None,
             watchdog: &mut watchdog,
             progress: &mut progress,
             run_id: &shards.run_id,
@@ -638,8 +656,8 @@ mod tests {
         assert_eq!(command(&[spawn, "--plan", "p", "--", "pytest"]), "Run");
         assert_eq!(command(&[spawn, "--lock-scratch", "s"]), "LockScratch");
         assert_eq!(
-            command(&[spawn, "--print-measure-command", "--", "pytest"]),
-            "PrintMeasureCommand"
+            command(&[spawn, "--plan", "p", "--measure", "--", "pytest"]),
+            "Measure"
         );
         assert_eq!(
             command(&[spawn, "--print-python", "--", "pytest"]),

@@ -1,5 +1,5 @@
-//! `--print-measure-command`: whether scripts/warmup may start the measurement with the sweep,
-//! and the argv it starts it with.
+//! Whether `--measure` may start the measurement with the sweep, and the argv it starts it with;
+//! and `--print-python`.
 //!
 //! An early measurement is safe only where the harness holds it at its gate until the configs are
 //! published (docs/CONTRACT.md, "The gate"). Only pytest can load the harness, so only a command
