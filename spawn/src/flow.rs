@@ -168,6 +168,10 @@ enum ToolEnd {
 /// What the run's summary adds to the sweep's (docs/CONTRACT.md, "Run summaries").
 #[derive(Debug, Default)]
 struct Report {
+    /// The scratch, for `--discard-scratch`.
+    scratch: Option<PathBuf>,
+    /// Something in the scratch is needed still: its logs, its configs.
+    keep: bool,
     merge: Option<std::collections::HashMap<String, String>>,
     published: Option<PathBuf>,
     told: Option<Told>,
@@ -205,7 +209,10 @@ pub fn run(args: &Args, shards: &Shards, parent: Pid) -> Result<Status> {
     let mut watchdog = watchdog::Watchdog::start(&shards.run_id)?;
     let signals = Signals::install(parent)?;
     let mut shutdown = Shutdown::default();
-    let mut report = Report::default();
+    let mut report = Report {
+        scratch: Some(scratch.root().to_path_buf()),
+        ..Report::default()
+    };
 
     let addopts = std::env::var_os("PYTEST_ADDOPTS");
     let mut measurement = match measure::measure_command(&args.command, addopts.as_deref()) {
@@ -402,6 +409,12 @@ pub fn run(args: &Args, shards: &Shards, parent: Pid) -> Result<Status> {
     for line in &verdict.lines {
         say(line);
     }
+    let conflicted = matches!(&report.merge, Some(m) if m.get("conflicts").is_some_and(|c| c != "0"));
+    report.keep = verdict.word != Some(Word::Replay)
+        || published.as_deref() == Some(scratch.root().join("merged").as_path())
+        || conflicted
+        || statuses.iter().any(|s| s.outcome() != Outcome::Ok)
+        || statuses.len() < jobs.len();
 
     // The hand-over: the gate opened, or COMMAND run after the sweep.
     let word = verdict.word.unwrap_or(Word::Replay);
@@ -513,6 +526,21 @@ fn keep_costs(rest: &mut Rest<'_>, op: &str, dir: &Path, scratch: &OsStr, lock: 
     }
 }
 
+/// COMMAND run as the caller would have run it, replacing this process (its status is then the
+/// run's), after saying why there is no warmup; 127 when it cannot be run.
+pub fn plain(args: &Args, why: &str) -> Status {
+    use std::os::unix::process::CommandExt;
+    say(&format!("{why}; falling back to the normal serial autotune"));
+    let mut cmd = std::process::Command::new(&args.command[0]);
+    cmd.args(&args.command[1..]);
+    for var in SWEEP_ONLY {
+        cmd.env_remove(var);
+    }
+    let e = cmd.exec();
+    eprintln!("{}: running {}: {e}", crate::TOOL, args.command[0].to_string_lossy());
+    Status::Passed(127)
+}
+
 fn path_text(p: &Path) -> String {
     p.to_string_lossy().into_owned()
 }
@@ -538,6 +566,25 @@ fn finish_stopped(
 /// measurement's.
 fn finish(args: &Args, rest: Rest<'_>, sweep: &Summary, report: Report) -> Result<Status> {
     let stopped = rest.stopped();
+    if stopped.is_some() && matches!(report.told, Some(Told::Word(_) | Told::NoGate)) {
+        say(&format!(
+            "stopped by a signal: the measurement was stopped{}",
+            report.status.map_or_else(String::new, |s| format!(" (exit {s})"))
+        ));
+    }
+    let keep = report.keep || stopped.is_some();
+    if args.discard_scratch {
+        match (&report.scratch, keep) {
+            (Some(root), false) => {
+                if let Err(e) = std::fs::remove_dir_all(root) {
+                    say(&format!("cannot remove the scratch {} ({e}); remove it by hand", root.display()));
+                }
+            }
+            (Some(root), true) => say(&format!("scratch kept in {}", root.display())),
+            (None, _) => {}
+        }
+    }
+
     if let Some(target) = &args.summary {
         let mut summary = sweep.clone();
         if let Some(merge) = &report.merge {

@@ -197,6 +197,12 @@ pub struct Args {
     #[arg(long, value_name = "DIR", requires = "measure")]
     pub record_dir: Option<PathBuf>,
 
+    /// With --measure: remove SCRATCH once the measurement has ended, when nothing in it is
+    /// needed (the configs published elsewhere, every shard ok, no conflict, no stop); else say
+    /// where it is kept
+    #[arg(long, requires = "measure")]
+    pub discard_scratch: bool,
+
     /// Print the Python interpreter COMMAND runs (its program when that is a python*, else the
     /// python* its script's #! line names) and exit; exit 3, printing nothing, when there is none
     #[arg(long, conflicts_with_all = ["plan", "dry_run", "list_devices", "summary", "print_shape_file"])]
@@ -294,9 +300,16 @@ pub fn run(invocation: &Invocation<Args>) -> Result<Status> {
             if args.summary.as_deref() == Some(Path::new("-")) {
                 bail!("--measure: stdout is the measurement's; give --summary a file, not -");
             }
-            match prepare(args, &env)? {
-                Some(shards) => flow::run(args, &shards, parent),
-                None => Ok(Status::NothingToDo),
+            // What keeps the sweep from running is a reason to measure COMMAND plain, as the
+            // caller would have run it: --measure always ends in COMMAND's status.
+            match prepare(args, &env) {
+                Ok(Some(shards)) => flow::run(args, &shards, parent),
+                Ok(None) => Ok(flow::plain(args, "the plan has no shards to sweep")),
+                Err(e) if args.command.is_empty() => Err(e),
+                Err(e) => {
+                    eprintln!("{TOOL}: {e:#}");
+                    Ok(flow::plain(args, "the sweep could not run (see above)"))
+                }
             }
         }
     }
