@@ -9,8 +9,8 @@
 # folder).
 #
 # Every decision that needs parsing is a tool's: the scripts ask warmup-shard and warmup-spawn
-# (--check-args, --dry-run, --print-shape-file, --list-devices, --lock-scratch,
-# --print-measure-command, --summary) and decide from the answers.
+# (--check-args, --dry-run, --print-shape-file, --list-devices, --lock-scratch, --summary)
+# and decide from the answers; scripts/warmup ends in warmup-spawn --measure.
 
 say() { printf '%s %s\n' "$TAG" "$*" >&2; }
 

@@ -409,7 +409,8 @@ pub fn run(args: &Args, shards: &Shards, parent: Pid) -> Result<Status> {
     for line in &verdict.lines {
         say(line);
     }
-    let conflicted = matches!(&report.merge, Some(m) if m.get("conflicts").is_some_and(|c| c != "0"));
+    let conflicted =
+        matches!(&report.merge, Some(m) if m.get("conflicts").is_some_and(|c| c != "0"));
     report.keep = verdict.word != Some(Word::Replay)
         || published.as_deref() == Some(scratch.root().join("merged").as_path())
         || conflicted
@@ -530,14 +531,20 @@ fn keep_costs(rest: &mut Rest<'_>, op: &str, dir: &Path, scratch: &OsStr, lock: 
 /// run's), after saying why there is no warmup; 127 when it cannot be run.
 pub fn plain(args: &Args, why: &str) -> Status {
     use std::os::unix::process::CommandExt;
-    say(&format!("{why}; falling back to the normal serial autotune"));
+    say(&format!(
+        "{why}; falling back to the normal serial autotune"
+    ));
     let mut cmd = std::process::Command::new(&args.command[0]);
     cmd.args(&args.command[1..]);
     for var in SWEEP_ONLY {
         cmd.env_remove(var);
     }
     let e = cmd.exec();
-    eprintln!("{}: running {}: {e}", crate::TOOL, args.command[0].to_string_lossy());
+    eprintln!(
+        "{}: running {}: {e}",
+        crate::TOOL,
+        args.command[0].to_string_lossy()
+    );
     Status::Passed(127)
 }
 
@@ -569,7 +576,9 @@ fn finish(args: &Args, rest: Rest<'_>, sweep: &Summary, report: Report) -> Resul
     if stopped.is_some() && matches!(report.told, Some(Told::Word(_) | Told::NoGate)) {
         say(&format!(
             "stopped by a signal: the measurement was stopped{}",
-            report.status.map_or_else(String::new, |s| format!(" (exit {s})"))
+            report
+                .status
+                .map_or_else(String::new, |s| format!(" (exit {s})"))
         ));
     }
     let keep = report.keep || stopped.is_some();
@@ -577,7 +586,10 @@ fn finish(args: &Args, rest: Rest<'_>, sweep: &Summary, report: Report) -> Resul
         match (&report.scratch, keep) {
             (Some(root), false) => {
                 if let Err(e) = std::fs::remove_dir_all(root) {
-                    say(&format!("cannot remove the scratch {} ({e}); remove it by hand", root.display()));
+                    say(&format!(
+                        "cannot remove the scratch {} ({e}); remove it by hand",
+                        root.display()
+                    ));
                 }
             }
             (Some(root), true) => say(&format!("scratch kept in {}", root.display())),
