@@ -1,4 +1,5 @@
-"""The measurement started with the sweep: the harness's gate, and scripts/warmup driving it.
+"""The measurement started with the sweep: the harness's gate, and warmup-spawn --measure (through
+scripts/warmup) driving it.
 
 The benchmark is tests/triton_fixture under the real harness (as in test_harness.py); its
 FIXTURE_EVENTS file says, in the order it happened, when each process had collected, ran its
@@ -11,6 +12,7 @@ by construction.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 from pathlib import Path
@@ -50,13 +52,16 @@ class Events:
 
 
 class Gate:
-    """A FIFO held open for reading and writing, as scripts/warmup holds it; the benchmark does
-    not inherit the descriptor (os.open's are not inheritable)."""
+    """A pipe, as warmup-spawn --measure makes it: the benchmark inherits the read end, which
+    WARMUP_HARNESS_GATE names as fd:N; only this test holds the write end."""
 
-    def __init__(self, path: Path):
-        self.path = path
-        os.mkfifo(path)
-        self.fd: int | None = os.open(path, os.O_RDWR)
+    def __init__(self):
+        self.read, fd = os.pipe()
+        self.fd: int | None = fd
+
+    @property
+    def value(self) -> str:
+        return f"fd:{self.read}"
 
     def say(self, line: str) -> None:
         os.write(self.fd, line.encode() + b"\n")
@@ -68,19 +73,21 @@ class Gate:
 
 
 @pytest.fixture
-def gate(tmp_path):
-    g = Gate(tmp_path / "gate")
+def gate():
+    g = Gate()
     yield g
     g.close()
+    os.close(g.read)
 
 
-def gated(work: Path, gate: Gate, **env: str) -> subprocess.Popen:
-    """The benchmark over SHAPES, started as scripts/warmup starts the measurement: the replay
-    variable names a folder with no record in it yet."""
+def gated(work: Path, gate: Gate, *extra: str, **env: str) -> subprocess.Popen:
+    """The benchmark over SHAPES, started as warmup-spawn --measure starts the measurement: the
+    replay variable names a folder with no record in it yet."""
     env.setdefault("FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR", str(work / "rec"))
-    full = bench_env(work, WARMUP_HARNESS_GATE=str(gate.path), FIXTURE_EVENTS=str(work / "events"), **env)
-    return subprocess.Popen(bench_command(shape_file(work, SHAPES)), env=full, cwd=work,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    full = bench_env(work, WARMUP_HARNESS_GATE=gate.value, FIXTURE_EVENTS=str(work / "events"), **env)
+    return subprocess.Popen([*bench_command(shape_file(work, SHAPES)), *extra], env=full, cwd=work,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            pass_fds=(gate.read,))
 
 
 def ended(proc: subprocess.Popen, work: Path) -> Run:
@@ -91,6 +98,11 @@ def ended(proc: subprocess.Popen, work: Path) -> Run:
             proc.kill()
             proc.communicate()
     return Run(subprocess.CompletedProcess(proc.args, proc.returncode, out, err), work / "trace.jsonl")
+
+
+def with_path(work: Path) -> str:
+    """The benchmark's PYTHONPATH with `work` first, for a plugin a test writes there."""
+    return f"{work}{os.pathsep}{bench_env(work)['PYTHONPATH']}"
 
 
 # --- the gate, driven by hand ---------------------------------------------------------------------
@@ -122,11 +134,12 @@ def test_pytests_terminal_output_is_held_until_the_gate_opens(recorded, tmp_path
     folder, _ = recorded
     events = Events(tmp_path / "events")
     out = tmp_path / "stdout"
-    full = bench_env(tmp_path, WARMUP_HARNESS_GATE=str(gate.path), FIXTURE_EVENTS=str(events.path),
+    full = bench_env(tmp_path, WARMUP_HARNESS_GATE=gate.value, FIXTURE_EVENTS=str(events.path),
                      FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR=str(tmp_path / "rec"), PYTHONUNBUFFERED="1")
     with open(out, "w") as stdout:  # -v against the command's -q: the header is written
         proc = subprocess.Popen([*bench_command(shape_file(tmp_path, SHAPES)), "-v"], env=full,
-                                cwd=tmp_path, stdout=stdout, stderr=subprocess.PIPE, text=True)
+                                cwd=tmp_path, stdout=stdout, stderr=subprocess.PIPE, text=True,
+                                pass_fds=(gate.read,))
         try:
             wait_for(lambda: events.of("collected", "measure") or proc.poll() is not None, "the collection", GUARD)
             held = out.read_text()
@@ -157,15 +170,15 @@ def test_live_at_the_gate_tunes_live_and_records_where_the_record_variable_says(
 def test_a_gate_closed_without_a_word_ends_the_session_before_any_test(tmp_path, gate):
     events = Events(tmp_path / "events")
     proc = gated(tmp_path, gate)
-    gate.close()  # the script is gone, most likely before the harness opened the FIFO
+    gate.close()  # warmup-spawn is gone, most likely before the harness reached its gate
     run = ended(proc, tmp_path)
     assert run.returncode == 2, run.output
-    assert "scripts/warmup was stopped or killed); no test runs" in run.output
+    assert "warmup-spawn stopped the run, or was killed); no test runs" in run.output
     assert events.of("collected", "measure") and not events.of("test", "measure"), events.all()
 
 
 def test_a_measurement_behind_an_open_gate_stops_when_the_script_is_killed(recorded, tmp_path, gate):
-    """The script holds the FIFO until the measurement ends; end of file then is its death."""
+    """warmup-spawn holds the pipe until the measurement ends; end of file then is its death."""
     folder, _ = recorded
     events = Events(tmp_path / "events")
     proc = gated(tmp_path, gate, FIXTURE_MEASURE_HANG="1")
@@ -176,26 +189,65 @@ def test_a_measurement_behind_an_open_gate_stops_when_the_script_is_killed(recor
     gate.close()
     run = ended(proc, tmp_path)
     assert run.returncode == -signal.SIGTERM, run.output
-    assert "scripts/warmup is gone (killed): this measurement stops with it" in run.stderr, run.stderr
+    assert "warmup-spawn is gone (killed): this measurement stops with it" in run.stderr, run.stderr
 
 
-def test_a_gate_that_is_not_a_fifo_is_a_usage_error_before_any_test(tmp_path):
+@pytest.mark.parametrize("what", ["a path", "a regular file's descriptor", "a closed descriptor"])
+def test_a_gate_that_is_not_an_inherited_pipe_is_a_usage_error_before_any_test(tmp_path, what):
+    """Only a pipe warmup-spawn made and the measurement inherited is a gate: a path (the FIFO
+    an earlier run left in a scratch) is no longer one."""
     events = Events(tmp_path / "events")
-    not_fifo = tmp_path / "gate"
-    not_fifo.write_text("replay\n")
-    full = bench_env(tmp_path, WARMUP_HARNESS_GATE=str(not_fifo), FIXTURE_EVENTS=str(events.path),
-                     FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR=str(tmp_path / "rec"))
-    run = ended(subprocess.Popen(bench_command(shape_file(tmp_path, SHAPES)), env=full, cwd=tmp_path,
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True), tmp_path)
+    regular = tmp_path / "gate"
+    regular.write_text("replay\n")
+    with open(regular) as f:
+        value, fds, said = {
+            "a path": (str(regular), (), "not fd:N"),
+            "a regular file's descriptor": (f"fd:{f.fileno()}", (f.fileno(),), "is not a pipe"),
+            "a closed descriptor": ("fd:987", (), "descriptor 987 is not open"),
+        }[what]
+        full = bench_env(tmp_path, WARMUP_HARNESS_GATE=value, FIXTURE_EVENTS=str(events.path),
+                         FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR=str(tmp_path / "rec"))
+        proc = subprocess.Popen(bench_command(shape_file(tmp_path, SHAPES)), env=full, cwd=tmp_path,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, pass_fds=fds)
+    run = ended(proc, tmp_path)
     assert run.returncode == 4, run.output
-    assert f"WARMUP_HARNESS_GATE={not_fifo} is not a FIFO" in run.stderr, run.stderr
-    assert not events.of("test", "measure")
+    assert f"WARMUP_HARNESS_GATE={value}: " in run.stderr and said in run.stderr, run.stderr
+    assert not events.of("collected", "measure"), "refused at configure, before collecting"
+
+
+def test_the_gate_is_not_inherited_by_what_the_measurement_starts(recorded, tmp_path, gate):
+    """The harness marks it close-on-exec at configure: a process the session starts cannot hold
+    warmup-spawn's gate, nor read a line meant for the measurement."""
+    folder, _ = recorded
+    events = Events(tmp_path / "events")
+    probe = tmp_path / "probe.py"
+    probe.write_text("import os, subprocess, sys, pytest\n"
+                     "@pytest.hookimpl(trylast=True)\n"
+                     "def pytest_configure(config):\n"
+                     "    fd = os.environ['WARMUP_HARNESS_GATE'][3:]\n"
+                     "    code = 'import os, sys; os.fstat(int(sys.argv[1]))'\n"
+                     "    r = subprocess.run([sys.executable, '-c', code, fd], close_fds=False)\n"
+                     "    open(os.environ['PROBE_OUT'], 'w').write(str(r.returncode))\n")
+    proc = gated(tmp_path, gate, "-p", "probe", PYTHONPATH=with_path(tmp_path),
+                 PROBE_OUT=str(tmp_path / "probe.out"))
+    wait_for(lambda: events.of("collected", "measure") or proc.poll() is not None, "the collection", GUARD)
+    copy_records(folder, tmp_path / "rec")
+    gate.say("replay")
+    run = ended(proc, tmp_path)
+    assert run.returncode == 0, run.output
+    assert (tmp_path / "probe.out").read_text() == "1", "a process the session started held the gate"
 
 
 def test_a_pytest_xdist_worker_behind_the_gate_is_refused_before_any_test(tmp_path, gate):
-    """Each worker would wait at the gate, and only one would read its line."""
+    """Each worker would wait at the gate, and only one would read its line. A worker is known by
+    `config.workerinput`, which pytest-xdist sets before configure (as this plugin does)."""
     events = Events(tmp_path / "events")
-    run = ended(gated(tmp_path, gate, PYTEST_XDIST_WORKER="gw0"), tmp_path)
+    (tmp_path / "as_worker.py").write_text("import pytest\n"
+                                           "@pytest.hookimpl(tryfirst=True)\n"
+                                           "def pytest_configure(config):\n"
+                                           "    config.workerinput = {'workerid': 'gw0'}\n")
+    run = ended(gated(tmp_path, gate, "-p", "as_worker",
+                      PYTHONPATH=with_path(tmp_path)), tmp_path)
     assert run.returncode == 4, run.output
     assert "WARMUP_HARNESS_GATE is set in a pytest-xdist worker" in run.stderr, run.stderr
     assert not events.of("test", "measure")
@@ -217,8 +269,8 @@ def test_a_bad_record_behind_the_gate_is_the_usage_error_a_replay_gives_at_start
 # --- scripts/warmup starting the measurement with the sweep ---------------------------------------
 
 def script_env(work: Path, **extra: str) -> dict[str, str]:
-    return bench_env(work, WARMUP_BIN_DIR=str(BIN_DIR), FLAGGEMS_VENDOR="nvidia", TMPDIR=str(work),
-                     FIXTURE_EVENTS=str(work / "events"), **extra)
+    extra.setdefault("FIXTURE_EVENTS", str(work / "events"))
+    return bench_env(work, WARMUP_BIN_DIR=str(BIN_DIR), FLAGGEMS_VENDOR="nvidia", TMPDIR=str(work), **extra)
 
 
 def script_argv(command: list[str], *opts: str) -> list[str]:
@@ -342,7 +394,58 @@ def test_a_script_killed_while_the_measurement_runs_takes_the_measurement_with_i
     proc.kill()
     err, left = finish(proc, events.pids())
     assert not left, f"processes left behind: {left}\n{err}"
-    assert "scripts/warmup is gone (killed): this measurement stops with it" in err, err
+    assert "warmup-spawn is gone (killed): this measurement stops with it" in err, err
+
+
+def test_sigint_to_the_script_alone_once_the_measurement_runs_stops_it_with_status_130(tmp_path):
+    """Issue 26, item 11: a SIGINT to the script's process alone (not its group), after "sweep
+    done", while the measurement runs its tests. The script is warmup-spawn --measure by then, and
+    one stop signal is one stop for the measurement too: SIGTERM, and the run's status is 130."""
+    events = Events(tmp_path / "events")
+    proc = subprocess.Popen(script_argv(bench_command(shape_file(tmp_path, SHAPES)), "--grace", "5"),
+                            env=script_env(tmp_path, FIXTURE_MEASURE_HANG="1"), cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    wait_for(lambda: events.of("test", "measure") or proc.poll() is not None, "the measurement's first test", GUARD)
+    assert proc.poll() is None, proc.communicate()
+    proc.send_signal(signal.SIGINT)
+    err, left = finish(proc, events.pids(), timeout=GUARD)
+    assert not left, f"processes left behind: {left}\n{err}"
+    assert "sweep done in" in err, err
+    assert proc.returncode == 130, err
+    assert "stopped by a signal: the measurement was stopped" in err, err
+
+
+def test_a_killed_runs_orphaned_measurement_cannot_take_the_next_runs_gate(tmp_path):
+    """Issue 26, item 1: run A's script is SIGKILLed while its measurement is
+    still importing; run B, on the same scratch, starts at once. A's measurement, orphaned, only
+    ever holds A's own gate, whose writer is dead: it ends at its gate without a test, and B's
+    measurement gets B's configs and finishes."""
+    scratch = tmp_path / "scratch"
+    a_events, b_events = Events(tmp_path / "a-events"), Events(tmp_path / "b-events")
+    a_err = tmp_path / "a-stderr"
+    command = bench_command(shape_file(tmp_path, SHAPES))
+    with open(a_err, "w") as err_file:  # a file: the orphan keeps A's stderr open after A is gone
+        a = subprocess.Popen(script_argv(command, "--scratch", str(scratch)),
+                             env=script_env(tmp_path, FIXTURE_EVENTS=str(a_events.path), FIXTURE_IMPORT_SECONDS="8"),
+                             cwd=tmp_path, stdout=err_file, stderr=err_file, start_new_session=True)
+    wait_for(lambda: "starts alongside the sweep" in a_err.read_text() or a.poll() is not None,
+             "run A's measurement", GUARD)
+    assert a.poll() is None, a_err.read_text()
+    [orphan] = [int(w) for w in re.findall(r"the measurement \(pid (\d+)\)", a_err.read_text())]
+    os.kill(a.pid, signal.SIGKILL)  # the script alone, as in the issue (warmup-spawn by then)
+    a.wait(timeout=HANG)
+    b = subprocess.run(script_argv(command, "--scratch", str(scratch)),
+                       env=script_env(tmp_path, FIXTURE_EVENTS=str(b_events.path)), cwd=tmp_path,
+                       capture_output=True, text=True, timeout=GUARD)
+    assert b.returncode == 0, b.stderr
+    assert "op mm: replayed 12, swept 0 live" in b.stderr, b.stderr
+    wait_for(lambda: not os.path.exists(f"/proc/{orphan}") or
+             Path(f"/proc/{orphan}/stat").read_text().split(")")[-1].split()[0] == "Z",
+             "run A's orphaned measurement", GUARD)
+    assert a_events.of("collected", "measure") and not a_events.of("test", "measure"), a_events.all()
+    assert a_events.of("finished", "measure"), "it ended at its gate, not by a kill"
+    assert "warmup-spawn stopped the run, or was killed); no test runs" in a_err.read_text()
 
 
 @pytest.mark.parametrize("how", ["blocks the plugin", "runs through a wrapper"])

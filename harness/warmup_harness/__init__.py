@@ -72,7 +72,8 @@ def pytest_configure(config):
     if gate:  # started alongside the sweep: the session starts when the gate opens (gate.py)
         from .gate import Gate
 
-        config.pluginmanager.register(Gate(gate, lambda: _start(config, store_note), lambda line: _say(config, line)))
+        config.pluginmanager.register(
+            Gate(config, gate, lambda: _start(config, store_note), lambda line: _say(config, line)))
         return
     _start(config, store_note)
 

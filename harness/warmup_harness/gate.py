@@ -1,9 +1,10 @@
-"""The gate: a measurement that scripts/warmup starts alongside the sweep starts up and collects
-while the sweep runs, then waits here, before its first test, for the sweep's outcome.
+"""The gate: a measurement that `warmup-spawn --measure` starts alongside the sweep starts up and
+collects while the sweep runs, then waits here, before its first test, for the sweep's outcome.
 
-`WARMUP_HARNESS_GATE` names a FIFO that the script made and holds open for writing. After
-collection, before the first test (the outermost `pytest_runtestloop` wrapper), the harness reads
-one line from it (docs/CONTRACT.md, "The gate"):
+`WARMUP_HARNESS_GATE=fd:N` names the read end of a pipe that the measurement inherited; only the
+warmup-spawn that started it holds the write end (docs/CONTRACT.md, "The gate"). At configure the
+harness checks it and marks it close-on-exec, so that no process it starts holds it. After
+collection, before the first test (the outermost `pytest_runtestloop` wrapper), it reads one line:
 
 * `replay`: the merged configs are published where `FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR` says; the
   record variable is dropped and the session starts in replay mode, checking the record as a
@@ -11,13 +12,12 @@ one line from it (docs/CONTRACT.md, "The gate"):
 * `live`: the sweep recovered nothing; the replay variable is dropped, and the session tunes live,
   in record mode where `FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR` is set, as the plain run would.
 
-End of file before a line means that the script is gone (stopped, or killed: the kernel closes its
-end), so no test runs: the session ends with pytest's "interrupted" status (2) and a line saying
-why. End of file after it means the script was killed while the measurement ran (it holds the FIFO
-until the measurement ends): the measurement is stopped with SIGTERM, as a kill of the script
-stopped an exec'd measurement. The FIFO is opened without blocking, so a script that died before
-the gate was reached ends the session at once instead of leaving it waiting for a writer that
-will never come.
+End of file before a line means that warmup-spawn is gone or stopped the run (the kernel closes
+its end however it dies), so no test runs: the session ends with pytest's "interrupted" status (2)
+and a line saying why. End of file after it means warmup-spawn was killed while the measurement
+ran (it holds the pipe until the measurement ends): the measurement is stopped with SIGTERM, as
+a kill of its supervisor stops it. Being a pipe the measurement inherited, not a path, the gate of
+a killed run's measurement can only ever say end of file: no other run's gate is within its reach.
 
 Until the gate opens nothing of the harness runs: no hook, no compile worker, no file read; so the
 measurement does no GPU work, whatever its conftests import, before the configs are published.
@@ -44,52 +44,59 @@ from . import env
 OUTCOMES = ("replay", "live")
 
 
-def wait(path: str) -> tuple[str | None, int | None]:
-    """Blocks until the script writes its line; returns it (`replay` or `live`) with the FIFO's
-    descriptor, still open for `watch`, or (None, None) when the script is gone. Raises
-    ProtocolError for a FIFO that cannot be read or a line it cannot be."""
+def descriptor(value: str) -> int:
+    """The gate's descriptor, `fd:N`, checked to be an open pipe and made close-on-exec; raises
+    ProtocolError for anything else."""
+    number = value[3:] if value.startswith("fd:") else ""
+    if not number.isdigit():
+        raise env.ProtocolError(f"{env.GATE}={value}: not fd:N; only warmup-spawn --measure sets it, "
+                                f"to a pipe the measurement inherits")
+    fd = int(number)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    except FileNotFoundError:
-        return None, None  # its folder went with a run that is over
+        is_pipe = stat.S_ISFIFO(os.fstat(fd).st_mode)
     except OSError as exc:
-        raise env.ProtocolError(f"{env.GATE}={path}: cannot open it ({exc.strerror or exc})") from None
-    try:
-        if not stat.S_ISFIFO(os.fstat(fd).st_mode):
-            raise env.ProtocolError(f"{env.GATE}={path} is not a FIFO; only scripts/warmup sets it, to one it made")
-        os.set_blocking(fd, True)
-        line = b""
-        while not line.endswith(b"\n"):
-            byte = os.read(fd, 1)  # a byte at a time: nothing past the line is taken
-            if not byte:
-                break
-            line += byte
-        outcome = line.decode("utf-8", "replace").strip()
-        if not line:
-            os.close(fd)
-            return None, None
-        if outcome not in OUTCOMES:
-            raise env.ProtocolError(
-                f"{env.GATE}={path}: the gate said {outcome!r}, not one of {', '.join(OUTCOMES)}; "
-                f"a FIFO scripts/warmup made is the only writer it expects"
-            )
-    except BaseException:
+        raise env.ProtocolError(f"{env.GATE}={value}: descriptor {fd} is not open ({exc.strerror or exc}); "
+                                f"only the process warmup-spawn --measure started inherits it") from None
+    if not is_pipe:
+        raise env.ProtocolError(f"{env.GATE}={value}: descriptor {fd} is not a pipe; only warmup-spawn "
+                                f"--measure sets it, to one it made")
+    os.set_inheritable(fd, False)
+    return fd
+
+
+def wait(fd: int) -> str | None:
+    """Blocks until warmup-spawn writes its line; returns it (`replay` or `live`), the pipe still
+    open for `watch`, or None (the pipe closed) when warmup-spawn is gone or stopped the run.
+    Raises ProtocolError for a line it cannot be."""
+    line = b""
+    while not line.endswith(b"\n"):
+        byte = os.read(fd, 1)  # a byte at a time: nothing past the line is taken
+        if not byte:
+            break
+        line += byte
+    if not line:
         os.close(fd)
-        raise
-    return outcome, fd
+        return None
+    outcome = line.decode("utf-8", "replace").strip()
+    if outcome not in OUTCOMES:
+        os.close(fd)
+        raise env.ProtocolError(
+            f"{env.GATE}: the gate said {outcome!r}, not one of {', '.join(OUTCOMES)}; warmup-spawn "
+            f"--measure is the only writer it expects"
+        )
+    return outcome
 
 
 def watch(fd: int, say: Callable[[str], None]) -> None:
-    """Once the gate is open the script waits for this process and holds the FIFO until it ends;
-    end of file on it means that the script was killed. The measurement stood where the exec'd
-    COMMAND stood, so it goes too, as a kill of the script killed the measurement before: SIGTERM
-    to this process (a thread of its own waits for it)."""
+    """Once the gate is open warmup-spawn waits for this process and holds the pipe until it ends;
+    end of file on it means that warmup-spawn was killed. The measurement is its job, so it goes
+    too: SIGTERM to this process (a thread of its own waits for it)."""
 
     def run() -> None:
         while os.read(fd, 64):
             pass
         try:  # from this thread, while a test runs: the stop must not depend on the line
-            say("scripts/warmup is gone (killed): this measurement stops with it")
+            say("warmup-spawn is gone (killed): this measurement stops with it")
         finally:
             os.kill(os.getpid(), signal.SIGTERM)
 
@@ -125,14 +132,18 @@ class _Held:
 class Gate:
     """Registered at configure in place of the session, which it starts when the gate opens."""
 
-    def __init__(self, path: str, start: Callable[[], None], say: Callable[[str], None]):
-        if os.environ.get("PYTEST_XDIST_WORKER"):  # its controller waits at the gate, not it
+    def __init__(self, config, value: str, start: Callable[[], None], say: Callable[[str], None]):
+        if hasattr(config, "workerinput"):  # a pytest-xdist worker: only one process may wait there
             raise pytest.UsageError(
                 f"warmup-harness: {env.GATE} is set in a pytest-xdist worker: a measurement "
                 f"started with the sweep runs its tests in one process; drop -n (an ini file's "
                 f"addopts included), or run it after the sweep"
             )
-        self.path = path
+        try:
+            self.fd = descriptor(value)
+        except env.ProtocolError as exc:
+            raise pytest.UsageError(f"warmup-harness: {exc}") from None
+        self.value = value
         self.start = start  # starts the session from the environment, as configure does
         self.say = say
         self.writer = None  # pytest's terminal writer while its output is held
@@ -162,16 +173,16 @@ class Gate:
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtestloop(self, session):
         try:
-            outcome, fd = wait(self.path)
+            outcome = wait(self.fd)
         except env.ProtocolError as exc:
             raise pytest.UsageError(f"warmup-harness: {exc}") from None
         finally:
             self.release()
-        if outcome is None or fd is None:
-            pytest.exit(f"warmup-harness: the sweep ended without a word ({env.GATE}={self.path} "
-                        f"closed: scripts/warmup was stopped or killed); no test runs",
+        if outcome is None:
+            pytest.exit(f"warmup-harness: the sweep ended without a word ({env.GATE}={self.value} "
+                        f"closed: warmup-spawn stopped the run, or was killed); no test runs",
                         returncode=pytest.ExitCode.INTERRUPTED)
-        watch(fd, self.say)
+        watch(self.fd, self.say)
         apply(outcome, os.environ)
         self.say("the sweep is done: replaying its configs" if outcome == "replay" else
                  "the sweep recovered no configs: tuning live")

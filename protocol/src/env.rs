@@ -18,6 +18,10 @@ pub const TRITON_CACHE_DIR: &str = "TRITON_CACHE_DIR";
 /// How many children warmup-spawn runs at once on this machine, in each child: the harness divides
 /// the CPUs among them for its compile workers.
 pub const SPAWN_CHILDREN: &str = "WARMUP_SPAWN_CHILDREN";
+/// The measurement's gate (docs/CONTRACT.md, "The gate"): `fd:N`, N the read end of a pipe
+/// `warmup-spawn --measure` holds the write end of; the harness reads one line there before its
+/// first test.
+pub const GATE: &str = "WARMUP_HARNESS_GATE";
 /// The harness's IR dump folder; the IR comes from the measurement run, never from a child.
 pub const TTGIR_DUMP_DIR: &str = "FLAGGEMS_PERF_TTGIR_DUMP_DIR";
 /// The harness's colour switch; `never` in a child, whose output goes to a log file.

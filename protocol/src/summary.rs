@@ -80,9 +80,41 @@ pub fn check_path(path: &Path) -> Result<()> {
     Ok(())
 }
 
+/// A summary read back: each name's line, its fields as the rest of the line (the last one wins
+/// where a name repeats; `shard` lines are left out). `None` unless it is [`VERSION`].
+pub fn read(text: &[u8]) -> Option<std::collections::HashMap<String, String>> {
+    let text = String::from_utf8_lossy(text);
+    let mut lines = text.lines();
+    if lines.next()? != format!("version {VERSION}") {
+        return None;
+    }
+    Some(
+        lines
+            .filter_map(|line| line.split_once(' '))
+            .filter(|(name, _)| *name != "shard")
+            .map(|(name, rest)| (name.to_owned(), rest.to_owned()))
+            .collect(),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_summary_reads_back_by_name_and_another_version_not_at_all() {
+        let mut s = Summary::new();
+        s.value("recovered", 3);
+        s.path("merged", &[], Path::new("/tmp/a b/merged.json"))
+            .expect("no newline");
+        s.path("shard", &[&0, &"ok"], Path::new("/tmp/w0/worker.log"))
+            .expect("no newline");
+        let read = read(s.bytes()).expect("version 1");
+        assert_eq!(read["recovered"], "3");
+        assert_eq!(read["merged"], "/tmp/a b/merged.json");
+        assert!(!read.contains_key("shard"));
+        assert_eq!(super::read(b"version 2\nrecovered 3\n"), None);
+    }
 
     #[test]
     fn lines_are_name_then_fields_then_the_path_as_the_rest() {

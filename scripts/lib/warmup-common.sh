@@ -8,7 +8,8 @@
 # says) before sourcing this, and `here` (its own folder).
 #
 # Every decision is a tool's: warmup-plan parses both scripts' options and decides
-# (docs/CONTRACT.md, "warmup-plan"); the scripts eval its answer and compose the steps it names.
+# (docs/CONTRACT.md, "warmup-plan"); the scripts eval its answer and compose the steps it names,
+# and scripts/warmup ends in warmup-spawn --measure.
 
 say() { printf '%s %s\n' "$TAG" "$*" >&2; }
 

@@ -10,8 +10,11 @@
 //! `status` (a child's status.json as it starts, and the run summary; the file's type and the
 //! outcome rule are `protocol::status`'s), `progress` (what a person sees), `shell`
 //! (`--dry-run` lines), `select` (which shards run: `--only`, `--index-from-env`, and what such a
-//! run holds on the scratch). The devices (`protocol::backend`) and what COMMAND runs
-//! (`protocol::command`) are protocol's: warmup-plan reads them alike. Nothing here is public
+//! run holds on the scratch). With `--measure`: `flow` (the run after the plan, the measurement
+//! included), `measurement` (the measurement as a supervised job), `gate` (its pipe, and what it
+//! is told) and `tools` (warmup-merge, warmup-publish, warmup-costs, run as a caller would). The
+//! devices (`protocol::backend`) and what COMMAND runs (`protocol::command`: whether it can start
+//! with the sweep, and how) are protocol's: warmup-plan reads them alike. Nothing here is public
 //! but [`Args`] and [`run`].
 //!
 //! [`run`] parses nothing: [`Command::of`] says which of the five things this invocation does,
@@ -19,8 +22,11 @@
 
 mod by_key;
 mod child;
+mod flow;
+mod gate;
 mod job;
 mod log;
+mod measurement;
 mod process;
 mod progress;
 mod select;
@@ -28,6 +34,7 @@ mod shell;
 mod signal;
 mod status;
 mod supervisor;
+mod tools;
 mod watchdog;
 
 use anyhow::{bail, Context, Result};
@@ -68,8 +75,9 @@ const EXAMPLES: &str = "EXAMPLES:
   # the children claiming autotune keys in SCRATCH/claims
   warmup-spawn --plan /tmp/run --devices 0,1,2,3 -- pytest benchmark/test_blas_perf.py -m mm
 
-  # the measurement warmup may start with the sweep, NUL-separated (exit 3: not pytest)
-  warmup-spawn --print-measure-command -- python -m pytest bench.py --shape_file s.yaml
+  # the sweep, then merge and publish, and COMMAND measured once on the configs: a pytest COMMAND
+  # starts with the sweep and waits at its gate (the contract, The gate); exit: COMMAND's
+  warmup-spawn --plan /tmp/run --measure --summary /tmp/run.summary --record-dir rec -- pytest ...
 
 BACKENDS (--backend; auto: FLAGGEMS_VENDOR, else the visibility variable that is set, else a probe):
   cuda CUDA_VISIBLE_DEVICES | rocm HIP_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES |
@@ -121,7 +129,7 @@ pub struct Args {
     #[arg(
         long,
         value_name = "PLAN",
-        required_unless_present_any = ["list_devices", "lock_scratch", "print_measure_command"]
+        required_unless_present_any = ["list_devices", "lock_scratch"]
     )]
     pub plan: Option<PathBuf>,
 
@@ -185,15 +193,27 @@ pub struct Args {
     /// Take SCRATCH's lock for the caller, on the descriptor it lends in WARMUP_SCRATCH_LOCK_FD
     /// (open on SCRATCH/.lock), and exit: the caller holds it until it closes that descriptor or
     /// ends, and the tools it runs run under it (the contract's "The scratch lock", SEE ALSO)
-    #[arg(long, value_name = "SCRATCH", conflicts_with_all = ["plan", "dry_run", "list_devices", "summary", "command", "print_measure_command"])]
+    #[arg(long, value_name = "SCRATCH", conflicts_with_all = ["plan", "dry_run", "list_devices", "summary", "command"])]
     pub lock_scratch: Option<PathBuf>,
 
-    /// Print the argv warmup starts the measurement with, alongside the sweep: COMMAND
-    /// with `-p warmup_harness` after its pytest, each word followed by a NUL byte; exit 3,
-    /// printing nothing, when COMMAND is not a pytest command, blocks the plugin or runs
-    /// pytest-xdist workers (the measurement then runs after the sweep, as it always did)
-    #[arg(long, conflicts_with_all = ["plan", "dry_run", "list_devices", "summary"])]
-    pub print_measure_command: bool,
+    /// After the sweep, merge and publish its configs (warmup-merge, warmup-publish) and run
+    /// COMMAND once, unpinned, on them: the measurement, supervised as one more job and stopped
+    /// by the same rule. A pytest COMMAND starts with the sweep, with `-p warmup_harness`, and
+    /// waits at its gate before its first test; any other runs after publishing. Exit status:
+    /// the measurement's; 128+N when signal N stopped the run (the contract's "The gate")
+    #[arg(long, requires = "plan", conflicts_with_all = ["dry_run", "only", "index_from_env"])]
+    pub measure: bool,
+
+    /// With --measure: publish into DIR (and keep the sweep's costs there) [default:
+    /// $FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR when not blank, else SCRATCH/merged]
+    #[arg(long, value_name = "DIR", requires = "measure")]
+    pub record_dir: Option<PathBuf>,
+
+    /// With --measure: remove SCRATCH once the measurement has ended, when nothing in it is
+    /// needed (the configs published elsewhere, every shard ok, no conflict, no stop); else say
+    /// where it is kept
+    #[arg(long, requires = "measure")]
+    pub discard_scratch: bool,
 
     /// The command each child runs, after `--` (as warmup takes it, so that no word of
     /// it is read as an option of this tool); its --shape_file is replaced by the shard's
@@ -209,12 +229,12 @@ pub enum Command<'a> {
     LockScratch(&'a Path),
     /// `--list-devices`: print the device tokens a run would use.
     ListDevices(&'a Args),
-    /// `--print-measure-command`: print the argv of the measurement started with the sweep.
-    PrintMeasureCommand(&'a [OsString]),
     /// `--dry-run`: print each shard's device, environment changes and argv.
     DryRun(&'a Args),
     /// Run and supervise one child per shard.
     Run(&'a Args),
+    /// `--measure`: run the shards, merge, publish and measure.
+    Measure(&'a Args),
 }
 
 impl<'a> Command<'a> {
@@ -224,10 +244,10 @@ impl<'a> Command<'a> {
             Command::LockScratch(scratch)
         } else if args.list_devices {
             Command::ListDevices(args)
-        } else if args.print_measure_command {
-            Command::PrintMeasureCommand(&args.command)
         } else if args.dry_run {
             Command::DryRun(args)
+        } else if args.measure {
+            Command::Measure(args)
         } else {
             Command::Run(args)
         }
@@ -244,7 +264,6 @@ pub fn run(args: &Args) -> Result<Status> {
             Ok(Status::Done)
         }
         Command::ListDevices(args) => list_devices(args, &env),
-        Command::PrintMeasureCommand(command) => print_measure_command(command),
         Command::DryRun(args) => match prepare(args, &env)? {
             Some(shards) => dry_run(&shards),
             None => Ok(Status::NothingToDo),
@@ -253,6 +272,22 @@ pub fn run(args: &Args) -> Result<Status> {
             Some(shards) => supervise(args, &shards, parent),
             None => Ok(Status::NothingToDo),
         },
+        Command::Measure(args) => {
+            if args.summary.as_deref() == Some(Path::new("-")) {
+                bail!("--measure: stdout is the measurement's; give --summary a file, not -");
+            }
+            // What keeps the sweep from running is a reason to measure COMMAND plain, as the
+            // caller would have run it: --measure always ends in COMMAND's status.
+            match prepare(args, &env) {
+                Ok(Some(shards)) => flow::run(args, &shards, parent),
+                Ok(None) => Ok(flow::plain(args, "the plan has no shards to sweep")),
+                Err(e) if args.command.is_empty() => Err(e),
+                Err(e) => {
+                    eprintln!("{TOOL}: {e:#}");
+                    Ok(flow::plain(args, "the sweep could not run (see above)"))
+                }
+            }
+        }
     }
 }
 
@@ -266,22 +301,6 @@ fn list_devices(args: &Args, env: &backend::Environment) -> Result<Status> {
     Ok(Status::Done)
 }
 
-/// The measurement's argv, each word followed by a NUL byte; exit 3, printing nothing, where
-/// the measurement cannot start with the sweep (`measure`).
-fn print_measure_command(command: &[OsString]) -> Result<Status> {
-    let addopts = std::env::var_os("PYTEST_ADDOPTS");
-    let Some(argv) = protocol::command::measure_command(command, addopts.as_deref()) else {
-        return Ok(Status::NothingToDo);
-    };
-    let mut out = std::io::stdout().lock();
-    for word in argv {
-        out.write_all(word.as_encoded_bytes())
-            .and_then(|()| out.write_all(b"\0"))
-            .context("writing to stdout")?;
-    }
-    Ok(Status::Done)
-}
-
 /// What a dry run prints and a run starts: the plan (narrowed to the chosen shards), its
 /// scratch, one job per shard in start order, and the devices.
 struct Shards {
@@ -291,6 +310,31 @@ struct Shards {
     jobs: Vec<job::Job>,
     devices: Vec<String>,
     run_id: String,
+}
+
+/// Claims the scratch for a run of `shards`, and clears the chosen shards' outputs: the whole
+/// scratch, or a shared hold on it and each chosen shard (`select`).
+fn claim(shards: &Shards) -> Result<select::Claim> {
+    let (scratch, jobs) = (&shards.scratch, &shards.jobs);
+    for job in jobs {
+        check_writable(&scratch.worker(job.shard), job.shard)?;
+    }
+    let some: Option<Vec<usize>> = shards
+        .choice
+        .as_ref()
+        .map(|_| shards.plan.shards.iter().map(|s| s.index).collect());
+    let claim = select::Claim::take(scratch, some.as_deref())?;
+    // Before any child starts, so that a shard a signal keeps from starting leaves nothing
+    // of an earlier run behind either: a missing status.json means "not started".
+    for job in jobs {
+        scratch.clear_outputs(job.shard).with_context(|| {
+            format!("clearing what an earlier run left for shard {}", job.shard)
+        })?;
+    }
+    if shards.plan.by_key() {
+        by_key::ready_claims(scratch, shards.choice.is_none())?;
+    }
+    Ok(claim)
 }
 
 /// Reads and checks everything a run needs, writing nothing; `None` (after saying so, and
@@ -354,7 +398,9 @@ fn prepare(args: &Args, env: &backend::Environment) -> Result<Option<Shards>> {
             "{TOOL}: {}: the plan has no shards; nothing to run",
             plan_path.display()
         );
-        write_summary(args, &plan, &jobs, &[], Duration::ZERO)?;
+        if !args.measure {
+            write_summary(args, &plan, &jobs, &[], Duration::ZERO)?;
+        }
         return Ok(None);
     }
     Ok(Some(Shards {
@@ -386,30 +432,13 @@ fn dry_run(shards: &Shards) -> Result<Status> {
 /// Claims the scratch, clears the chosen shards' outputs, and runs and supervises their
 /// children to the end; `parent` is the caller whose death stops the run.
 fn supervise(args: &Args, shards: &Shards, parent: nix::unistd::Pid) -> Result<Status> {
-    let (scratch, jobs, devices) = (&shards.scratch, &shards.jobs, &shards.devices);
-    for job in jobs {
-        check_writable(&scratch.worker(job.shard), job.shard)?;
-    }
-    // The whole scratch, or a shared hold on it and each chosen shard (`select`).
-    let some: Option<Vec<usize>> = shards
-        .choice
-        .as_ref()
-        .map(|_| shards.plan.shards.iter().map(|s| s.index).collect());
-    let _claim = select::Claim::take(scratch, some.as_deref())?;
-    // Before any child starts, so that a shard a signal keeps from starting leaves nothing
-    // of an earlier run behind either: a missing status.json means "not started".
-    for job in jobs {
-        scratch.clear_outputs(job.shard).with_context(|| {
-            format!("clearing what an earlier run left for shard {}", job.shard)
-        })?;
-    }
-    if shards.plan.by_key() {
-        by_key::ready_claims(scratch, shards.choice.is_none())?;
-    }
+    let (jobs, devices) = (&shards.jobs, &shards.devices);
+    let _claim = claim(shards)?;
 
     // The watchdog first, while this is the only thread and no signal is blocked yet.
     let mut watchdog = watchdog::Watchdog::start(&shards.run_id)?;
     let signals = signal::Signals::install(parent)?;
+    let mut shutdown = signal::Shutdown::default();
     let mut progress = progress::Progress::new(devices);
     let t0 = Instant::now();
     let outcome = supervisor::supervise(
@@ -422,6 +451,8 @@ fn supervise(args: &Args, shards: &Shards, parent: nix::unistd::Pid) -> Result<S
                 max_log: args.max_log,
             },
             signals: &signals,
+            shutdown: &mut shutdown,
+            measurement: None,
             watchdog: &mut watchdog,
             progress: &mut progress,
             run_id: &shards.run_id,
@@ -585,8 +616,8 @@ mod tests {
         assert_eq!(command(&[spawn, "--plan", "p", "--", "pytest"]), "Run");
         assert_eq!(command(&[spawn, "--lock-scratch", "s"]), "LockScratch");
         assert_eq!(
-            command(&[spawn, "--print-measure-command", "--", "pytest"]),
-            "PrintMeasureCommand"
+            command(&[spawn, "--plan", "p", "--measure", "--", "pytest"]),
+            "Measure"
         );
     }
 }

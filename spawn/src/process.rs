@@ -137,7 +137,7 @@ pub fn reap() -> nix::Result<Vec<(Pid, Exit)>> {
 }
 
 /// This process's children, but `keep`, from `/proc/<pid>/stat` (`pid (comm) state ppid ...`).
-fn children(keep: Option<Pid>) -> Vec<Pid> {
+fn children(keep: &[Pid]) -> Vec<Pid> {
     let me = std::process::id().to_string();
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
@@ -152,26 +152,29 @@ fn children(keep: Option<Pid>) -> Vec<Pid> {
             let ppid = rest.split_whitespace().nth(1)?;
             (ppid == me).then(|| Pid::from_raw(pid))
         })
-        .filter(|&pid| Some(pid) != keep)
+        .filter(|pid| !keep.contains(pid))
         .collect()
 }
 
 /// Stops the orphans re-parented to us (we are a subreaper) that nothing else accounted for:
-/// SIGTERM (to their group too, when they lead one), `grace`, SIGKILL, reap. `keep` is a child
-/// of our own that must live on (the watchdog).
-pub fn sweep_orphans(grace: Duration, keep: Option<Pid>) {
-    let _ = reap();
+/// SIGTERM (to their group too, when they lead one), `grace`, SIGKILL, reap. `keep` are children
+/// of our own that must live on (the watchdog, the measurement).
+pub fn sweep_orphans(grace: Duration, keep: &[Pid]) -> Vec<(Pid, Exit)> {
+    // What is reaped here is handed back: a kept child (the measurement) may end meanwhile.
+    let mut reaped = Vec::new();
+    let reap_into = |into: &mut Vec<(Pid, Exit)>| into.extend(reap().unwrap_or_default());
+    reap_into(&mut reaped);
     let strays = children(keep);
     if strays.is_empty() {
-        return;
+        return reaped;
     }
     signal_each(&strays, Signal::SIGTERM, None);
     let end = Instant::now() + grace;
     loop {
-        let _ = reap();
+        reap_into(&mut reaped);
         let left = children(keep);
         if left.is_empty() {
-            return;
+            return reaped;
         }
         if Instant::now() >= end {
             signal_each(&left, Signal::SIGKILL, None);
@@ -182,12 +185,13 @@ pub fn sweep_orphans(grace: Duration, keep: Option<Pid>) {
     // SIGKILL cannot be ignored; wait for the kernel to deliver it, bounded in case of D state.
     let end = Instant::now() + Duration::from_secs(5);
     while Instant::now() < end {
-        let _ = reap();
+        reap_into(&mut reaped);
         if children(keep).is_empty() {
-            return;
+            break;
         }
         std::thread::sleep(POLL);
     }
+    reaped
 }
 
 #[cfg(test)]

@@ -20,12 +20,45 @@ use anyhow::{Context, Result};
 use nix::sys::signal::{SigHandler, SigSet, SigmaskHow, Signal};
 use nix::sys::signalfd::{SfdFlags, SignalFd};
 use nix::unistd::Pid;
-use std::os::fd::{AsFd, BorrowedFd};
+use std::os::fd::{AsFd, BorrowedFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::process::Command;
 
 /// The signals that stop a run; a second one skips the grace period.
 pub const STOP: [Signal; 3] = [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP];
+
+/// What a stop signal asks of every job of the run, the sweep's children and the measurement
+/// alike (cargo-nextest's `ShutdownRequest`): the first one a graceful stop (SIGTERM, SIGKILL
+/// after the grace), any later one a kill at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShutdownRequest {
+    Once(Signal),
+    Twice(Signal),
+}
+
+/// The run's stop signals so far: which request the next one makes, and which stopped the run.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Shutdown {
+    first: Option<Signal>,
+}
+
+impl Shutdown {
+    /// The request `sig` makes, coming after those seen so far.
+    pub fn request(&mut self, sig: Signal) -> ShutdownRequest {
+        match self.first {
+            None => {
+                self.first = Some(sig);
+                ShutdownRequest::Once(sig)
+            }
+            Some(_) => ShutdownRequest::Twice(sig),
+        }
+    }
+
+    /// The signal that stopped the run, if one did.
+    pub fn stopped_by(&self) -> Option<Signal> {
+        self.first
+    }
+}
 
 /// The spawner's signalfd and what a child must get back before exec.
 #[derive(Debug)]
@@ -40,6 +73,12 @@ pub struct ChildSetup {
     mask: SigSet,
     chld_ignored: bool,
     parent: Pid,
+    /// Dies with the spawner (PR_SET_PDEATHSIG): every job but the measurement, which ends by
+    /// its gate instead ("The gate").
+    dies_with_spawner: bool,
+    /// A descriptor of the spawner's, close-on-exec there, that this child inherits (the
+    /// measurement's end of the gate, a tool's lent scratch lock).
+    inherits: Option<RawFd>,
 }
 
 impl Signals {
@@ -95,6 +134,8 @@ impl Signals {
                 mask,
                 chld_ignored: matches!(old.handler(), SigHandler::SigIgn),
                 parent: nix::unistd::getpid(),
+                dies_with_spawner: true,
+                inherits: None,
             },
         })
     }
@@ -123,13 +164,26 @@ impl Signals {
 }
 
 impl ChildSetup {
+    /// The same, but the child outlives the spawner: the measurement, which a killed spawner's
+    /// closed gate ends (no test before it opens, SIGTERM after).
+    pub fn outliving(mut self) -> ChildSetup {
+        self.dies_with_spawner = false;
+        self
+    }
+
+    /// The same, and the child inherits `fd` (close-on-exec in the spawner) under its number.
+    pub fn inheriting(mut self, fd: RawFd) -> ChildSetup {
+        self.inherits = Some(fd);
+        self
+    }
+
     /// Puts the child in its own process group and arranges, between fork and exec, for it to
     /// die with the spawner and to get the caller's signal mask and SIGCHLD disposition back.
     pub fn apply(self, cmd: &mut Command) {
         cmd.process_group(0);
         let setup = self;
         // SAFETY: the closure runs in the forked child before exec and calls only
-        // async-signal-safe system calls (prctl, getppid, sigprocmask, sigaction); it allocates
+        // async-signal-safe system calls (prctl, getppid, fcntl, sigprocmask, sigaction); it allocates
         // nothing, and its errors are built from raw errno values.
         #[allow(unsafe_code)]
         unsafe {
@@ -140,11 +194,19 @@ impl ChildSetup {
     fn in_child(&self) -> std::io::Result<()> {
         let errno = |e: nix::errno::Errno| std::io::Error::from_raw_os_error(e as i32);
         #[cfg(target_os = "linux")]
-        {
+        if self.dies_with_spawner {
             nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(errno)?;
             // The spawner may have died between fork and prctl: then nobody would kill us.
             if nix::unistd::getppid() != self.parent {
                 return Err(std::io::Error::from_raw_os_error(nix::libc::ESRCH));
+            }
+        }
+        if let Some(fd) = self.inherits {
+            // SAFETY: fcntl(F_SETFD) on a descriptor number changes only its close-on-exec flag;
+            // a number that is not open fails with EBADF, reported below.
+            #[allow(unsafe_code)]
+            if unsafe { nix::libc::fcntl(fd, nix::libc::F_SETFD, 0) } == -1 {
+                return Err(std::io::Error::last_os_error());
             }
         }
         nix::sys::signal::sigprocmask(SigmaskHow::SIG_SETMASK, Some(&self.mask), None)
@@ -156,5 +218,33 @@ impl ChildSetup {
                 .map_err(errno)?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_stop_is_once_and_every_later_one_twice() {
+        let mut shutdown = Shutdown::default();
+        assert_eq!(shutdown.stopped_by(), None);
+        assert_eq!(
+            shutdown.request(Signal::SIGINT),
+            ShutdownRequest::Once(Signal::SIGINT)
+        );
+        assert_eq!(
+            shutdown.request(Signal::SIGTERM),
+            ShutdownRequest::Twice(Signal::SIGTERM)
+        );
+        assert_eq!(
+            shutdown.request(Signal::SIGINT),
+            ShutdownRequest::Twice(Signal::SIGINT)
+        );
+        assert_eq!(
+            shutdown.stopped_by(),
+            Some(Signal::SIGINT),
+            "the first one stopped it"
+        );
     }
 }

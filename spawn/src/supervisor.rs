@@ -10,9 +10,10 @@
 use crate::child::{Child, Stop};
 use crate::job::Job;
 use crate::log::Log;
+use crate::measurement::Measurement;
 use crate::process::{self, POLL};
 use crate::progress::Progress;
-use crate::signal::Signals;
+use crate::signal::{Shutdown, ShutdownRequest, Signals};
 use crate::status::rfc3339;
 use crate::watchdog::Watchdog;
 use anyhow::{Context, Result};
@@ -53,6 +54,11 @@ pub struct Run<'a> {
     pub devices: &'a [String],
     pub limits: Limits,
     pub signals: &'a Signals,
+    /// The run's stop signals, which the measurement's supervision goes on counting after.
+    pub shutdown: &'a mut Shutdown,
+    /// The measurement started with the sweep (`--measure`): one more job, stopped by the same
+    /// rule, which lives on when the sweep is over.
+    pub measurement: Option<&'a mut Measurement>,
     pub watchdog: &'a mut Watchdog,
     pub progress: &'a mut Progress,
     /// The run's name, in every child's marker (`process`).
@@ -65,6 +71,8 @@ pub fn supervise(jobs: &[Job], run: Run<'_>) -> Result<Outcome> {
         devices,
         limits,
         signals,
+        shutdown,
+        mut measurement,
         watchdog,
         progress,
         run_id,
@@ -73,11 +81,10 @@ pub fn supervise(jobs: &[Job], run: Run<'_>) -> Result<Outcome> {
     let mut next = 0;
     let mut running: Vec<Child> = Vec::new();
     let mut statuses: Vec<ShardStatus> = Vec::new();
-    let mut stopped_by = None;
     let mut write_failed = false;
 
     loop {
-        if stopped_by.is_none() {
+        if shutdown.stopped_by().is_none() {
             while next < jobs.len() {
                 let Some(slot) = free.pop_front() else { break };
                 let job = &jobs[next];
@@ -97,11 +104,16 @@ pub fn supervise(jobs: &[Job], run: Run<'_>) -> Result<Outcome> {
                 next += 1;
             }
         }
-        if running.is_empty() && (stopped_by.is_some() || next == jobs.len()) {
+        if running.is_empty() && (shutdown.stopped_by().is_some() || next == jobs.len()) {
             break;
         }
 
-        wait(signals, &running, progress.refresh())?;
+        wait(
+            signals,
+            &running,
+            measurement.as_deref(),
+            progress.refresh(),
+        )?;
         // The signals are read, which drains every pending SIGCHLD, before the children are
         // reaped: read after, a child that exits between the two would have its SIGCHLD drained
         // unseen and stay a zombie, with nothing left to wake the next wait (seen once: a sweep
@@ -113,6 +125,8 @@ pub fn supervise(jobs: &[Job], run: Run<'_>) -> Result<Outcome> {
         for (pid, exit) in process::reap().context("reaping children")? {
             if let Some(child) = running.iter_mut().find(|c| c.pid == pid) {
                 child.exited(exit);
+            } else if let Some(m) = measurement.as_deref_mut().filter(|m| m.pid == pid) {
+                m.exited(exit);
             }
         }
 
@@ -128,18 +142,24 @@ pub fn supervise(jobs: &[Job], run: Run<'_>) -> Result<Outcome> {
 
         let now = Instant::now();
         for sig in stop_signals {
-            let grace = if stopped_by.is_none() {
-                stopped_by = Some(sig);
-                progress.note(&format!(
-                    "got {sig}: stopping {} running shard(s), SIGKILL after {:.1}s (send it again to skip the wait)",
-                    running.len(),
-                    limits.grace.as_secs_f64()
-                ));
-                limits.grace
-            } else {
-                progress.note(&format!("got {sig} again: killing every shard now"));
-                Duration::ZERO
+            let request = shutdown.request(sig);
+            let grace = match request {
+                ShutdownRequest::Once(_) => {
+                    progress.note(&format!(
+                        "got {sig}: stopping {} running shard(s), SIGKILL after {:.1}s (send it again to skip the wait)",
+                        running.len(),
+                        limits.grace.as_secs_f64()
+                    ));
+                    limits.grace
+                }
+                ShutdownRequest::Twice(_) => {
+                    progress.note(&format!("got {sig} again: killing every shard now"));
+                    Duration::ZERO
+                }
             };
+            if let Some(m) = measurement.as_deref_mut() {
+                m.stop(request, now, limits.grace);
+            }
             for child in &mut running {
                 let marked = marked_of(child.job);
                 if child.stop(Stop::Interrupted, now, grace, &marked) {
@@ -149,6 +169,9 @@ pub fn supervise(jobs: &[Job], run: Run<'_>) -> Result<Outcome> {
         }
 
         let now = Instant::now();
+        if let Some(m) = measurement.as_deref_mut() {
+            m.tick(now);
+        }
         let mut i = 0;
         while i < running.len() {
             let child = &mut running[i];
@@ -175,16 +198,22 @@ pub fn supervise(jobs: &[Job], run: Run<'_>) -> Result<Outcome> {
         progress.tick();
     }
 
-    let grace = if stopped_by.is_some() {
+    let grace = if shutdown.stopped_by().is_some() {
         Duration::ZERO
     } else {
         limits.grace
     };
-    process::sweep_orphans(grace, Some(watchdog.pid()));
+    let mut keep = vec![watchdog.pid()];
+    keep.extend(measurement.as_deref().map(|m| m.pid));
+    for (pid, exit) in process::sweep_orphans(grace, &keep) {
+        if let Some(m) = measurement.as_deref_mut().filter(|m| m.pid == pid) {
+            m.exited(exit);
+        }
+    }
     statuses.sort_by_key(|s| s.shard);
     Ok(Outcome {
         statuses,
-        stopped_by,
+        stopped_by: shutdown.stopped_by(),
         write_failed,
     })
 }
@@ -260,7 +289,12 @@ fn spawn(
 }
 
 /// Blocks until a signal or output arrives, or the next deadline (or redraw) is due.
-fn wait(signals: &Signals, running: &[Child], refresh: Option<Duration>) -> Result<()> {
+fn wait(
+    signals: &Signals,
+    running: &[Child],
+    measurement: Option<&Measurement>,
+    refresh: Option<Duration>,
+) -> Result<()> {
     let now = Instant::now();
     let mut timeout: Option<Duration> = refresh;
     let mut bound = |d: Duration| timeout = Some(timeout.map_or(d, |t| t.min(d)));
@@ -270,6 +304,11 @@ fn wait(signals: &Signals, running: &[Child], refresh: Option<Duration>) -> Resu
         }
         if child.lingers() {
             bound(POLL);
+        }
+    }
+    if let Some(m) = measurement {
+        if let Some(at) = m.next_event() {
+            bound(at.saturating_duration_since(now));
         }
     }
     let timeout = match timeout {

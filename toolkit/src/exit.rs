@@ -14,6 +14,9 @@ pub enum Status {
     NothingToDo,
     /// 128+N: stopped by signal N, after every child was stopped and reaped.
     Signalled(i32),
+    /// The status of the command the tool ran for its caller and waited for
+    /// (`warmup-spawn --measure`: the measurement's), passed on as it is.
+    Passed(u8),
 }
 
 /// 2: usage or input error; every `Err` a tool returns maps to it.
@@ -27,6 +30,7 @@ impl Status {
             Status::Partial => 1,
             Status::NothingToDo => 3,
             Status::Signalled(n) => u8::try_from(128 + n).unwrap_or(u8::MAX),
+            Status::Passed(code) => code,
         }
     }
 }
@@ -94,6 +98,7 @@ mod tests {
         assert_eq!(Status::NothingToDo.code(), 3);
         assert_eq!(Status::Signalled(2).code(), 130);
         assert_eq!(Status::Signalled(15).code(), 143);
+        assert_eq!(Status::Passed(4).code(), 4);
     }
 
     #[test]

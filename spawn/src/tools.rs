@@ -1,0 +1,97 @@
+//! The tools a `--measure` run calls once the sweep is over (warmup-merge, warmup-publish,
+//! warmup-costs), as a caller would: found beside warmup-spawn's own executable, else in
+//! `WARMUP_BIN_DIR`, else on `PATH`; each in a process group of its own that dies with
+//! warmup-spawn, under the run's scratch lock (lent in `WARMUP_SCRATCH_LOCK_FD`), its stdout kept
+//! for warmup-spawn to read and its stderr the caller's.
+
+use crate::signal::ChildSetup;
+use anyhow::{bail, Context, Result};
+use nix::sys::memfd::{memfd_create, MFdFlags};
+use nix::unistd::Pid;
+use std::ffi::OsStr;
+use std::fs::File;
+use std::io::{Read, Seek};
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// Where a tool named `name` is: beside this executable, in `WARMUP_BIN_DIR`, on `PATH`.
+pub fn find(name: &str) -> Result<PathBuf> {
+    let beside = std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(Path::to_path_buf));
+    let bin_dir = std::env::var_os("WARMUP_BIN_DIR").filter(|d| !d.is_empty());
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let runnable =
+        |p: &Path| p.is_file() && nix::unistd::access(p, nix::unistd::AccessFlags::X_OK).is_ok();
+    beside
+        .into_iter()
+        .chain(bin_dir.map(PathBuf::from))
+        .chain(std::env::split_paths(&path))
+        .map(|dir| dir.join(name))
+        .find(|p| runnable(p))
+        .with_context(|| {
+            format!(
+                "{name} not found beside warmup-spawn, in WARMUP_BIN_DIR or on PATH; install the \
+                 tools together (make install) or set WARMUP_BIN_DIR"
+            )
+        })
+}
+
+/// A tool started: its pid (the leader of its group) and where its stdout goes.
+#[derive(Debug)]
+pub struct Started {
+    pub pid: Pid,
+    out: File,
+}
+
+impl Started {
+    /// What it wrote to stdout, once it has ended.
+    pub fn output(mut self) -> Vec<u8> {
+        let mut text = Vec::new();
+        let _ = self
+            .out
+            .rewind()
+            .and_then(|()| self.out.read_to_end(&mut text));
+        text
+    }
+}
+
+/// Starts `program args...` with the scratch lock `lock` lent (a descriptor open on
+/// `SCRATCH/.lock`, close-on-exec here), stdout into memory.
+pub fn start(
+    program: &Path,
+    args: &[&OsStr],
+    lock: Option<&File>,
+    setup: ChildSetup,
+) -> Result<Started> {
+    let out = File::from(
+        memfd_create(c"warmup-spawn-tool-stdout", MFdFlags::MFD_CLOEXEC)
+            .context("making a buffer for a tool's output")?,
+    );
+    let mut cmd = Command::new(program);
+    cmd.args(args).stdin(Stdio::null()).stdout(
+        out.try_clone()
+            .context("duplicating a tool's output buffer")?,
+    );
+    match lock {
+        Some(lock) => {
+            cmd.env(protocol::lock::LOCK_FD, lock.as_raw_fd().to_string());
+            setup.inheriting(lock.as_raw_fd()).apply(&mut cmd);
+        }
+        None => {
+            cmd.env_remove(protocol::lock::LOCK_FD);
+            setup.apply(&mut cmd);
+        }
+    }
+    let child = cmd
+        .spawn()
+        .with_context(|| format!("running {}", program.display()))?;
+    let Ok(pid) = i32::try_from(child.id()) else {
+        bail!("{}: a pid out of range", program.display());
+    };
+    Ok(Started {
+        pid: Pid::from_raw(pid),
+        out,
+    })
+}
