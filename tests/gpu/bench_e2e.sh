@@ -15,11 +15,16 @@
 #
 # Wall times come from this script (start to exit of each command); the picks' latency per shape
 # from the table FlagGems' benchmark prints (its "Gems Latency (ms)" column), so plain and ours
-# are compared shape by shape. Everything lands in $OUT: e2e.log, e2e.json (every run), e2e.md (the tables),
+# are compared shape by shape. `--record log` is passed as FlagGems' benchmark allows: without it
+# FlagGems 5.0.2's benchmark ends every test FAILED after its last shape (its record logger's
+# AttributeError under pytest's live logging), plain or not; its log file is left in FlagGems' root. Everything lands in $OUT: e2e.log, e2e.json (every run), e2e.md (the tables),
 # logs.tar.gz.
 #
 # usage: tests/gpu/bench_e2e.sh --flaggems DIR [--cases mm,addmm] [--modes cold,rerun,mem]
-#            [--gpus N] [--extra 'ARGS'] [--budget SECS]
+#            [--gpus N] [--repeat N] [--extra 'ARGS'] [--budget SECS]
+#
+# --repeat N runs every case N times, each repetition from homes of its own (so each cold is cold),
+# plain and ours alternating, to show the run-to-run spread beside the ratios.
 
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -30,6 +35,7 @@ flaggems=
 cases=mm,addmm
 modes=cold,rerun,mem
 gpus=1
+repeat=1
 extra=
 budget=560
 while [ $# -gt 0 ]; do
@@ -38,6 +44,7 @@ while [ $# -gt 0 ]; do
         --cases) cases=$2; shift 2 ;;
         --modes) modes=$2; shift 2 ;;
         --gpus) gpus=$2; shift 2 ;;
+        --repeat) repeat=$2; shift 2 ;;
         --extra) extra=$2; shift 2 ;;
         --budget) budget=$2; shift 2 ;;
         -h | --help) sed -n '2,/^$/p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
@@ -68,18 +75,18 @@ print("torch", torch.__version__, "triton", triton.__version__, "flag_gems", fla
 
 runs=$OUT/runs.jsonl
 : >"$runs"
-# run NAME CASE VARIANT MODE HOME -- ARGV...: one timed run from FlagGems' root, as a user runs
+# run NAME CASE VARIANT MODE REP HOME -- ARGV...: one timed run from FlagGems' root, as a user runs
 # its benchmark, with HOME's Triton cache and FlagGems store; its output kept in logs/NAME.log.
 run() {
-    local name=$1 case=$2 variant=$3 mode=$4 home=$5 rc t0 t1
-    shift 6
+    local name=$1 case=$2 variant=$3 mode=$4 rep=$5 home=$6 rc t0 t1
+    shift 7
     mkdir -p "$home/triton" "$home/fg" "$home/rec"
     t0=$(date +%s.%N)
     (cd "$flaggems" && env TRITON_CACHE_DIR="$home/triton" FLAGGEMS_CACHE_DIR="$home/fg" "$@") \
         >"$OUT/logs/$name.log" 2>&1
     rc=$?
     t1=$(date +%s.%N)
-    "$python" "$root/tests/gpu/e2e_report.py" --run "$name" "$case" "$variant" "$mode" "$rc" "$t0" "$t1" \
+    "$python" "$root/tests/gpu/e2e_report.py" --run "$name" "$case" "$variant" "$mode" "$rep" "$rc" "$t0" "$t1" \
         "$OUT/logs/$name.log" >>"$runs"
     say "$name: rc $rc in $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s"
 }
@@ -102,20 +109,22 @@ shapes=$base/shapes
 mkdir -p "$shapes"
 cp tests/gpu/e2e_shapes_mm.yaml "$shapes/mm.yaml"
 cp tests/gpu/e2e_shapes_addmm.yaml "$shapes/addmm.yaml"
+for rep in $(seq 1 "$repeat"); do
 for case in "${case_list[@]}"; do
     # shellcheck disable=SC2207,SC2086  # word lists on purpose
     argv=("$python" -m pytest -q -s benchmark/test_blas_perf.py $(bench_args "$case")
-          --level core --warmup 100 --iter 100 $extra)
+          --level core --warmup 100 --iter 100 --record log $extra)
     for mode in "${mode_list[@]}"; do
-        if [ $((SECONDS - start)) -gt "$budget" ]; then say "budget spent: $case $mode not run"; continue; fi
+        if [ $((SECONDS - start)) -gt "$budget" ]; then say "budget spent: $case $mode (repetition $rep) not run"; continue; fi
         store=()
         [ "$mode" != mem ] || store=(FLAGGEMS_DB_URL=sqlite:///:memory:)
-        run "plain_${case}_$mode" "$case" plain "$mode" "$base/plain_$case" -- \
+        run "plain_${case}_${mode}_r$rep" "$case" plain "$mode" "$rep" "$base/plain_${case}_r$rep" -- \
             env FLAGGEMS_PERF_CURRENT_OP="$case" "${store[@]}" "${argv[@]}"
-        run "ours_${case}_$mode" "$case" ours "$mode" "$base/ours_$case" -- \
-            env FLAGGEMS_PERF_CURRENT_OP="$case" FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR="$base/ours_$case/rec" \
+        run "ours_${case}_${mode}_r$rep" "$case" ours "$mode" "$rep" "$base/ours_${case}_r$rep" -- \
+            env FLAGGEMS_PERF_CURRENT_OP="$case" FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR="$base/ours_${case}_r$rep/rec" \
             "${store[@]}" "$root/scripts/warmup" --gpus "$gpus" --entry BlasBenchmark -- "${argv[@]}"
     done
+done
 done
 
 "$python" "$root/tests/gpu/e2e_report.py" --table "$runs" >"$OUT/e2e.md" && cat "$OUT/e2e.md"

@@ -1,6 +1,6 @@
 """bench_e2e.sh's tables: plain against ours per case and mode, from the runs it timed.
 
-usage: python e2e_report.py --run NAME CASE VARIANT MODE RC T0 T1 LOG >> RUNS.jsonl   (one run)
+usage: python e2e_report.py --run NAME CASE VARIANT MODE REP RC T0 T1 LOG >> RUNS.jsonl   (one run)
        python e2e_report.py --table RUNS.jsonl > e2e.md
 
 Speed is plain's wall seconds over ours (above 1: ours is faster). Pick quality compares, shape by
@@ -35,18 +35,20 @@ def parse_log(path: str) -> dict[str, float]:
     return shapes
 
 
-def run_line(name: str, case: str, variant: str, mode: str, rc: str, t0: str, t1: str, log: str) -> str:
-    return json.dumps({"name": name, "case": case, "variant": variant, "mode": mode, "rc": int(rc),
+def run_line(name: str, case: str, variant: str, mode: str, rep: str, rc: str, t0: str, t1: str,
+             log: str) -> str:
+    return json.dumps({"name": name, "case": case, "variant": variant, "mode": mode, "rep": int(rep),
+                       "rc": int(rc),
                        "seconds": round(float(t1) - float(t0), 2), "latency_ms": parse_log(log)})
 
 
-def load(path: str) -> dict[tuple[str, str, str], dict]:
+def load(path: str) -> dict[tuple[str, str, int, str], dict]:
     runs = {}
     with open(path, encoding="utf-8") as f:
         for line in f:
             if line.strip():
                 run = json.loads(line)
-                runs[(run["case"], run["mode"], run["variant"])] = run
+                runs[(run["case"], run["mode"], run.get("rep", 1), run["variant"])] = run
     return runs
 
 
@@ -68,22 +70,22 @@ def picks(plain: dict, ours: dict) -> tuple[str, str, list[str]]:
 
 def main(path: str) -> None:
     runs = load(path)
-    print("| case | mode | plain s | ours s | speed (plain/ours) | picks: ours/plain latency, geomean | worst |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+    print("| case | mode | rep | plain s | ours s | speed (plain/ours) | picks: ours/plain latency, geomean | worst |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     details = []
-    for (case, mode, variant), plain in runs.items():
+    for (case, mode, rep, variant), plain in runs.items():
         if variant != "plain":
             continue
-        ours = runs.get((case, mode, "ours"))
+        ours = runs.get((case, mode, rep, "ours"))
         if ours is None:
             continue
         failed = [r["name"] for r in (plain, ours) if r["rc"] != 0]
         speed = plain["seconds"] / ours["seconds"] if ours["seconds"] else float("nan")
         geomean, worst, rows = picks(plain, ours)
         note = f" (exit != 0: {', '.join(failed)})" if failed else ""
-        print(f"| {case} | {mode} | {plain['seconds']:.1f} | {ours['seconds']:.1f} | "
+        print(f"| {case} | {mode} | {rep} | {plain['seconds']:.1f} | {ours['seconds']:.1f} | "
               f"{speed:.2f}x{note} | {geomean} | {worst} |")
-        details.append((f"{case} {mode}", rows))
+        details.append((f"{case} {mode} (repetition {rep})", rows))
     for title, rows in details:
         print(f"\n{title}:")
         for row in rows:
@@ -91,7 +93,7 @@ def main(path: str) -> None:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["--run"] and len(sys.argv) == 10:
+    if sys.argv[1:2] == ["--run"] and len(sys.argv) == 11:
         print(run_line(*sys.argv[2:]))
     elif sys.argv[1:2] == ["--table"] and len(sys.argv) == 3:
         main(sys.argv[2])
