@@ -15,7 +15,7 @@ from support import ROOT
 
 sys.path.insert(0, str(ROOT / "harness"))
 
-from warmup_harness import claims  # noqa: E402
+from warmup_harness.autotune import claims  # noqa: E402
 
 
 def full(*args, **kwargs):

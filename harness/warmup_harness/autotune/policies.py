@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 from . import records
 from .configs import config_record, config_text, key_text
-from .store import Policy, TunerState, remember
+from .tuner_cache import Policy, TunerState, remember
 
 
 class Recorder(Policy):

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Callable
 from collections.abc import Mapping
 
-from .env import ProtocolError
+from ..env import ProtocolError
 
 MODE = "WARMUP_HARNESS_PRECOMPILE"
 TIMEOUT = "WARMUP_HARNESS_COMPILE_TIMEOUT"

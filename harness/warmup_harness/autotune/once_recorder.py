@@ -28,7 +28,7 @@ from . import claims as claims_mod
 from . import records, resume
 from .configs import config_record, config_text, key_text
 from .policies import Recorder
-from .store import TunerState, remember
+from .tuner_cache import TunerState, remember
 
 RECHECK_SECONDS = 1.0
 

@@ -336,6 +336,6 @@ def _number(value: Any) -> float | None:
 
 
 def _harness_version() -> str:
-    from . import __version__
+    from .. import __version__
 
     return __version__

@@ -33,14 +33,13 @@ Importing this module imports only the standard library.
 
 from __future__ import annotations
 
-import contextlib
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from .cache_entries import Outcome
-from .compile_pool import CompilePool
-from .compile_settings import (CHILDREN, LOCK_DIR, MODE, PRELOAD, START, TIMEOUT, WORKERS,  # noqa: F401
+from .pool import CompilePool
+from .settings import (CHILDREN, LOCK_DIR, MODE, PRELOAD, START, TIMEOUT, WORKERS,  # noqa: F401
                                CompileSettings, compile_settings)
 from .device_lock import DeviceTimingLock, device_token  # noqa: F401
 
@@ -49,7 +48,7 @@ Settings = CompileSettings  # the name tests/gpu's scripts use
 
 def jit_function(kernel: Any) -> Any:
     """The JITFunction under a tuner, a heuristics layer or a library's wrapper."""
-    from .triton_private import jit_function as under
+    from ..triton_private import jit_function as under
 
     return under(kernel)
 
@@ -58,7 +57,7 @@ def cannot_compile() -> str | None:
     """Why Triton cannot compile ahead here (too old, or no backend for this process's device),
     or None."""
     try:
-        from . import triton_private
+        from .. import triton_private
     except ImportError as exc:
         return f"this Triton has no knobs.runtime.jit_cache_hook (3.4 and later have): {exc}"
     return triton_private.cannot_compile()
@@ -67,7 +66,7 @@ def cannot_compile() -> str | None:
 def stub_device_set() -> bool:
     """Whether the benchmark put in a device Triton cannot compile for (triton_private's)."""
     try:
-        from . import triton_private
+        from .. import triton_private
     except ImportError:
         from triton.runtime.driver import driver
 
@@ -129,20 +128,10 @@ def _name(tuner: Any) -> str:
 
 # --- the session's side ------------------------------------------------------------------------
 
-_active: Precompiler | None = None
-
-
-def device_timing_lock() -> contextlib.AbstractContextManager:
-    """The session's device timing lock, for a benchmark's own GPU work in a warmup child (so that a
-    sibling sharing the GPU never times a config meanwhile); a no-op outside a session."""
-    return _active.timing_lock if _active is not None else contextlib.nullcontext()
-
-
 class Precompiler:
     """What the autotuner hooks call: `before_timing` on a new key, `bench` around each timing."""
 
     def __init__(self, settings: CompileSettings, say: Callable[[str], None]):
-        global _active
         self.settings = settings
         self._say = say
         self.pool = (CompilePool(settings.mode, settings.workers, settings.preload, settings.timeout_s, settings.start)
@@ -151,7 +140,6 @@ class Precompiler:
         self.timing_lock.prepare()
         self.reports: list[Report] = []
         self._compiles: bool | None = None  # decided at the first key
-        _active = self
 
     def describe(self) -> str:
         pool = self.pool
@@ -213,9 +201,6 @@ class Precompiler:
                 f"for the device's timing lock")
 
     def close(self) -> None:
-        global _active
         if self.pool is not None:
             self.pool.close()
         self.timing_lock.close()
-        if _active is self:
-            _active = None

@@ -46,7 +46,7 @@ def fingerprint(tuner: Any) -> str | None:
     tuner's configs, in order, each as `config_text`. None where there is none to take (no
     JITFunction under the tuner, a Triton without the names used): such a kernel is trusted."""
     try:
-        from .triton_private import jit_function
+        from ..triton_private import jit_function
 
         key = jit_function(tuner).cache_key
         texts = [config_text(config_record(config)) for config in tuner.configs]

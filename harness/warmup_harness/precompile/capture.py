@@ -51,7 +51,7 @@ def launch_kwargs(config: Any, launch: dict) -> dict:
 def capture(tuner: Any, configs: list, launch: dict) -> Capture:
     """Runs each config through the JIT's warm-up path with a cache hook that takes the
     specialization and skips the compile. `launch` holds every argument by name."""
-    from . import triton_private as tp
+    from .. import triton_private as tp
 
     common = dict(tp.compile_context(), sys_path=tuple(sys.path))
     out = Capture()

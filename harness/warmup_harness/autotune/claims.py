@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from . import atomic
-from .env import ProtocolError
+from ..env import ProtocolError
 
 CLAIM_DIR = "WARMUP_HARNESS_CLAIM_DIR"
 
