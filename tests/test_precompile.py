@@ -858,6 +858,28 @@ def test_report_lines_parse_back():
     assert parsed["workers"] == 15 and parsed["compile_s"] == 4.25
 
 
+def test_a_spawned_compile_worker_imports_neither_pytest_nor_the_plugin(tmp_path):
+    """A spawned worker imports the compile side only (precompile/worker.py and what it needs):
+    pytest and the plugin stay out of it, however the session that starts it was loaded."""
+    probe = textwrap.dedent("""
+        import json
+        from warmup_harness.precompile.pool import CompilePool
+        pool = CompilePool("processes", 2, (), start_method="spawn")
+        try:
+            names = pool._get().submit(eval, "sorted(__import__('sys').modules)").result(timeout=%r)
+        finally:
+            pool.close()
+        print(json.dumps(names))
+    """) % HANG
+    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=HANG,
+                         env={**clean_env(), "PYTHONPATH": str(ROOT / "harness"), "TRITON_CACHE_DIR": str(tmp_path)})
+    assert run.returncode == 0, run.stderr
+    names = set(json.loads(run.stdout))
+    assert "warmup_harness.precompile.worker" in names and "triton" in names, sorted(names)
+    assert not {"pytest", "_pytest", "warmup_harness.plugin", "warmup_harness.session"} & names, \
+        sorted(n for n in names if "pytest" in n or n.startswith("warmup_harness"))
+
+
 # --- across processes, through the plugin ------------------------------------------------------
 
 
