@@ -27,6 +27,7 @@ import time
 import warnings
 from typing import Any
 
+from ..stdlib_private import pool_processes
 from . import worker
 from .cache_entries import Outcome, compile_job, is_cached
 from .capture import CompileJob
@@ -167,9 +168,7 @@ class CompilePool:
             executor = cf.ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"),
                                               initializer=worker.start, initargs=(self.preload, os.getpid()))
             self._starting = [executor.submit(worker.ready) for _ in range(self.workers)]
-        # The pool's processes (a CPython attribute, there from 3.2 to 3.14 at least), to say how
-        # one died.
-        self._processes = list((getattr(executor, "_processes", None) or {}).values())
+        self._processes = pool_processes(executor)  # to say how one died
         return executor
 
     def start(self) -> None:
@@ -348,8 +347,7 @@ def _end(executor: cf.Executor, grace_s: float) -> None:
     if not isinstance(executor, cf.ProcessPoolExecutor):
         executor.shutdown(wait=grace_s > 0, cancel_futures=True)
         return
-    # The pool's processes (a CPython attribute, there from 3.2 to 3.14 at least): shutdown drops it.
-    processes = list((getattr(executor, "_processes", None) or {}).values())
+    processes = pool_processes(executor)  # before shutdown, which drops them
     executor.shutdown(wait=False, cancel_futures=True)
     deadline = time.monotonic() + grace_s
     for process in processes:

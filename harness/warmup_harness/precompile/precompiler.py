@@ -56,21 +56,15 @@ def jit_function(kernel: Any) -> Any:
 def cannot_compile() -> str | None:
     """Why Triton cannot compile ahead here (too old, or no backend for this process's device),
     or None."""
-    try:
-        from .. import triton_private
-    except ImportError as exc:
-        return f"this Triton has no knobs.runtime.jit_cache_hook (3.4 and later have): {exc}"
+    from .. import triton_private
+
     return triton_private.cannot_compile()
 
 
 def stub_device_set() -> bool:
     """Whether the benchmark put in a device Triton cannot compile for (triton_private's)."""
-    try:
-        from .. import triton_private
-    except ImportError:
-        from triton.runtime.driver import driver
+    from .. import triton_private
 
-        return getattr(driver, "_active", None) is not None
     return triton_private.stub_device_set()
 
 
