@@ -21,7 +21,7 @@ than `self.cache` is not seen. Heuristics-only kernels are not autotuners and ar
 autotune cache (3.4+) would turn a sweep into a lookup the same way a warm FlagGems store does.
 
 On a miss, Triton's and FlagGems' tuners prune their configs (`prune_configs`) right before they
-time them: the hook there hands the pruned configs to the session's precompiler (precompile.py),
+time them: the hook there hands the pruned configs to the session's precompiler (precompile/),
 which compiles them all at once, and `_bench`, where each config is timed, goes through it too.
 
 The autotuner's names these hooks touch are listed, with the versions checked, in

@@ -12,19 +12,20 @@ record session starts them when the plugin loads, so that their imports overlap 
 
 How (Triton 3.4 and later, checked against 3.4 to 3.9: triton_private.py), one module each:
 
-* compile_settings: the settings, read through a getter of raw values;
+* settings: the settings, read through a getter of raw values;
 * capture: each config through the JIT's warm-up path, Triton's cache hook taking the
   specialization it would compile (its pre-hook runs first: FlagGems' TMA hook sets the
   descriptors' block shapes, which the specialization holds);
 * cache_entries: one job found in Triton's cache, or compiled into it holding `flock` on the
   entry's folder, so that a sibling child sharing the cache never compiles it twice;
-* compile_worker: a worker process's start-up (forked: nothing of the session's device or locks
+* worker: a worker process's start-up (forked: nothing of the session's device or locks
   kept; spawned: its imports), and the kernel's module found, or imported by name or by path;
-* compile_pool: processes (forked, else spawned), threads or the caller, only where a pool pays,
+* pool: processes (forked, else spawned), threads or the caller, only where a pool pays,
   with a bounded wait;
 * device_lock: a config timed holding `flock` on `<lock folder>/<device>.lock`, after its kernel
   was loaded (a cache hit), so that children sharing a GPU time one config at a time;
-* triton_private: every name of Triton's that is not its documented API.
+* ..triton_private and ..stdlib_private: every name of Triton's, and of the standard library's,
+  that is not its documented API.
 
 Nothing here fails a sweep: a config that could not be compiled ahead is compiled by Triton as it
 always is, and said. The settings are docs/CONTRACT.md's ("The record/replay harness").
