@@ -1,4 +1,4 @@
-"""The claim folder of by-key mode on a full disk (harness/warmup_harness/claims.py): a folder
+"""The claim folder of by-key mode on a full disk (harness/warmup_harness/autotune/claims.py): a folder
 with no room is refused up front, as a read-only one is (exit 4), and a disk that fills later
 never fails a test: the key is tuned and recorded without a claim, no empty claim file is left,
 and the caller is told once."""
@@ -15,7 +15,7 @@ from support import ROOT
 
 sys.path.insert(0, str(ROOT / "harness"))
 
-from warmup_harness import claims  # noqa: E402
+from warmup_harness.autotune import claims  # noqa: E402
 
 
 def full(*args, **kwargs):

@@ -19,7 +19,10 @@ from triton.runtime.autotuner import Autotuner
 from support import ROOT
 
 sys.path.insert(0, str(ROOT / "harness"))
-from warmup_harness import configs, policies, records, tuners  # noqa: E402
+from warmup_harness.autotune import configs  # noqa: E402
+from warmup_harness.autotune import policies  # noqa: E402
+from warmup_harness.autotune import records  # noqa: E402
+from warmup_harness.autotune import tuners  # noqa: E402
 
 
 class Launcher:
@@ -91,7 +94,7 @@ def test_record_policy_sees_each_new_key_once_with_the_tuners_winner(hooks):
 
 def test_the_seam_before_timing_runs_once_per_new_key_with_the_pruned_configs(hooks, monkeypatch):
     seen = []
-    monkeypatch.setattr(tuners, "before_timing", lambda tuner, configs, kwargs: seen.append(len(configs)))
+    monkeypatch.setattr(tuners.Hooks, "before_timing", lambda self, tuner, configs, kwargs: seen.append(len(configs)))
     hooks(policies.Recorder(lambda *a: None))
     tuner = make_tuner(prune_configs_by={"early_config_prune": lambda configs, nargs, **kw: configs[:2]})
     for n in (10, 10, 20):
@@ -174,7 +177,8 @@ def test_flaggems_imported_before_the_plugin_with_another_store_is_a_warning():
 
 
 def test_a_keys_cost_in_record_mode_does_not_grow_with_the_records_size(tmp_path, monkeypatch):
-    from warmup_harness import atomic, writer
+    from warmup_harness.autotune import atomic
+    from warmup_harness.autotune import writer
 
     big = {"k": {f"[{i}]": {"kwargs": {"BLOCK": i}, "num_warps": 4} for i in range(40000)}}
     (tmp_path / "mm.json").write_text(json.dumps(big))
@@ -222,11 +226,11 @@ def test_a_setting_is_its_variable_else_its_ini_option_else_none(monkeypatch):
 def test_compile_seconds_are_the_precompilers_reports_plus_loads_outside_timing(monkeypatch):
     from types import SimpleNamespace
 
-    from warmup_harness import seconds
+    from warmup_harness.autotune import clocks
 
     now = [100.0]  # a clock the test moves, so that nothing here depends on how fast the machine is
-    monkeypatch.setattr(seconds.time, "perf_counter", lambda: now[0])
-    clock = seconds.CompileClock()
+    monkeypatch.setattr(clocks.time, "perf_counter", lambda: now[0])
+    clock = clocks.CompileClock()
     lock = SimpleNamespace(waited_s=0.0)
     nothing_ahead = SimpleNamespace(reports=[], timing_lock=lock)
     assert clock.total(nothing_ahead) is None, "the tuner's own compiles are inside its timing"
@@ -248,7 +252,7 @@ def test_compile_seconds_are_the_precompilers_reports_plus_loads_outside_timing(
 
 
 def test_a_sidecar_written_by_two_processes_holds_the_longest_start_up_and_the_sum_of_compiling(tmp_path):
-    from warmup_harness import writer
+    from warmup_harness.autotune import writer
 
     for startup, compiled in ((2.0, 3.0), (1.5, 4.0)):
         out = writer.RecordWriter(tmp_path, "mm", lambda: "dev")
@@ -261,7 +265,7 @@ def test_a_sidecar_written_by_two_processes_holds_the_longest_start_up_and_the_s
 
 
 def test_a_journal_line_cut_short_in_the_middle_loses_only_that_line(tmp_path):
-    from warmup_harness import writer
+    from warmup_harness.autotune import writer
 
     whole = json.dumps({"kernel": "k", "key": "[1]", "config": {"kwargs": {"B": 1}}, "seconds": 1.0}) + "\n"
     # A sibling killed mid-append left its line without a newline; this process appends after it.
@@ -283,7 +287,7 @@ def test_a_record_session_holds_a_shared_lock_on_its_sessions_file_while_it_live
     import os
     import stat
 
-    from warmup_harness import writer
+    from warmup_harness.autotune import writer
 
     out = writer.RecordWriter(tmp_path, "mm", lambda: "dev")
     out.open()
@@ -332,13 +336,15 @@ def earlier_record(folder, keys: int = EARLIER_KEYS, device: str = "dev") -> Non
 def resumed_session(hooks, record_dir, resume_dir, monkeypatch):
     """A record session's writer and policy with resume, as session.py builds them, and a list of
     every file write (path name, bytes) the record writer makes from then on."""
-    from warmup_harness import atomic, keyed, writer
+    from warmup_harness.autotune import atomic
+    from warmup_harness.autotune import once_recorder
+    from warmup_harness.autotune import writer
 
     record_dir.mkdir(exist_ok=True)
     out = writer.RecordWriter(record_dir, "mm", lambda: "dev")
     out.open()
     settings = {"WARMUP_HARNESS_RESUME_DIR": str(resume_dir)}
-    policy = keyed.start(settings.get, "mm", out, lambda: "dev", lambda line: None)
+    policy = once_recorder.start(settings.get, "mm", out, lambda: "dev", lambda line: None)
     hooks(policy)
     written = []
     real = atomic.write_bytes

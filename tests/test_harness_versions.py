@@ -19,8 +19,11 @@ from test_harness import SHAPES, bench, bench_command, bench_env, shape_file
 from test_harness_hooks import Launcher, body, make_tuner
 
 sys.path.insert(0, str(ROOT / "harness"))
-from warmup_harness import policies, triton_private, tuners, versions  # noqa: E402
-from warmup_harness.configs import config_record  # noqa: E402
+from warmup_harness.autotune import policies  # noqa: E402
+from warmup_harness import triton_private  # noqa: E402
+from warmup_harness.autotune import tuners  # noqa: E402
+from warmup_harness import versions  # noqa: E402
+from warmup_harness.autotune.configs import config_record  # noqa: E402
 
 HERE = versions.minor(triton.__version__)
 KERNEL = "test_harness_hooks:body"  # kernel_id of make_tuner's tuners

@@ -41,11 +41,15 @@ sys.path.insert(0, str(FIXTURE))
 import cpu_fakes  # noqa: E402
 from cpu_fakes import SCALE_CONFIGS, TMA_CONFIGS, Tensor, scale_even_kernel, scale_kernel, tma_args  # noqa: E402
 from report_lines import parse_reports  # noqa: E402
-from warmup_harness import cache_entries, capture, compile_pool, compile_worker, device_lock  # noqa: E402
-from warmup_harness import compile_settings as cs  # noqa: E402
-from warmup_harness import precompile as pc  # noqa: E402
-from warmup_harness.cache_entries import Outcome  # noqa: E402
-from warmup_harness import tuners  # noqa: E402
+from warmup_harness.precompile import cache_entries  # noqa: E402
+from warmup_harness.precompile import capture  # noqa: E402
+from warmup_harness.precompile import pool as compile_pool  # noqa: E402
+from warmup_harness.precompile import worker as compile_worker  # noqa: E402
+from warmup_harness.precompile import device_lock  # noqa: E402
+from warmup_harness.precompile import settings as cs  # noqa: E402
+from warmup_harness.precompile import precompiler as pc  # noqa: E402
+from warmup_harness.precompile.cache_entries import Outcome  # noqa: E402
+from warmup_harness.autotune import tuners  # noqa: E402
 from warmup_harness.env import ProtocolError  # noqa: E402
 
 
@@ -671,7 +675,26 @@ def test_each_config_is_timed_holding_the_device_lock_after_its_kernel_was_loade
         compiler.close()
     assert held == [True] * len(SCALE_CONFIGS)
     assert loaded == list(range(1, len(SCALE_CONFIGS) + 1)), "a config was timed before its kernel was loaded"
-    assert isinstance(pc.device_timing_lock(), contextlib.nullcontext), "the lock outlived the session"
+
+
+def test_a_benchmark_reaches_the_timing_lock_through_the_session_registered_with_its_config(cpu):
+    from types import SimpleNamespace
+
+    from warmup_harness import plugin
+    from warmup_harness.session import PLUGIN_NAME
+
+    compiler = pc.Precompiler(settings("off", 2, cpu / "locks"), lambda line: None)
+    session = SimpleNamespace(compiler=compiler, stopped=False)
+    registered = {PLUGIN_NAME: session}
+    config = SimpleNamespace(pluginmanager=SimpleNamespace(get_plugin=registered.get))
+    try:
+        assert plugin.device_timing_lock(config) is compiler.timing_lock
+        session.stopped = True
+        assert isinstance(plugin.device_timing_lock(config), contextlib.nullcontext), "the lock outlived the session"
+        registered.clear()
+        assert isinstance(plugin.device_timing_lock(config), contextlib.nullcontext), "a lock without a session"
+    finally:
+        compiler.close()
 
 
 def test_the_timing_lock_is_named_for_the_device_each_child_sees(tmp_path, monkeypatch):
@@ -833,6 +856,28 @@ def test_report_lines_parse_back():
     (parsed,) = parse_reports("noise\n[warmup-harness] " + report.line() + "\n")
     assert parsed["kernel"] == "m:k" and parsed["compiled"] == 140 and parsed["waited"] == 3
     assert parsed["workers"] == 15 and parsed["compile_s"] == 4.25
+
+
+def test_a_spawned_compile_worker_imports_neither_pytest_nor_the_plugin(tmp_path):
+    """A spawned worker imports the compile side only (precompile/worker.py and what it needs):
+    pytest and the plugin stay out of it, however the session that starts it was loaded."""
+    probe = textwrap.dedent("""
+        import json
+        from warmup_harness.precompile.pool import CompilePool
+        pool = CompilePool("processes", 2, (), start_method="spawn")
+        try:
+            names = pool._get().submit(eval, "sorted(__import__('sys').modules)").result(timeout=%r)
+        finally:
+            pool.close()
+        print(json.dumps(names))
+    """) % HANG
+    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=HANG,
+                         env={**clean_env(), "PYTHONPATH": str(ROOT / "harness"), "TRITON_CACHE_DIR": str(tmp_path)})
+    assert run.returncode == 0, run.stderr
+    names = set(json.loads(run.stdout))
+    assert "warmup_harness.precompile.worker" in names and "triton" in names, sorted(names)
+    assert not {"pytest", "_pytest", "warmup_harness.plugin", "warmup_harness.session"} & names, \
+        sorted(n for n in names if "pytest" in n or n.startswith("warmup_harness"))
 
 
 # --- across processes, through the plugin ------------------------------------------------------

@@ -219,7 +219,7 @@ def swept_scratch(tmp_path, sidecars: dict[int, str]):
 
 def load_meta(path):
     """The published sidecar as the replay reads it (the harness's own reader)."""
-    from warmup_harness import records  # noqa: PLC0415  (after sys.path above)
+    from warmup_harness.autotune import records  # noqa: PLC0415  (after sys.path above)
 
     meta, problem = records.load_meta(path)
     assert problem is None, problem
@@ -296,7 +296,7 @@ def test_a_journal_a_killed_record_session_left_is_folded_under_the_published_re
     the replay pins over the record's: left beside a newly published record, they would replay
     another run's config for the same key. Its keys are the folder's, so they stay in the record
     published, under the new configs where both have a key."""
-    from warmup_harness import writer  # noqa: PLC0415  (after sys.path above)
+    from warmup_harness.autotune import writer  # noqa: PLC0415  (after sys.path above)
 
     rec = tmp_path / "rec"
     rec.mkdir()

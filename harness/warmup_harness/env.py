@@ -19,8 +19,9 @@ RECORD_DIR = "FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR"
 REPLAY_DIR = "FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR"
 DEFAULT_OP = "default"
 
-# A FIFO scripts/warmup made: a measurement started with the sweep waits there before its first
-# test for the sweep's outcome (gate.py).
+# `fd:N`, the read end of a pipe that `warmup-spawn --measure` made and the measurement inherited:
+# a measurement started with the sweep waits there before its first test for the sweep's outcome
+# (gate.py).
 GATE = "WARMUP_HARNESS_GATE"
 
 # What a replay does with a key its record lacks: sweep it live (and report it), or fail.

@@ -24,8 +24,8 @@ measurement does no GPU work, whatever its conftests import, before the configs 
 pytest's terminal output (the header, "collecting ...", "collected N items") is held until then
 too, and written when the gate opens, as if the session had started then: on a terminal it would
 otherwise land in the middle of warmup-spawn's live view, which redraws its last lines. This
-touches one private name of pytest's, `TerminalWriter._file` (checked with pytest 8 and 9); where
-it is missing the output is not held.
+touches one private name of pytest's, behind pytest_private; where it is missing the output is not
+held.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from typing import Callable
 import pytest
 
 from . import env
+from .pytest_private import hold_output
 
 OUTCOMES = ("replay", "live")
 
@@ -110,25 +111,6 @@ def apply(outcome: str, environ: MutableMapping[str, str]) -> None:
     environ.pop(env.GATE, None)
 
 
-class _Held:
-    """Stands for the terminal writer's file while the gate is shut: keeps what is written, and
-    answers everything else (isatty, encoding, fileno) as the file does."""
-
-    def __init__(self, file):
-        self.file = file
-        self.parts: list[str] = []
-
-    def write(self, text: str) -> int:
-        self.parts.append(text)
-        return len(text)
-
-    def flush(self) -> None:
-        pass
-
-    def __getattr__(self, name):
-        return getattr(self.file, name)
-
-
 class Gate:
     """Registered at configure in place of the session, which it starts when the gate opens."""
 
@@ -146,25 +128,19 @@ class Gate:
         self.value = value
         self.start = start  # starts the session from the environment, as configure does
         self.say = say
-        self.writer = None  # pytest's terminal writer while its output is held
+        self.held = None  # pytest's terminal output while it is held (pytest_private.HeldOutput)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self, session):
-        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-        writer = getattr(reporter, "_tw", None)
-        if writer is not None and hasattr(writer, "_file"):
-            writer._file = _Held(writer._file)
-            self.writer = writer
+        config = session.config
+        if config.pluginmanager.get_plugin("terminalreporter") is not None:  # not with -p no:terminal
+            self.held = hold_output(config.get_terminal_writer())
 
     def release(self) -> None:
         """Writes the held terminal output and gives the writer its file back."""
-        writer, self.writer = self.writer, None
-        if writer is None:
-            return
-        held = writer._file
-        writer._file = held.file
-        held.file.write("".join(held.parts))
-        held.file.flush()
+        held, self.held = self.held, None
+        if held is not None:
+            held.release()
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session):

@@ -11,10 +11,13 @@ from typing import Any
 
 import pytest
 
-from . import env, precompile, records, versions
-from .device import device_name
-from .seconds import CompileClock, process_age
-from .writer import RecordWriter, journal_path, unfolded
+from . import env, versions
+from .autotune import records
+from .autotune.clocks import CompileClock, process_age
+from .autotune.device import device_name
+from .autotune.writer import RecordWriter, journal_path, unfolded
+from .precompile import precompiler as precompile
+from .precompile.settings import compile_settings
 
 TAG = "[warmup-harness]"
 PLUGIN_NAME = "warmup-harness-session"
@@ -36,12 +39,13 @@ def say(config: Any, lines: list[str | None]) -> None:
 
 class Session:
     def __init__(self, config: Any, mode: env.Mode, policy, notes: list[str],
-                 compiler: precompile.Precompiler, writer: RecordWriter | None = None):
+                 compiler: precompile.Precompiler, hooks: Any, writer: RecordWriter | None = None):
         self.config = config
         self.mode = mode
         self.policy = policy  # policies.Recorder or policies.Replayer
         self.notes = notes  # said at the end: warnings found on the way
         self.compiler = compiler  # compiles a new key's configs ahead, times one config per device
+        self.hooks = hooks  # the autotuner hooks (autotune.tuners.Hooks), taken off at the end
         self.writer = writer  # record mode's RecordWriter
         self.closed = False  # the closing lines were said
         self.finished = False  # record mode: the journal was folded at the end
@@ -53,7 +57,7 @@ class Session:
         """Checks the settings and files before anything runs, then puts the hooks in; raises
         ProtocolError or RecordError."""
         compiler = precompile.Precompiler(
-            precompile.compile_settings(lambda name: env.raw_setting(config, name)),
+            compile_settings(lambda name: env.raw_setting(config, name)),
             lambda line: say(config, [line]))
         try:
             if mode.kind is env.Kind.RECORD:
@@ -92,7 +96,7 @@ class Session:
 
     @classmethod
     def _start_record(cls, config: Any, mode: env.Mode, compiler: precompile.Precompiler) -> Session:
-        from . import keyed, policies, tuners
+        from .autotune import once_recorder, policies, tuners
 
         try:
             mode.directory.mkdir(parents=True, exist_ok=True)
@@ -103,16 +107,16 @@ class Session:
         writer = RecordWriter(mode.directory, mode.op, device_name)
         writer.open()  # refuses now, not after the first sweep, a file this run cannot add to
         try:
-            # By-key claims and resume (keyed.py), else the plain recorder.
-            policy = keyed.start(lambda name: env.setting(config, name), mode.op, writer, device_name,
-                                 lambda line: say(config, [line])) or policies.Recorder(writer.add)
+            # By-key claims and resume (autotune/once_recorder.py), else the plain recorder.
+            policy = once_recorder.start(lambda name: env.setting(config, name), mode.op, writer, device_name,
+                                         lambda line: say(config, [line])) or policies.Recorder(writer.add)
         except BaseException:
             writer.release()
             raise
         clock = CompileClock()
-        tuners.install(policy, compiler, clock)
+        hooks = tuners.install(policy, compiler, clock)
         compiler.start_early()  # its workers' imports overlap pytest's collection
-        session = cls(config, mode, policy, [], compiler, writer=writer)
+        session = cls(config, mode, policy, [], compiler, hooks, writer=writer)
         writer.extra_meta = lambda: {"startup_seconds": session.startup_seconds,
                                      "compile_seconds": clock.total(compiler)}
         writer.fold_on_sigterm()  # last: nothing after it can fail and leave the handler in
@@ -134,7 +138,7 @@ class Session:
         if journaled:
             notes.append(f"{journaled} key(s) replayed from {journal_path(mode.directory, mode.op)}, journaled by "
                          f"a record session that did not finish; the next record session there folds them in")
-        from . import policies, tuners
+        from .autotune import policies, tuners
 
         import triton
 
@@ -155,8 +159,8 @@ class Session:
 
         policy = policies.Replayer(recorded, str(path), miss_policy is env.MissPolicy.FAIL, check_device,
                                    records.fingerprints(meta))
-        tuners.install(policy, compiler)  # its pool starts at the first key swept live, if any
-        return cls(config, mode, policy, notes, compiler)
+        hooks = tuners.install(policy, compiler)  # its pool starts at the first key swept live, if any
+        return cls(config, mode, policy, notes, compiler, hooks)
 
     def opening_lines(self) -> list[str]:
         path = records.record_path(self.mode.directory, self.mode.op)
@@ -165,7 +169,7 @@ class Session:
         else:
             what = f"replay mode, op {self.mode.op}: configs pinned from {path}"
         return [what, "Triton's on-disk autotune cache is off: no config from an earlier run answers a key",
-                self.compiler.describe(), *getattr(self.policy, "opening", [])]  # keyed.py's lines
+                self.compiler.describe(), *getattr(self.policy, "opening", [])]  # once_recorder.py's lines
 
     def finish(self) -> None:
         """Record mode: folds the journal into the record, once, before the closing lines."""
@@ -196,17 +200,15 @@ class Session:
                 f"one entry of the record, so one's decision can answer the other's key"
             )
         notes = self.notes + (self.writer.notes if self.writer is not None else [])
-        keyed_lines = self.policy.closing() if hasattr(self.policy, "closing") else []  # keyed.py's
-        return [line, *keyed_lines, self.compiler.summary(), *notes]
+        once_lines = self.policy.closing() if hasattr(self.policy, "closing") else []  # once_recorder.py's
+        return [line, *once_lines, self.compiler.summary(), *notes]
 
     def stop(self) -> None:
-        from . import tuners
-
         if self.stopped:
             return
         self.stopped = True
         self.finish()
-        tuners.uninstall()
+        self.hooks.uninstall()
         self.compiler.close()
         if self.writer is not None:
             self.writer.release()  # last: the session is no longer live in its record folder

@@ -1,25 +1,28 @@
 """Every name of Triton's that is not its documented API and that the harness relies on, in one
-place: a new Triton version is checked here. Compiling ahead's names are used here; the
-autotuner's, which the hooks (tuners.py) and the config records (configs.py) must touch where
-they are, are listed here (the first bullet) and checked with the rest.
+place: a new Triton version is checked here. Every module of the harness reaches them through
+this one (kernel_function, config_attributes, run_jit, current_target, jit_function, ...), except
+the autotuner's four attributes that the hooks (autotune/tuners.py) replace on the class, which
+are listed here (the first bullet) and checked with the rest.
 
 Checked against Triton 3.4.0, 3.5.1, 3.6.0, 3.7.1, 3.8.0 and 3.9.0: `make test-triton` runs the
 harness's tests (record, replay, precompile, the tuner classes) on each. Compiling ahead needs
-`knobs.runtime.jit_cache_hook` (3.4 and later): on 3.2 and 3.3 this module does not import, and
-precompile.cannot_compile says why. 3.8's `knobs.autotuning.listener` is called after a key's
+`knobs.runtime.jit_cache_hook` (3.4 and later): on 3.2 and 3.3, which have no `knobs`, this module
+imports all the same and cannot_compile says why nothing is compiled ahead. 3.8's
+`knobs.autotuning.listener` is called after a key's
 decision (`Autotuner.run`, with the timings), so it cannot hand over the pruned configs before they
-are timed: the hook on `prune_configs` (tuners.py) stays the seam for compiling ahead.
+are timed: the hook on `prune_configs` (autotune/tuners.py) stays the seam for compiling ahead.
 
 What is used, and what Triton does with it:
 
 * of `triton.runtime.autotuner.Autotuner` (and so of FlagGems' `LibTuner`, a subclass): the
   store `cache` and the flag `cache_results` (3.4 and later), which tuners.py replaces with
   properties on the class; `prune_configs`, which Autotuner.run and LibTuner.run call right
-  before timing, and `_bench`, which times one config (tuners.py wraps both); `configs`, `nargs`
-  (the launch's positional arguments by name) and `fn` or `base_fn` (the kernel under the
-  tuner, `.fn` again under a `Heuristics` layer), read by configs.py, policies.py, keyed.py and
-  precompile.py; of a `Config`: its attributes (`vars(config)`: `kwargs`, `num_warps`, ...,
-  `pre_hook`; configs.config_record). Triton 3.8 decides a key whose pruning leaves one config without
+  before timing, and `_bench`, which times one config (tuners.py wraps both); `configs` and
+  `nargs` (the launch's positional arguments by name), read where they are used, and `fn` or
+  `base_fn` (the kernel under the tuner, `.fn` again under a `Heuristics` layer: kernel_function,
+  jit_function), whose `run(..., warmup=True)` compiles without launching (run_jit); of a
+  `Config`: its attributes (`vars(config)`: `kwargs`, `num_warps`, ..., `pre_hook`:
+  config_attributes, for configs.config_record); Triton 3.8 decides a key whose pruning leaves one config without
   `_bench` (versions.py says what else differs across the range);
 * `knobs.runtime.jit_cache_hook`: `JITFunction._do_compile` calls it before compiling, with `fn`
   (its `.jit_function`) and `compile["specialization_data"]`, the JSON `JITFunction.preload`
@@ -35,6 +38,8 @@ What is used, and what Triton does with it:
   `get_cache_manager`, a manager's `get_group` and `cache_dir`, and the entry's metadata file name
   `<name[:150]>.json`, as `triton.compiler.compile` names it; `triton.compile(..., _env_vars=)`
   (3.5 and later);
+* `driver.active.get_current_target()`, the device's target (current_target; the sidecar's device
+  name where torch says none);
 * the driver's state, to know whether one was set (`driver.set_active`, a stand-in's) or created
   without creating one: `_active` (3.5 and later), `active` and `default`, a `LazyProxy` whose
   `_obj` is empty until used (3.4); `driver.set_active`, with which a forked compile worker puts in
@@ -62,10 +67,47 @@ from typing import Any, Callable
 
 import triton
 import triton.language as tl
-from triton import knobs
 from triton.compiler import ASTSource, make_backend
 from triton.runtime.driver import driver
 from triton.runtime.jit import JITFunction
+
+try:
+    from triton import knobs
+except ImportError:  # before 3.4: nothing is compiled ahead here (cannot_compile says why)
+    knobs = None
+
+
+# --- the autotuner's and a config's names (record and replay) ----------------------------------
+
+
+def kernel_function(tuner: Any) -> Any:
+    """The Python function under a tuner: its `base_fn` (a `Heuristics` layer's), else its `fn`,
+    walked down `.fn` (a JITFunction's) to a plain function; a stand-in's own object when the walk
+    finds none."""
+    fn = getattr(tuner, "base_fn", None) or tuner.fn
+    while not inspect.isfunction(fn) and hasattr(fn, "fn"):
+        fn = fn.fn
+    return fn
+
+
+def config_attributes(config: Any) -> dict:
+    """A `triton.Config`'s attributes as this Triton version defines them (`kwargs`, `num_warps`,
+    ..., `pre_hook`)."""
+    return dict(vars(config))
+
+
+def run_jit(tuner: Any, *args: Any, **kwargs: Any) -> Any:
+    """Runs the JIT function under a tuner (`tuner.fn.run`): with `warmup=True` it compiles, or
+    loads, and launches nothing."""
+    return tuner.fn.run(*args, **kwargs)
+
+
+def current_target() -> Any:
+    """The target of this process's device, from Triton's active driver (which asking creates)."""
+    return driver.active.get_current_target()
+
+
+# --- compiling ahead ---------------------------------------------------------------------------
 
 
 def jit_function(kernel: Any) -> JITFunction:
@@ -189,7 +231,7 @@ def use_cache_dir(folder: str) -> None:
 def cannot_compile() -> str | None:
     """Why Triton cannot compile ahead here (too old, or no backend for this process's device),
     or None."""
-    if not hasattr(knobs.runtime, "jit_cache_hook"):
+    if knobs is None or not hasattr(knobs.runtime, "jit_cache_hook"):
         return "this Triton has no knobs.runtime.jit_cache_hook (3.4 and later have)"
     try:
         make_backend(driver.active.get_current_target())

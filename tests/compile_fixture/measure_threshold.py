@@ -38,9 +38,9 @@ import triton  # noqa: E402
 from triton.runtime.driver import driver  # noqa: E402
 
 import cpu_fakes  # noqa: E402
-from warmup_harness import compile_pool  # noqa: E402
-from warmup_harness import precompile as pc  # noqa: E402
-from warmup_harness.compile_settings import compile_settings  # noqa: E402
+from warmup_harness.precompile import pool as compile_pool  # noqa: E402
+from warmup_harness.precompile import precompiler as pc  # noqa: E402
+from warmup_harness.precompile.settings import compile_settings  # noqa: E402
 
 NEVER = float("inf")
 

@@ -134,7 +134,7 @@ def main() -> int:
     p.add_argument("--budget", type=float, default=300, help="stop starting trials after this many seconds")
     args = p.parse_args()
 
-    from warmup_harness import precompile as pc
+    from warmup_harness.precompile import precompiler as pc
 
     root = Path(tempfile.mkdtemp(prefix="bench_precompile-"))
     began = time.monotonic()

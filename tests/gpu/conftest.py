@@ -162,11 +162,14 @@ def pytest_sessionfinish(session, exitstatus):
 class Bench:
     """What a test uses: check a result, time the op, record the shape's figures."""
 
+    def __init__(self, config):
+        self.config = config  # pytest's: the harness's session is a plugin registered with it
+
     def gpu_lock(self):
         """The harness's device timing lock (a no-op outside a harness session)."""
-        from warmup_harness.precompile import device_timing_lock
+        from warmup_harness.plugin import device_timing_lock
 
-        return device_timing_lock()
+        return device_timing_lock(self.config)
 
     # A shape's input tensors by its kind: [kind, dtype, dims...].
     OPERANDS = {
@@ -246,5 +249,5 @@ class Bench:
 
 
 @pytest.fixture
-def bench():
-    return Bench()
+def bench(request):
+    return Bench(request.config)

@@ -51,7 +51,7 @@ REPO = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "compile_fixture"))  # report_lines
 from report_lines import parse_reports  # noqa: E402  (the per-key precompile line read back)
-from warmup_harness import precompile  # noqa: E402  (the settings' names; no Triton import)
+from warmup_harness.precompile import precompiler as precompile  # noqa: E402  (the settings' names; no Triton import)
 
 BENCHES = {
     "triton": ("tests/gpu/test_triton_bench.py", "gpu_triton"),

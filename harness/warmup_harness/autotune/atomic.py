@@ -1,5 +1,5 @@
 """Files written whole or not at all, by the rule the Rust tools' writer follows
-(protocol/src/atomic.rs; docs/CONTRACT.md, "Record files"): a reader of `<op>.json` never sees half
+(toolkit/src/atomic.rs; docs/CONTRACT.md, "Record files"): a reader of `<op>.json` never sees half
 a file, and a writer killed by SIGKILL leaves no temporary that nothing removes.
 
 The bytes go to a file without a name (`O_TMPFILE`), locked with `flock` from the moment it exists,

@@ -1,4 +1,4 @@
-"""Record and replay as policies of the store view (store.py): where a decision is recorded, and
+"""Record and replay as policies of the store view (tuner_cache.py): where a decision is recorded, and
 where a recorded one is pinned."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 from . import records
 from .configs import config_record, config_text, key_text
-from .store import Policy, TunerState, remember
+from .tuner_cache import Policy, TunerState, remember
 
 
 class Recorder(Policy):
@@ -22,7 +22,7 @@ class Recorder(Policy):
         self._recorded: dict[tuple[str, str], str] = {}
 
     def _has(self, tuner: Any, state: TunerState, text: str) -> str | None:
-        """The config text the record holds for this key already (resume: keyed.py), or None."""
+        """The config text the record holds for this key already (resume: once_recorder.py), or None."""
         return None
 
     def _record(self, tuner: Any, state: TunerState, text: str, config: Any, seconds: float | None) -> None:

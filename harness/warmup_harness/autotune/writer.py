@@ -97,7 +97,7 @@ class RecordWriter:
         self.decided: set[tuple[str, str]] = set()
         self.seconds = 0.0
         self.notes: list[str] = []  # said at the end: a damaged sidecar replaced, a fold that failed
-        self.explained: set[str] = set()  # kernels whose change a line said already (keyed.py)
+        self.explained: set[str] = set()  # kernels whose change a line said already (once_recorder.py)
         self.folds = 0  # record rewrites by this writer (each one the whole record)
         self._sessions: int | None = None  # the descriptor holding LOCK_SH on `.<op>.sessions`
         self.extra_meta: Callable[[], dict] = dict  # the session's own sidecar fields, at each fold
@@ -336,6 +336,6 @@ def _number(value: Any) -> float | None:
 
 
 def _harness_version() -> str:
-    from . import __version__
+    from .. import __version__
 
     return __version__

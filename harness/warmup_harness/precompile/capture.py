@@ -51,7 +51,7 @@ def launch_kwargs(config: Any, launch: dict) -> dict:
 def capture(tuner: Any, configs: list, launch: dict) -> Capture:
     """Runs each config through the JIT's warm-up path with a cache hook that takes the
     specialization and skips the compile. `launch` holds every argument by name."""
-    from . import triton_private as tp
+    from .. import triton_private as tp
 
     common = dict(tp.compile_context(), sys_path=tuple(sys.path))
     out = Capture()
@@ -63,7 +63,7 @@ def capture(tuner: Any, configs: list, launch: dict) -> Capture:
             try:
                 if config.pre_hook is not None:
                     config.pre_hook(current)
-                tuner.fn.run(**current)
+                tp.run_jit(tuner, **current)
             except Exception as exc:  # the tuner's sweep meets it again, and handles it its way
                 out.errors.append(f"{config_label(config)}: {type(exc).__name__}: {exc}")
                 continue
@@ -78,8 +78,10 @@ def capture(tuner: Any, configs: list, launch: dict) -> Capture:
 def load(tuner: Any, args: tuple, config: Any, meta: dict) -> None:
     """Compiles, or loads from the cache, a config's kernel without launching it, so that the
     timing lock is held for timing only. An error is left for the timed launch to meet."""
+    from ..triton_private import run_jit
+
     current = launch_kwargs(config, meta)
     with contextlib.suppress(Exception):
         if config.pre_hook is not None:
             config.pre_hook({**(tuner.nargs or {}), **current})
-        tuner.fn.run(*args, **current)
+        run_jit(tuner, *args, **current)

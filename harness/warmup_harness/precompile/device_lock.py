@@ -16,8 +16,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .compile_settings import LOCK_DIR
-from .env import ProtocolError
+from .settings import LOCK_DIR
+from ..env import ProtocolError
 
 
 def device_token() -> str:

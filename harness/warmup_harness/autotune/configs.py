@@ -1,14 +1,14 @@
 """What the record holds for a tuner: its kernel's id, its key and its config, each as text that is
 the same in every process importing the same code (docs/CONTRACT.md, "Record mode").
 
-Standard library only: a config is read through `vars`, whatever Triton version made it (a
-kernel's fingerprint imports triton_private when it is asked for).
+Standard library only when imported: a tuner's and a config's names are read through
+triton_private (which imports Triton, there already when a tuner is asked about), a config's
+attributes whatever Triton version made it.
 """
 
 from __future__ import annotations
 
 import hashlib
-import inspect
 import json
 from typing import Any
 
@@ -17,9 +17,9 @@ def kernel_id(tuner: Any) -> str:
     """`module:qualified name` of the Python function under the tuner: unique when two modules
     define kernels of one name (FlagGems has two `mm_kernel_general`), the same in every process
     that imports the same code."""
-    fn = getattr(tuner, "base_fn", None) or tuner.fn
-    while not inspect.isfunction(fn) and hasattr(fn, "fn"):
-        fn = fn.fn
+    from ..triton_private import kernel_function
+
+    fn = kernel_function(tuner)
     return f"{getattr(fn, '__module__', '?')}:{getattr(fn, '__qualname__', getattr(fn, '__name__', '?'))}"
 
 
@@ -35,7 +35,9 @@ def config_record(config: Any) -> dict:
     defines them), except the pre-hook, which replay takes from the tuner's own config, and other
     functions: their text would differ between processes. The pre-hook is left out even when it is
     None, as in a config FlagGems' store rebuilt: the kernel's own config has a function there."""
-    plain = {name: value for name, value in vars(config).items()
+    from ..triton_private import config_attributes
+
+    plain = {name: value for name, value in config_attributes(config).items()
              if name != "pre_hook" and not callable(value)}
     return json.loads(json.dumps(plain, default=repr))
 
@@ -46,7 +48,7 @@ def fingerprint(tuner: Any) -> str | None:
     tuner's configs, in order, each as `config_text`. None where there is none to take (no
     JITFunction under the tuner, a Triton without the names used): such a kernel is trusted."""
     try:
-        from .triton_private import jit_function
+        from ..triton_private import jit_function
 
         key = jit_function(tuner).cache_key
         texts = [config_text(config_record(config)) for config in tuner.configs]

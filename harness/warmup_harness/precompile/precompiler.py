@@ -12,19 +12,20 @@ record session starts them when the plugin loads, so that their imports overlap 
 
 How (Triton 3.4 and later, checked against 3.4 to 3.9: triton_private.py), one module each:
 
-* compile_settings: the settings, read through a getter of raw values;
+* settings: the settings, read through a getter of raw values;
 * capture: each config through the JIT's warm-up path, Triton's cache hook taking the
   specialization it would compile (its pre-hook runs first: FlagGems' TMA hook sets the
   descriptors' block shapes, which the specialization holds);
 * cache_entries: one job found in Triton's cache, or compiled into it holding `flock` on the
   entry's folder, so that a sibling child sharing the cache never compiles it twice;
-* compile_worker: a worker process's start-up (forked: nothing of the session's device or locks
+* worker: a worker process's start-up (forked: nothing of the session's device or locks
   kept; spawned: its imports), and the kernel's module found, or imported by name or by path;
-* compile_pool: processes (forked, else spawned), threads or the caller, only where a pool pays,
+* pool: processes (forked, else spawned), threads or the caller, only where a pool pays,
   with a bounded wait;
 * device_lock: a config timed holding `flock` on `<lock folder>/<device>.lock`, after its kernel
   was loaded (a cache hit), so that children sharing a GPU time one config at a time;
-* triton_private: every name of Triton's that is not its documented API.
+* ..triton_private and ..stdlib_private: every name of Triton's, and of the standard library's,
+  that is not its documented API.
 
 Nothing here fails a sweep: a config that could not be compiled ahead is compiled by Triton as it
 always is, and said. The settings are docs/CONTRACT.md's ("The record/replay harness").
@@ -33,14 +34,13 @@ Importing this module imports only the standard library.
 
 from __future__ import annotations
 
-import contextlib
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from .cache_entries import Outcome
-from .compile_pool import CompilePool
-from .compile_settings import (CHILDREN, LOCK_DIR, MODE, PRELOAD, START, TIMEOUT, WORKERS,  # noqa: F401
+from .pool import CompilePool
+from .settings import (CHILDREN, LOCK_DIR, MODE, PRELOAD, START, TIMEOUT, WORKERS,  # noqa: F401
                                CompileSettings, compile_settings)
 from .device_lock import DeviceTimingLock, device_token  # noqa: F401
 
@@ -49,7 +49,7 @@ Settings = CompileSettings  # the name tests/gpu's scripts use
 
 def jit_function(kernel: Any) -> Any:
     """The JITFunction under a tuner, a heuristics layer or a library's wrapper."""
-    from .triton_private import jit_function as under
+    from ..triton_private import jit_function as under
 
     return under(kernel)
 
@@ -57,21 +57,15 @@ def jit_function(kernel: Any) -> Any:
 def cannot_compile() -> str | None:
     """Why Triton cannot compile ahead here (too old, or no backend for this process's device),
     or None."""
-    try:
-        from . import triton_private
-    except ImportError as exc:
-        return f"this Triton has no knobs.runtime.jit_cache_hook (3.4 and later have): {exc}"
+    from .. import triton_private
+
     return triton_private.cannot_compile()
 
 
 def stub_device_set() -> bool:
     """Whether the benchmark put in a device Triton cannot compile for (triton_private's)."""
-    try:
-        from . import triton_private
-    except ImportError:
-        from triton.runtime.driver import driver
+    from .. import triton_private
 
-        return getattr(driver, "_active", None) is not None
     return triton_private.stub_device_set()
 
 
@@ -129,20 +123,10 @@ def _name(tuner: Any) -> str:
 
 # --- the session's side ------------------------------------------------------------------------
 
-_active: Precompiler | None = None
-
-
-def device_timing_lock() -> contextlib.AbstractContextManager:
-    """The session's device timing lock, for a benchmark's own GPU work in a warmup child (so that a
-    sibling sharing the GPU never times a config meanwhile); a no-op outside a session."""
-    return _active.timing_lock if _active is not None else contextlib.nullcontext()
-
-
 class Precompiler:
     """What the autotuner hooks call: `before_timing` on a new key, `bench` around each timing."""
 
     def __init__(self, settings: CompileSettings, say: Callable[[str], None]):
-        global _active
         self.settings = settings
         self._say = say
         self.pool = (CompilePool(settings.mode, settings.workers, settings.preload, settings.timeout_s, settings.start)
@@ -151,7 +135,6 @@ class Precompiler:
         self.timing_lock.prepare()
         self.reports: list[Report] = []
         self._compiles: bool | None = None  # decided at the first key
-        _active = self
 
     def describe(self) -> str:
         pool = self.pool
@@ -213,9 +196,6 @@ class Precompiler:
                 f"for the device's timing lock")
 
     def close(self) -> None:
-        global _active
         if self.pool is not None:
             self.pool.close()
         self.timing_lock.close()
-        if _active is self:
-            _active = None

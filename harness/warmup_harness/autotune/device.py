@@ -14,9 +14,9 @@ def device_name() -> str | None:
     except Exception:
         pass
     try:
-        from triton.runtime.driver import driver
+        from ..triton_private import current_target
 
-        target = driver.active.get_current_target()
+        target = current_target()
         return f"{target.backend} {target.arch}"
     except Exception:
         return None

@@ -86,7 +86,7 @@ def _locked_descriptors() -> list[int]:
 def _forbid_device() -> None:
     if "triton" in sys.modules:
         with contextlib.suppress(ImportError):  # Triton before 3.4: precompile is off there
-            from .triton_private import forbid_driver
+            from ..triton_private import forbid_driver
 
             forbid_driver()
 
@@ -96,7 +96,7 @@ def ready() -> int:
 
 
 def compile_in_worker(job: CompileJob, wait: bool) -> Outcome:
-    from .triton_private import use_cache_dir
+    from ..triton_private import use_cache_dir
 
     os.environ["TRITON_CACHE_DIR"] = job.cache_dir
     use_cache_dir(job.cache_dir)
@@ -111,7 +111,7 @@ def _resolve(job: CompileJob) -> Any:
     sys.path entry it removes again; the same file is
     `flag_gems.runtime.backend._nvidia.hopper.ops.mm`). Triton's cache key does not depend on the
     module's name but on the source and what it uses, and that is checked."""
-    from .triton_private import jit_function
+    from ..triton_private import jit_function
 
     module = sys.modules.get(job.module)
     if module is None:

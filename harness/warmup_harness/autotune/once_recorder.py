@@ -1,6 +1,6 @@
 """Record mode's policy when keys are shared: by-key claims (claims.py) and resume (resume.py).
 
-A `Recorder` (policies.py) records every decision the tuner makes. `KeyedRecorder` first asks, at
+A `Recorder` (policies.py) records every decision the tuner makes. `OnceRecorder` first asks, at
 each new key, whether this process should tune it at all:
 
 1. a key the earlier record answers (resume) is pinned to that config, unless its kernel changed
@@ -28,7 +28,7 @@ from . import claims as claims_mod
 from . import records, resume
 from .configs import config_record, config_text, key_text
 from .policies import Recorder
-from .store import TunerState, remember
+from .tuner_cache import TunerState, remember
 
 RECHECK_SECONDS = 1.0
 
@@ -44,7 +44,7 @@ class Untimed:
         self.recheck_at = recheck_at
 
 
-class KeyedRecorder(Recorder):
+class OnceRecorder(Recorder):
     def __init__(self, writer: Any, claims: claims_mod.Claims | None, earlier: resume.Earlier | None,
                  device_name: Callable[[], str | None], say: Callable[[str], None], same_folder: bool = False):
         super().__init__(writer.add)
@@ -221,7 +221,7 @@ class KeyedRecorder(Recorder):
 
 
 def start(setting: Callable[[str], str | None], op: str, writer: Any, device_name: Callable[[], str | None],
-          say: Callable[[str], None]) -> KeyedRecorder | None:
+          say: Callable[[str], None]) -> OnceRecorder | None:
     """The policy for a record session, or None when neither claims nor resume apply (the plain
     Recorder then records); raises env.ProtocolError subclasses on a bad setting."""
     import triton
@@ -238,7 +238,7 @@ def start(setting: Callable[[str], str | None], op: str, writer: Any, device_nam
         return None
 
     same = earlier is not None and _same_folder(earlier.path.parent, writer.directory)
-    policy = KeyedRecorder(writer, claims, earlier, device_name, say, same_folder=same)
+    policy = OnceRecorder(writer, claims, earlier, device_name, say, same_folder=same)
     policy.opening = opening
     return policy
 

@@ -1,6 +1,7 @@
 """The settings of compiling ahead and timing (docs/CONTRACT.md, "The record/replay harness"):
-read through a getter of raw values, so that one reader serves the environment today and pytest's
-ini options later; a value that cannot be used raises ProtocolError naming the setting.
+read through a getter of raw values (the session's is env.raw_setting: the environment variable,
+else the ini option), so that one reader serves both and tests pass a dict's `get`; a value that
+cannot be used raises ProtocolError naming the setting.
 Standard library only.
 """
 
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import Callable
 from collections.abc import Mapping
 
-from .env import ProtocolError
+from ..env import ProtocolError
 
 MODE = "WARMUP_HARNESS_PRECOMPILE"
 TIMEOUT = "WARMUP_HARNESS_COMPILE_TIMEOUT"
@@ -53,7 +54,7 @@ class CompileSettings:
     shared_lock_dir: bool  # the default folder, which every user's runs share
     timeout_s: float = DEFAULT_TIMEOUT_S  # how long compile workers may go without a result
     notes: tuple[str, ...] = ()  # what was changed from the values given (a count capped), said at the start
-    start: str = "fork"  # how worker processes start, where the platform allows it (compile_pool.fork_unsafe)
+    start: str = "fork"  # how worker processes start, where the platform allows it (pool.fork_unsafe)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> CompileSettings:

@@ -7,7 +7,7 @@ configs of a matmul compiled in 19.5 s through Triton's own path, 2.7 s in 16 th
 16 started processes (0.86 s in 32, about 2 s for a pool that starts cold). Why forked: a spawned
 worker imports torch and the kernels' library again (16 workers on a GPU host with FlagGems: 10.6
 s), where 16 forked ones were running in 0.12 s, the session's modules in them already. A forked
-worker never touches the device (compile_worker.start_forked). Why not always: a pool costs its
+worker never touches the device (worker.start_forked). Why not always: a pool costs its
 start-up, which a key with little new work never earns back (FORK_POOL_START_S, POOL_START_S).
 
 Standard library only when imported; Triton is imported where a job runs.
@@ -27,10 +27,11 @@ import time
 import warnings
 from typing import Any
 
-from . import compile_worker
+from ..stdlib_private import pool_processes
+from . import worker
 from .cache_entries import Outcome, compile_job, is_cached
 from .capture import CompileJob
-from .compile_settings import DEFAULT_TIMEOUT_S, TIMEOUT
+from .settings import DEFAULT_TIMEOUT_S, TIMEOUT
 
 # A pool not running yet is started for a key whose compile work in this process (its first new
 # config's seconds times their number) would reach its start-up; less is compiled here, one by one.
@@ -160,16 +161,14 @@ class CompilePool:
     def _processes_pool(self) -> cf.ProcessPoolExecutor:
         if self.forked:
             executor = cf.ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("fork"),
-                                              initializer=compile_worker.start_forked, initargs=(os.getpid(),))
+                                              initializer=worker.start_forked, initargs=(os.getpid(),))
             with _forking():  # the first submit forks every worker (Python 3.11 and later)
-                self._starting = [executor.submit(compile_worker.ready) for _ in range(self.workers)]
+                self._starting = [executor.submit(worker.ready) for _ in range(self.workers)]
         else:
             executor = cf.ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"),
-                                              initializer=compile_worker.start, initargs=(self.preload, os.getpid()))
-            self._starting = [executor.submit(compile_worker.ready) for _ in range(self.workers)]
-        # The pool's processes (a CPython attribute, there from 3.2 to 3.14 at least), to say how
-        # one died.
-        self._processes = list((getattr(executor, "_processes", None) or {}).values())
+                                              initializer=worker.start, initargs=(self.preload, os.getpid()))
+            self._starting = [executor.submit(worker.ready) for _ in range(self.workers)]
+        self._processes = pool_processes(executor)  # to say how one died
         return executor
 
     def start(self) -> None:
@@ -227,7 +226,7 @@ class CompilePool:
         CPUs); a job the caller finds another process compiling is left to it (a worker of its own,
         or a sibling)."""
         executor = self._get()
-        futures = [executor.submit(compile_worker.compile_in_worker, job, False) for _, job in jobs]
+        futures = [executor.submit(worker.compile_in_worker, job, False) for _, job in jobs]
         mine: dict[int, Outcome | str] = {}
         for i in reversed(range(len(jobs))):
             if self._started():
@@ -266,7 +265,7 @@ class CompilePool:
             return [self._silent(job) for _, job in jobs]
         executor = self._get()
         if isinstance(executor, cf.ProcessPoolExecutor):
-            futures = [executor.submit(compile_worker.compile_in_worker, job, wait) for _, job in jobs]
+            futures = [executor.submit(worker.compile_in_worker, job, wait) for _, job in jobs]
         else:
             futures = [executor.submit(compile_job, fn, job, wait) for fn, job in jobs]
         return self._collect(executor, futures, [job for _, job in jobs])
@@ -348,8 +347,7 @@ def _end(executor: cf.Executor, grace_s: float) -> None:
     if not isinstance(executor, cf.ProcessPoolExecutor):
         executor.shutdown(wait=grace_s > 0, cancel_futures=True)
         return
-    # The pool's processes (a CPython attribute, there from 3.2 to 3.14 at least): shutdown drops it.
-    processes = list((getattr(executor, "_processes", None) or {}).values())
+    processes = pool_processes(executor)  # before shutdown, which drops them
     executor.shutdown(wait=False, cancel_futures=True)
     deadline = time.monotonic() + grace_s
     for process in processes:

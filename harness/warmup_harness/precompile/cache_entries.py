@@ -26,7 +26,7 @@ class Outcome(enum.Enum):
 
 
 def _prepared(fn: Any, job: CompileJob) -> tuple[Any, Any, Any, Any, str]:
-    from . import triton_private as tp
+    from .. import triton_private as tp
 
     src, backend, options = tp.rebuild(fn, job.specialization, job.target)
     entry, folder = tp.cache_entry(src, backend, options, job.env_vars, job.cache_dir)

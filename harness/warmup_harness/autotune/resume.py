@@ -25,8 +25,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
-from . import env
-from .env import ProtocolError
+from .. import env
+from ..env import ProtocolError
 from .records import RecordError, fingerprints, load_meta, load_records, meta_path, record_path
 
 RESUME_DIR = "WARMUP_HARNESS_RESUME_DIR"

@@ -15,7 +15,7 @@ autotune key tunes it:
 
 A child meeting a key another child holds launches without timing: the winner once it is
 published (pinned from then on), else the tuner's first config, not recorded, and it looks again
-at most every second (keyed.py). A claim whose lock can be taken and that has no winner was left by
+at most every second (once_recorder.py). A claim whose lock can be taken and that has no winner was left by
 a child that died: it is taken over and tuned. Creating and taking over a claim hold
 `<folder>/.lock` for a few system calls, so a claim just created is never mistaken for a dead one
 in the instant before its creator locks it.
@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from . import atomic
-from .env import ProtocolError
+from ..env import ProtocolError
 
 CLAIM_DIR = "WARMUP_HARNESS_CLAIM_DIR"
 

@@ -1,0 +1,182 @@
+"""Hooks into Triton's autotuners: where a decision is recorded, and where a recorded one is pinned.
+
+Where to hook. Triton's `Autotuner.run` and the subclasses that replace it (FlagGems' `LibTuner`)
+share little inside `run`: each computes its own key (LibTuner's strategies round shapes, to a
+power of two for example), keeps decisions in its own store (a dict for Triton, a SQLite-backed
+`ConfigCache` for FlagGems) and picks a winner its own way. What they all do is go through
+`self.cache` with the tuner's own key:
+
+    if key not in self.cache:        # a miss: prune, time every config, pick one
+        ...
+        self.cache[key] = best        # the decision
+    config = self.cache[key]          # the config launched
+
+(Triton 3.4 to 3.9 `Autotuner.run`; FlagGems 5.x `LibTuner.run`.) So `cache` becomes a property of
+`Autotuner` that hands every tuner, subclass or not and however it was created, a view of its store
+(`TunerCache`) that records or pins decisions at exactly those three points, keyed by the tuner's
+own key. No tuner class is named or imported; a subclass that keeps its decisions somewhere other
+than `self.cache` is not seen. Heuristics-only kernels are not autotuners and are left alone.
+
+`cache_results` becomes a property too, always False while the hooks are in: Triton's on-disk
+autotune cache (3.4+) would turn a sweep into a lookup the same way a warm FlagGems store does.
+
+On a miss, Triton's and FlagGems' tuners prune their configs (`prune_configs`) right before they
+time them: the hook there hands the pruned configs to the session's precompiler (precompile/),
+which compiles them all at once, and `_bench`, where each config is timed, goes through it too.
+
+The autotuner's names these hooks touch are listed, with the versions checked, in
+triton_private.py. The hooks' state (what they replaced, the precompiler, the clock) is the
+`Hooks` object the session holds, found again on `Autotuner` itself (its `cache` property is the
+object's); no module global. This module imports Triton; the plugin imports it only when a protocol
+variable is set.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from triton.runtime.autotuner import Autotuner
+
+from .configs import kernel_id
+from .tuner_cache import Policy, TunerCache, TunerState
+# Record and replay, by the names the hooks' callers have always used.
+from .policies import Recorder, ReplayMiss, Replayer  # noqa: F401
+
+_MISSING = object()
+PATCHED = ("cache", "cache_results", "prune_configs")  # Autotuner's names the hooks replace
+
+
+def _state(tuner: Any, policy: Policy) -> TunerState:
+    state = tuner.__dict__.get("_warmup_harness_state")
+    if state is None:
+        state = tuner.__dict__["_warmup_harness_state"] = TunerState(tuner)
+        policy.seen(state.kernel, tuner)
+    return state
+
+
+class Hooks:
+    """One session's hooks on `Autotuner`, for every subclass and every instance, existing or
+    future, and their state. With a precompiler, a new key's configs go to it before they are
+    timed, and each timing (`Autotuner._bench`, which FlagGems' LibTuner calls too) goes through its
+    `bench`, counted by `clock` (clocks.CompileClock) when given."""
+
+    def __init__(self, policy: Policy, precompiler: Any = None, clock: Any = None):
+        self.policy = policy
+        self.precompiler = precompiler  # the session's precompiler.Precompiler, or None
+        self.clock = clock  # the session's clocks.CompileClock, or None
+        self.replaced: dict[str, Any] | None = None  # Autotuner's own attributes while the hooks are in
+        self.benches: list[tuple[type, Any]] = []  # (class, its own _bench) for each class whose _bench is wrapped
+
+    # the store view, as Autotuner's `cache` property (bound: the property's getter is this object's)
+    def _get_cache(self, tuner):
+        d = tuner.__dict__
+        try:
+            raw = d["cache"]
+        except KeyError:
+            raise AttributeError("cache") from None
+        view = d.get("_warmup_harness_view")
+        if view is None or view.raw is not raw:
+            view = d["_warmup_harness_view"] = TunerCache(tuner, raw, _state(tuner, self.policy), self.policy)
+        return view
+
+    @staticmethod
+    def _set_cache(tuner, value):
+        # A tuner that saves and restores its store (FlagGems' use_benchmark_protocol) hands back
+        # the view it was given: keep the store underneath.
+        tuner.__dict__["cache"] = value.raw if isinstance(value, TunerCache) else value
+
+    @staticmethod
+    def _del_cache(tuner):
+        tuner.__dict__.pop("cache", None)
+
+    def before_timing(self, tuner: Any, configs: list, launch_kwargs: dict) -> None:
+        """Runs once per new key, after the tuner pruned its configs and before it times them:
+        the session's precompiler compiles them (`tuner.nargs` holds the launch's positional
+        arguments by name, `launch_kwargs` the rest)."""
+        if self.precompiler is not None:
+            self.precompiler.before_timing(kernel_id(tuner), tuner, configs, launch_kwargs)
+
+    def install(self) -> None:
+        """Puts the hooks on `Autotuner`; raises RuntimeError where a session's hooks are in."""
+        if installed() is not None:
+            raise RuntimeError("warmup-harness: the autotuner hooks are already installed")
+        hooks = self
+        original_prune = Autotuner.prune_configs
+
+        def prune_configs(tuner, *args, **kwargs):
+            configs = original_prune(tuner, *args, **kwargs)
+            state = _state(tuner, hooks.policy)
+            if state.pending is not None:
+                state.pending = None
+                if hooks.precompiler is not None:
+                    hooks._time_through(type(tuner))
+                hooks.before_timing(tuner, configs, args[0] if args else kwargs.get("kwargs", {}))
+            return configs
+
+        self.replaced = {name: Autotuner.__dict__.get(name, _MISSING) for name in PATCHED}
+        Autotuner.cache = property(self._get_cache, self._set_cache, self._del_cache)
+        Autotuner.cache_results = property(lambda tuner: False, _set_cache_results)
+        Autotuner.prune_configs = prune_configs
+        if self.precompiler is not None:
+            self._time_through(Autotuner)
+
+    def _time_through(self, cls: type) -> None:
+        """Sends each timing of `cls`'s tuners (`_bench`, where one config is timed) through the
+        precompiler: Autotuner's when the hooks go in, and a subclass's own `_bench`, should it
+        have one, at its first new key."""
+        owner = next((c for c in cls.__mro__ if "_bench" in c.__dict__), None)
+        if owner is None or getattr(owner.__dict__["_bench"], "_warmup_harness", False):
+            return
+        original = owner.__dict__["_bench"]
+        precompiler, clock = self.precompiler, self.clock
+
+        def _bench(tuner, *args, config, **meta):
+            def time_it():
+                return original(tuner, *args, config=config, **meta)
+
+            if clock is None:
+                return precompiler.bench(tuner, args, config, meta, time_it)
+            return clock.bench(precompiler, lambda timed: precompiler.bench(tuner, args, config, meta, timed), time_it)
+
+        _bench._warmup_harness = True
+        self.benches.append((owner, original))
+        owner._bench = _bench
+
+    def uninstall(self) -> None:
+        """Takes the hooks off; every tuner's store is as the tuner left it."""
+        while self.benches:
+            cls, original = self.benches.pop()
+            cls._bench = original
+        if self.replaced is None:
+            return
+        for name, value in self.replaced.items():
+            if value is _MISSING:
+                delattr(Autotuner, name)
+            else:
+                setattr(Autotuner, name, value)
+        self.replaced = None
+
+
+def _set_cache_results(tuner, value):
+    tuner.__dict__["cache_results"] = value
+
+
+def installed() -> Hooks | None:
+    """The hooks on `Autotuner` now, read off the class (its `cache` property is theirs)."""
+    getter = getattr(Autotuner.__dict__.get("cache"), "fget", None)
+    hooks = getattr(getter, "__self__", None)
+    return hooks if isinstance(hooks, Hooks) else None
+
+
+def install(policy: Policy, precompiler: Any = None, clock: Any = None) -> Hooks:
+    """Puts a session's hooks on `Autotuner` (Hooks) and returns them; the session takes them off."""
+    hooks = Hooks(policy, precompiler, clock)
+    hooks.install()
+    return hooks
+
+
+def uninstall() -> None:
+    """Takes off whichever hooks are on `Autotuner` (a test's cleanup; a session uses its own)."""
+    hooks = installed()
+    if hooks is not None:
+        hooks.uninstall()
