@@ -15,12 +15,12 @@ pub fn run(args: &Args) -> Result<Status> {
     let Some(dir) = &args.record_dir else {
         anyhow::bail!("--predict needs --record-dir DIR, the records of an earlier run");
     };
-    let tokens = args.here.tokens();
+    let tokens = args.platform.tokens();
     if tokens.is_empty() {
         anyhow::bail!("--predict needs --devices LIST, the devices the sweep would run on (0,1; 0,0 shares one)");
     }
     let mut out = std::io::stdout().lock();
-    let (history, f) = match predict::usable(dir, op, || args.here.find(), &tokens) {
+    let (history, f) = match predict::usable(dir, op, || args.platform.find(), &tokens) {
         Ok(found) => found,
         Err(why) => {
             eprintln!("{TOOL}: op {op}: no usable history ({why}): nothing to predict from, the warmup runs");

@@ -6,14 +6,14 @@
 //! what spawn wrote and feeds shard, and its inputs and output are nothing like either tool's.
 //! The cost file's format is protocol's ([`protocol::costs`]), which warmup-shard reads it
 //! through, and so is the reading of an op's history in a record folder
-//! ([`protocol::history`]), which warmup-shard `--history` uses too. [`measure`] says how a
+//! ([`protocol::history`]), which warmup-shard `--history` uses too. [`shape_costs`] says how a
 //! shard's time is attributed to its shapes. [`history`] keeps a sweep's costs with its records
 //! and finds the children's start-up, and [`decision`] is `--predict`, which prints what the
 //! model of whether a warmup pays (`protocol::predict`, warmup-plan's too) says.
 
 pub mod decision;
 pub mod history;
-pub mod measure;
+pub mod shape_costs;
 
 use anyhow::{Context, Result};
 use protocol::layout::Scratch;
@@ -70,7 +70,7 @@ pub struct Args {
     pub predict: bool,
 
     #[command(flatten)]
-    pub here: protocol::probe::HereArgs,
+    pub platform: protocol::probe::PlatformArgs,
 
     /// Seconds of each child's wall time that are start-up (interpreter, imports, device set-up),
     /// not sweeping; subtracted before a shard's time is split over its shapes [default: the
@@ -143,7 +143,7 @@ pub fn run(args: &Args) -> Result<Status> {
     let startup = args
         .startup
         .unwrap_or_else(|| history::startup(&plan, &scratch).unwrap_or(0.0));
-    let m = measure::measure(&plan, &scratch, startup)?;
+    let m = shape_costs::of_run(&plan, &scratch, startup)?;
     for why in &m.skipped {
         eprintln!("{TOOL}: {why}: its shapes keep the costs they had");
     }

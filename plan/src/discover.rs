@@ -11,7 +11,7 @@ use protocol::backend::{self, Environment};
 use protocol::command;
 use protocol::env as names;
 use protocol::history::{meta_path, Meta};
-use protocol::probe::Here;
+use protocol::probe::Platform;
 use protocol::python::{self, Harness, Lookup};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -50,7 +50,7 @@ impl World {
 pub struct Discovery {
     pub facts: Facts,
     pub op: String,
-    pub here: Here,
+    pub platform: Platform,
     /// Why the harness does not run in COMMAND, for the reason, or None.
     pub shape_file: Option<PathBuf>,
 }
@@ -118,17 +118,19 @@ pub fn discover(args: &Warmup, world: &World) -> Result<Discovery> {
     let harness = harness_runs(args, world, packages.as_ref());
     let tokens = devices.clone().unwrap_or_default();
     let root = world.env.root("/proc/driver/nvidia/gpus");
-    let here = Here {
+    let platform = Platform {
         triton: packages.as_ref().and_then(|p| p.triton.clone()),
         device: protocol::probe::device_model(&root, &tokens),
     };
     let op = op(world);
     let record = match &record_dir {
-        Some(dir) => answers(dir, &op, &here),
+        Some(dir) => answers(dir, &op, &platform),
         None => Record::Misses("no record folder".into()),
     };
     let prediction = match &record_dir {
-        Some(dir) if !args.by_key && !args.always => predict(dir, &op, &here, &tokens, args.gpus),
+        Some(dir) if !args.by_key && !args.always => {
+            predict(dir, &op, &platform, &tokens, args.gpus)
+        }
         _ => Prediction::NotAsked,
     };
     let facts = Facts {
@@ -150,7 +152,7 @@ pub fn discover(args: &Warmup, world: &World) -> Result<Discovery> {
     Ok(Discovery {
         facts,
         op,
-        here,
+        platform,
         shape_file,
     })
 }
@@ -201,13 +203,13 @@ fn harness_runs(
 }
 
 /// Whether `dir` holds the op's record for this Triton and device model.
-fn answers(dir: &Path, op: &str, here: &Here) -> Record {
+fn answers(dir: &Path, op: &str, platform: &Platform) -> Record {
     let record = dir.join(format!("{op}.json"));
     if !record.metadata().is_ok_and(|m| m.is_file()) {
         return Record::Misses(format!("no {}", record.display()));
     }
     match Meta::load(&meta_path(dir, op)) {
-        Ok(meta) => match meta.mismatch(here) {
+        Ok(meta) => match meta.mismatch(platform) {
             None => Record::Answers,
             Some(why) => Record::Misses(why),
         },
@@ -216,7 +218,13 @@ fn answers(dir: &Path, op: &str, here: &Here) -> Record {
 }
 
 /// The prediction for a sweep on the devices it would use.
-fn predict(dir: &Path, op: &str, here: &Here, tokens: &[String], gpus: Option<u64>) -> Prediction {
+fn predict(
+    dir: &Path,
+    op: &str,
+    platform: &Platform,
+    tokens: &[String],
+    gpus: Option<u64>,
+) -> Prediction {
     let take = gpus
         .and_then(|n| usize::try_from(n).ok())
         .unwrap_or(tokens.len())
@@ -225,7 +233,7 @@ fn predict(dir: &Path, op: &str, here: &Here, tokens: &[String], gpus: Option<u6
     if used.is_empty() {
         return Prediction::NotAsked;
     }
-    match protocol::predict::usable(dir, op, || here.clone(), used) {
+    match protocol::predict::usable(dir, op, || platform.clone(), used) {
         Ok((_, f)) => Prediction::Figures {
             warmup: f.warmup,
             plain: f.plain,
@@ -276,22 +284,22 @@ mod tests {
     #[test]
     fn a_record_answers_only_for_this_triton_and_device_model() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let here = Here {
+        let platform = Platform {
             triton: Some("3.6.0".into()),
             device: Some("NVIDIA H200".into()),
         };
         assert!(matches!(
-            answers(dir.path(), "mm", &here),
+            answers(dir.path(), "mm", &platform),
             Record::Misses(_)
         ));
         sidecar(dir.path(), "3.6.0", "NVIDIA H200");
-        assert_eq!(answers(dir.path(), "mm", &here), Record::Answers);
+        assert_eq!(answers(dir.path(), "mm", &platform), Record::Answers);
         sidecar(dir.path(), "3.5.1", "NVIDIA H200");
-        let Record::Misses(why) = answers(dir.path(), "mm", &here) else {
+        let Record::Misses(why) = answers(dir.path(), "mm", &platform) else {
             panic!("another Triton answers");
         };
         assert!(why.contains("3.5.1"), "{why}");
-        let unknown = Here {
+        let unknown = Platform {
             triton: None,
             device: Some("NVIDIA H200".into()),
         };

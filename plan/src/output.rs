@@ -188,7 +188,7 @@ pub fn warmup(args: &Warmup, found: &Discovery, decision: &Decision) -> Output {
 }
 
 fn sweep(out: &mut Output, args: &Warmup, found: &Discovery, devices: &[String], by_history: bool) {
-    let joined = devices.join(",");
+    let device_list = devices.join(",");
     let mut shard = vec![
         OsString::from("--shards"),
         OsString::from(devices.len().to_string()),
@@ -203,12 +203,12 @@ fn sweep(out: &mut Output, args: &Warmup, found: &Discovery, devices: &[String],
                     "--history".into(),
                     path(dir),
                     "--devices".into(),
-                    (&joined).into(),
+                    (&device_list).into(),
                 ]);
-                if let Some(v) = &found.here.triton {
+                if let Some(v) = &found.platform.triton {
                     shard.extend(["--triton".into(), v.into()]);
                 }
-                if let Some(m) = &found.here.device {
+                if let Some(m) = &found.platform.device {
                     shard.extend(["--device-model".into(), m.into()]);
                 }
             }
@@ -220,7 +220,7 @@ fn sweep(out: &mut Output, args: &Warmup, found: &Discovery, devices: &[String],
         shard.push("--".into());
         shard.extend(found.shape_file.as_deref().map(path));
     }
-    out.set("devices", &joined)
+    out.set("devices", &device_list)
         .set("shards", devices.len().to_string())
         .set(
             "shape_file",

@@ -11,7 +11,7 @@ use anyhow::{bail, Result};
 use protocol::choice::Choice;
 use protocol::layout::Scratch;
 use protocol::plan::Plan;
-use protocol::probe::Here;
+use protocol::probe::Platform;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
@@ -140,12 +140,12 @@ fn submit(
     match (record_dir, &args.split.costs) {
         (Some(dir), None) => {
             let python = protocol::command::python_of(&args.command, world.lookup.path.as_deref());
-            let here = Here {
+            let platform = Platform {
                 triton: python.and_then(|p| protocol::python::packages(&p, &world.lookup).triton),
                 device: None,
             };
             shard.extend(["--history".into(), dir.as_os_str().to_os_string()]);
-            if let Some(v) = here.triton {
+            if let Some(v) = platform.triton {
                 shard.extend(["--triton".into(), v.into()]);
             }
             // Each task's GPU is the scheduler's: its model is not known on the login node.

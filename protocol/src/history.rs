@@ -11,7 +11,7 @@
 //! them), so it always describes the same run as the sidecar published with it.
 
 use crate::costs::CostFile;
-use crate::probe::Here;
+use crate::probe::Platform;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -120,7 +120,7 @@ impl Meta {
     }
 
     /// Why this sidecar's run is not this one (`None`: same Triton, same device model).
-    pub fn mismatch(&self, here: &Here) -> Option<String> {
+    pub fn mismatch(&self, platform: &Platform) -> Option<String> {
         let differs = |what: &str, then: &Option<String>, now: &Option<String>| match (then, now) {
             (Some(a), Some(b)) if a == b => None,
             (then, now) => Some(format!(
@@ -132,8 +132,8 @@ impl Meta {
                     .map_or("unknown".into(), |v| format!("{v:?}")),
             )),
         };
-        differs("Triton", &self.triton, &here.triton)
-            .or_else(|| differs("device", &self.device, &here.device))
+        differs("Triton", &self.triton, &platform.triton)
+            .or_else(|| differs("device", &self.device, &platform.device))
     }
 }
 
@@ -149,16 +149,16 @@ pub struct History {
     pub costs: CostFile,
 }
 
-/// The op's history in `dir`, when it was made on this run's Triton and device model (`here`,
+/// The op's history in `dir`, when it was made on this run's Triton and device model (`platform`,
 /// asked only once there is a sidecar to compare with); else why it cannot be used, for a line
 /// on stderr.
 pub fn find(
     dir: &Path,
     op: &str,
-    here: impl FnOnce() -> Here,
+    platform: impl FnOnce() -> Platform,
 ) -> std::result::Result<History, String> {
     let meta = Meta::load(&meta_path(dir, op))?;
-    if let Some(why) = meta.mismatch(&here()) {
+    if let Some(why) = meta.mismatch(&platform()) {
         return Err(why);
     }
     let path = costs_path(dir, op);
@@ -176,8 +176,8 @@ pub fn find(
 mod tests {
     use super::*;
 
-    fn here(triton: Option<&str>, device: Option<&str>) -> Here {
-        Here {
+    fn platform(triton: Option<&str>, device: Option<&str>) -> Platform {
+        Platform {
             triton: triton.map(str::to_owned),
             device: device.map(str::to_owned),
         }
@@ -250,21 +250,25 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let meta = Meta::load(&sidecar(dir.path(), "")).expect("meta");
         assert_eq!(
-            meta.mismatch(&here(Some("3.6.0"), Some("NVIDIA H200"))),
+            meta.mismatch(&platform(Some("3.6.0"), Some("NVIDIA H200"))),
             None
         );
         let why = meta
-            .mismatch(&here(Some("3.5.1"), Some("NVIDIA H200")))
+            .mismatch(&platform(Some("3.5.1"), Some("NVIDIA H200")))
             .expect("mismatch");
         assert!(
             why.contains("Triton \"3.6.0\", this run's is \"3.5.1\""),
             "{why}"
         );
-        let why = meta.mismatch(&here(Some("3.6.0"), None)).expect("mismatch");
+        let why = meta
+            .mismatch(&platform(Some("3.6.0"), None))
+            .expect("mismatch");
         assert!(
             why.contains("device \"NVIDIA H200\", this run's is unknown"),
             "{why}"
         );
-        assert!(meta.mismatch(&here(None, Some("NVIDIA H200"))).is_some());
+        assert!(meta
+            .mismatch(&platform(None, Some("NVIDIA H200")))
+            .is_some());
     }
 }

@@ -14,7 +14,7 @@
 //!   is serialized per device, and the measurement then replays (M) after merge and publish.
 
 use crate::history::{self, History};
-use crate::probe::Here;
+use crate::probe::Platform;
 use std::path::Path;
 
 /// Merge and publish between the sweep and the measurement, and the hand-over to it, in seconds
@@ -126,15 +126,15 @@ fn lpt_makespan(costs: impl Iterator<Item = f64>, k: usize) -> f64 {
 }
 
 /// The op's history in `dir` and its prediction for the devices `tokens`, when it can predict:
-/// made on this run's Triton and device model (`here`, asked only once there is a sidecar), with at
+/// made on this run's Triton and device model (`platform`, asked only once there is a sidecar), with at
 /// least one key's tuning seconds, and figures that are finite; else why not, for a line on stderr.
 pub fn usable(
     dir: &Path,
     op: &str,
-    here: impl FnOnce() -> Here,
+    platform: impl FnOnce() -> Platform,
     tokens: &[String],
 ) -> Result<(History, Figures), String> {
-    let history = history::find(dir, op, here)?;
+    let history = history::find(dir, op, platform)?;
     if history.meta.keys == 0 {
         return Err(format!(
             "{} has no key's tune_seconds to predict from",

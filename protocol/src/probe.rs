@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 /// Where a run is made, as the command line gives or lets us find it.
 #[derive(Debug, Clone, clap::Args)]
-pub struct HereArgs {
+pub struct PlatformArgs {
     /// The Triton version this run uses [default: asked of --python; unknown without it]
     #[arg(long, value_name = "VERSION")]
     pub triton: Option<String>,
@@ -39,12 +39,12 @@ pub struct HereArgs {
 
 /// The Triton version and device model of this run; `None` is unknown.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Here {
+pub struct Platform {
     pub triton: Option<String>,
     pub device: Option<String>,
 }
 
-impl HereArgs {
+impl PlatformArgs {
     /// The listed device tokens, trimmed, empty ones dropped.
     pub fn tokens(&self) -> Vec<String> {
         self.devices
@@ -58,7 +58,7 @@ impl HereArgs {
     }
 
     /// Finds what the flags do not give.
-    pub fn find(&self) -> Here {
+    pub fn find(&self) -> Platform {
         let triton = clean(self.triton.clone()).or_else(|| {
             self.python
                 .as_deref()
@@ -69,7 +69,7 @@ impl HereArgs {
             .map_or_else(|| PathBuf::from("/"), PathBuf::from);
         let device = clean(self.device_model.clone())
             .or_else(|| device_model(&root.join("proc/driver/nvidia/gpus"), &self.tokens()));
-        Here { triton, device }
+        Platform { triton, device }
     }
 }
 

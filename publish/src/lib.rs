@@ -36,10 +36,16 @@ DIR is --record-dir, else $FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR when set and not bl
 
 /// This tool's exit statuses (docs/CONTRACT.md, "Exit statuses").
 const EXIT_STATUS: [(&str, &str); 3] = [
-        ("0", "done: the record published, the replay environment on stdout"),
-        toolkit::USAGE_ROW,
-        ("3", "nothing to do: MERGED holds no configs (or --print-record-dir finds no folder); nothing written"),
-    ];
+    (
+        "0",
+        "done: the record published, the replay environment on stdout",
+    ),
+    toolkit::USAGE_ROW,
+    (
+        "3",
+        "nothing to do: MERGED holds no configs; nothing written",
+    ),
+];
 
 /// Publish merged configs to DIR/<op>.json and print the replay environment.
 #[derive(Debug, clap::Parser)]

@@ -22,6 +22,14 @@ const BAD_FILES: &[(&[u8], &str)] = &[
     (br#"{"k": "x"}"#, "kernel \"k\" holds a string"),
 ];
 
+/// A temporary folder holding an empty record folder, `rec`.
+fn record_folder() -> (TempDir, assert_fs::fixture::ChildPath) {
+    let dir = TempDir::new().expect("tempdir");
+    let rec = dir.child("rec");
+    rec.create_dir_all().expect("mkdir");
+    (dir, rec)
+}
+
 #[test]
 fn bad_merged_files_are_refused_and_nothing_is_written() {
     for (content, reason) in BAD_FILES {
@@ -192,9 +200,7 @@ fn publish_into(rec: &std::path::Path, merged: &str) -> assert_cmd::assert::Asse
 fn a_publish_keeps_every_key_of_the_record_there_and_its_own_configs_win() {
     // A stopped sweep (or a --fresh one) published over a 3000-key record: 100 keys re-tuned to
     // other configs, one new; the 2900 it never met stay.
-    let dir = TempDir::new().expect("tempdir");
-    let rec = dir.child("rec");
-    rec.create_dir_all().expect("mkdir");
+    let (_dir, rec) = record_folder();
     rec.child("mm.json")
         .write_str(&record(0..3000, 0))
         .expect("seed");
@@ -216,9 +222,7 @@ fn a_publish_keeps_every_key_of_the_record_there_and_its_own_configs_win() {
 
 #[test]
 fn two_publishes_into_one_folder_at_once_lose_neither_runs_keys() {
-    let dir = TempDir::new().expect("tempdir");
-    let rec = dir.child("rec");
-    rec.create_dir_all().expect("mkdir");
+    let (dir, rec) = record_folder();
     let exe = env!("CARGO_BIN_EXE_warmup-publish");
     for round in 0..8 {
         let runs: Vec<std::process::Child> = (0..2)
@@ -247,9 +251,7 @@ fn two_publishes_into_one_folder_at_once_lose_neither_runs_keys() {
 
 #[test]
 fn a_record_there_that_is_no_record_is_replaced_with_a_line() {
-    let dir = TempDir::new().expect("tempdir");
-    let rec = dir.child("rec");
-    rec.create_dir_all().expect("mkdir");
+    let (_dir, rec) = record_folder();
     rec.child("mm.json").write_str("{torn").expect("seed");
     publish_into(rec.path(), MERGED)
         .success()
@@ -266,9 +268,7 @@ const JOURNAL: &str = concat!(
 
 #[test]
 fn a_killed_sessions_journal_is_kept_in_the_published_record_and_removed() {
-    let dir = TempDir::new().expect("tempdir");
-    let rec = dir.child("rec");
-    rec.create_dir_all().expect("mkdir");
+    let (_dir, rec) = record_folder();
     rec.child(".mm.journal")
         .write_str(JOURNAL)
         .expect("journal");
@@ -284,9 +284,7 @@ fn a_killed_sessions_journal_is_kept_in_the_published_record_and_removed() {
 #[test]
 fn a_live_sessions_journal_is_left_to_it() {
     use nix::fcntl::{Flock, FlockArg};
-    let dir = TempDir::new().expect("tempdir");
-    let rec = dir.child("rec");
-    rec.create_dir_all().expect("mkdir");
+    let (_dir, rec) = record_folder();
     rec.child(".mm.journal")
         .write_str(JOURNAL)
         .expect("journal");
@@ -303,9 +301,7 @@ fn a_live_sessions_journal_is_left_to_it() {
 
 #[test]
 fn the_ops_costs_of_an_earlier_run_go_with_the_record_they_described() {
-    let dir = TempDir::new().expect("tempdir");
-    let rec = dir.child("rec");
-    rec.create_dir_all().expect("mkdir");
+    let (_dir, rec) = record_folder();
     // Only the op's costs: the file goes.
     rec.child("mm.costs.json")
         .write_str(r#"{"mm": {"[1]": 2.0}}"#)

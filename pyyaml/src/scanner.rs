@@ -555,20 +555,25 @@ impl Scanner {
         Ok(())
     }
 
-    fn fetch_anchor_token(&mut self, alias: bool) -> Result<()> {
+    /// PyYAML's fetch_alias, fetch_anchor, fetch_tag, fetch_flow_scalar and fetch_plain: a
+    /// token that may start a simple key, scanned by `scan`, and no simple key after it.
+    fn fetch_simple_key_start(
+        &mut self,
+        scan: impl FnOnce(&mut Self) -> Result<Token>,
+    ) -> Result<()> {
         self.save_possible_simple_key()?;
         self.allow_simple_key = false;
-        let token = self.scan_anchor(alias)?;
+        let token = scan(self)?;
         self.tokens.push_back(token);
         Ok(())
     }
 
+    fn fetch_anchor_token(&mut self, alias: bool) -> Result<()> {
+        self.fetch_simple_key_start(|s| s.scan_anchor(alias))
+    }
+
     fn fetch_tag(&mut self) -> Result<()> {
-        self.save_possible_simple_key()?;
-        self.allow_simple_key = false;
-        let token = self.scan_tag()?;
-        self.tokens.push_back(token);
-        Ok(())
+        self.fetch_simple_key_start(Self::scan_tag)
     }
 
     fn fetch_block_scalar(&mut self, style: char) -> Result<()> {
@@ -580,19 +585,11 @@ impl Scanner {
     }
 
     fn fetch_flow_scalar(&mut self, style: char) -> Result<()> {
-        self.save_possible_simple_key()?;
-        self.allow_simple_key = false;
-        let token = self.scan_flow_scalar(style)?;
-        self.tokens.push_back(token);
-        Ok(())
+        self.fetch_simple_key_start(|s| s.scan_flow_scalar(style))
     }
 
     fn fetch_plain(&mut self) -> Result<()> {
-        self.save_possible_simple_key()?;
-        self.allow_simple_key = false;
-        let token = self.scan_plain();
-        self.tokens.push_back(token);
-        Ok(())
+        self.fetch_simple_key_start(|s| Ok(s.scan_plain()))
     }
 
     // Checkers.
@@ -779,7 +776,9 @@ impl Scanner {
         Ok(Directive::Tag(handle, prefix))
     }
 
-    fn scan_directive_ignored_line(&mut self, start: Mark) -> Result<()> {
+    /// Skips the spaces and a comment that may end a line (the start of PyYAML's
+    /// scan_directive_ignored_line and scan_block_scalar_ignored_line); the character after them.
+    fn skip_spaces_and_comment(&mut self) -> char {
         while self.peek(0) == ' ' {
             self.forward(1);
         }
@@ -788,7 +787,11 @@ impl Scanner {
                 self.forward(1);
             }
         }
-        let ch = self.peek(0);
+        self.peek(0)
+    }
+
+    fn scan_directive_ignored_line(&mut self, start: Mark) -> Result<()> {
+        let ch = self.skip_spaces_and_comment();
         if !break_or_end(ch) {
             return Err(self.directive_error(
                 start,
@@ -1015,15 +1018,7 @@ impl Scanner {
     }
 
     fn scan_block_scalar_ignored_line(&mut self, start: Mark) -> Result<()> {
-        while self.peek(0) == ' ' {
-            self.forward(1);
-        }
-        if self.peek(0) == '#' {
-            while !break_or_end(self.peek(0)) {
-                self.forward(1);
-            }
-        }
-        let ch = self.peek(0);
+        let ch = self.skip_spaces_and_comment();
         if !break_or_end(ch) {
             return Err(error(
                 Some(("while scanning a block scalar", start)),

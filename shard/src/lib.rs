@@ -79,7 +79,7 @@ pub struct Args {
     #[arg(long, value_name = "DIR", conflicts_with = "costs")]
     pub history: Option<PathBuf>,
     #[command(flatten)]
-    pub here: protocol::probe::HereArgs,
+    pub platform: protocol::probe::PlatformArgs,
     /// The cost model where there is no cost file, or it has none of the op's shapes
     /// [default: robust, with --strategy lpt or --costs]
     #[arg(long, value_enum, value_name = "MODEL")]
@@ -229,7 +229,7 @@ fn report_replaced(replaced: &commit::Replaced, out: &std::path::Path) {
 /// The costs of the op's last sweep kept in the record folder `dir`, when that sweep ran on this
 /// run's Triton and device model; else `None`, after a line saying why.
 fn from_history(dir: &std::path::Path, op: &str, args: &Args) -> Option<protocol::costs::CostFile> {
-    match protocol::history::find(dir, op, || args.here.find()) {
+    match protocol::history::find(dir, op, || args.platform.find()) {
         Ok(history) => {
             eprintln!(
                 "{TOOL}: op {op}: balancing by the costs its last sweep measured ({})",

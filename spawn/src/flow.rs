@@ -1,5 +1,5 @@
 //! `--measure`: the whole run after the plan, in one supervised process. The measurement starts
-//! with the sweep behind its gate where it can wait there (`measure`), the sweep runs
+//! with the sweep behind its gate where it can wait there (`measurement`), the sweep runs
 //! (`supervisor`), warmup-merge and warmup-publish run (`tools`), the gate is told what they gave
 //! (`gate::verdict`), and the measurement runs to its end; a measurement that cannot wait at a
 //! gate, or ran no test, runs after publishing. Every stop signal, whenever it comes, is one
@@ -13,7 +13,7 @@ use crate::measurement::{Measurement, Start, Told};
 use crate::process::{self, Exit, POLL};
 use crate::progress::Progress;
 use crate::signal::{Shutdown, ShutdownRequest, Signals};
-use crate::{status, supervisor, tools, watchdog, Args, Shards};
+use crate::{status, tools, watchdog, Args, PreparedRun};
 use anyhow::{Context, Result};
 use nix::errno::Errno;
 use nix::poll::{PollFd, PollFlags, PollTimeout};
@@ -179,10 +179,10 @@ struct Report {
     status: Option<u8>,
 }
 
-/// The `--measure` run, from the claim on the scratch to the measurement's end.
-pub fn run(args: &Args, shards: &Shards, parent: Pid) -> Result<Status> {
-    let (scratch, jobs) = (&shards.scratch, &shards.jobs);
-    let _claim = crate::claim(shards)?;
+/// The `--measure` run, from the hold on the scratch to the measurement's end.
+pub fn run(args: &Args, prepared: &PreparedRun, parent: Pid) -> Result<Status> {
+    let (scratch, jobs) = (&prepared.scratch, &prepared.jobs);
+    let _hold = crate::hold_scratch(prepared)?;
     // A lock the caller lent reaches the tools, not the measurement nor the children.
     if let Some(fd) = std::env::var(protocol::lock::LOCK_FD)
         .ok()
@@ -200,13 +200,13 @@ pub fn run(args: &Args, shards: &Shards, parent: Pid) -> Result<Status> {
     let record_dir = record_dir(args)
         .map(|d| std::path::absolute(&d).unwrap_or(d))
         .filter(|d| !d.as_os_str().is_empty());
-    let promised = record_dir
+    let publish_dir = record_dir
         .clone()
         .unwrap_or_else(|| scratch.root().join("merged"));
 
     // The watchdog first, while this is the only thread and before the gate exists (a fork
     // would hold its write end); then the signals, before any job starts.
-    let mut watchdog = watchdog::Watchdog::start(&shards.run_id)?;
+    let mut watchdog = watchdog::Watchdog::start(&prepared.run_id)?;
     let signals = Signals::install(parent)?;
     let mut shutdown = Shutdown::default();
     let mut report = Report {
@@ -215,13 +215,16 @@ pub fn run(args: &Args, shards: &Shards, parent: Pid) -> Result<Status> {
     };
 
     let addopts = std::env::var_os("PYTEST_ADDOPTS");
-    let mut measurement = match protocol::command::measure_command(&args.command, addopts.as_deref()) {
+    let mut measurement = match protocol::command::measure_command(
+        &args.command,
+        addopts.as_deref(),
+    ) {
         None => {
             say("the measurement starts after the sweep: COMMAND is not a pytest command that loads warmup_harness");
             None
         }
         Some(argv) => {
-            let set = vec![(env::REPLAY_DIR.to_owned(), path_text(&promised))];
+            let set = vec![(env::REPLAY_DIR.to_owned(), path_text(&publish_dir))];
             let changes = EnvChanges {
                 set,
                 unset: SWEEP_ONLY.map(str::to_owned).into(),
@@ -252,24 +255,16 @@ pub fn run(args: &Args, shards: &Shards, parent: Pid) -> Result<Status> {
         }
     };
 
-    let mut progress = Progress::new(&shards.devices);
+    let mut progress = Progress::new(&prepared.devices);
     let t0 = Instant::now();
-    let swept = supervisor::supervise(
-        jobs,
-        supervisor::Run {
-            devices: &shards.devices,
-            limits: supervisor::Limits {
-                timeout: args.timeout,
-                grace: args.grace,
-                max_log: args.max_log,
-            },
-            signals: &signals,
-            shutdown: &mut shutdown,
-            measurement: measurement.as_mut(),
-            watchdog: &mut watchdog,
-            progress: &mut progress,
-            run_id: &shards.run_id,
-        },
+    let swept = crate::sweep(
+        args,
+        prepared,
+        &signals,
+        &mut shutdown,
+        measurement.as_mut(),
+        &mut watchdog,
+        &mut progress,
     );
     watchdog.finish();
     let wall = t0.elapsed();
@@ -284,7 +279,7 @@ pub fn run(args: &Args, shards: &Shards, parent: Pid) -> Result<Status> {
         }
     };
     progress.summary(&statuses, jobs.len(), wall);
-    let sweep = status::summary(&shards.plan.op, jobs, &statuses, wall)?;
+    let sweep = status::summary(&prepared.plan.op, jobs, &statuses, wall)?;
 
     let mut rest = Rest {
         signals: &signals,
@@ -389,13 +384,19 @@ pub fn run(args: &Args, shards: &Shards, parent: Pid) -> Result<Status> {
         return finish_stopped(args, rest, &sweep, report);
     }
     if let (Some(dir), Some(to)) = (&record_dir, &published) {
-        if dir == to && !shards.plan.by_key() {
-            keep_costs(&mut rest, &shards.plan.op, dir, scratch_arg, lock.as_ref());
+        if dir == to && !prepared.plan.by_key() {
+            keep_costs(
+                &mut rest,
+                &prepared.plan.op,
+                dir,
+                scratch_arg,
+                lock.as_ref(),
+            );
         }
     }
 
     let verdict = gate::verdict(&gate::Findings {
-        op: &shards.plan.op,
+        op: &prepared.plan.op,
         scratch: scratch.root(),
         shards: jobs.len(),
         ok,
@@ -404,7 +405,7 @@ pub fn run(args: &Args, shards: &Shards, parent: Pid) -> Result<Status> {
         summed_seconds: statuses.iter().map(|s| s.seconds).sum(),
         merged,
         published: published.clone(),
-        promised: rest.measurement.as_ref().map(|_| promised.as_path()),
+        publish_dir: rest.measurement.as_ref().map(|_| publish_dir.as_path()),
     });
     for line in &verdict.lines {
         say(line);

@@ -128,7 +128,7 @@ pub struct Findings<'a> {
     /// Where warmup-publish published (`None`: it failed, or did not run).
     pub published: Option<PathBuf>,
     /// Where the measurement started with the sweep was told the configs would be.
-    pub promised: Option<&'a Path>,
+    pub publish_dir: Option<&'a Path>,
 }
 
 /// What to write into the gate, and the lines that say why.
@@ -214,13 +214,13 @@ pub fn verdict(f: &Findings<'_>) -> Verdict {
              PARALLEL_WARMUP_GPUS for a clean baseline"
         ));
     }
-    let word = match f.promised {
-        Some(promised) if promised != dir => {
+    let word = match f.publish_dir {
+        Some(publish_dir) if publish_dir != dir => {
             lines.push(format!(
                 "the configs went to {}, not to {} where the measurement looks for them; it is \
                  stopped",
                 dir.display(),
-                promised.display()
+                publish_dir.display()
             ));
             None
         }
@@ -244,7 +244,7 @@ mod tests {
             summed_seconds: 2.75,
             merged,
             published: published.map(PathBuf::from),
-            promised: Some(Path::new("/rec")),
+            publish_dir: Some(Path::new("/rec")),
         }
     }
 
@@ -337,7 +337,7 @@ mod tests {
             .expect("a line")
             .contains("not to /rec where the measurement looks"));
         let mut late = findings(configs(0), Some("/elsewhere"));
-        late.promised = None; // no measurement waits: nothing was promised
+        late.publish_dir = None; // no measurement waits: nothing was promised
         assert_eq!(verdict(&late).word, Some(Word::Replay));
     }
 }

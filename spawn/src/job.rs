@@ -11,9 +11,10 @@ use protocol::status::EnvChanges;
 use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;
 
-/// What every child of a run shares: how many run at once, and whose Triton cache they use.
+/// The settings every child of a run gets alike: how many run at once, whose Triton cache they
+/// use, and (by-key mode) where they claim keys.
 #[derive(Debug, Clone)]
-pub struct Sharing {
+pub struct RunSettings {
     /// Children running at once (`WARMUP_SPAWN_CHILDREN`): at most one per listed device.
     pub children: usize,
     /// A Triton cache per child (`SCRATCH/w<i>/.triton_cache`), the plugin's design, instead of
@@ -49,7 +50,7 @@ impl Job {
         command: &[OsString],
         backend: &'static Backend,
         marker: Marker,
-        sharing: Sharing,
+        settings: RunSettings,
     ) -> Job {
         let path = |p: PathBuf| p.to_string_lossy().into_owned();
         let record_dir = scratch.record_dir(shard);
@@ -61,12 +62,15 @@ impl Job {
             ("PYTHONUNBUFFERED".to_owned(), "1".to_owned()),
             // Inherited by all it starts, so that its processes are found wherever they go.
             (crate::process::MARKER.to_owned(), marker.to_string()),
-            (env::SPAWN_CHILDREN.to_owned(), sharing.children.to_string()),
+            (
+                env::SPAWN_CHILDREN.to_owned(),
+                settings.children.to_string(),
+            ),
         ];
-        if let Some(claims) = &sharing.claims {
+        if let Some(claims) = &settings.claims {
             set.push((env::CLAIM_DIR.to_owned(), path(claims.clone())));
         }
-        if sharing.cache_per_child {
+        if settings.cache_per_child {
             let cache = path(scratch.triton_cache(shard));
             set.insert(2, (env::TRITON_CACHE_DIR.to_owned(), cache));
         }
@@ -135,17 +139,17 @@ mod tests {
         args.iter().map(OsString::from).collect()
     }
 
-    const SHARED: Sharing = Sharing {
+    const TWO_CHILDREN: RunSettings = RunSettings {
         children: 2,
         cache_per_child: false,
         claims: None,
     };
 
     fn job(command: &[&str], backend: &str) -> Job {
-        job_sharing(command, backend, SHARED)
+        job_with(command, backend, TWO_CHILDREN)
     }
 
-    fn job_sharing(command: &[&str], backend: &str, sharing: Sharing) -> Job {
+    fn job_with(command: &[&str], backend: &str, settings: RunSettings) -> Job {
         let backend = protocol::backend::BACKENDS
             .iter()
             .find(|b| b.name == backend)
@@ -157,7 +161,7 @@ mod tests {
             &os(command),
             backend,
             Marker::new("r", 1),
-            sharing,
+            settings,
         )
     }
 
@@ -189,9 +193,9 @@ mod tests {
             .iter()
             .find(|b| b.name == "cuda")
             .expect("backend");
-        let sharing = Sharing {
+        let settings = RunSettings {
             claims: Some("/s/claims".into()),
-            ..SHARED
+            ..TWO_CHILDREN
         };
         let job = Job::new(
             &Scratch::new("/s"),
@@ -200,14 +204,14 @@ mod tests {
             &os(&command()),
             backend,
             Marker::new("r", 1),
-            sharing,
+            settings,
         );
         assert_eq!(job.argv, os(&command()), "no shape file is replaced");
         let env = job.env_on("0");
         assert!(env
             .set
             .contains(&("WARMUP_HARNESS_CLAIM_DIR".into(), "/s/claims".into())));
-        assert!(!job_sharing(&["pytest"], "cuda", SHARED)
+        assert!(!job_with(&["pytest"], "cuda", TWO_CHILDREN)
             .env_on("0")
             .set
             .iter()
@@ -260,12 +264,12 @@ mod tests {
             .set
             .contains(&("WARMUP_SPAWN_CHILDREN".into(), "2".into())));
         assert_eq!(cache_of(shared), None);
-        let own = Sharing {
+        let own = RunSettings {
             children: 3,
             cache_per_child: true,
             claims: None,
         };
-        let env = job_sharing(&["pytest"], "cuda", own).env_on("0");
+        let env = job_with(&["pytest"], "cuda", own).env_on("0");
         assert!(env
             .set
             .contains(&("WARMUP_SPAWN_CHILDREN".into(), "3".into())));

@@ -265,11 +265,11 @@ pub fn run(args: &Args) -> Result<Status> {
         }
         Command::ListDevices(args) => list_devices(args, &env),
         Command::DryRun(args) => match prepare(args, &env)? {
-            Some(shards) => dry_run(&shards),
+            Some(prepared) => dry_run(&prepared),
             None => Ok(Status::NothingToDo),
         },
         Command::Run(args) => match prepare(args, &env)? {
-            Some(shards) => supervise(args, &shards, parent),
+            Some(prepared) => supervise(args, &prepared, parent),
             None => Ok(Status::NothingToDo),
         },
         Command::Measure(args) => {
@@ -279,7 +279,7 @@ pub fn run(args: &Args) -> Result<Status> {
             // What keeps the sweep from running is a reason to measure COMMAND plain, as the
             // caller would have run it: --measure always ends in COMMAND's status.
             match prepare(args, &env) {
-                Ok(Some(shards)) => flow::run(args, &shards, parent),
+                Ok(Some(prepared)) => flow::run(args, &prepared, parent),
                 Ok(None) => Ok(flow::plain(args, "the plan has no shards to sweep")),
                 Err(e) if args.command.is_empty() => Err(e),
                 Err(e) => {
@@ -303,7 +303,7 @@ fn list_devices(args: &Args, env: &backend::Environment) -> Result<Status> {
 
 /// What a dry run prints and a run starts: the plan (narrowed to the chosen shards), its
 /// scratch, one job per shard in start order, and the devices.
-struct Shards {
+struct PreparedRun {
     plan: Plan,
     scratch: Scratch,
     choice: Option<select::Choice>,
@@ -312,18 +312,18 @@ struct Shards {
     run_id: String,
 }
 
-/// Claims the scratch for a run of `shards`, and clears the chosen shards' outputs: the whole
+/// Takes the scratch for the run `prepared`, and clears the chosen shards' outputs: the whole
 /// scratch, or a shared hold on it and each chosen shard (`select`).
-fn claim(shards: &Shards) -> Result<select::Claim> {
-    let (scratch, jobs) = (&shards.scratch, &shards.jobs);
+fn hold_scratch(prepared: &PreparedRun) -> Result<select::ScratchHold> {
+    let (scratch, jobs) = (&prepared.scratch, &prepared.jobs);
     for job in jobs {
         check_writable(&scratch.worker(job.shard), job.shard)?;
     }
-    let some: Option<Vec<usize>> = shards
+    let some: Option<Vec<usize>> = prepared
         .choice
         .as_ref()
-        .map(|_| shards.plan.shards.iter().map(|s| s.index).collect());
-    let claim = select::Claim::take(scratch, some.as_deref())?;
+        .map(|_| prepared.plan.shards.iter().map(|s| s.index).collect());
+    let hold = select::ScratchHold::take(scratch, some.as_deref())?;
     // Before any child starts, so that a shard a signal keeps from starting leaves nothing
     // of an earlier run behind either: a missing status.json means "not started".
     for job in jobs {
@@ -331,15 +331,15 @@ fn claim(shards: &Shards) -> Result<select::Claim> {
             format!("clearing what an earlier run left for shard {}", job.shard)
         })?;
     }
-    if shards.plan.by_key() {
-        by_key::ready_claims(scratch, shards.choice.is_none())?;
+    if prepared.plan.by_key() {
+        by_key::ready_claims(scratch, prepared.choice.is_none())?;
     }
-    Ok(claim)
+    Ok(hold)
 }
 
 /// Reads and checks everything a run needs, writing nothing; `None` (after saying so, and
 /// writing the summary) when the plan has no shards.
-fn prepare(args: &Args, env: &backend::Environment) -> Result<Option<Shards>> {
+fn prepare(args: &Args, env: &backend::Environment) -> Result<Option<PreparedRun>> {
     let plan_arg = args
         .plan
         .as_deref()
@@ -373,7 +373,7 @@ fn prepare(args: &Args, env: &backend::Environment) -> Result<Option<Shards>> {
         by_key::check_devices(&plan, plan_path, &devices)?;
     }
     let run_id = process::run_id();
-    let sharing = job::Sharing {
+    let settings = job::RunSettings {
         children: plan.shards.len().min(devices.len()),
         cache_per_child: args.cache_per_child,
         claims: plan.by_key().then(|| scratch.claims()),
@@ -385,7 +385,7 @@ fn prepare(args: &Args, env: &backend::Environment) -> Result<Option<Shards>> {
         &args.command,
         backend,
         &run_id,
-        sharing,
+        settings,
     )?;
     if let Some(choice) = &choice {
         select::place(choice, &mut jobs, args.devices.is_some(), &devices);
@@ -403,7 +403,7 @@ fn prepare(args: &Args, env: &backend::Environment) -> Result<Option<Shards>> {
         }
         return Ok(None);
     }
-    Ok(Some(Shards {
+    Ok(Some(PreparedRun {
         plan,
         scratch,
         choice,
@@ -414,10 +414,10 @@ fn prepare(args: &Args, env: &backend::Environment) -> Result<Option<Shards>> {
 }
 
 /// Prints each shard's device and its `env` line; runs nothing.
-fn dry_run(shards: &Shards) -> Result<Status> {
-    let devices = &shards.devices;
+fn dry_run(prepared: &PreparedRun) -> Result<Status> {
+    let devices = &prepared.devices;
     let mut out = std::io::stdout().lock();
-    for (i, job) in shards.jobs.iter().enumerate() {
+    for (i, job) in prepared.jobs.iter().enumerate() {
         let device = &devices[i % devices.len()];
         writeln!(out, "# shard {} on device {device}", job.shard)
             .and_then(|()| {
@@ -429,44 +429,67 @@ fn dry_run(shards: &Shards) -> Result<Status> {
     Ok(Status::Done)
 }
 
-/// Claims the scratch, clears the chosen shards' outputs, and runs and supervises their
+/// Takes the scratch, clears the chosen shards' outputs, and runs and supervises their
 /// children to the end; `parent` is the caller whose death stops the run.
-fn supervise(args: &Args, shards: &Shards, parent: nix::unistd::Pid) -> Result<Status> {
-    let (jobs, devices) = (&shards.jobs, &shards.devices);
-    let _claim = claim(shards)?;
+fn supervise(args: &Args, prepared: &PreparedRun, parent: nix::unistd::Pid) -> Result<Status> {
+    let (jobs, devices) = (&prepared.jobs, &prepared.devices);
+    let _hold = hold_scratch(prepared)?;
 
     // The watchdog first, while this is the only thread and no signal is blocked yet.
-    let mut watchdog = watchdog::Watchdog::start(&shards.run_id)?;
+    let mut watchdog = watchdog::Watchdog::start(&prepared.run_id)?;
     let signals = signal::Signals::install(parent)?;
     let mut shutdown = signal::Shutdown::default();
     let mut progress = progress::Progress::new(devices);
     let t0 = Instant::now();
-    let outcome = supervisor::supervise(
-        jobs,
-        supervisor::Run {
-            devices,
-            limits: supervisor::Limits {
-                timeout: args.timeout,
-                grace: args.grace,
-                max_log: args.max_log,
-            },
-            signals: &signals,
-            shutdown: &mut shutdown,
-            measurement: None,
-            watchdog: &mut watchdog,
-            progress: &mut progress,
-            run_id: &shards.run_id,
-        },
+    let outcome = sweep(
+        args,
+        prepared,
+        &signals,
+        &mut shutdown,
+        None,
+        &mut watchdog,
+        &mut progress,
     )?;
     watchdog.finish();
     let wall = t0.elapsed();
     progress.summary(&outcome.statuses, jobs.len(), wall);
-    write_summary(args, &shards.plan, jobs, &outcome.statuses, wall)?;
+    write_summary(args, &prepared.plan, jobs, &outcome.statuses, wall)?;
     Ok(match outcome.stopped_by {
         Some(sig) => Status::Signalled(sig as i32),
         None if outcome.write_failed || outcome.statuses.iter().any(|s| !s.ok()) => Status::Partial,
         None => Status::Done,
     })
+}
+
+/// Runs and supervises every job of `prepared` to the end, on its devices and within the
+/// limits `args` gives, with `measurement` (`--measure`'s, started with the sweep) supervised
+/// alongside: the sweep of a plain run and of a `--measure` run alike.
+pub(crate) fn sweep(
+    args: &Args,
+    prepared: &PreparedRun,
+    signals: &signal::Signals,
+    shutdown: &mut signal::Shutdown,
+    measurement: Option<&mut measurement::Measurement>,
+    watchdog: &mut watchdog::Watchdog,
+    progress: &mut progress::Progress,
+) -> Result<supervisor::Outcome> {
+    supervisor::supervise(
+        &prepared.jobs,
+        supervisor::Run {
+            devices: &prepared.devices,
+            limits: supervisor::Limits {
+                timeout: args.timeout,
+                grace: args.grace,
+                max_log: args.max_log,
+            },
+            signals,
+            shutdown,
+            measurement,
+            watchdog,
+            progress,
+            run_id: &prepared.run_id,
+        },
+    )
 }
 
 /// One job per shard, its shape file checked to exist, in the order the pool starts them:
@@ -479,7 +502,7 @@ fn jobs(
     command: &[OsString],
     backend: &'static backend::Backend,
     run_id: &str,
-    sharing: job::Sharing,
+    settings: job::RunSettings,
 ) -> Result<Vec<job::Job>> {
     let mut order: Vec<&protocol::plan::Shard> = plan.shards.iter().collect();
     order.sort_by(|a, b| {
@@ -506,7 +529,7 @@ fn jobs(
                 command,
                 backend,
                 marker,
-                sharing.clone(),
+                settings.clone(),
             ))
         })
         .collect()

@@ -1,7 +1,7 @@
 //! Which of a plan's shards one warmup-spawn runs, for runs spread over many machines: every
 //! shard (the default), a list (`--only 0,4,8`, `--only 2-5`), or the one shard a task manager
 //! names in its task's environment (`--index-from-env SLURM_ARRAY_TASK_ID`). Also what such a
-//! run holds on the scratch ([`Claim`]): the tasks of one job array share the scratch, one task
+//! run holds on the scratch ([`ScratchHold`]): the tasks of one job array share the scratch, one task
 //! per shard, while a whole-scratch run and a second run of the same shard are refused.
 //! docs/CONTRACT.md ("Running some shards", "The scratch lock") is the promise.
 
@@ -30,7 +30,7 @@ pub fn place(choice: &Choice, jobs: &mut [Job], devices_flag: bool, devices: &[S
     } else if let Some(first) = devices.first() {
         eprintln!(
             "{}: {}: this task sees {} devices; its shard runs on the first ({first}). Ask the \
-             scheduler for one device per task (sbatch --gres=gpu:1) so that tasks sharing a \
+             scheduler for one device per task (sbatch --gres=gpu:1) so that tasks settings a \
              node do not share a device",
             crate::TOOL,
             choice.asked,
@@ -46,17 +46,17 @@ pub fn place(choice: &Choice, jobs: &mut [Job], devices_flag: bool, devices: &[S
 /// an exclusive lock on each chosen shard's `w<i>/.lock`. Released when dropped, or when the
 /// process dies, however it dies.
 #[derive(Debug)]
-pub struct Claim {
+pub struct ScratchHold {
     _whole: Option<ScratchLock>,
     _shards: Vec<Flock<File>>,
 }
 
-impl Claim {
+impl ScratchHold {
     /// Takes the locks, or refuses (an error: exit 2) naming who holds them. Writes nothing but
     /// the lock files. `some`: the shards of a run of some shards; `None`: a run of every shard.
-    pub fn take(scratch: &Scratch, some: Option<&[usize]>) -> Result<Claim> {
+    pub fn take(scratch: &Scratch, some: Option<&[usize]>) -> Result<ScratchHold> {
         let Some(some) = some else {
-            return Ok(Claim {
+            return Ok(ScratchHold {
                 _whole: Some(scratch.lock()?),
                 _shards: Vec::new(),
             });
@@ -94,7 +94,7 @@ impl Claim {
                 .with_context(|| format!("writing this run's pid into {}", path.display()))?;
             locks.push(file);
         }
-        Ok(Claim {
+        Ok(ScratchHold {
             _whole: None,
             _shards: locks,
         })
@@ -150,7 +150,7 @@ mod tests {
             &["pytest".into()],
             &protocol::backend::BACKENDS[0],
             crate::process::Marker::new("r", 0),
-            crate::job::Sharing {
+            crate::job::RunSettings {
                 children: 1,
                 cache_per_child: false,
                 claims: None,
@@ -175,12 +175,12 @@ mod tests {
         assert!(pinned(&only, false, &["3"]), "--only pins as usual");
     }
 
-    fn claim(s: &Scratch, list: &str) -> Result<Claim> {
+    fn hold(s: &Scratch, list: &str) -> Result<ScratchHold> {
         let shards: Vec<usize> = protocol::choice::parse_list(list)?
             .into_iter()
             .flat_map(|(a, b)| a..=b)
             .collect();
-        Claim::take(s, Some(&shards))
+        ScratchHold::take(s, Some(&shards))
     }
 
     fn scratch(dir: &Path, shards: usize) -> Scratch {
@@ -192,18 +192,18 @@ mod tests {
     }
 
     #[test]
-    fn two_claims_on_one_shard_exclude_each_other_but_not_on_two() {
+    fn two_holds_on_one_shard_exclude_each_other_but_not_on_two() {
         let dir = tempfile::tempdir().expect("tempdir");
         let s = scratch(dir.path(), 2);
-        let first = claim(&s, "0").expect("first");
-        let other = claim(&s, "1").expect("another shard runs alongside");
-        let e = format!("{:#}", claim(&s, "0-1").expect_err("same shard"));
+        let first = hold(&s, "0").expect("first");
+        let other = hold(&s, "1").expect("another shard runs alongside");
+        let e = format!("{:#}", hold(&s, "0-1").expect_err("same shard"));
         assert!(
             e.contains("shard 0 of") && e.contains(&format!("pid {} on", std::process::id())),
             "{e}"
         );
         drop(first);
-        claim(&s, "0").expect("free again once the first is gone");
+        hold(&s, "0").expect("free again once the first is gone");
         drop(other);
     }
 
@@ -211,8 +211,8 @@ mod tests {
     fn a_whole_scratch_run_and_runs_of_some_shards_keep_each_other_out() {
         let dir = tempfile::tempdir().expect("tempdir");
         let s = scratch(dir.path(), 1);
-        let whole = Claim::take(&s, None).expect("a whole run");
-        let e = format!("{:#}", claim(&s, "0").expect_err("held"));
+        let whole = ScratchHold::take(&s, None).expect("a whole run");
+        let e = format!("{:#}", hold(&s, "0").expect_err("held"));
         assert!(
             e.contains(&format!(
                 "in use by another run (pid {}",
@@ -226,10 +226,10 @@ mod tests {
         );
         drop(whole);
 
-        let some = claim(&s, "0").expect("a run of shard 0");
-        let e = format!("{:#}", Claim::take(&s, None).expect_err("held"));
+        let some = hold(&s, "0").expect("a run of shard 0");
+        let e = format!("{:#}", ScratchHold::take(&s, None).expect_err("held"));
         assert!(e.contains("in use by another run"), "{e}");
         drop(some);
-        Claim::take(&s, None).expect("free again");
+        ScratchHold::take(&s, None).expect("free again");
     }
 }

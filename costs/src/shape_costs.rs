@@ -1,5 +1,5 @@
-//! What a finished run measured of each shape's cost, from the plan and each shard's
-//! `status.json`.
+//! Each shape's cost in a finished run: its shard's wall time (each shard's `status.json`), split
+//! over the shard's shapes by the plan.
 //!
 //! A shard's cost is its child's wall time less the child's start-up (`--startup`: interpreter,
 //! imports, device set-up; nothing of it depends on the shapes). A shard of one shape gives that
@@ -19,7 +19,7 @@ use protocol::costs::MAX_SECONDS;
 
 /// The per-shape costs one run gives, and what it could not measure.
 #[derive(Debug, Default)]
-pub struct Measurement {
+pub struct ShapeCosts {
     /// (shape text, seconds), in shard order.
     pub costs: Vec<(String, f64)>,
     /// Shapes measured alone in their shard (exact), and in shards of several (attributed).
@@ -36,8 +36,8 @@ pub struct Measurement {
 
 /// Each measured shape's cost in the run of `plan` in `scratch`, less `startup` seconds per
 /// child.
-pub fn measure(plan: &Plan, scratch: &Scratch, startup: f64) -> Result<Measurement> {
-    let mut m = Measurement::default();
+pub fn of_run(plan: &Plan, scratch: &Scratch, startup: f64) -> Result<ShapeCosts> {
+    let mut m = ShapeCosts::default();
     for shard in &plan.shards {
         let i = shard.index;
         let Some(texts) = &shard.shape_texts else {
@@ -176,21 +176,21 @@ mod tests {
         }
     }
 
-    /// [`measure`] of a run of `shards` whose first ones ended as `ends` (the rest never ran).
-    fn measured(
+    /// [`of_run`] of a run of `shards` whose first ones ended as `ends` (the rest never ran).
+    fn costs_of(
         ends: &[End],
         shards: Vec<(Vec<&str>, Option<Vec<f64>>)>,
         startup: f64,
-    ) -> Measurement {
+    ) -> ShapeCosts {
         let dir = tempfile::tempdir().expect("tempdir");
         let scratch = Scratch::new(dir.path());
         statuses(&scratch, ends);
-        measure(&plan(shards), &scratch, startup).expect("measure")
+        of_run(&plan(shards), &scratch, startup).expect("costs of the run")
     }
 
     #[test]
     fn a_lone_shape_gets_its_shards_time_less_the_start_up() {
-        let m = measured(
+        let m = costs_of(
             &[exited(0, 5.5), exited(0, 0.2)],
             vec![(vec!["[1]"], None), (vec!["[2]"], None)],
             0.5,
@@ -201,7 +201,7 @@ mod tests {
 
     #[test]
     fn several_shapes_split_the_time_as_the_plan_expected_them() {
-        let m = measured(
+        let m = costs_of(
             &[exited(0, 9.0), exited(0, 4.0)],
             vec![
                 (vec!["[1]", "[2]"], Some(vec![1.0, 3.0])),
@@ -226,7 +226,7 @@ mod tests {
             interrupted: true,
             ..exited(0, 3.0)
         };
-        let m = measured(
+        let m = costs_of(
             &[exited(1, 2.0), timed_out, stopped],
             vec![
                 (vec!["[1]"], None),
@@ -250,7 +250,7 @@ mod tests {
 
     #[test]
     fn huge_times_and_huge_expectations_saturate_rather_than_vanish() {
-        let m = measured(
+        let m = costs_of(
             &[exited(0, 1e306), exited(0, 4.0)],
             vec![
                 (vec!["[1]"], None),
@@ -270,7 +270,7 @@ mod tests {
         statuses(&scratch, &[exited(0, 1.0)]);
         std::fs::write(scratch.status(0), r#"{"exit_code": 0, "seco"#).expect("torn");
         let p = plan(vec![(vec!["[1]"], None)]);
-        let err = format!("{:#}", measure(&p, &scratch, 0.0).expect_err("must refuse"));
+        let err = format!("{:#}", of_run(&p, &scratch, 0.0).expect_err("must refuse"));
         assert!(
             err.contains("w0/status.json") && err.contains("run the shards again"),
             "{err}"
