@@ -54,22 +54,28 @@ demo: build venv
 	@echo "merged configs: target/demo/records/mm.json"
 
 # make test: first what compiles or installs (the virtualenvs, the debug build, the cargo test
-# binaries), then clippy, every test run and the other lints TEST_JOBS at a time, each run's output printed
-# whole when it ends (--output-sync), every run even when one fails (-k). The .venv run leaves the
+# binaries), then clippy (alone: it would hold cargo's lock while cargo test waits), then every
+# test run and the other lints TEST_JOBS at a time, each run's output printed whole when it ends
+# (--output-sync), every run even when one fails or clippy did (-k). The .venv run leaves the
 # harness tests out: test-triton runs them on every Triton, .venv's 3.6 included.
 TEST_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
 test:
 	$(MAKE) --no-print-directory -j$(TEST_JOBS) venv triton-venvs test-build
+	@status=0; \
+	$(MAKE) --no-print-directory lint-rust || status=1; \
 	$(MAKE) --no-print-directory -k -j$(TEST_JOBS) --output-sync=target \
-		lint-rust test-python-rest $(TRITONS:%=test-harness-%) test-rust lint-scripts
+		test-python-rest $(TRITONS:%=test-harness-%) test-rust lint-scripts || status=1; \
+	if [ $$status != 0 ]; then echo "make test: failed (above)" >&2; fi; exit $$status
 
+# cargo shares make's job slots (the + lines): under make -j it neither oversubscribes the cores nor
+# warns that it cannot reach them.
 test-build:
-	$(CARGO) build --workspace --locked
-	$(CARGO) test --workspace --locked --no-run
+	+$(CARGO) build --workspace --locked
+	+$(CARGO) test --workspace --locked --no-run
 
 test-rust:
-	$(CARGO) test --workspace --locked
+	+$(CARGO) test --workspace --locked
 
 test-python: venv
 	$(CARGO) build --workspace --locked
@@ -112,7 +118,7 @@ test-harness-%: triton-venv-%
 lint: lint-rust lint-scripts
 
 lint-rust:
-	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
+	+$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
 	$(CARGO) fmt --all --check
 
 lint-scripts: venv

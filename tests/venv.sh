@@ -60,6 +60,7 @@ if ! usable; then
         done
         echo "tests/venv.sh: making $venv (${*:+$* and }$requirements, $(printf '%s' "$identity" | head -n1))" >&2
         build=$(mktemp -d "$venv.d.XXXXXX")
+        chmod 755 "$build" # mktemp's 700, where python -m venv would make it 755
         "$python" -m venv "$build"
         "$build/bin/python" -m pip install --quiet --disable-pip-version-check -r "$requirements" "$@" ||
             die "pip could not install $requirements${*:+ and $*} into $build (above); nothing was published"
