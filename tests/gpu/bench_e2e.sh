@@ -111,7 +111,7 @@ cp tests/gpu/e2e_shapes_mm.yaml "$shapes/mm.yaml"
 cp tests/gpu/e2e_shapes_addmm.yaml "$shapes/addmm.yaml"
 for rep in $(seq 1 "$repeat"); do
 for case in "${case_list[@]}"; do
-    # shellcheck disable=SC2207,SC2086  # word lists on purpose
+    # shellcheck disable=SC2206,SC2207,SC2086  # word lists on purpose
     argv=("$python" -m pytest -q -s benchmark/test_blas_perf.py $(bench_args "$case")
           --level core --warmup 100 --iter 100 --record log $extra)
     for mode in "${mode_list[@]}"; do
