@@ -49,6 +49,9 @@ POOL_START_S = 1.5
 # On the 2-CPU development machine it paid only from about 1 s: there its 2 busy CPUs limit it.
 FORK_POOL_START_S = 0.4
 CLOSE_GRACE_S = 2.0  # at the end, how long a worker process may finish what it does before it is killed
+# How long a broken pool's workers are waited for to learn how the first one ended: generous, for a
+# loaded machine (1 s was too short there), and spent only when a worker died.
+REAP_S = 10.0
 FORK_WARNING = r".*use of fork\(\) may lead to deadlocks"  # Python 3.12's DeprecationWarning
 
 
@@ -160,8 +163,14 @@ class CompilePool:
 
     def _processes_pool(self) -> cf.ProcessPoolExecutor:
         if self.forked:
-            executor = cf.ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("fork"),
-                                              initializer=worker.start_forked, initargs=(os.getpid(),))
+            # Every worker lets go of the session's locks before any answers `ready`: each waits
+            # at this barrier once it has, so wait_started cannot return while a worker that has
+            # taken no job yet still holds a copy of a claim's descriptor. (A fork pool starts all
+            # its workers at the first submit.)
+            context = multiprocessing.get_context("fork")
+            started = context.Barrier(self.workers)
+            executor = cf.ProcessPoolExecutor(self.workers, mp_context=context, initializer=worker.start_forked,
+                                              initargs=(os.getpid(), started))
             with _forking():  # the first submit forks every worker (Python 3.11 and later)
                 self._starting = [executor.submit(worker.ready) for _ in range(self.workers)]
         else:
@@ -328,9 +337,10 @@ def _how_ended(processes: list[Any]) -> str:
     """How a broken pool's worker ended: `killed by SIGKILL`, `exit status 1`, or `unknown`. The
     pool's thread terminates the others (SIGTERM) once one died, so another ending is said first."""
     codes: list[int] = []
+    deadline = time.monotonic() + REAP_S
     for process in processes:
         with contextlib.suppress(ValueError, OSError):
-            process.join(1)  # the pool's thread is ending them
+            process.join(max(0.0, deadline - time.monotonic()))  # the pool's thread is ending them
         if process.exitcode:
             codes.append(process.exitcode)
     codes.sort(key=lambda code: code == -signal.SIGTERM)

@@ -18,6 +18,7 @@ import importlib
 import os
 import signal
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +41,11 @@ def start(preload: tuple[str, ...], parent: int) -> None:
                   f"{type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
 
 
-def start_forked(parent: int) -> None:
+# How long a forked worker waits at the pool's start-up barrier for its siblings.
+STARTED_WAIT_S = 60.0
+
+
+def start_forked(parent: int, started: Any = None) -> None:
     """A forked worker's first act. It has every module the session imported (torch, the kernels'
     library, Triton), so it imports nothing; it lets go of what it must not keep or run of the
     session's: the session's signal handlers (SIGTERM folds the record), the file locks the
@@ -56,6 +61,9 @@ def start_forked(parent: int) -> None:
             os.close(fd)  # closing one descriptor of a flock leaves the session's lock as it was
     os.environ["CUDA_VISIBLE_DEVICES"] = ""  # a CUDA started here anyway would find no device
     _forbid_device()
+    if started is not None:  # the pool's barrier: every sibling has let go of the session's locks
+        with contextlib.suppress(threading.BrokenBarrierError):  # one died first: it holds nothing
+            started.wait(STARTED_WAIT_S)
 
 
 def _end_with(parent: int) -> None:
