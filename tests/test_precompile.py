@@ -998,8 +998,11 @@ def test_a_session_whose_compile_workers_hang_in_their_imports_sweeps_on_and_end
 
 
 def test_a_record_sessions_opening_line_says_its_compile_workers_are_forked(tmp_path):
+    # Triton 3.9 warns (UserWarning) whenever TRITON_DEFAULT_FP_FUSION is unset; set to its default,
+    # so that -W error fails on what the harness does, not on Triton's notice.
     proc = start(tmp_path, "forked", "-W", "error", FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "rec"),
-                 WARMUP_HARNESS_PRECOMPILE="processes", WARMUP_HARNESS_COMPILE_WORKERS="2")
+                 WARMUP_HARNESS_PRECOMPILE="processes", WARMUP_HARNESS_COMPILE_WORKERS="2",
+                 TRITON_DEFAULT_FP_FUSION="1")
     forked = finish(tmp_path, "forked", proc)
     assert "[warmup-harness] precompile: processes (fork) x2: a new key's configs are compiled ahead" \
         in forked["stderr"], forked["stderr"]
