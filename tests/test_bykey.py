@@ -394,9 +394,13 @@ def test_a_stopped_sweep_is_published_and_the_next_run_tunes_only_what_it_missed
     # It ended at its closed gate (a session with no test, exit 2), or was killed before.
     measured = [s for s in stopped.sessions if s["worker"] is None]
     assert all(s["exitstatus"] == 2 and not s["launches"] for s in measured), "the measurement ran a test"
-    key = (PLAIN_MM, json.dumps([256, 512, 128, *F16]))
+    # The hung key is the first of the two kernels launched at 256x512x128 that a child times:
+    # the plain one or the store one, as the children's compiles and claims happen to interleave.
+    hung_keys = {(kernel, json.dumps([256, 512, 128, *F16])) for kernel in (PLAIN_MM, STORE_MM)}
     published = pairs(json.loads((tmp_path / "records" / "mm.json").read_text()))
-    assert published == all_keys(SHAPES) - {key}
+    missing = all_keys(SHAPES) - published
+    assert published <= all_keys(SHAPES) and len(missing) == 1 and missing <= hung_keys, missing
+    key = missing.pop()
     hung.unlink()
     run = finished(warmup(tmp_path, bench_command(shapes), "--by-key"), tmp_path)
     assert run.returncode == 0, run.output
