@@ -333,6 +333,20 @@ class CompilePool:
             _end(executor, grace_s=CLOSE_GRACE_S)
 
 
+def _ended(process: Any) -> bool:
+    """Whether the worker has ended, by its sentinel (is_alive() asks waitpid, which says nothing
+    to this thread once another reaped it)."""
+    with contextlib.suppress(ValueError, OSError):
+        return bool(multiprocessing.connection.wait([process.sentinel], 0))
+    return False
+
+
+def _exit_code(process: Any) -> int | None:
+    with contextlib.suppress(ValueError, OSError):
+        return process.exitcode
+    return None
+
+
 def _how_ended(processes: list[Any]) -> str:
     """How a broken pool's worker ended: `killed by SIGKILL`, `exit status 1`, or `unknown`. The
     pool's thread terminates the others (SIGTERM) once one died, so another ending is said first."""
@@ -341,8 +355,13 @@ def _how_ended(processes: list[Any]) -> str:
     for process in processes:
         with contextlib.suppress(ValueError, OSError):
             process.join(max(0.0, deadline - time.monotonic()))  # the pool's thread is ending them
-        if process.exitcode:
-            codes.append(process.exitcode)
+        # The pool's own thread may have reaped this worker first: this thread's wait then got
+        # ECHILD and the exit code appears only once that thread has stored it.
+        while _exit_code(process) is None and time.monotonic() < deadline and _ended(process):
+            time.sleep(0.01)
+        code = _exit_code(process)
+        if code:
+            codes.append(code)
     codes.sort(key=lambda code: code == -signal.SIGTERM)
     if not codes:
         return "unknown"
