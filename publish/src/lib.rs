@@ -128,6 +128,7 @@ pub fn run(args: &Args) -> Result<Status> {
             file.display()
         );
     }
+    let still_same = |kernel: &str| !changed.iter().any(|c| c == kernel);
     let skip: Vec<String> = changed
         .iter()
         .map(|k| serde_json::Value::from(k.as_str()).to_string())
@@ -161,12 +162,12 @@ pub fn run(args: &Args) -> Result<Status> {
                 .rev()
                 .filter_map(|e| e.seconds.as_ref())
                 .map(|(kernel, key, seconds)| (kernel.as_str(), key.as_str(), seconds))
-                .filter(|(kernel, _, _)| !changed.iter().any(|c| c == kernel))
+                .filter(|(kernel, _, _)| still_same(kernel))
                 .collect();
             meta::keep_tune_seconds(&mut new, journaled);
             if let Some(old) = &old_sidecar {
                 let mut entries = meta::tune_entries(old);
-                entries.retain(|(kernel, _, _)| !changed.iter().any(|c| c == kernel));
+                entries.retain(|(kernel, _, _)| still_same(kernel));
                 meta::keep_tune_seconds(&mut new, entries);
                 meta::keep_fingerprints(&mut new, old);
                 if kept > 0 {

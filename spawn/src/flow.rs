@@ -38,15 +38,12 @@ fn say(line: &str) {
 /// The environment variables that reach the sweep's children only, never the measurement.
 const SWEEP_ONLY: [&str; 3] = [protocol::lock::LOCK_FD, env::RESUME_DIR, env::FRESH];
 
-/// Where the configs go: `--record-dir`, else the record variable (trimmed; blank is unset).
+/// Where the configs go: `--record-dir`, else the record variable as every tool reads it
+/// (`protocol::env::record_dir_of`: trimmed, blank is unset).
 pub fn record_dir(args: &Args) -> Option<PathBuf> {
-    args.record_dir.clone().or_else(|| {
-        std::env::var(env::RECORD_DIR)
-            .ok()
-            .map(|v| v.trim().to_owned())
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    })
+    args.record_dir
+        .clone()
+        .or_else(|| env::record_dir_of(std::env::var_os(env::RECORD_DIR).as_deref()))
 }
 
 /// Everything after the sweep waits here: for a tool, or for the measurement, reading the
