@@ -138,7 +138,7 @@ def test_record_sidecar_holds_versions_and_each_keys_tuning_seconds(recorded):
     meta = json.loads((folder / "mm.meta.json").read_text())
     assert isinstance(meta["startup_seconds"], float) and meta["startup_seconds"] > 0
     assert meta["compile_seconds"] is None  # the fake device: nothing is compiled ahead
-    assert meta["format"] == "warmup-harness-meta" and meta["version"] == 1 and meta["op"] == "mm"
+    assert meta["format"] == "warmup-harness-meta" and meta["version"] == 2 and meta["op"] == "mm"
     assert meta["triton"] == TRITON and meta["torch"] is None and meta["flag_gems"] is None
     assert meta["python"] == sys.version.split()[0]
     assert meta["device"] == "fake 0"  # no torch here: Triton's target names the device
@@ -327,19 +327,91 @@ def test_replay_sweeps_a_key_whose_recorded_config_is_no_longer_the_kernels(reco
     assert launched(run.session)[PLAIN_MM, tuple(SHAPES[0])]["BLOCK_M"] != 48
 
 
-def test_replay_warns_when_the_record_came_from_another_triton_or_device(recorded, tmp_path):
+def test_replay_sweeps_live_the_keys_made_on_another_triton_or_device(recorded, tmp_path):
     folder = copy_records(recorded[0], tmp_path / "rec")
     meta = json.loads((folder / "mm.meta.json").read_text())
     (folder / "mm.meta.json").write_text(json.dumps({**meta, "triton": "3.1.0", "device": "NVIDIA H100"}))
     run = bench(tmp_path, shape_file(tmp_path, SHAPES), FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR=str(folder))
     assert run.returncode == 0, run.output
-    assert f"was recorded with Triton 3.1.0, this is Triton {TRITON}" in run.stderr
-    assert "was recorded on NVIDIA H100, this process runs on fake 0" in run.stderr
-    assert "replayed 12, swept 0 live" in run.stderr
+    assert "replayed 0, swept 12 live" in run.stderr
+    assert (f"12 key(s) of {folder / 'mm.json'} were made on NVIDIA H100 with Triton 3.1.0, this process runs "
+            f"on fake 0 with Triton {TRITON}: they are swept live, not replayed") in run.stderr, run.stderr
+    assert "(made on NVIDIA H100 with Triton 3.1.0)" in run.stderr
+    assert set(run.session["timed"]) == {PLAIN_MM, STORE_MM, ADD}
 
     same = copy_records(recorded[0], tmp_path / "same")
     run = bench(tmp_path, shape_file(tmp_path, SHAPES), FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR=str(same))
-    assert run.returncode == 0 and "WARNING" not in run.stderr, run.output
+    assert run.returncode == 0 and "WARNING" not in run.stderr and "replayed 12, swept 0" in run.stderr, run.output
+
+
+def made_elsewhere(recorded_dir: Path, to: Path) -> Path:
+    """A copy of the recorded folder whose sidecar says it was made on an A100 with Triton 3.1.0."""
+    folder = copy_records(recorded_dir, to)
+    meta = json.loads((folder / "mm.meta.json").read_text())
+    (folder / "mm.meta.json").write_text(json.dumps({**meta, "triton": "3.1.0", "device": "NVIDIA A100"}))
+    return folder
+
+
+def test_a_record_session_never_relabels_the_keys_made_elsewhere_as_its_own(recorded, tmp_path):
+    """The record as a cache (a --gpus 1 record run) over a record made on an A100 with Triton
+    3.1.0: the keys it meets are tuned, and the fold that names this device and Triton in the
+    sidecar keeps the A100's keys under their own provenance, so the next replay sweeps them."""
+    folder = made_elsewhere(recorded[0], tmp_path / "rec")
+    shapes = shape_file(tmp_path, SHAPES[:2])
+    run = cache_session(tmp_path, shapes, folder)
+    assert run.returncode == 0, run.output
+    assert set(run.session["timed"]) == {PLAIN_MM, STORE_MM, ADD}, "a key was pinned from the A100's record"
+    assert f"was recorded with Triton 3.1.0, this is Triton {TRITON}: every key is tuned" in run.stderr
+    meta = json.loads((folder / "mm.meta.json").read_text())
+    assert (meta["device"], meta["triton"], meta["version"]) == ("fake 0", TRITON, 2)
+    [group] = meta["foreign"]
+    assert (group["device"], group["triton"]) == ("NVIDIA A100", "3.1.0")
+    assert sum(map(len, group["keys"].values())) == 6 and sum(map(len, json.loads(
+        (folder / "mm.json").read_text()).values())) == 12, "the A100's keys stay, as the A100's"
+    assert f"{folder / 'mm.json'}: 6 key(s) there were made on NVIDIA A100 with Triton 3.1.0" in run.stderr
+
+    replay = bench(tmp_path, shape_file(tmp_path, SHAPES, "all.yaml"), FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR=str(folder))
+    assert replay.returncode == 0, replay.output
+    assert "replayed 6, swept 6 live" in replay.stderr, replay.stderr
+    assert "6 key(s) of" in replay.stderr and "were made on NVIDIA A100 with Triton 3.1.0" in replay.stderr
+
+    again = cache_session(tmp_path, shapes, folder)  # this run's own keys answer now
+    assert again.returncode == 0 and again.session["timed"] == {}, again.output
+
+
+def test_publish_never_relabels_the_keys_kept_from_a_record_made_elsewhere(recorded, tmp_path):
+    """warmup-publish of this run's shards into a folder whose record was made on an A100 with
+    Triton 3.1.0: the keys kept from it are named as the A100's in the published sidecar, and the
+    replay sweeps them live."""
+    folder = made_elsewhere(recorded[0], tmp_path / "rec")
+    shapes = shape_file(tmp_path, SHAPES)
+    scratch = tmp_path / "scratch"
+    shard = subprocess.run([str(BIN_DIR / "warmup-shard"), "--op", "mm", "--shards", "2", "--out", str(scratch),
+                            str(shapes)], capture_output=True, text=True, env=clean_env(), timeout=HANG)
+    assert shard.returncode == 0, shard.stderr
+    for i in (0, 1):  # each shard's child, on this device and Triton
+        child = bench(tmp_path, scratch / f"w{i}" / "shapes.yaml",
+                      FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(scratch / f"w{i}" / "rec"))
+        assert child.returncode == 0, child.output
+    some = json.loads((scratch / "w1" / "rec" / "mm.json").read_text())
+    (scratch / "w1" / "rec" / "mm.json").unlink()  # one shard left nothing: the record keeps those keys
+    (scratch / "w1" / "rec" / "mm.meta.json").unlink()
+    for tool, *args in (("merge", "--in-scratch", scratch), ("publish", "--record-dir", folder, scratch)):
+        done = subprocess.run([str(BIN_DIR / f"warmup-{tool}"), "--op", "mm", *map(str, args)],
+                              capture_output=True, text=True, env=clean_env(), timeout=HANG)
+        assert done.returncode == 0, done.stderr
+    kept = sum(map(len, some.values()))
+    assert (f"{kept} key(s) kept from the record there were made on NVIDIA A100 with Triton 3.1.0, not on "
+            f"fake 0 with Triton {TRITON}") in done.stderr, done.stderr
+    meta = json.loads((folder / "mm.meta.json").read_text())
+    assert (meta["device"], meta["triton"], meta["version"]) == ("fake 0", TRITON, 2)
+    assert [(g["device"], g["triton"], sum(map(len, g["keys"].values()))) for g in meta["foreign"]] == \
+        [("NVIDIA A100", "3.1.0", kept)]
+
+    replay = bench(tmp_path, shapes, FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR=str(folder))
+    assert replay.returncode == 0, replay.output
+    assert f"replayed {12 - kept}, swept {kept} live" in replay.stderr, replay.stderr
+    assert f"{kept} key(s) of {folder / 'mm.json'} were made on NVIDIA A100 with Triton 3.1.0" in replay.stderr
 
 
 @pytest.mark.parametrize("text, says", [

@@ -9,7 +9,10 @@ use protocol::layout::Scratch;
 use protocol::plan::Plan;
 use serde_json::{Map, Value};
 
-use protocol::history::{meta_path, SIDECAR_FORMAT as FORMAT, SIDECAR_VERSION as VERSION};
+use protocol::history::{
+    meta_path, SIDECAR_FORMAT as FORMAT, SIDECAR_READS as READS, SIDECAR_VERSION as VERSION,
+};
+use std::collections::HashMap;
 /// Where a record was made; the replay warns on another Triton or another device.
 const FIELDS: [&str; 6] = [
     "python",
@@ -111,10 +114,168 @@ pub fn combine(scratch: &Scratch, op: &str) -> Result<Combined> {
             out.insert(field.into(), value);
         }
     }
+    // Each key where its shard made it (the first shard's, as the merge keeps the first shard's
+    // config): those not made as the published sidecar's own device and Triton are named so.
+    let mut made: Vec<((String, String), Made)> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for (_, sidecar) in &read {
+        let provenance = Provenance::of(sidecar);
+        for (kernel, key) in keys_of(sidecar) {
+            if seen.insert((kernel.clone(), key.clone())) {
+                let at = provenance.made(&kernel, &key).clone();
+                made.push(((kernel, key), at));
+            }
+        }
+    }
+    set_foreign(
+        &mut out,
+        made.iter()
+            .map(|((k, key), m)| (k.as_str(), key.as_str(), m)),
+    );
     Ok(Combined {
         sidecar: Some(out),
         notes,
     })
+}
+
+/// Where a key was made: `(device, triton)`, each a string, or null where unknown.
+pub type Made = (Value, Value);
+
+/// Where each key of a sidecar's record was made (docs/CONTRACT.md, `foreign`): the sidecar's
+/// own `device` and `triton`, but for the keys its `foreign` groups name.
+#[derive(Debug, Clone)]
+pub struct Provenance {
+    own: Made,
+    foreign: HashMap<(String, String), Made>,
+}
+
+fn text_or_null(value: Option<&Value>) -> Value {
+    match value {
+        Some(Value::String(s)) => Value::String(s.clone()),
+        _ => Value::Null,
+    }
+}
+
+impl Provenance {
+    /// Nothing known of where any key was made (no sidecar).
+    pub fn unknown() -> Provenance {
+        Provenance {
+            own: (Value::Null, Value::Null),
+            foreign: HashMap::new(),
+        }
+    }
+
+    pub fn of(sidecar: &Map<String, Value>) -> Provenance {
+        let mut foreign = HashMap::new();
+        if let Some(Value::Array(groups)) = sidecar.get("foreign") {
+            for group in groups {
+                let Some(Value::Object(keys)) = group.get("keys") else {
+                    continue;
+                };
+                let at = (
+                    text_or_null(group.get("device")),
+                    text_or_null(group.get("triton")),
+                );
+                for (kernel, list) in keys {
+                    for key in list
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(Value::as_str)
+                    {
+                        foreign.insert((kernel.clone(), key.to_owned()), at.clone());
+                    }
+                }
+            }
+        }
+        Provenance {
+            own: own(sidecar),
+            foreign,
+        }
+    }
+
+    pub fn made(&self, kernel: &str, key: &str) -> &Made {
+        self.foreign
+            .get(&(kernel.to_owned(), key.to_owned()))
+            .unwrap_or(&self.own)
+    }
+
+    pub fn own(&self) -> &Made {
+        &self.own
+    }
+}
+
+/// A sidecar's own `(device, triton)`.
+pub fn own(sidecar: &Map<String, Value>) -> Made {
+    (
+        text_or_null(sidecar.get("device")),
+        text_or_null(sidecar.get("triton")),
+    )
+}
+
+/// The keys a sidecar knows of: its `tune_seconds` and its `foreign` groups', first seen first.
+fn keys_of(sidecar: &Map<String, Value>) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = tune_entries(sidecar)
+        .into_iter()
+        .map(|(k, key, _)| (k.to_owned(), key.to_owned()))
+        .collect();
+    let mut foreign: Vec<(String, String)> = Provenance::of(sidecar).foreign.into_keys().collect();
+    foreign.sort();
+    out.extend(foreign);
+    out
+}
+
+/// Sets `sidecar`'s `foreign` to the keys of `made` not made as its own `device` and `triton`,
+/// grouped by where they were made in first-seen order (no field where there are none); returns
+/// how many keys it names.
+pub fn set_foreign<'a>(
+    sidecar: &mut Map<String, Value>,
+    made: impl IntoIterator<Item = (&'a str, &'a str, &'a Made)>,
+) -> usize {
+    let here = own(sidecar);
+    let mut groups: Vec<(&Made, Map<String, Value>)> = Vec::new();
+    let mut count = 0;
+    for (kernel, key, at) in made {
+        if *at == here {
+            continue;
+        }
+        count += 1;
+        let i = match groups.iter().position(|(m, _)| *m == at) {
+            Some(i) => i,
+            None => {
+                groups.push((at, Map::new()));
+                groups.len() - 1
+            }
+        };
+        let keys = groups[i]
+            .1
+            .entry(kernel.to_owned())
+            .or_insert_with(|| Value::Array(Vec::new()));
+        if let Value::Array(keys) = keys {
+            keys.push(Value::from(key));
+        }
+    }
+    if groups.is_empty() {
+        sidecar.remove("foreign");
+    } else {
+        let list = groups
+            .into_iter()
+            .map(|((device, triton), keys)| {
+                serde_json::json!({"device": device, "triton": triton, "keys": keys})
+            })
+            .collect();
+        sidecar.insert("foreign".into(), Value::Array(list));
+    }
+    count
+}
+
+/// `NVIDIA A100 with Triton 3.1.0`, unknown parts said so.
+pub fn describe((device, triton): &Made) -> String {
+    format!(
+        "{} with Triton {}",
+        device.as_str().unwrap_or("an unknown device"),
+        triton.as_str().unwrap_or("unknown")
+    )
 }
 
 /// The sidecar as written: pretty JSON and a newline.
@@ -169,9 +330,9 @@ fn parse(bytes: &[u8]) -> Result<Map<String, Value>, String> {
     match serde_json::from_slice(bytes) {
         Ok(Value::Object(map)) if map.get("format").and_then(Value::as_str) == Some(FORMAT) => {
             match map.get("version") {
-                Some(v) if v.as_u64() == Some(VERSION) => Ok(map),
+                Some(v) if v.as_u64().is_some_and(|v| READS.contains(&v)) => Ok(map),
                 v => Err(format!(
-                    "sidecar version {}, this build reads {VERSION}",
+                    "sidecar version {}, this build reads 1 or 2",
                     v.unwrap_or(&Value::Null)
                 )),
             }
@@ -387,10 +548,12 @@ mod tests {
     fn only_the_harness_sidecar_of_this_version_is_read() {
         let ok = br#"{"format": "warmup-harness-meta", "version": 1, "device": null}"#;
         assert!(parse(ok).is_ok());
-        let newer = br#"{"format": "warmup-harness-meta", "version": 2}"#;
+        let two = br#"{"format": "warmup-harness-meta", "version": 2, "foreign": []}"#;
+        assert!(parse(two).is_ok());
+        let newer = br#"{"format": "warmup-harness-meta", "version": 3}"#;
         assert_eq!(
             parse(newer).expect_err("newer"),
-            "sidecar version 2, this build reads 1"
+            "sidecar version 3, this build reads 1 or 2"
         );
         assert_eq!(
             parse(br#"{"format": "other"}"#).expect_err("other"),
