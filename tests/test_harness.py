@@ -674,6 +674,78 @@ def test_a_changed_kernel_is_tuned_again_while_the_other_kernels_of_the_op_repla
     assert "changed since" not in third.stderr
 
 
+PRUNE = 'if c.kwargs["BLOCK"] <= max(128, nargs["n"])]'
+
+
+def test_a_changed_pruner_re_tunes_its_kernel_alone(tmp_path):
+    """The fingerprint covers `prune_configs_by`: a pruner that now keeps fewer configs re-tunes its
+    kernel, not the op's others, and no pruned-away config is pinned."""
+    script = fixture_copy(tmp_path)
+    shapes = shape_file(tmp_path, SHAPES)
+    folder = tmp_path / "rec"
+    first = cache_session(tmp_path, shapes, folder, script=script)
+    assert first.returncode == 0, first.output
+    edit(script.parent / "kernels_plain.py", PRUNE, PRUNE.replace("max(128, nargs[\"n\"])", "128"))
+    again = cache_session(tmp_path, shapes, folder, script=script, HOME=str(tmp_path / "cold-home"))
+    assert again.returncode == 0, again.output
+    assert set(again.session["timed"]) == {ADD} and again.session["timed"][ADD] == 4 * 2, again.output
+    assert f"kernel {ADD} changed since" in again.stderr
+    assert {c["BLOCK"] for (kernel, _), c in launched(again.session).items() if kernel == ADD} == {128}
+
+
+def test_replay_never_pins_a_config_the_kernels_pruning_leaves_out(tmp_path):
+    """With nothing to compare the pruner by (a sidecar without fingerprints), the replay still asks
+    the tuner's own pruning for each key and sweeps live a key whose recorded config it prunes."""
+    script = fixture_copy(tmp_path)
+    shapes = shape_file(tmp_path, SHAPES)
+    folder = tmp_path / "rec"
+    first = bench(tmp_path, shapes, script=script, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(folder))
+    assert first.returncode == 0, first.output
+    meta = json.loads((folder / "mm.meta.json").read_text())
+    del meta["kernels"]  # a sidecar from before fingerprints: every kernel trusted
+    (folder / "mm.meta.json").write_text(json.dumps(meta))
+    recorded = json.loads((folder / "mm.json").read_text())[ADD]
+    pruned = sum(config["kwargs"]["BLOCK"] != 128 for config in recorded.values())
+    assert pruned > 0, "the stubbed timings picked BLOCK 128 for every key: nothing to prune"
+    edit(script.parent / "kernels_plain.py", PRUNE, PRUNE.replace("max(128, nargs[\"n\"])", "128"))
+
+    replay = bench(tmp_path, shapes, script=script, FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR=str(folder))
+    assert replay.returncode == 0, replay.output
+    assert f"replayed {12 - pruned}, swept {pruned} live" in replay.stderr, replay.stderr
+    assert "(the kernel's pruning leaves its recorded config out)" in replay.stderr
+    assert set(replay.session["timed"]) == {ADD}
+    assert {c["BLOCK"] for (kernel, _), c in launched(replay.session).items() if kernel == ADD} == {128}
+
+
+def fingerprints_after(work: Path, script: Path, folder: Path) -> dict:
+    return json.loads((folder / "mm.meta.json").read_text())["kernels"]
+
+
+def test_moving_a_kernel_down_re_tunes_nothing_and_editing_one_re_tunes_it_alone(tmp_path):
+    """The fingerprint is of what decides a config, not of where the kernel sits: a line added above
+    both mm kernels moves them and re-tunes nothing; a line added inside the plain mm kernel
+    re-tunes it alone, not add_kernel below it in the same file."""
+    script = fixture_copy(tmp_path)
+    shapes = shape_file(tmp_path, SHAPES)
+    folder = tmp_path / "rec"
+    first = cache_session(tmp_path, shapes, folder, script=script)
+    assert first.returncode == 0, first.output
+    before = fingerprints_after(tmp_path, script, folder)
+    kernels = script.parent / "kernels_plain.py"
+    edit(kernels, "MM_CONFIGS = [", "# a comment that moves every kernel below it down a line\nMM_CONFIGS = [")
+    moved = cache_session(tmp_path, shapes, folder, script=script, HOME=str(tmp_path / "cold-home"))
+    assert moved.returncode == 0, moved.output
+    assert moved.session["timed"] == {}, "moving a kernel re-tuned it"
+    assert fingerprints_after(tmp_path, script, folder) == before and "changed since" not in moved.stderr
+
+    edit(kernels, "    pid = tl.program_id(0)\n", "    pid = tl.program_id(0)\n    pid = pid + 0\n")
+    edited = cache_session(tmp_path, shapes, folder, script=script, HOME=str(tmp_path / "cold-home-2"))
+    assert edited.returncode == 0, edited.output
+    assert set(edited.session["timed"]) == {PLAIN_MM}, "only the edited kernel is tuned again"
+    after = fingerprints_after(tmp_path, script, folder)
+    assert after[PLAIN_MM] != before[PLAIN_MM] and after[ADD] == before[ADD] and after[STORE_MM] == before[STORE_MM]
+
+
 def test_installed_harness_loads_through_its_entry_point_alone(tmp_path):
     site = tmp_path / "site"
     make = subprocess.run(

@@ -28,7 +28,7 @@ from . import claims as claims_mod
 from . import records, resume
 from .configs import config_record, config_text, key_text
 from .policies import Recorder
-from .tuner_cache import TunerState, remember
+from .tuner_cache import TunerState, pruned_away, remember
 
 RECHECK_SECONDS = 1.0
 
@@ -67,6 +67,7 @@ class OnceRecorder(Recorder):
         self.untimed: set[tuple[str, str]] = set()
         self.resumed: set[tuple[str, str]] = set()
         self.carried = False  # the earlier record's keys are in this record
+        self._pruned: set[tuple[str, str]] = set()  # keys whose earlier config the pruning leaves out
 
     # The store view's policy (store.Policy).
     def contains(self, tuner, state, key, raw):
@@ -109,6 +110,9 @@ class OnceRecorder(Recorder):
     # What decides.
     def _pin(self, tuner: Any, state: TunerState, key: Any, recorded: dict) -> Any:
         config = state.config_index(tuner.configs).get(config_text(recorded))
+        if config is not None and pruned_away(tuner, state, config):
+            self._pruned.add((state.kernel, key_text(key)))
+            return None  # the tuner's pruning leaves it out now: tune the key
         if config is not None:
             remember(state.pinned, key, config)
         return config
@@ -217,6 +221,9 @@ class OnceRecorder(Recorder):
             held = ("it is this session's record: nothing carried" if self.same_folder
                     else f"{self.carried_keys} carried into this record")
             lines.append(f"resume: {len(self.resumed)} key(s) taken from {self.earlier.path}, not tuned again; {held}")
+        if self._pruned:
+            lines.append(f"resume: {len(self._pruned)} key(s) of {self.earlier.path if self.earlier else 'the record'} "
+                         f"tuned again: the kernel's pruning leaves their recorded config out")
         return lines + self.notes
 
 

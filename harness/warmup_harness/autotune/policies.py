@@ -10,7 +10,7 @@ from typing import Any, Callable
 from . import records
 from .records import UNKNOWN, Made, Provenance, describe, made_here
 from .configs import config_record, config_text, key_text
-from .tuner_cache import Policy, TunerState, remember
+from .tuner_cache import Policy, TunerState, pruned_away, remember
 
 
 class Recorder(Policy):
@@ -133,6 +133,8 @@ class Replayer(Policy):
         config = state.config_index(tuner.configs).get(config_text(recorded))
         if config is None:
             return self._miss(state, key, text, "its recorded config is not among the kernel's configs")
+        if pruned_away(tuner, state, config):
+            return self._miss(state, key, text, "the kernel's pruning leaves its recorded config out")
         self.replayed.add((state.kernel, text))
         remember(state.pinned, key, config)
         return config
