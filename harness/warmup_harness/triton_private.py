@@ -79,7 +79,7 @@ import triton
 import triton.language as tl
 from triton.compiler import ASTSource, make_backend
 from triton.runtime.driver import driver
-from triton.runtime.jit import JITFunction
+from triton.runtime.jit import DependenciesFinder, JITFunction
 
 try:
     from triton import knobs
@@ -123,7 +123,6 @@ try:
     from triton.runtime.jit import JITCallable  # 3.5 and later: what a jit function calls
 except ImportError:  # 3.4
     JITCallable = JITFunction
-from triton.runtime.jit import DependenciesFinder
 
 
 class _LineFree(DependenciesFinder):
