@@ -746,6 +746,44 @@ def test_moving_a_kernel_down_re_tunes_nothing_and_editing_one_re_tunes_it_alone
     assert after[PLAIN_MM] != before[PLAIN_MM] and after[ADD] == before[ADD] and after[STORE_MM] == before[STORE_MM]
 
 
+def test_a_changed_kernel_one_shard_never_meets_is_not_carried_and_its_running_fingerprint_is_published(
+        tmp_path):
+    """Issue 29 item 10: two shards resume from a record whose add_kernel has changed since; shard 1
+    never launches it. Neither carries its stale keys (the running kernel is found by its name),
+    so the merge sees no interference and the published fingerprint is the running one."""
+    script = fixture_copy(tmp_path)
+    folder = tmp_path / "rec"
+    first = bench(tmp_path, shape_file(tmp_path, SHAPES), script=script, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(folder))
+    assert first.returncode == 0, first.output
+    before = json.loads((folder / "mm.meta.json").read_text())["kernels"]
+    edit(script.parent / "kernels_plain.py", "    offs = tl.program_id(0) * BLOCK", "    offs = tl.program_id(0) * BLOCK + 0")
+    edit(script, "    kernels_plain.add_kernel[(1,)]", "    if not os.environ.get('SKIP_ADD'):\n        kernels_plain.add_kernel[(1,)]")
+    scratch = tmp_path / "scratch"
+    shard = subprocess.run([str(BIN_DIR / "warmup-shard"), "--op", "mm", "--shards", "2", "--out", str(scratch),
+                            str(shape_file(tmp_path, SHAPES, "all.yaml"))],
+                           capture_output=True, text=True, env=clean_env(), timeout=HANG)
+    assert shard.returncode == 0, shard.stderr
+    for i, skip in ((0, ""), (1, "1")):
+        child = bench(tmp_path, scratch / f"w{i}" / "shapes.yaml", script=script, SKIP_ADD=skip,
+                      FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(scratch / f"w{i}" / "rec"),
+                      WARMUP_HARNESS_RESUME_DIR=str(folder))
+        assert child.returncode == 0, child.output
+        assert f"kernel {ADD} changed since {folder / 'mm.json'} was recorded" in child.stderr, child.stderr
+        assert "its 4 key(s) are not carried" in child.stderr
+        carried = json.loads((scratch / f"w{i}" / "rec" / "mm.json").read_text())
+        assert len(carried.get(ADD, {})) == (2 if i == 0 else 0), "a stale key of the changed kernel was carried"
+    merge = subprocess.run([str(BIN_DIR / "warmup-merge"), "--op", "mm", "--in-scratch", str(scratch)],
+                           capture_output=True, text=True, env=clean_env(), timeout=HANG)
+    assert merge.returncode == 0 and "no conflicting keys" in merge.stderr, merge.stderr
+    publish = subprocess.run([str(BIN_DIR / "warmup-publish"), "--op", "mm", "--record-dir", str(folder),
+                              str(scratch)], capture_output=True, text=True, env=clean_env(), timeout=HANG)
+    assert publish.returncode == 0 and "disagree" not in publish.stderr, publish.stderr
+    kernels = json.loads((folder / "mm.meta.json").read_text())["kernels"]
+    running = json.loads((scratch / "w0" / "rec" / "mm.meta.json").read_text())["kernels"][ADD]
+    assert kernels[ADD] == running != before[ADD], "the published fingerprint is not the running kernel's"
+    assert len(json.loads((folder / "mm.json").read_text())[ADD]) == 2, "the stale keys stayed"
+
+
 def test_installed_harness_loads_through_its_entry_point_alone(tmp_path):
     site = tmp_path / "site"
     make = subprocess.run(

@@ -61,6 +61,28 @@ def fingerprint(tuner: Any) -> str | None:
     return hashlib.sha256("\n".join([source, *texts, settings]).encode("utf-8")).hexdigest()[:32]
 
 
+def running_fingerprint(kernel: str) -> str | None:
+    """The fingerprint of the kernel a record names (`module:qualified name`) as this process has
+    it loaded, found without a launch: the module's attribute of that name, walked down `.fn` to
+    its autotuner. None where it cannot be found (its module not imported, a kernel made inside a
+    function) or taken."""
+    import sys
+
+    from triton.runtime.autotuner import Autotuner
+
+    module, _, qualname = kernel.partition(":")
+    obj = sys.modules.get(module)
+    for part in qualname.split(".") if obj is not None and "<" not in qualname else []:
+        obj = getattr(obj, part, None)
+    for _ in range(16):
+        if obj is None or isinstance(obj, Autotuner):
+            break
+        obj = getattr(obj, "fn", None)
+    if not isinstance(obj, Autotuner) or kernel_id(obj) != kernel:
+        return None
+    return fingerprint(obj)
+
+
 def _callable_text(value: Any) -> Any:
     """A setting as text that is the same in every process: a function as its source (a lambda's
     lines), without where it sits; anything else as itself."""

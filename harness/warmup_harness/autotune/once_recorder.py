@@ -26,7 +26,7 @@ from typing import Any, Callable
 
 from . import claims as claims_mod
 from . import records, resume
-from .configs import config_record, config_text, key_text
+from .configs import config_record, config_text, key_text, running_fingerprint
 from .policies import Recorder
 from .tuner_cache import TunerState, pruned_away, remember
 
@@ -132,8 +132,31 @@ class OnceRecorder(Recorder):
         if not self.carried:
             self.carried = True
             if not self.same_folder:
-                self.carried_keys = self._writer.carry(self.earlier.entries())
+                self.carried_keys = self._writer.carry(self._current(self.earlier.entries()))
         return True
+
+    def _current(self, entries: list) -> list:
+        """The earlier record's entries but those of a kernel whose fingerprint there differs from
+        the one this process runs (found by its name, met or not): keys tuned for the kernel as it
+        was are never carried, so no shard carries a stale key beside another's fresh one. A kernel
+        whose running fingerprint cannot be found is carried as it was."""
+        running: dict[str, str | None] = {}
+        kept, dropped = [], {}
+        for entry in entries:
+            kernel, fingerprint = entry[0], entry[4]
+            if fingerprint is not None and kernel not in running:
+                running[kernel] = running_fingerprint(kernel)
+            now = running.get(kernel)
+            if fingerprint is not None and now is not None and now != fingerprint:
+                dropped[kernel] = dropped.get(kernel, 0) + 1
+                continue
+            kept.append(entry)
+        for kernel, count in dropped.items():
+            self._changed[kernel] = True
+            self._writer.explained.add(kernel)
+            self.notes.append(f"kernel {kernel} changed since {self.earlier.path} was recorded (source or "
+                              f"configs differ): its {count} key(s) are not carried, and are tuned again where met")
+        return kept
 
     def _kernel_changed(self, tuner: Any, state: TunerState) -> bool:
         """Whether the earlier record's keys of this kernel were tuned for another version of it
