@@ -756,8 +756,10 @@ def test_a_changed_kernel_one_shard_never_meets_is_not_carried_and_its_running_f
     first = bench(tmp_path, shape_file(tmp_path, SHAPES), script=script, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(folder))
     assert first.returncode == 0, first.output
     before = json.loads((folder / "mm.meta.json").read_text())["kernels"]
-    edit(script.parent / "kernels_plain.py", "    offs = tl.program_id(0) * BLOCK", "    offs = tl.program_id(0) * BLOCK + 0")
-    edit(script, "    kernels_plain.add_kernel[(1,)]", "    if not os.environ.get('SKIP_ADD'):\n        kernels_plain.add_kernel[(1,)]")
+    offs = "    offs = tl.program_id(0) * BLOCK"
+    edit(script.parent / "kernels_plain.py", offs, offs + " + 0")
+    launch = "    kernels_plain.add_kernel[(1,)]"
+    edit(script, launch, "    if not os.environ.get('SKIP_ADD'):\n    " + launch)
     scratch = tmp_path / "scratch"
     shard = subprocess.run([str(BIN_DIR / "warmup-shard"), "--op", "mm", "--shards", "2", "--out", str(scratch),
                             str(shape_file(tmp_path, SHAPES, "all.yaml"))],
