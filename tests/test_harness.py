@@ -786,6 +786,26 @@ def test_a_changed_kernel_one_shard_never_meets_is_not_carried_and_its_running_f
     assert len(json.loads((folder / "mm.json").read_text())[ADD]) == 2, "the stale keys stayed"
 
 
+def test_a_carried_kernel_no_running_one_confirms_is_named_unchecked(recorded, tmp_path):
+    """A kernel of the earlier record that this process cannot find loaded is carried as it was,
+    and the child's sidecar says so (`unchecked`), for warmup-merge and warmup-publish to prefer a
+    shard that ran it; a kernel met here is confirmed."""
+    folder = copy_records(recorded[0], tmp_path / "earlier")
+    records = json.loads((folder / "mm.json").read_text())
+    meta = json.loads((folder / "mm.meta.json").read_text())
+    records["kernels_plain:gone_kernel"] = {"[1]": {"kwargs": {"BLOCK": 1}}}
+    meta["kernels"]["kernels_plain:gone_kernel"] = "0" * 32
+    (folder / "mm.json").write_text(json.dumps(records))
+    (folder / "mm.meta.json").write_text(json.dumps(meta))
+    out = tmp_path / "child"
+    run = bench(tmp_path, shape_file(tmp_path, SHAPES[:1]), FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(out),
+                WARMUP_HARNESS_RESUME_DIR=str(folder))
+    assert run.returncode == 0, run.output
+    child = json.loads((out / "mm.meta.json").read_text())
+    assert child["unchecked"] == ["kernels_plain:gone_kernel"], child.get("unchecked")
+    assert "kernels_plain:gone_kernel" in json.loads((out / "mm.json").read_text())
+
+
 def test_installed_harness_loads_through_its_entry_point_alone(tmp_path):
     site = tmp_path / "site"
     make = subprocess.run(

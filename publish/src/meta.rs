@@ -424,20 +424,29 @@ fn kernels(
     read: &[(usize, Map<String, Value>)],
     notes: &mut Vec<String>,
 ) -> Option<Map<String, Value>> {
-    let mut seen: Vec<(String, Vec<(usize, Value)>)> = Vec::new();
+    // (shard, fingerprint, whether a running kernel confirmed it: not in the shard's `unchecked`)
+    type Held = Vec<(usize, Value, bool)>;
+    let mut seen: Vec<(String, Held)> = Vec::new();
     let mut any = false;
     for (shard, sidecar) in read {
         let Some(Value::Object(kernels)) = sidecar.get("kernels") else {
             continue;
         };
         any = true;
+        let unchecked = |kernel: &str| {
+            sidecar
+                .get("unchecked")
+                .and_then(Value::as_array)
+                .is_some_and(|u| u.iter().any(|k| k.as_str() == Some(kernel)))
+        };
         for (kernel, fingerprint) in kernels {
             if !(fingerprint.is_string() || fingerprint.is_null()) {
                 continue;
             }
+            let ran = !unchecked(kernel);
             match seen.iter_mut().find(|(k, _)| k == kernel) {
-                Some((_, held)) => held.push((*shard, fingerprint.clone())),
-                None => seen.push((kernel.clone(), vec![(*shard, fingerprint.clone())])),
+                Some((_, held)) => held.push((*shard, fingerprint.clone(), ran)),
+                None => seen.push((kernel.clone(), vec![(*shard, fingerprint.clone(), ran)])),
             }
         }
     }
@@ -447,11 +456,30 @@ fn kernels(
     let mut out = Map::new();
     for (kernel, held) in seen {
         let first = &held[0].1;
-        if held.iter().all(|(_, v)| v == first) {
+        if held.iter().all(|(_, v, _)| v == first) {
             out.insert(kernel, first.clone());
             continue;
         }
-        let values: Vec<(usize, &Value)> = held.iter().map(|(s, v)| (*s, v)).collect();
+        // The shards that ran the kernel agree: theirs is the kernel as it is; a shard that only
+        // carried an earlier fingerprint (its keys left out by warmup-merge) is no disagreement.
+        let mut ran: Vec<&Value> = held
+            .iter()
+            .filter(|(_, _, r)| *r)
+            .map(|(_, v, _)| v)
+            .collect();
+        ran.dedup();
+        if let [running] = ran[..] {
+            if running.is_string()
+                && held
+                    .iter()
+                    .filter(|(_, _, r)| *r)
+                    .all(|(_, v, _)| v == running)
+            {
+                out.insert(kernel, running.clone());
+                continue;
+            }
+        }
+        let values: Vec<(usize, &Value)> = held.iter().map(|(s, v, _)| (*s, v)).collect();
         notes.push(format!(
             "the shards' sidecars disagree on kernel {kernel}'s fingerprint ({}): the published \
              sidecar names none, so its keys are tuned again by the next record session",

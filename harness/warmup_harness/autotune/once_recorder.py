@@ -132,14 +132,16 @@ class OnceRecorder(Recorder):
         if not self.carried:
             self.carried = True
             if not self.same_folder:
-                self.carried_keys = self._writer.carry(self._current(self.earlier.entries()))
+                entries, unchecked = self._current(self.earlier.entries())
+                self.carried_keys = self._writer.carry(entries, unchecked)
         return True
 
-    def _current(self, entries: list) -> list:
+    def _current(self, entries: list) -> tuple[list, set[str]]:
         """The earlier record's entries but those of a kernel whose fingerprint there differs from
         the one this process runs (found by its name, met or not): keys tuned for the kernel as it
         was are never carried, so no shard carries a stale key beside another's fresh one. A kernel
-        whose running fingerprint cannot be found is carried as it was."""
+        whose running fingerprint cannot be found is carried as it was, and returned among the
+        kernels no running one confirmed."""
         running: dict[str, str | None] = {}
         kept, dropped = [], {}
         for entry in entries:
@@ -156,7 +158,7 @@ class OnceRecorder(Recorder):
             self._writer.explained.add(kernel)
             self.notes.append(f"kernel {kernel} changed since {self.earlier.path} was recorded (source or "
                               f"configs differ): its {count} key(s) are not carried, and are tuned again where met")
-        return kept
+        return kept, {kernel for kernel, now in running.items() if now is None}
 
     def _kernel_changed(self, tuner: Any, state: TunerState) -> bool:
         """Whether the earlier record's keys of this kernel were tuned for another version of it

@@ -204,16 +204,17 @@ class RecordWriter:
         device = None if self._device is _UNASKED else self._device
         return device, versions()["triton"]
 
-    def carry(self, entries: list[Entry]) -> int:
+    def carry(self, entries: list[Entry], unchecked: set[str] = frozenset()) -> int:
         """Puts an earlier record's keys into this one in one fold, however many (resume into
         another folder): a key the record holds already keeps its config, and a kernel whose
-        fingerprint there differs from the carried one keeps none of the carried keys. Returns how
-        many were carried; raises RecordError."""
+        fingerprint there differs from the carried one keeps none of the carried keys; `unchecked`
+        names the kernels whose carried fingerprint no running kernel confirmed (the sidecar's
+        `unchecked`). Returns how many were carried; raises RecordError."""
         if self._device is _UNASKED:
             self._device = self._device_name()
         try:
             with self._locked():
-                carried = self._fold(carried=entries)
+                carried = self._fold(carried=entries, unchecked=unchecked)
         except OSError as exc:
             raise self._unwritable(exc) from None
         for kernel, key, *_ in entries:
@@ -234,7 +235,7 @@ class RecordWriter:
         return RecordError(f"{self.path}: cannot write the record ({exc.strerror or exc}): the record "
                            f"folder must be a writable folder")
 
-    def _fold(self, carried: list[Entry] = ()) -> int:
+    def _fold(self, carried: list[Entry] = (), unchecked: set[str] = frozenset()) -> int:
         """Under the lock: the journal's keys, then the carried ones, into the record and the
         sidecar (one rewrite of each), then no journal. Returns how many carried keys went in.
 
@@ -262,8 +263,10 @@ class RecordWriter:
             mine = self._here() if self._device is not _UNASKED else here
             tune = meta.setdefault("tune_seconds", {})
             kernels = fingerprints(meta)
+            doubtful = {k for k in meta.get("unchecked", []) if isinstance(k, str)} | set(unchecked)
             for kernel, key, config, seconds, fingerprint, where in entries:
                 if fingerprint is not None:
+                    doubtful.discard(kernel)  # taken from the kernel that ran here
                     if kernel in kernels and kernels[kernel] != fingerprint:
                         self._drop_changed(kernel, records, tune, made)
                     kernels[kernel] = fingerprint
@@ -284,6 +287,11 @@ class RecordWriter:
                     added += 1
             if kernels or "kernels" in meta:
                 meta["kernels"] = kernels
+            doubtful &= {k for k, v in kernels.items() if v is not None}
+            if doubtful:
+                meta["unchecked"] = sorted(doubtful)
+            else:
+                meta.pop("unchecked", None)
             foreign = foreign_groups(made, here)
             if foreign:
                 meta["foreign"] = foreign
