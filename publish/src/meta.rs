@@ -573,6 +573,51 @@ mod tests {
     }
 
     #[test]
+    fn foreign_names_every_key_not_made_where_the_sidecar_says_grouped_by_place() {
+        let old = sidecar(json!({"device": "NVIDIA A100", "triton": "3.1.0",
+            "foreign": [{"device": "NVIDIA H100", "triton": "3.1.0", "keys": {"m:a": ["[2]"]}}]}));
+        let there = Provenance::of(&old);
+        assert_eq!(
+            there.made("m:a", "[1]"),
+            &(json!("NVIDIA A100"), json!("3.1.0"))
+        );
+        assert_eq!(
+            there.made("m:a", "[2]"),
+            &(json!("NVIDIA H100"), json!("3.1.0"))
+        );
+        let mut new = sidecar(json!({"device": "NVIDIA H200", "triton": "3.6.0"}));
+        let here = own(&new);
+        let keys = [
+            ("m:a", "[1]"),
+            ("m:a", "[2]"),
+            ("m:b", "[3]"),
+            ("m:b", "[1]"),
+        ];
+        let made: Vec<(&str, &str, Made)> = keys
+            .iter()
+            .map(|&(k, key)| {
+                let at = if k == "m:b" {
+                    here.clone()
+                } else {
+                    there.made(k, key).clone()
+                };
+                (k, key, at)
+            })
+            .collect();
+        let named = set_foreign(&mut new, made.iter().map(|(k, key, at)| (*k, *key, at)));
+        assert_eq!(named, 2);
+        assert_eq!(
+            new["foreign"],
+            json!([{"device": "NVIDIA A100", "triton": "3.1.0", "keys": {"m:a": ["[1]"]}},
+                   {"device": "NVIDIA H100", "triton": "3.1.0", "keys": {"m:a": ["[2]"]}}])
+        );
+        // Nothing made elsewhere: no field.
+        let mut all_here = new.clone();
+        set_foreign(&mut all_here, std::iter::empty());
+        assert!(!all_here.contains_key("foreign"));
+    }
+
+    #[test]
     fn only_the_harness_sidecar_of_this_version_is_read() {
         let ok = br#"{"format": "warmup-harness-meta", "version": 1, "device": null}"#;
         assert!(parse(ok).is_ok());
