@@ -1,10 +1,11 @@
 """Resume: a key an earlier record already holds is not tuned again (docs/CONTRACT.md, "Resume").
 
 `WARMUP_HARNESS_RESUME_DIR` names the folder of an earlier record (scripts/warmup passes the
-RECORD_DIR it publishes into). Its `<op>.json` answers a key only when its sidecar `<op>.meta.json`
-names this process's Triton version and device model: a config tuned for another GPU or compiler
-is no answer, and neither is one tuned for another version of the kernel (the sidecar's
-`kernels` fingerprint differs from this one's: configs.fingerprint). `WARMUP_HARNESS_FRESH` (1,
+RECORD_DIR it publishes into). Its `<op>.json` answers a key only where its sidecar
+`<op>.meta.json` says the key was made with this process's Triton version on its device model
+(the sidecar's own `device` and `triton`, or its `foreign` group's: records.Provenance): a config
+tuned for another GPU or compiler is no answer, and neither is one tuned for another version of
+the kernel (the sidecar's `kernels` fingerprint differs from this one's: configs.fingerprint). `WARMUP_HARNESS_FRESH` (1,
 true, yes) turns it off. Such a key is pinned to the earlier config, not tuned.
 
 Two uses. The earlier record is the record this session writes (RESUME_DIR = RECORD_DIR, the
