@@ -11,12 +11,14 @@ machine is no matter, that one comes while the sweep runs is.
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import yaml
 from support import HANG, ROOT, clean_env, on_a_terminal, run_tool, tool
 
 HARNESS = ROOT / "tests" / "harness" / "test_bench.py"
@@ -106,3 +108,27 @@ def test_term_dumb_gets_no_redraws_and_no_colour_but_the_log_lines(tmp_path):
     assert "\x1b" not in screen, repr(screen)
     assert "started on device" in screen and "2 shards: 2 ok" in screen, screen
     assert "123456 key(s) tuned, 7890123 config(s) timed" in screen, screen
+
+
+def test_where_the_plans_costs_are_seconds_the_line_says_what_is_left_of_them(tmp_path):
+    """A cost file's seconds (as the op's history gives them) make each shard's expected time:
+    the ETA is what is left of it, and a shard past it says so."""
+    shapes = yaml_shapes()
+    costs = tmp_path / "costs.json"
+    # One long shape: lpt gives it a shard of its own, and the other eleven the other shard.
+    costs.write_text(json.dumps({"mm": {json.dumps(s, separators=(",", ":")): 1000.0 if i == 0 else 0.001
+                                        for i, s in enumerate(shapes)}}))
+    scratch = tmp_path / "scratch"
+    split = run_tool("shard", "--op", "mm", "--shards", "2", "--costs", costs, "--out", scratch, EXAMPLE)
+    assert split.returncode == 0, split.stderr
+    done = subprocess.run([tool("spawn"), "--plan", str(scratch), "--backend", "cuda", "--devices", "0,1", "--",
+                           "sh", "-c", CHILD], env=clean_env(WARMUP_SPAWN_PROGRESS_SECONDS="0.2"), cwd=tmp_path,
+                          capture_output=True, text=True, timeout=HANG)
+    assert done.returncode == 0, done.stderr
+    assert re.search(r"shard \d on device \d: 123456 key\(s\) tuned, .* elapsed, about 99\ds left by the history",
+                     done.stderr), done.stderr
+    assert re.search(r"elapsed, past the 0s the history expects", done.stderr), done.stderr
+
+
+def yaml_shapes() -> list:
+    return yaml.safe_load(EXAMPLE.read_text())["mm"]["shapes"]
