@@ -390,6 +390,23 @@ def test_no_shape_file_on_two_devices_claims_keys_without_by_key_and_the_op_is_t
     assert pairs(json.loads((tmp_path / "records" / "mm.json").read_text())) == all_keys(SHAPES)
 
 
+def test_the_same_line_on_one_device_is_one_process_recording_under_the_markers_op(tmp_path):
+    command = [*bench_command(tmp_path / "unused.yaml")[:-2], "-m", "mm"]
+    env = child_env(tmp_path, WARMUP_BIN_DIR=str(BIN_DIR), FLAGGEMS_VENDOR="nvidia", TMPDIR=str(tmp_path),
+                    CUDA_VISIBLE_DEVICES="0", FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "records"),
+                    FIXTURE_SHAPES=json.dumps(SHAPES))
+    del env["FLAGGEMS_PERF_CURRENT_OP"]
+    proc = subprocess.Popen([str(SCRIPT), "--", *command], env=env, cwd=tmp_path, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    run = finished(proc, tmp_path)
+    assert run.returncode == 0, run.output
+    [line] = [ln for ln in run.stderr.splitlines() if ln.startswith("[parallel-warmup]")]
+    assert line.startswith("[parallel-warmup] op mm (from -m mm): one visible GPU (0): one device, one process"), line
+    [session] = run.sessions
+    assert session["worker"] is None and session["env"]["FLAGGEMS_PERF_CURRENT_OP"] == "mm"
+    assert pairs(json.loads((tmp_path / "records" / "mm.json").read_text())) == all_keys(SHAPES)
+
+
 def test_warmup_by_key_refuses_the_options_of_a_split(tmp_path):
     # warmup-plan's parser refuses the combination (clap's words), before anything runs.
     proc = subprocess.run([str(SCRIPT), "--by-key", "--strategy", "lpt", "--", "true"], capture_output=True,
