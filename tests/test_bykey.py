@@ -384,6 +384,10 @@ def test_no_shape_file_on_two_devices_claims_keys_without_by_key_and_the_op_is_t
     assert "op mm (from -m mm)" in opening and "by-key" in opening and "sweeping on 0,1" in opening, opening
     tuned = tunings(*logs(tmp_path / "scratch"))
     assert set(tuned) == all_keys(SHAPES) and set(tuned.values()) == {1}, tuned
+    # Each child's harness kept its progress where warmup-spawn reads it (WARMUP_HARNESS_PROGRESS).
+    for i, log in enumerate(logs(tmp_path / "scratch")):
+        progress = json.loads((tmp_path / "scratch" / f"w{i}" / "progress.json").read_text())
+        assert progress["keys"] == sum(tunings(log).values()) and progress["configs"] >= progress["keys"], progress
     children = [s for s in run.sessions if s["worker"] == "1"]
     assert len(children) == 2 and all(c["env"]["FLAGGEMS_PERF_CURRENT_OP"] == "mm" for c in children), run.output
     assert "op mm: replayed 12, swept 0 live" in run.stderr, run.stderr
