@@ -53,6 +53,8 @@ pub struct Discovery {
     pub platform: Platform,
     /// Why the harness does not run in COMMAND, for the reason, or None.
     pub shape_file: Option<PathBuf>,
+    /// Whether the record folder is the record cache's (`crate::cache`).
+    pub cache: crate::cache::Cache,
 }
 
 /// The op, as every tool reads `FLAGGEMS_PERF_CURRENT_OP`.
@@ -123,6 +125,7 @@ pub fn discover(args: &Warmup, world: &World) -> Result<Discovery> {
         device: protocol::probe::device_model(&root, &tokens),
     };
     let op = op(world);
+    let (record_dir, cache) = crate::cache::resolve(record_dir, worker, world, &platform);
     let record = match &record_dir {
         Some(dir) => answers(dir, &op, &platform),
         None => Record::Misses("no record folder".into()),
@@ -154,6 +157,7 @@ pub fn discover(args: &Warmup, world: &World) -> Result<Discovery> {
         op,
         platform,
         shape_file,
+        cache,
     })
 }
 
