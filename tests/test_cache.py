@@ -93,13 +93,9 @@ def test_one_device_records_into_the_cache_and_leaves_no_temporary_record_folder
 
 
 def test_two_runs_at_once_into_the_cache_keep_every_key_of_both(tmp_path):
+    """One process each (--gpus 1: the harness folds into the cache under the op's lock), then two
+    sweeps at once (each publishes its union under that lock): both key sets are there after."""
     halves = [shape_file(tmp_path, SHAPES[:2], "a.yaml"), shape_file(tmp_path, SHAPES[2:], "b.yaml")]
-    env = nothing_set(tmp_path)
-    procs = [warmup(tmp_path, env, shapes, "--gpus", "1") for shapes in halves]
-    runs = [finished(p, tmp_path) for p in procs]
-    assert all(r.returncode == 0 for r in runs), [r.output for r in runs]
-    [folder] = cache_folders(tmp_path)
-    both = keys(folder / "mm.json")
     # Each run alone, into a cache of its own: the keys each set of shapes makes.
     alone = []
     for i, shapes in enumerate(halves):
@@ -110,7 +106,15 @@ def test_two_runs_at_once_into_the_cache_keep_every_key_of_both(tmp_path):
         [own] = cache_folders(work)
         alone.append(keys(own / "mm.json"))
     assert alone[0] - alone[1] and alone[1] - alone[0], "the two runs' key sets are not disjoint"
-    assert both == alone[0] | alone[1]
+    for name, opts in [("one", ["--gpus", "1"]), ("sweeps", ["--gpus", "2", "--devices", "0,1"])]:
+        work = tmp_path / name
+        work.mkdir()
+        env = nothing_set(work)
+        procs = [warmup(work, env, shapes, *opts) for shapes in halves]
+        runs = [finished(p, work) for p in procs]
+        assert all(r.returncode == 0 for r in runs), [r.output for r in runs]
+        [folder] = cache_folders(work)
+        assert keys(folder / "mm.json") == alone[0] | alone[1], name
 
 
 def test_a_cache_that_cannot_be_made_runs_the_command_with_one_line(tmp_path):
