@@ -64,3 +64,66 @@ pub fn settle(decision: Decision, found: &Discovery) -> Decision {
         _ => decision,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use protocol::backend::Environment;
+
+    fn world(vars: &[(&str, &str)]) -> World {
+        World {
+            env: Environment::fake(vars, std::path::Path::new("/")),
+            lookup: protocol::python::Lookup::default(),
+            addopts: None,
+            cwd: "/".into(),
+        }
+    }
+
+    const UNKNOWN: Platform = Platform {
+        triton: None,
+        device: None,
+    };
+
+    #[test]
+    fn a_named_folder_wins_and_a_child_uses_no_cache() {
+        let home = tempfile::tempdir().expect("tempdir");
+        let w = world(&[("HOME", home.path().to_str().expect("utf-8"))]);
+        let named = Some(PathBuf::from("/named"));
+        assert_eq!(
+            resolve(named.clone(), false, &w, &UNKNOWN),
+            (named, Cache::NotUsed)
+        );
+        assert_eq!(resolve(None, true, &w, &UNKNOWN), (None, Cache::NotUsed));
+        assert!(
+            std::fs::read_dir(home.path())
+                .expect("read")
+                .next()
+                .is_none(),
+            "nothing made"
+        );
+    }
+
+    #[test]
+    fn the_cache_folder_is_made_per_platform_and_one_that_cannot_be_is_said() {
+        let home = tempfile::tempdir().expect("tempdir");
+        let w = world(&[("XDG_CACHE_HOME", home.path().to_str().expect("utf-8"))]);
+        let platform = Platform {
+            triton: Some("3.6.0".into()),
+            device: Some("NVIDIA H200".into()),
+        };
+        let (dir, cache) = resolve(None, false, &w, &platform);
+        let dir = dir.expect("the cache's folder");
+        assert_eq!(cache, Cache::Folder(dir.clone()));
+        assert!(dir.is_dir() && dir.starts_with(home.path().join("parallel-warmup/records")));
+        assert_ne!(
+            resolve(None, false, &w, &UNKNOWN).0,
+            Some(dir),
+            "another platform, another folder"
+        );
+        let (none, cache) = resolve(None, false, &world(&[]), &platform);
+        assert!(
+            none.is_none() && matches!(cache, Cache::Unavailable(_)),
+            "{cache:?}"
+        );
+    }
+}
