@@ -76,6 +76,21 @@ def test_a_second_run_with_nothing_set_replays_from_the_cache_with_no_child_and_
     # No run left a folder of its own behind: the scratch went, and no record folder was made there.
     assert sorted(p.name for p in (tmp_path / "tmp").iterdir()) == [], list((tmp_path / "tmp").iterdir())
 
+    # warmup-cache sees the record the runs made, and removing it makes the next run tune again.
+    listed = subprocess.run([str(BIN_DIR / "warmup-cache"), "list", "--json"], env=env, capture_output=True,
+                            text=True, timeout=HANG)
+    assert listed.returncode == 0, listed.stderr
+    [entry] = json.loads(listed.stdout)
+    assert (entry["op"], entry["keys"], entry["device"]) == ("mm", len(recorded), DEVICE), entry
+    assert entry["folder"] == str(folder) and entry["last_use"] > 0
+    removed = subprocess.run([str(BIN_DIR / "warmup-cache"), "remove", "--op", "mm"], env=env,
+                             capture_output=True, text=True, timeout=HANG)
+    assert removed.returncode == 0 and removed.stdout == f"removed mm {folder}\n", removed
+    third = finished(warmup(tmp_path, env, shapes, "--gpus", "2", "--devices", "0,1"), tmp_path)
+    assert third.returncode == 0 and f"the record in {folder} answers" not in third.stderr, third.output
+    assert len([s for s in third.sessions if s["worker"] == "1"]) == 2, third.output
+    assert keys(folder / "mm.json") == recorded
+
 
 def test_one_device_records_into_the_cache_and_leaves_no_temporary_record_folder(tmp_path):
     shapes = shape_file(tmp_path, SHAPES)
@@ -88,7 +103,7 @@ def test_one_device_records_into_the_cache_and_leaves_no_temporary_record_folder
     assert keys(folder / "mm.json")
     assert list((tmp_path / "tmp").glob("parallel-warmup-record*")) == []
     again = finished(warmup(tmp_path, env, shapes, "--gpus", "1"), tmp_path)
-    assert again.returncode == 0 and "answers" in again.stderr, again.output
+    assert again.returncode == 0 and f"the record in {folder} answers" in again.stderr, again.output
     assert sum(again.session["timed"].values()) == 0, again.session["timed"]
 
 
@@ -130,6 +145,16 @@ def test_a_cache_that_cannot_be_made_runs_the_command_with_one_line(tmp_path):
         assert "recording nothing" in lines[0]
         assert run.session["env"].get("FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR") is None
         assert "4 passed" in run.stdout, run.stdout
+
+
+def test_a_plain_pytest_with_the_harness_records_nothing_in_the_cache(tmp_path):
+    """The cache is the scripts': the harness stays off without a record or replay folder."""
+    shapes = shape_file(tmp_path, SHAPES)
+    run = subprocess.run(bench_command(shapes), env=nothing_set(tmp_path), cwd=tmp_path, capture_output=True,
+                         text=True, timeout=HANG)
+    assert run.returncode == 0, run.stderr
+    assert "[warmup-harness]" not in run.stderr
+    assert not (tmp_path / "home" / ".cache" / "parallel-warmup").exists()
 
 
 def test_a_named_record_folder_wins_over_the_cache(tmp_path):
