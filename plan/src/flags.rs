@@ -16,9 +16,10 @@ with the replay environment so that the measurement runs serially on one device,
 pytest COMMAND starts with the sweep, with -p warmup_harness, so that its start-up and collection
 overlap the sweep; the harness holds it before its first test until the configs are published.
 
-Where the harness is in COMMAND's Python, a record folder that already holds the op's record for
-this Triton and GPU model is replayed by one run of COMMAND (no sweep), and one device is one
-process recording. Whenever the warmup does not apply or cannot help, it says why on stderr and
+Where the harness is in COMMAND's Python, a record folder (FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR, else
+the record cache, which every later run reads) that already holds the op's record for this Triton
+and GPU model is replayed by one run of COMMAND (no sweep), and one device is one process
+recording there. Whenever the warmup does not apply or cannot help, it says why on stderr and
 runs COMMAND unchanged.";
 
 const WARMUP_AFTER: &str = "\
@@ -26,9 +27,12 @@ ENVIRONMENT:
   FLAGGEMS_PERF_CURRENT_OP           the op [default: COMMAND's single -m NAME, else (no
                                      --shape_file) its test file's stem, else \"default\"]
   PARALLEL_WARMUP_GPUS               the GPU count when --gpus is not given
-  FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR  where the merged configs are published, else the scratch;
+  FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR  the record folder: where the merged configs are published,
                                      and the op's history and record, compared with the Triton
-                                     version COMMAND's Python has installed and the GPU model
+                                     version COMMAND's Python has installed and the GPU model;
+                                     unset, the record cache (warmup-cache path shows it)
+  XDG_CACHE_HOME, HOME               where the record cache is: $XDG_CACHE_HOME/parallel-warmup/
+                                     records, else ~/.cache/parallel-warmup/records
   TRITON_CACHE_DIR                   the compile cache the sweep children share
   WARMUP_BIN_DIR                     where the warmup-* tools are (else beside this script,
                                      target/release, PATH)

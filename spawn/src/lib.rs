@@ -285,7 +285,7 @@ pub fn run(args: &Args) -> Result<Status> {
             match prepare(args, &env) {
                 Ok(Some(prepared)) => flow::run(args, &prepared, parent),
                 Ok(None) => Ok(flow::plain(args, "the plan has no shards to sweep")),
-                Err(e) if args.command.is_empty() => Err(e),
+                Err(e) if args.command.is_empty() || e.is::<OpConflict>() => Err(e),
                 Err(e) => {
                     eprintln!("{TOOL}: {e:#}");
                     Ok(flow::plain(args, "the sweep could not run (see above)"))
@@ -294,6 +294,20 @@ pub fn run(args: &Args) -> Result<Status> {
         }
     }
 }
+
+/// A caller's op (`--op`, else `FLAGGEMS_PERF_CURRENT_OP`) that is not the plan's: a usage error
+/// (exit 2) even with `--measure`, which otherwise runs COMMAND when the sweep cannot run, since
+/// COMMAND would measure one op while the children recorded another.
+#[derive(Debug)]
+struct OpConflict(String);
+
+impl std::fmt::Display for OpConflict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for OpConflict {}
 
 fn list_devices(args: &Args, env: &backend::Environment) -> Result<Status> {
     let backend = backend::select(&args.backend, env)?;
@@ -352,7 +366,9 @@ fn prepare(args: &Args, env: &backend::Environment) -> Result<Option<PreparedRun
     let plan_file = plan_arg.is_dir().then(|| Scratch::new(plan_arg).plan());
     let plan_path = plan_file.as_deref().unwrap_or(plan_arg);
     let (mut plan, scratch) = Plan::load(plan_path)?;
-    args.op.for_plan(&plan, plan_path)?;
+    args.op
+        .for_plan(&plan, plan_path)
+        .map_err(|e| OpConflict(format!("{e:#}")))?;
     let root = std::path::absolute(scratch.root())
         .with_context(|| format!("resolving {}", scratch.root().display()))?;
     let scratch = Scratch::new(root);
@@ -381,6 +397,7 @@ fn prepare(args: &Args, env: &backend::Environment) -> Result<Option<PreparedRun
         children: plan.shards.len().min(devices.len()),
         cache_per_child: args.cache_per_child,
         claims: plan.by_key().then(|| scratch.claims()),
+        op: plan.op.clone(),
     };
     let mut jobs = jobs(
         &plan,
