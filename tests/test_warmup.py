@@ -731,10 +731,43 @@ def test_one_gpu_runs_one_process_that_records_where_the_harness_is(work):
     assert "below 2" in plain.lines()[0] and "skipping" in plain.lines()[0], plain.stderr
 
 
-def test_a_command_that_begins_with_an_option_is_exec_d_as_a_command(work):
-    run = warmup(work, "--gpus", "2", "--devices", "0,1", command=["--gpus"])
+@pytest.mark.parametrize("command, line", [
+    (["nosuchcmd", "--shape_file", str(EXAMPLE)],
+     'warmup: COMMAND "nosuchcmd" not found in PATH (or not executable); give its path or fix PATH'),
+    (["nosuchcmd"],
+     'warmup: COMMAND "nosuchcmd" not found in PATH (or not executable); give its path or fix PATH'),
+    (["--shape_file", "x"], 'warmup: COMMAND begins with the option "--shape_file": give the '
+                            "benchmark's program first, e.g. -- pytest bench.py --shape_file"),
+    (["./bench.py", "--shape_file", str(EXAMPLE)],
+     "warmup: COMMAND ./bench.py: not an executable file; check its permissions"),
+])
+def test_a_command_that_cannot_run_is_one_line_and_127_before_anything_runs(work, command, line):
+    """Issue 29: a missing COMMAND sharded, announced a fallback and left a scratch behind; one
+    that began with an option got "no --shape_file" and bash's own exec error."""
+    (work / "bench.py").write_text("")
+    run = warmup(work, "--gpus", "4", "--devices", "0,1,2,3", "--backend", "cuda", command=command)
     assert run.returncode == 127, run.stderr
-    assert "unbound variable" not in run.stderr and scratch_folders(work) == [], run.stderr
+    assert run.stderr.splitlines() == [line], run.stderr
+    assert sorted(p.name for p in work.iterdir()) == ["bench.py"], "nothing made"
+
+
+def test_without_the_tools_a_command_that_cannot_run_is_one_line_and_127(work):
+    scripts = work / "scripts"
+    (scripts / "lib").mkdir(parents=True)
+    for name in ("warmup", "lib/warmup-common.sh"):
+        (scripts / name).write_bytes((ROOT / "scripts" / name).read_bytes())
+    (scripts / "warmup").chmod(0o755)
+    env = clean_env(WARMUP_BIN_DIR="", PATH="/usr/bin:/bin")
+    run = subprocess.run([str(scripts / "warmup"), "--", "nosuchcmd"], env=env, cwd=work,
+                         capture_output=True, text=True, timeout=HANG)
+    assert run.returncode == 127, run.stderr
+    assert run.stderr.splitlines() == [
+        'warmup: COMMAND "nosuchcmd" not found in PATH (or not executable); give its path or fix PATH'
+    ]
+    ran = subprocess.run([str(scripts / "warmup"), "--", "echo", "ran"], env=env, cwd=work,
+                         capture_output=True, text=True, timeout=HANG)
+    assert (ran.returncode, ran.stdout) == (0, "ran\n"), ran.stderr
+    assert "warmup-plan not found" in ran.stderr
 
 
 def test_a_record_folder_that_is_a_file_is_refused_before_anything_runs(work):
