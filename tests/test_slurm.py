@@ -318,6 +318,18 @@ def test_usage_errors_exit_2_and_write_nothing(tmp_path, no_slurm_path, args, ne
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("scratch", ["f", "f/sub"])
+def test_a_scratch_that_is_a_file_exits_2_naming_it(tmp_path, scratch):
+    """scripts/warmup's rule for --scratch and the record folder (issue 29)."""
+    (tmp_path / "f").write_text("")
+    done = subprocess.run([str(SCRIPT), "--scratch", scratch, "--shards", "2", "--", "pytest",
+                           "--shape_file", str(EXAMPLE)], env=clean_env(WARMUP_BIN_DIR=str(BIN_DIR)),
+                          cwd=tmp_path, capture_output=True, text=True, timeout=HANG)
+    assert done.returncode == 2, done.stderr
+    assert f"invalid value '{scratch}' for '--scratch <DIR>': f is not a folder but a file" in done.stderr
+    assert [p.name for p in tmp_path.iterdir()] == ["f"]
+
+
 def test_an_lpt_sweep_runs_the_shards_warmup_shard_balances_by_a_cost_file(cluster, tmp_path):
     direct = tmp_path / "direct"
     done = run_tool("shard", "--op", "mm", "--shards", "2", "--out", direct, EXAMPLE)

@@ -770,12 +770,21 @@ def test_without_the_tools_a_command_that_cannot_run_is_one_line_and_127(work):
     assert "warmup-plan not found" in ran.stderr
 
 
-def test_a_record_folder_that_is_a_file_is_refused_before_anything_runs(work):
+@pytest.mark.parametrize("where", ["rec", "rec/sub"])
+def test_a_record_folder_or_scratch_that_is_a_file_is_refused_before_anything_runs(work, where):
+    """One rule for both (issue 29: a --scratch that was a file printed mkdir's error and ran
+    plain with exit 0): exit 2, naming the path and what is there."""
     (work / "rec").write_text("")
+    said = (f"{work / 'rec'} is not a folder but a file" if where == "rec"
+            else f"{work / 'rec'} is not a folder but a file, so none can be made at {work / where}")
     run = warmup(work, "--gpus", "2", "--devices", "0,1",
-                 FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(work / "rec"))
-    assert run.returncode == 2 and "is not a folder" in run.stderr, run.stderr
+                 FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(work / where))
+    assert run.returncode == 2 and said in run.stderr, run.stderr
     assert run.sessions == [] and scratch_folders(work) == []
+    run = warmup(work, "--gpus", "2", "--devices", "0,1", "--scratch", str(work / where))
+    assert run.returncode == 2, run.stderr
+    assert f"invalid value '{work / where}' for '--scratch <DIR>': {said}" in run.stderr, run.stderr
+    assert "mkdir" not in run.stderr and run.sessions == [] and scratch_folders(work) == []
 
 
 def test_a_record_folder_with_a_newline_is_carried_whole(work):

@@ -66,7 +66,7 @@ pub struct Warmup {
     pub spawn: SpawnOptions,
     /// Where the shards, logs and records go [default: a new folder under $TMPDIR]; kept on
     /// failure, removed on success unless --keep or the configs live there; one run at a time
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", value_parser = toolkit::cli::folder())]
     pub scratch: Option<PathBuf>,
     /// Keep the scratch folder
     #[arg(long)]
@@ -126,7 +126,7 @@ EXIT STATUS:
 )]
 pub struct Slurm {
     /// The run's folder, on a filesystem every node sees
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", value_parser = toolkit::cli::folder())]
     pub scratch: Option<PathBuf>,
     /// How many shards, hence array tasks (at least 2, at most the op's shape count)
     #[arg(long, value_name = "N")]

@@ -68,7 +68,7 @@ EXAMPLES:
 
 EXIT STATUS:
   0      decided: the decision is on stdout
-  2      usage error (the driver's options, or a record folder that is not a folder): nothing
+  2      usage error (the driver's options, a record folder or scratch that is no folder): nothing
          was decided or made; the message names the option and what to do
   127    warmup's COMMAND cannot be run (not found in PATH, not executable, or an option where
          the program belongs): nothing was decided or made";

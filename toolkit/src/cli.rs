@@ -170,6 +170,18 @@ pub fn at_least_one(text: &str) -> Result<u64, String> {
     }
 }
 
+/// A folder a tool makes when it is missing (`--scratch DIR`, `--record-dir DIR`), as clap's
+/// `value_parser`: [`crate::file::check_folder`]'s rule, so that a path that is, or lies under,
+/// anything but a folder is a usage error before anything runs.
+pub fn folder() -> impl clap::builder::TypedValueParser<Value = std::path::PathBuf> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PathBufValueParser::new().try_map(|path| {
+        crate::file::check_folder(&path)
+            .map(|()| path)
+            .map_err(|why| format!("{why}; give a folder, or a path where one can be made"))
+    })
+}
+
 /// A positive, finite number of seconds (a timeout, a grace period): clap's `value_parser`.
 pub fn seconds(text: &str) -> std::result::Result<std::time::Duration, String> {
     let n: f64 = text
