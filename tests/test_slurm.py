@@ -294,6 +294,12 @@ def no_slurm_path(tmp_path_factory) -> str:
     (["--scratch", "s", "--", "pytest"], "--shards N is required"),
     (["--scratch", "s", "--shards", "x", "--", "pytest"], "--shards 'x' is not a whole number"),
     (["--scratch", "s", "--shards", "1", "--", "pytest"], "--shards 1: give at least 2"),
+    # A negative number is a bad value, not an unknown option (issue 29).
+    (["--scratch", "s", "--shards", "-1", "--", "pytest"], "--shards '-1' is not a whole number"),
+    (["--scratch", "s", "--shards", "4", "--gpus-per-task", "-1", "--", "pytest"],
+     "'--gpus-per-task <N>': \"-1\": give a whole number, 0 or more"),
+    (["--scratch", "s", "--shards", "4", "--max-parallel", "-1", "--", "pytest"],
+     "'--max-parallel <N>': \"-1\": give a whole number, at least 1"),
     (["--scratch", "s", "--shards", "4", "--", "pytest"], "COMMAND has no --shape_file"),
     (["--scratch", "s", "--shards", "4", "--max-parallel", "0", "--", "pytest"], "give at least 1"),
     (["--scratch", "s", "--shards", "4", "--strategy", "bogus", "--", "pytest", "--shape_file",

@@ -155,6 +155,9 @@ def test_children_share_the_callers_triton_cache_unless_each_gets_its_own(work):
         (("--gpus", "4", "--devices", "0,1"), {"FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR": "@replay"},
          "already pinned"),
         (("--gpus", "4", "--devices", "0"), {}, "only 1 visible GPU"),
+        # CUDA's -1 hides every device: none is visible, not "only 1" (issue 29).
+        (("--gpus", "4"), {"CUDA_VISIBLE_DEVICES": "-1"},
+         'CUDA_VISIBLE_DEVICES="-1" hides every device: a negative index ends the list, so none is visible'),
     ],
 )
 def test_each_skip_rule_says_why_and_runs_the_command_unchanged(work, opts, env, reason):
@@ -185,6 +188,13 @@ def test_each_skip_rule_says_why_and_runs_the_command_unchanged(work, opts, env,
     (("--devices", ",,"), '--devices ",,": device 1 is empty'),
     (("--backend", "bogus"), '--backend "bogus": known backends are'),
     (("--gpus", "many"), "invalid value 'many' for '--gpus"),
+    # Issue 29's messages: a negative count is a bad value, not an unknown option; the range of
+    # seconds, not Rust's Duration error; a device token is one word.
+    (("--gpus", "-1"), "invalid value '-1' for '--gpus <N>': \"-1\": give a whole number, 0 or more"),
+    (("--timeout", "-1"), "\"-1\": give a number of seconds above 0, at most 1e9"),
+    (("--grace", "1e300"), "\"1e300\": give a number of seconds above 0, at most 1e9"),
+    (("--devices", "a b,c"), '--devices "a b,c": device 1 ("a b") holds \' \'; a device token is one word'),
+    (("--devices", "0\n1"), '--devices "0\\n1": device 1 ("0\\n1") holds \'\\n\''),
     (("--bogus",), "warmup: unknown option '--bogus'"),
     (("--by-key", "--devices", "0,0"), "device 0 is listed twice"),
 ])
@@ -193,6 +203,8 @@ def test_a_bad_option_passed_to_a_tool_is_a_usage_error_before_anything_runs(wor
     assert run.returncode == 2, run.stderr
     assert needle in run.stderr, run.stderr
     assert "run 'warmup --help' for usage" in run.stderr, run.stderr
+    assert run.stderr.count("--help") == 1, "one hint, not clap's as well"
+    assert "Duration" not in run.stderr and "unknown option '-1'" not in run.stderr, run.stderr
     assert run.sessions == [] and scratch_folders(work) == [], run.stderr
 
 
@@ -219,8 +231,9 @@ def test_an_unreadable_shape_file_skips(work):
     bad = work / "bad.yaml"
     bad.write_text("mm:\n  shapes: [[1, 2]\n")
     run = warmup(work, "--gpus", "2", "--devices", "0,1", shape_file=bad)
-    assert any("cannot read shapes" in ln for ln in run.lines()), run.stderr
-    assert "bad.yaml" in run.stderr
+    assert f"cannot read shapes from {bad} (see above); skipping" in run.stderr, run.stderr
+    # No --costs given: the line names none (issue 29).
+    assert "--costs" not in run.stderr, run.stderr
     # The plain run went ahead, and the harness itself tripped on the same file.
     assert run.returncode != 0 and "error during collection" in run.stdout
 
@@ -588,7 +601,7 @@ def test_strategy_and_costs_reach_warmup_shard_and_a_bad_cost_file_skips(work):
     run = warmup(again, "--gpus", "2", "--devices", "0,1", "--strategy", "lpt", "--costs",
                  str(costs))
     assert str(costs) in run.stderr, run.stderr
-    assert any("or the --costs file" in ln for ln in run.lines()), run.stderr
+    assert any(f"or the --costs file {costs} (see above)" in ln for ln in run.lines()), run.stderr
     assert run.returncode == 0 and len(run.sessions) == 1 and not run.children, run.stderr
 
 

@@ -218,7 +218,9 @@ pub fn main() -> ExitCode {
             }
         };
     }
-    let prog = own.driver.name();
+    // Run for a driver (`--for`, as the scripts run it), a message is the driver's, whose
+    // command line the user typed; run directly, it is warmup-plan's own.
+    let prog = if own.driven { own.driver.name() } else { TOOL };
     let argv = std::iter::once(OsString::from(own.driver.name())).chain(own.rest.clone());
     let world = World::current();
     let result = match own.driver {
@@ -277,7 +279,14 @@ fn usage(prog: &str, err: clap::Error) -> Refusal {
             .unwrap_or_default();
         eprintln!("{prog}: unknown option '{arg}' (COMMAND goes after --)");
     } else {
-        eprint!("{prog}: {}", err.render());
+        // clap's own tip ("For more information, try '--help'.") goes: the line below is the
+        // one hint, naming the command.
+        let text = err.render().to_string();
+        let kept: Vec<&str> = text
+            .lines()
+            .filter(|line| !line.starts_with("For more information, try"))
+            .collect();
+        eprintln!("{prog}: {}", kept.join("\n").trim_end());
     }
     eprintln!("{prog}: run '{prog} --help' for usage");
     Refusal::Usage

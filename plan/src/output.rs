@@ -227,6 +227,10 @@ fn sweep(out: &mut Output, args: &Warmup, found: &Discovery, devices: &[String],
             found.shape_file.as_deref().map(path).unwrap_or_default(),
         )
         .set(
+            "costs",
+            args.split.costs.as_deref().map(path).unwrap_or_default(),
+        )
+        .set(
             "scratch",
             args.scratch.as_deref().map(path).unwrap_or_default(),
         )

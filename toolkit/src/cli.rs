@@ -182,16 +182,31 @@ pub fn folder() -> impl clap::builder::TypedValueParser<Value = std::path::PathB
     })
 }
 
-/// A positive, finite number of seconds (a timeout, a grace period): clap's `value_parser`.
+/// The most seconds a timeout or a grace period may be: about 31 years, far past any run, and
+/// far under what a clock can add without overflowing.
+pub const MAX_SECONDS: f64 = 1e9;
+
+/// A number of seconds above 0 and at most [`MAX_SECONDS`] (a timeout, a grace period): clap's
+/// `value_parser`. Its refusal gives the range, never the conversion's own words.
 pub fn seconds(text: &str) -> std::result::Result<std::time::Duration, String> {
-    let n: f64 = text
-        .trim()
-        .parse()
-        .map_err(|_| format!("{text:?} is not a number of seconds"))?;
-    if !(n.is_finite() && n > 0.0) {
-        return Err(format!("{text:?}: give a positive number of seconds"));
+    let range = || format!("{text:?}: give a number of seconds above 0, at most {MAX_SECONDS:e}");
+    match text.trim().parse::<f64>() {
+        Ok(n) if n > 0.0 && n <= MAX_SECONDS => Ok(std::time::Duration::from_secs_f64(n)),
+        Ok(_) => Err(range()),
+        Err(_) => Err(format!(
+            "{text:?} is not a number of seconds (give one above 0, at most {MAX_SECONDS:e})"
+        )),
     }
-    std::time::Duration::try_from_secs_f64(n).map_err(|e| format!("{text:?}: {e}"))
+}
+
+/// A command-line count of 0 or more (`--gpus`, `--gpus-per-task`): clap's `value_parser`,
+/// with `allow_negative_numbers`, so that `-1` is refused as a value, not taken for an option.
+pub fn whole_number(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    match t.parse::<u64>() {
+        Ok(n) if t.bytes().all(|b| b.is_ascii_digit()) => Ok(n),
+        _ => Err(format!("{text:?}: give a whole number, 0 or more")),
+    }
 }
 
 /// A size: bytes, or a number with K, M or G (powers of 1024), above 0 (`--max-log`): clap's
@@ -260,6 +275,39 @@ mod tests {
             let why = at_least_one(bad).expect_err(bad);
             assert!(why.contains("at least 1"), "{why}");
             assert!(!why.contains("18446744073709551615"), "{why}");
+        }
+    }
+
+    #[test]
+    fn seconds_are_above_0_and_at_most_the_bound_and_say_the_range() {
+        assert_eq!(seconds(" 2.5 "), Ok(std::time::Duration::from_millis(2500)));
+        assert_eq!(
+            seconds("1e9"),
+            Ok(std::time::Duration::from_secs(1_000_000_000))
+        );
+        for bad in ["0", "-1", "1e300", "1e10", "inf", "NaN"] {
+            let why = seconds(bad).expect_err(bad);
+            assert_eq!(
+                why,
+                format!("{bad:?}: give a number of seconds above 0, at most 1e9")
+            );
+        }
+        let why = seconds("abc").expect_err("abc");
+        assert!(
+            why.contains("is not a number of seconds") && why.contains("1e9"),
+            "{why}"
+        );
+    }
+
+    #[test]
+    fn whole_numbers_are_ascii_digits_only() {
+        assert_eq!(whole_number(" 0 "), Ok(0));
+        assert_eq!(whole_number("8"), Ok(8));
+        for bad in ["-1", "+1", "1.5", "x", "", "99999999999999999999999"] {
+            assert_eq!(
+                whole_number(bad),
+                Err(format!("{bad:?}: give a whole number, 0 or more"))
+            );
         }
     }
 
