@@ -49,7 +49,7 @@ EXIT STATUS:
     about = "Sweep the autotune configs on many GPUs at once, then run COMMAND once, replaying them",
     long_about = WARMUP_ABOUT,
     after_long_help = WARMUP_AFTER,
-    disable_version_flag = true,
+    version,
     args_override_self = true
 )]
 pub struct Warmup {
@@ -121,7 +121,7 @@ EXIT STATUS:
     about = "Sweep the autotune configs as a Slurm job array, one shard per task, on a shared scratch",
     long_about = SLURM_ABOUT,
     after_long_help = SLURM_AFTER,
-    disable_version_flag = true,
+    version,
     args_override_self = true
 )]
 pub struct Slurm {

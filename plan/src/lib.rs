@@ -77,6 +77,7 @@ EXIT STATUS:
 fn own_command() -> clap::Command {
     use clap::{Arg, ArgAction};
     clap::Command::new(TOOL)
+        .version(env!("CARGO_PKG_VERSION"))
         .about(ABOUT)
         .after_long_help(AFTER)
         .arg(
@@ -170,6 +171,10 @@ fn own(argv: Vec<OsString>) -> Result<Own> {
             }
             "--help" | "-h" if !own.driven => {
                 own_command().print_long_help()?;
+                std::process::exit(0);
+            }
+            "--version" | "-V" if !own.driven => {
+                print!("{}", own_command().render_version());
                 std::process::exit(0);
             }
             kind if kind.starts_with("--generate=") && !own.driven => {

@@ -46,3 +46,21 @@ fn a_command_that_cannot_run_is_exit_127_and_nothing_decided() {
             "warmup: COMMAND \"no-such-command-xyz\" not found in PATH (or not executable); give its path or fix PATH\n",
         );
 }
+
+#[test]
+fn it_and_its_drivers_answer_version() {
+    let version = env!("CARGO_PKG_VERSION");
+    plan()
+        .arg("--version")
+        .assert()
+        .success()
+        .stdout(format!("warmup-plan {version}\n"));
+    // A driver's --version is text the driver prints, as its --help is.
+    for driver in ["warmup", "warmup-slurm"] {
+        plan()
+            .args(["--for", driver, "--version"])
+            .assert()
+            .success()
+            .stdout(format!("decision=help\ntext='{driver} {version}\n'\n"));
+    }
+}

@@ -74,15 +74,22 @@ pub fn generate(mut cmd: clap::Command, kind: &str, out: &mut dyn Write) -> anyh
     Ok(())
 }
 
-/// The man page: clap_mangen's sections, then each `HEADING:` section of the long help (the
+/// The man page: clap_mangen's sections (VERSION among them, from the command's version), with
+/// a SYNOPSIS that shows each option's value (`[--gpus N]`, where clap_mangen gives `[--gpus]`)
+/// unless the command writes its own usage, then each `HEADING:` section of the long help (the
 /// examples, the exit statuses) as a section of its own, lines kept as written (`.nf`: no
 /// reflowing), and SEE ALSO naming the other tools and the installed contract.
-pub fn man(cmd: clap::Command, out: &mut dyn Write) -> anyhow::Result<()> {
+pub fn man(mut cmd: clap::Command, out: &mut dyn Write) -> anyhow::Result<()> {
+    cmd.build();
     let name = cmd.get_name().to_owned();
     let extra = cmd
         .get_after_long_help()
         .map(|h| h.to_string())
         .unwrap_or_default();
+    if cmd.get_overridden_usage().is_none() {
+        let usage = synopsis(&cmd);
+        cmd = cmd.override_usage(usage);
+    }
     clap_mangen::Man::new(
         cmd.after_long_help(clap::builder::Resettable::<clap::builder::StyledStr>::Reset),
     )
@@ -115,6 +122,61 @@ pub fn man(cmd: clap::Command, out: &mut dyn Write) -> anyhow::Result<()> {
         }
     )?;
     Ok(())
+}
+
+/// One line of every option with its value and every operand, as the contract writes a command
+/// line: `warmup [--gpus N] [--keep] [-h|--help] -- COMMAND...`; brackets round what may be left
+/// out, `...` after what may be repeated.
+fn synopsis(cmd: &clap::Command) -> String {
+    let mut words = vec![cmd.get_name().to_owned()];
+    let optional = |arg: &clap::Arg, item: String| {
+        if arg.is_required_set() {
+            item
+        } else {
+            format!("[{item}]")
+        }
+    };
+    let value = |arg: &clap::Arg| {
+        arg.get_value_names()
+            .map(|names| names.join(" "))
+            .unwrap_or_else(|| arg.get_id().as_str().to_uppercase())
+    };
+    let many = |arg: &clap::Arg| {
+        matches!(arg.get_action(), clap::ArgAction::Append)
+            || arg.get_num_args().is_some_and(|n| n.max_values() > 1)
+    };
+    for arg in cmd
+        .get_arguments()
+        .filter(|a| !a.is_hide_set() && !a.is_positional())
+    {
+        let flag = match (arg.get_short(), arg.get_long()) {
+            (Some(short), Some(long)) => format!("-{short}|--{long}"),
+            (Some(short), None) => format!("-{short}"),
+            (None, Some(long)) => format!("--{long}"),
+            (None, None) => continue,
+        };
+        let takes = arg.get_num_args().is_some_and(|n| n.takes_values());
+        let mut item = if takes {
+            format!("{flag} {}", value(arg))
+        } else {
+            flag
+        };
+        if many(arg) {
+            item.push_str("...");
+        }
+        words.push(optional(arg, item));
+    }
+    for arg in cmd.get_positionals().filter(|a| !a.is_hide_set()) {
+        let mut item = value(arg);
+        if many(arg) {
+            item.push_str("...");
+        }
+        if arg.is_last_set() {
+            item = format!("-- {item}");
+        }
+        words.push(optional(arg, item));
+    }
+    words.join(" ")
 }
 
 /// The `HEADING:` sections of a long help, in order, with the lines under each.
@@ -265,6 +327,53 @@ mod tests {
         assert!(page.contains(".SH \"SEE ALSO\""), "{page}");
         assert!(page.contains("CONTRACT.md"), "{page}");
         assert!(!page.contains("docs/CONTRACT.md"), "{page}");
+    }
+
+    #[test]
+    fn the_man_page_has_a_version_and_a_synopsis_with_every_options_value() {
+        use clap::{Arg, ArgAction};
+        let cmd = clap::Command::new("warmup-x")
+            .version("1.2.3")
+            .arg(Arg::new("gpus").long("gpus").value_name("N"))
+            .arg(
+                Arg::new("shards")
+                    .long("shards")
+                    .value_name("N")
+                    .required(true),
+            )
+            .arg(
+                Arg::new("arg")
+                    .long("sbatch-arg")
+                    .value_name("ARG")
+                    .action(ArgAction::Append),
+            )
+            .arg(Arg::new("keep").long("keep").action(ArgAction::SetTrue))
+            .arg(
+                Arg::new("command")
+                    .value_name("COMMAND")
+                    .num_args(1..)
+                    .last(true)
+                    .required(true),
+            );
+        let mut out = Vec::new();
+        man(cmd, &mut out).expect("man");
+        let page = String::from_utf8(out).expect("utf-8");
+        let synopsis = page
+            .split(".SH SYNOPSIS\n")
+            .nth(1)
+            .and_then(|rest| rest.lines().next())
+            .expect("a synopsis");
+        assert_eq!(
+            synopsis.replace("\\fB", "").replace("\\fR", ""),
+            "warmup\\-x [\\-\\-gpus N] \\-\\-shards N [\\-\\-sbatch\\-arg ARG...] [\\-\\-keep] \
+             [\\-h|\\-\\-help] [\\-V|\\-\\-version] \\-\\- COMMAND...",
+            "{page}"
+        );
+        assert!(page.contains(".SH VERSION\nv1.2.3\n"), "{page}");
+        assert!(
+            page.contains(".TH WARMUP-X 1  \"warmup-x 1.2.3\""),
+            "{page}"
+        );
     }
 
     #[test]
