@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Callable
 from collections.abc import Iterator
 
-from . import atomic
+from . import atomic, safe_read
 from .records import (META_FORMAT, META_VERSION, RecordError, fingerprints, load_meta, load_records,
                       meta_path, record_path, sidecar_damage, versions)
 
@@ -75,10 +75,14 @@ def journal_entries(data: bytes) -> list[Entry]:
 def unfolded(directory: Path, op: str, records: dict) -> int:
     """Replay: adds to `records` the keys a record session journaled but did not fold (it was
     killed), as the next record session would fold them; returns how many. Reads only."""
+    path = journal_path(directory, op)
     try:
-        data = journal_path(directory, op).read_bytes()
-    except OSError:
+        data = safe_read.read_bytes(path)
+    except FileNotFoundError:
         return 0
+    except OSError as exc:  # a FIFO or a device there included: its keys, if any, are not replayed
+        raise RecordError(f"{path}: cannot read the journal ({exc.strerror or exc}); its keys, if any, "
+                          f"are not replayed") from None
     entries = journal_entries(data)
     for kernel, key, config, _, _ in entries:
         records.setdefault(kernel, {})[key] = config
@@ -99,6 +103,8 @@ class RecordWriter:
         self.notes: list[str] = []  # said at the end: a damaged sidecar replaced, a fold that failed
         self.explained: set[str] = set()  # kernels whose change a line said already (once_recorder.py)
         self.folds = 0  # record rewrites by this writer (each one the whole record)
+        self.unwritten: list[tuple[str, str]] = []  # keys whose journal line could not be written
+        self._write_failure: str | None = None  # why the first of them could not
         self._sessions: int | None = None  # the descriptor holding LOCK_SH on `.<op>.sessions`
         self.extra_meta: Callable[[], dict] = dict  # the session's own sidecar fields, at each fold
         self._device_name = device_name
@@ -112,9 +118,14 @@ class RecordWriter:
     def _locked(self) -> Iterator[None]:
         self._busy = True
         try:
-            with open(self.directory / f".{self.op}.lock", "a") as lock:
+            # O_NONBLOCK: a FIFO in its place is refused (ENXIO), not waited on for a reader.
+            lock = os.open(self.directory / f".{self.op}.lock",
+                           os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC, 0o666)
+            try:
                 fcntl.flock(lock, fcntl.LOCK_EX)
                 yield
+            finally:
+                os.close(lock)
         finally:
             self._busy = False
             if self._stop_signal is not None:  # a SIGTERM came meanwhile: fold and die of it now
@@ -138,7 +149,8 @@ class RecordWriter:
         """Holds `flock(LOCK_SH)` on `.<op>.sessions` until release(): warmup-publish, which takes
         LOCK_EX|LOCK_NB there before it removes a journal, leaves this session's journal alone."""
         if self._sessions is None:
-            fd = os.open(sessions_path(self.directory, self.op), os.O_RDONLY | os.O_CREAT, 0o644)
+            fd = os.open(sessions_path(self.directory, self.op),
+                         os.O_RDONLY | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
             try:
                 fcntl.flock(fd, fcntl.LOCK_SH)
             except BaseException:
@@ -161,10 +173,12 @@ class RecordWriter:
         if fingerprint is not None:
             entry["fingerprint"] = fingerprint
         line = (json.dumps(entry) + "\n").encode("utf-8")
+        journaled = False
         try:
             with self._locked():
-                fd = os.open(self.journal, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o666)
+                fd = os.open(self.journal, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC, 0o666)
                 try:
+                    safe_read.check_regular(fd)
                     size = os.fstat(fd).st_size
                     if size and os.pread(fd, 1, size - 1) != b"\n":
                         # A writer killed mid-append cut its line short: this one starts a line of
@@ -173,17 +187,25 @@ class RecordWriter:
                     view = memoryview(line)
                     while view:
                         view = view[os.write(fd, view):]
-                    journaled = os.fstat(fd).st_size
+                    journaled = True
+                    size = os.fstat(fd).st_size
                 finally:
                     os.close(fd)
                 try:
                     recorded = self.path.stat().st_size
                 except FileNotFoundError:
                     recorded = 0
-                if recorded < FOLD_EVERY_KEY_BELOW or journaled >= recorded:
+                if recorded < FOLD_EVERY_KEY_BELOW or size >= recorded:
                     self._fold()
-        except OSError as exc:
-            raise self._unwritable(exc) from None
+        except (OSError, RecordError) as exc:
+            # The record is a cache: a write that fails (a full disk) never fails the test, which
+            # runs on with the config it tuned. A fold that fails leaves the key in the journal.
+            if not journaled:
+                self.unwritten.append((kernel, key))
+                self._write_failure = self._write_failure or (exc.strerror if isinstance(exc, OSError) and
+                                                              exc.strerror else str(exc))
+                return
+            self._fold_failed(exc)
         self.decided.add((kernel, key))
         self.seconds += seconds or 0.0
 
@@ -197,8 +219,9 @@ class RecordWriter:
         try:
             with self._locked():
                 carried = self._fold(carried=entries)
-        except OSError as exc:
-            raise self._unwritable(exc) from None
+        except (OSError, RecordError) as exc:  # a cache: the keys are pinned all the same
+            self._fold_failed(exc)
+            return 0
         for kernel, key, *_ in entries:
             self.decided.add((kernel, key))
         return carried
@@ -209,9 +232,18 @@ class RecordWriter:
             with self._locked():
                 self._fold()
         except (OSError, RecordError) as exc:
-            why = exc.strerror if isinstance(exc, OSError) else str(exc)
-            self.notes.append(f"WARNING {self.journal}: not folded into {self.path} ({why}); its keys "
-                              f"are kept there and folded by the next record session in that folder")
+            self._fold_failed(exc)
+        if self.unwritten:
+            self.notes.append(f"WARNING {self.journal}: {len(self.unwritten)} key(s) tuned here could not be "
+                              f"written ({self._write_failure}): their tests ran on with the configs tuned, "
+                              f"the record holds what it held, and the next record session tunes them again")
+
+    def _fold_failed(self, exc: OSError | RecordError) -> None:
+        why = (exc.strerror or str(exc)) if isinstance(exc, OSError) else str(exc)
+        note = (f"WARNING {self.journal}: not folded into {self.path} ({why}); its keys are kept there "
+                f"and folded by the next record session in that folder")
+        if note not in self.notes:
+            self.notes.append(note)
 
     def _unwritable(self, exc: OSError) -> RecordError:
         return RecordError(f"{self.path}: cannot write the record ({exc.strerror or exc}): the record "
@@ -221,9 +253,12 @@ class RecordWriter:
         """Under the lock: the journal's keys, then the carried ones, into the record and the
         sidecar (one rewrite of each), then no journal. Returns how many carried keys went in."""
         try:
-            data = self.journal.read_bytes()
+            data = safe_read.read_bytes(self.journal)
         except FileNotFoundError:
             data = None
+        except OSError as exc:  # a FIFO or a device there included
+            raise RecordError(f"{self.journal}: cannot read the journal ({exc.strerror or exc}): remove it, "
+                              f"or give a record folder of its own") from None
         entries = journal_entries(data) if data is not None else []
         added = 0
         if entries or carried:
