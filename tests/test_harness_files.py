@@ -200,3 +200,33 @@ def test_a_write_that_fails_while_recording_is_a_warning_and_the_tests_run_on(re
     earlier = json.loads(before["mm.json"])
     assert all(now[k].items() >= earlier[k].items() for k in earlier)
     assert json.dumps([96, 32, 16, *F16]) in now["kernels_plain:mm_kernel_general"]
+
+
+NO_TRITON = """
+import sys
+class NoTriton:  # as where Triton is not installed: every import of it finds nothing
+    def find_spec(self, name, path=None, target=None):
+        if name == "triton" or name.startswith("triton."):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+sys.meta_path.insert(0, NoTriton())
+sys.modules.pop("triton", None)
+import pytest
+sys.exit(pytest.main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize("mode", ["RECORD", "REPLAY"])
+def test_a_session_without_triton_is_one_usage_error_line_naming_it(tmp_path, mode):
+    (tmp_path / "test_plain.py").write_text("def test_plain():\n    pass\n")
+    (tmp_path / "rec").mkdir()
+    (tmp_path / "rec" / "mm.json").write_text("{}\n")
+    variable = f"FLAGGEMS_PERF_AUTOTUNE_{mode}_DIR"
+    proc = subprocess.run([sys.executable, "-c", NO_TRITON, "-q", "-p", "no:cacheprovider", "-p", "warmup_harness",
+                           "test_plain.py"], env=bench_env(tmp_path, **{variable: str(tmp_path / "rec")}),
+                          cwd=tmp_path, capture_output=True, text=True, timeout=HANG)
+    assert proc.returncode == 4, proc.stdout + proc.stderr  # was 3, a 31-line INTERNALERROR
+    assert "INTERNALERROR" not in proc.stdout + proc.stderr
+    errors = [ln for ln in (proc.stdout + proc.stderr).splitlines() if ln.startswith("ERROR")]
+    assert errors == [f"ERROR: warmup-harness: {variable} is set ({mode.lower()} mode), but Triton cannot be "
+                      f"imported in this Python (No module named 'triton'): install Triton where "
+                      f"{sys.executable} finds it, or unset {variable}"], proc.stdout + proc.stderr
