@@ -17,11 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from support import BIN_DIR, HANG, clean_env, run_tool
+from support import BIN_DIR, HANG, run_tool
 from test_harness import (SCRIPT, SHAPES, SOURCE, Run, bench, bench_command, bench_env, copy_records, recorded,
                           shape_file)
 
 sys.path.insert(0, str(SOURCE))
+from warmup_harness import env as harness_env  # noqa: E402
 from warmup_harness.autotune import resume  # noqa: E402
 
 __all__ = ["recorded"]  # the module-scoped fixture, shared with test_harness.py's tests
@@ -230,3 +231,29 @@ def test_a_session_without_triton_is_one_usage_error_line_naming_it(tmp_path, mo
     assert errors == [f"ERROR: warmup-harness: {variable} is set ({mode.lower()} mode), but Triton cannot be "
                       f"imported in this Python (No module named 'triton'): install Triton where "
                       f"{sys.executable} finds it, or unset {variable}"], proc.stdout + proc.stderr
+
+
+# Ops both ends must judge alike: plain ones, and ones whose <op>.json would be another file of
+# the folder (another op's sidecar or costs), a folder, or outside it.
+OPS = ["mm", "default", "a..b", ".mm", "mm.json", "meta", "mm.metadata", "mm.costsheet", " mm.meta ", "mm.meta",
+       "mm.costs", "mm.meta.costs", ".", "..", "a/b", "../mm", "/abs"]
+
+
+def test_the_harness_refuses_exactly_the_ops_warmup_publish_refuses(tmp_path):
+    merged = tmp_path / "merged.json"
+    merged.write_text(json.dumps({"m:k": {"[1]": {"kwargs": {"B": 1}}}}) + "\n")
+    verdicts = {}
+    for i, op in enumerate(OPS):
+        published = run_tool("publish", "--op", op, "--record-dir", tmp_path / f"rec{i}", merged)
+        refused = "cannot be a file name" in published.stderr
+        assert published.returncode == (2 if refused else 0), (op, published.stderr)
+        try:
+            harness_env.mode_from_env({"FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR": str(tmp_path / f"rec{i}"),
+                                       "FLAGGEMS_PERF_CURRENT_OP": op})
+            harness = False
+        except harness_env.ProtocolError:
+            harness = True
+        verdicts[op] = (refused, harness)
+    assert {op: v for op, v in verdicts.items() if v[0] != v[1]} == {}, "the two rules differ (publish, harness)"
+    assert {op for op, (refused, _) in verdicts.items() if refused} == \
+        {" mm.meta ", "mm.meta", "mm.costs", "mm.meta.costs", ".", "..", "a/b", "../mm", "/abs"}
