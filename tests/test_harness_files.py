@@ -23,7 +23,7 @@ from test_harness import (SCRIPT, SHAPES, SOURCE, Run, bench, bench_command, ben
 
 sys.path.insert(0, str(SOURCE))
 from warmup_harness import env as harness_env  # noqa: E402
-from warmup_harness.autotune import resume  # noqa: E402
+from warmup_harness.autotune import resume, safe_read  # noqa: E402
 
 __all__ = ["recorded"]  # the module-scoped fixture, shared with test_harness.py's tests
 
@@ -40,6 +40,23 @@ def put(path: Path, kind: str) -> str:
 
 
 KINDS = ["fifo", "dev-zero"]
+
+
+def test_the_harness_reads_a_file_by_the_tools_rule_a_regular_file_of_at_most_1_gib(tmp_path):
+    assert safe_read.MAX_BYTES == 1 << 30  # toolkit::file::MAX_BYTES
+    (tmp_path / "a.json").write_bytes(b"{}\n")
+    assert safe_read.read_bytes(tmp_path / "a.json") == b"{}\n"
+    big = tmp_path / "big.json"
+    with open(big, "wb") as f:  # sparse: refused by its size, before a byte is read
+        f.truncate(safe_read.MAX_BYTES + 1)
+    with pytest.raises(safe_read.Refused, match="over the 1073741824 this harness reads of one file"):
+        safe_read.read_bytes(big)
+    with pytest.raises(safe_read.Refused, match="over the 2 this harness"):
+        safe_read.read_bytes(tmp_path / "a.json", limit=2)
+    with pytest.raises(safe_read.Refused, match="is a folder, not a regular file"):
+        safe_read.read_bytes(tmp_path)
+    with pytest.raises(FileNotFoundError):
+        safe_read.read_bytes(tmp_path / "none.json")
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -147,6 +164,13 @@ def test_a_resume_folder_whose_files_cannot_be_looked_up_is_a_warning_not_an_int
     assert "INTERNALERROR" not in run.output
     assert f"WARNING resume: {earlier / 'mm.json'}: cannot read the record: File name too long" in run.stderr
     assert "every key is tuned" in run.stderr
+
+
+def test_a_replay_folder_whose_files_cannot_be_looked_up_is_one_usage_error_line(tmp_path):
+    folder = tmp_path / ("r" * 300)
+    run = bench(tmp_path, shape_file(tmp_path, SHAPES[:1]), FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR=str(folder))
+    assert run.returncode == 4 and "INTERNALERROR" not in run.output, run.output
+    assert f"warmup-harness: {folder / 'mm.json'}: cannot read the record: File name too long" in run.stderr
 
 
 def test_a_resume_folder_this_user_cannot_search_is_a_warning(tmp_path, monkeypatch):
