@@ -137,21 +137,32 @@ def test_the_record_as_a_cache_with_a_fifo_sidecar_tunes_every_key_and_replaces_
     assert json.loads((folder / "mm.meta.json").read_text())["format"] == "warmup-harness-meta"
 
 
-def test_warmup_with_a_fifo_sidecar_in_the_record_folder_sweeps_and_measures_to_the_end(recorded, tmp_path):
-    # End to end: the children resume from the record folder and the measurement folds into it;
-    # neither waits on the FIFO (before, the children hung to --timeout and the measurement for ever).
+@pytest.mark.parametrize("children", ["sweep", "crash"])
+def test_warmup_with_a_fifo_sidecar_in_the_record_folder_sweeps_and_measures_to_the_end(recorded, tmp_path,
+                                                                                       children):
+    # End to end: the children resume from the record folder, and a measurement the gate sends
+    # live (the children crash) records into it, folding at its first key; none waits on the FIFO
+    # (before, the children hung to --timeout, and the live measurement at its fold for ever).
     folder = copy_records(recorded[0], tmp_path / "records")
     (folder / "mm.meta.json").unlink()
     os.mkfifo(folder / "mm.meta.json")
     env = bench_env(tmp_path, WARMUP_BIN_DIR=str(BIN_DIR), FLAGGEMS_VENDOR="nvidia", TMPDIR=str(tmp_path),
                     FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(folder))
+    if children == "crash":
+        env.update(FIXTURE_CHILD_HOLD="crash", FIXTURE_EVENTS=str(tmp_path / "events"))
     proc = subprocess.run([str(SCRIPT), "--gpus", "2", "--devices", "0,1", "--",
                            *bench_command(shape_file(tmp_path, SHAPES))],
                           env=env, cwd=tmp_path, capture_output=True, text=True, timeout=HANG)
     run = Run(proc, tmp_path / "trace.jsonl")
     assert run.returncode == 0, run.output
-    assert [s for s in run.sessions if s["worker"] is None], f"no measurement ran\n{run.output}"
-    assert "is a FIFO, not a regular file" in run.stderr
+    measured = [s for s in run.sessions if s["worker"] is None]
+    assert len(measured) == 1, f"no measurement ran\n{run.output}"
+    if children == "crash":
+        assert "the sweep recovered no configs: tuning live" in run.stderr, run.stderr
+        assert f"WARNING {folder / 'mm.meta.json'}: cannot read the sidecar: is a FIFO" in run.stderr, run.stderr
+    else:
+        assert "op mm: replayed 12, swept 0 live" in run.stderr, run.stderr
+    assert json.loads((folder / "mm.meta.json").read_text())["format"] == "warmup-harness-meta"
 
 
 def test_a_resume_folder_whose_files_cannot_be_looked_up_is_a_warning_not_an_internal_error(recorded, tmp_path):
