@@ -39,6 +39,16 @@ def check_regular(fd: int, limit: int = MAX_BYTES) -> os.stat_result:
     return st
 
 
+def check_file(path: Path, limit: int = MAX_BYTES) -> None:
+    """That `path` is a regular file of at most `limit` bytes, without reading it; raises OSError
+    as read_bytes does."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        check_regular(fd, limit)
+    finally:
+        os.close(fd)
+
+
 def read_bytes(path: Path, limit: int = MAX_BYTES) -> bytes:
     """The bytes of the regular file at `path`; raises OSError (FileNotFoundError where there is
     none, Refused for anything but a regular file of at most `limit` bytes)."""

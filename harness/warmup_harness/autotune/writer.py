@@ -142,6 +142,12 @@ class RecordWriter:
                 load_records(self.path)
         except OSError as exc:
             raise self._unwritable(exc) from None
+        try:  # a journal every key would be appended to: a FIFO or a device there refuses the run
+            safe_read.check_file(self.journal)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            raise self._unreadable_journal(exc) from None
 
     def _go_live(self) -> None:
         """Before this session's first write: holds `.<op>.sessions` for the rest of its life and
@@ -238,6 +244,11 @@ class RecordWriter:
     def close(self) -> None:
         """Folds what this session (and any other) journaled; a failure is a note, the journal kept.
         A session that wrote nothing folds nothing and takes no lock."""
+        unwritten = (f"WARNING {self.journal}: {len(self.unwritten)} key(s) tuned here could not be written "
+                     f"({self._write_failure}): their tests ran on with the configs tuned, the record holds "
+                     f"what it held, and the next record session tunes them again")
+        if self.unwritten and unwritten not in self.notes:
+            self.notes.append(unwritten)
         if self._sessions is None:
             return
         try:
@@ -245,10 +256,6 @@ class RecordWriter:
                 self._fold()
         except (OSError, RecordError) as exc:
             self._fold_failed(exc)
-        if self.unwritten:
-            self.notes.append(f"WARNING {self.journal}: {len(self.unwritten)} key(s) tuned here could not be "
-                              f"written ({self._write_failure}): their tests ran on with the configs tuned, "
-                              f"the record holds what it held, and the next record session tunes them again")
 
     def _fold_failed(self, exc: OSError | RecordError) -> None:
         why = (exc.strerror or str(exc)) if isinstance(exc, OSError) else str(exc)
@@ -256,6 +263,10 @@ class RecordWriter:
                 f"and folded by the next record session in that folder")
         if note not in self.notes:
             self.notes.append(note)
+
+    def _unreadable_journal(self, exc: OSError) -> RecordError:
+        return RecordError(f"{self.journal}: cannot read the journal ({exc.strerror or exc}): remove it, "
+                           f"or give a record folder of its own")
 
     def _unwritable(self, exc: OSError) -> RecordError:
         return RecordError(f"{self.path}: cannot write the record ({exc.strerror or exc}): the record "
@@ -269,8 +280,7 @@ class RecordWriter:
         except FileNotFoundError:
             data = None
         except OSError as exc:  # a FIFO or a device there included
-            raise RecordError(f"{self.journal}: cannot read the journal ({exc.strerror or exc}): remove it, "
-                              f"or give a record folder of its own") from None
+            raise self._unreadable_journal(exc) from None
         entries = journal_entries(data) if data is not None else []
         added = 0
         if entries or carried:
