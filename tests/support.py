@@ -67,10 +67,11 @@ def run_tool(name: str, *args, env: dict[str, str] | None = None, **kw) -> subpr
     return subprocess.run([tool(name), *map(str, args)], env=clean_env(**(env or {})), **kw)
 
 
-def on_a_terminal(argv: list[str], env: dict[str, str], timeout: float = HANG,
+def on_a_terminal(argv: list[str], env: dict[str, str], timeout: float = HANG, columns: int = 0,
                   **kw) -> tuple[int, str]:
     """Runs argv with its stderr on a pseudo-terminal that this process owns (stdin is
     /dev/null, stdout is not a terminal); returns its exit status and all it wrote there.
+    `columns`: the terminal's width (0: the size is left unset, as a bare pty has it).
 
     The terminal is made and read here, until every process holding it is gone, so what the
     program sees (isatty on stderr) and what comes back depend on no other program: script(1)
@@ -80,6 +81,12 @@ def on_a_terminal(argv: list[str], env: dict[str, str], timeout: float = HANG,
     import select
 
     master, slave = os.openpty()
+    if columns:
+        import fcntl
+        import struct
+        import termios
+
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
     try:
         proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL,
                                 stdout=subprocess.DEVNULL, stderr=slave, **kw)

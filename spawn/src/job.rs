@@ -36,6 +36,11 @@ pub struct Job {
     pub record_dir: PathBuf,
     pub log: PathBuf,
     pub status: PathBuf,
+    /// Where its harness keeps its progress (`WARMUP_HARNESS_PROGRESS`), for the progress lines.
+    pub progress: PathBuf,
+    /// The seconds the op's history expects of this shard, when the plan's costs are seconds
+    /// (`cost_source` `file`): the progress lines' ETA.
+    pub expected_seconds: Option<f64>,
     /// false: the child keeps the caller's visibility variables as they are (a Slurm task that
     /// holds one device, `select`), and its device is only reported.
     pub pinned: bool,
@@ -67,6 +72,7 @@ impl Job {
                 settings.children.to_string(),
             ),
         ];
+        set.push((env::PROGRESS.to_owned(), path(scratch.progress(shard))));
         if let Some(claims) = &settings.claims {
             set.push((env::CLAIM_DIR.to_owned(), path(claims.clone())));
         }
@@ -90,6 +96,8 @@ impl Job {
             record_dir,
             log: scratch.log(shard),
             status: scratch.status(shard),
+            progress: scratch.progress(shard),
+            expected_seconds: None,
             pinned: true,
         }
     }

@@ -89,6 +89,10 @@ FILES:
   SCRATCH/w<i>/worker.log     child i's stdout and stderr (truncated at its start; --max-log caps it)
   SCRATCH/w<i>/rec/           child i's FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR
   SCRATCH/w<i>/status.json    child i's outcome; absent when the shard never started
+  SCRATCH/w<i>/progress.json  child i's keys tuned and configs timed, which its harness keeps
+                              (WARMUP_HARNESS_PROGRESS): on a terminal in the live lines, in a
+                              log a line per running device every 10 s (WARMUP_SPAWN_PROGRESS_SECONDS
+                              sets another interval, for tests)
   SCRATCH/claims/             a by-key plan's claims and winners (WARMUP_HARNESS_CLAIM_DIR),
                               emptied by a run of the whole plan
   SCRATCH/w<i>/.triton_cache  child i's TRITON_CACHE_DIR, with --cache-per-child only: by default
@@ -522,7 +526,7 @@ fn jobs(
                 );
             }
             let marker = process::Marker::new(run_id, shard.index);
-            Ok(job::Job::new(
+            let mut job = job::Job::new(
                 scratch,
                 shard.index,
                 shape,
@@ -530,7 +534,12 @@ fn jobs(
                 backend,
                 marker,
                 settings.clone(),
-            ))
+            );
+            // Costs in seconds (the history's, or a cost file's): the progress lines' ETA.
+            if plan.cost_source.as_deref() == Some("file") {
+                job.expected_seconds = shard.expected_cost;
+            }
+            Ok(job)
         })
         .collect()
 }
