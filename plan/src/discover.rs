@@ -55,6 +55,8 @@ pub struct Discovery {
     pub platform: Platform,
     /// Why the harness does not run in COMMAND, for the reason, or None.
     pub shape_file: Option<PathBuf>,
+    /// Whether the record folder is the record cache's (`crate::cache`).
+    pub cache: crate::cache::Cache,
 }
 
 /// The op, as every tool reads `FLAGGEMS_PERF_CURRENT_OP`.
@@ -75,9 +77,9 @@ pub fn record_dir(raw: Option<&std::ffi::OsStr>, cwd: &Path) -> Result<Option<Pa
     } else {
         cwd.join(dir)
     };
-    if dir.symlink_metadata().is_ok() && !dir.is_dir() {
+    if let Err(why) = toolkit::file::check_folder(&dir) {
         bail!(
-            "{}={} is not a folder: point it at the folder the op's record is published into",
+            "{}={}: {why}: point it at the folder the op's record is published into",
             names::RECORD_DIR,
             dir.display()
         );
@@ -126,6 +128,7 @@ pub fn discover(args: &Warmup, world: &World) -> Result<Discovery> {
     };
     let derived = protocol::op::derive(world.var(names::CURRENT_OP), &args.command);
     let op = derived.name.clone();
+    let (record_dir, cache) = crate::cache::resolve(record_dir, worker, world, &platform);
     let record = match &record_dir {
         Some(dir) => answers(dir, &op, &platform),
         None => Record::Misses("no record folder".into()),
@@ -158,6 +161,7 @@ pub fn discover(args: &Warmup, world: &World) -> Result<Discovery> {
         op_said: derived.to_string(),
         platform,
         shape_file,
+        cache,
     })
 }
 

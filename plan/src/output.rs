@@ -166,6 +166,14 @@ pub fn warmup(args: &Warmup, found: &Discovery, decision: &Decision) -> Output {
                 .as_deref()
                 .map(path)
                 .unwrap_or_default(),
+        )
+        .set(
+            "record_cache",
+            if matches!(found.cache, crate::cache::Cache::Folder(_)) {
+                "1"
+            } else {
+                "0"
+            },
         );
     if !matches!(decision, Decision::Plain { .. }) {
         // The op the run derived reaches COMMAND, the tools and the children alike.
@@ -242,6 +250,10 @@ fn sweep(
         .set(
             "shape_file",
             found.shape_file.as_deref().map(path).unwrap_or_default(),
+        )
+        .set(
+            "costs",
+            args.split.costs.as_deref().map(path).unwrap_or_default(),
         )
         .set(
             "scratch",
