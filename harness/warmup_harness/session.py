@@ -128,18 +128,23 @@ class Session:
     def _start_replay(cls, config: Any, mode: env.Mode, miss_policy: env.MissPolicy,
                       compiler: precompile.Precompiler) -> Session:
         path = records.record_path(mode.directory, mode.op)
-        if not path.exists():
+        try:
+            recorded = records.load_records(path)
+        except FileNotFoundError:
             raise records.RecordError(
                 f"{env.REPLAY_DIR}={mode.directory} holds no record for op {mode.op!r} ({path} is "
                 f"missing; {_present(mode.directory)}): record one first, or check {env.CURRENT_OP}"
-            )
-        recorded = records.load_records(path)
+            ) from None
         meta, problem = records.load_meta(records.meta_path(mode.directory, mode.op))
         notes = [f"WARNING {problem}"] if problem else []
         # Where each key was made: the sidecar's, a journaled key's own line; no sidecar (a record
         # published from a file) or one that cannot be read, nothing to check.
         provenance = records.Provenance(meta) if meta is not None else None
-        journaled = unfolded(mode.directory, mode.op, recorded, provenance)
+        try:
+            journaled = unfolded(mode.directory, mode.op, recorded, provenance)
+        except records.RecordError as exc:
+            journaled = 0
+            notes.append(f"WARNING {exc}")
         if journaled:
             notes.append(f"{journaled} key(s) replayed from {journal_path(mode.directory, mode.op)}, journaled by "
                          f"a record session that did not finish; the next record session there folds them in")

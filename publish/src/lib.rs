@@ -74,8 +74,8 @@ pub struct Args {
 
 pub fn run(args: &Args) -> Result<Status> {
     let op = args.op.name();
-    if op.contains(['/', '\0']) || op == "." || op == ".." {
-        bail!("op {op:?} cannot be a file name; give --op a plain name such as mm");
+    if let Some(why) = protocol::op::file_name_problem(op) {
+        bail!("op {op:?} cannot be a file name ({why}); give --op a plain name such as mm");
     }
     let merged = &args.merged;
     let scratch = merged.is_dir().then(|| Scratch::new(merged));

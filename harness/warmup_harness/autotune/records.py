@@ -16,7 +16,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from . import atomic
+from . import atomic, safe_read
 
 META_FORMAT = "warmup-harness-meta"
 META_VERSION = 2  # what this harness writes: 2 added `foreign` (where each key was made)
@@ -44,12 +44,16 @@ def short(value: Any) -> str:
 
 
 def _parse(path: Path, what: str) -> Any:
+    """The JSON at `path`; raises FileNotFoundError where there is none, RecordError for the rest
+    (a FIFO or a device there included: safe_read)."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = safe_read.read_bytes(path).decode("utf-8")
     except UnicodeDecodeError as exc:
         raise RecordError(f"{path}: {what} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except FileNotFoundError:
+        raise
     except OSError as exc:
-        raise RecordError(f"{path}: cannot read {what}: {exc.strerror}") from None
+        raise RecordError(f"{path}: cannot read {what}: {exc.strerror or exc}") from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
@@ -91,16 +95,16 @@ def check_records(doc: Any, path: Path) -> dict[str, dict[str, dict]]:
 
 
 def load_records(path: Path) -> dict[str, dict[str, dict]]:
-    """The record at `path`, checked."""
+    """The record at `path`, checked; raises RecordError, or FileNotFoundError where there is none."""
     return check_records(_parse(path, "the record"), path)
 
 
 def load_meta(path: Path) -> tuple[dict | None, str | None]:
     """The sidecar at `path` and None, or None and why it cannot be used (None, None if absent)."""
-    if not path.exists():
-        return None, None
     try:
         doc = _parse(path, "the sidecar")
+    except FileNotFoundError:
+        return None, None
     except RecordError as exc:
         return None, str(exc)
     if not (isinstance(doc, dict) and doc.get("format") == META_FORMAT):

@@ -130,11 +130,11 @@ def load(setting: Callable[[str], str | None], op: str, triton_version: str,
         return None
     directory = Path(folder.strip())
     path = record_path(directory, op)
-    if not path.exists():
+    try:  # read, not asked first: a folder this user cannot search is a warning too (EACCES)
+        records = load_records(path)
+    except FileNotFoundError:
         lines.append(f"resume: {path} does not exist yet: every key is tuned")
         return None
-    try:
-        records = load_records(path)
     except RecordError as exc:
         lines.append(f"WARNING resume: {exc}; every key is tuned")
         return None

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Callable
 from collections.abc import Iterator
 
-from . import atomic
+from . import atomic, safe_read
 from .records import (META_FORMAT, META_VERSION, UNKNOWN, Made, Provenance, RecordError, describe,
                       fingerprints, foreign_groups, load_meta, load_records, meta_path, record_path,
                       sidecar_damage, versions)
@@ -83,10 +83,14 @@ def unfolded(directory: Path, op: str, records: dict, provenance: Provenance | N
     """Replay: adds to `records` the keys a record session journaled but did not fold (it was
     killed), as the next record session would fold them, and to `provenance` where each was made
     (a line that says nothing: where the sidecar's own keys were); returns how many. Reads only."""
+    path = journal_path(directory, op)
     try:
-        data = journal_path(directory, op).read_bytes()
-    except OSError:
+        data = safe_read.read_bytes(path)
+    except FileNotFoundError:
         return 0
+    except OSError as exc:  # a FIFO or a device there included: its keys, if any, are not replayed
+        raise RecordError(f"{path}: cannot read the journal ({exc.strerror or exc}); its keys, if any, "
+                          f"are not replayed") from None
     entries = journal_entries(data)
     for kernel, key, config, _, _, where in entries:
         records.setdefault(kernel, {})[key] = config
@@ -111,6 +115,8 @@ class RecordWriter:
         self.foreign: dict[Made, int] = {}  # keys of the record made elsewhere, by where, at the last fold
         self._foreign_here: Made = UNKNOWN
         self.folds = 0  # record rewrites by this writer (each one the whole record)
+        self.unwritten: list[tuple[str, str]] = []  # keys whose journal line could not be written
+        self._write_failure: str | None = None  # why the first of them could not
         self._sessions: int | None = None  # the descriptor holding LOCK_SH on `.<op>.sessions`
         self.extra_meta: Callable[[], dict] = dict  # the session's own sidecar fields, at each fold
         self._device_name = device_name
@@ -124,9 +130,14 @@ class RecordWriter:
     def _locked(self) -> Iterator[None]:
         self._busy = True
         try:
-            with open(self.directory / f".{self.op}.lock", "a") as lock:
+            # O_NONBLOCK: a FIFO in its place is refused (ENXIO), not waited on for a reader.
+            lock = os.open(self.directory / f".{self.op}.lock",
+                           os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC, 0o666)
+            try:
                 fcntl.flock(lock, fcntl.LOCK_EX)
                 yield
+            finally:
+                os.close(lock)
         finally:
             self._busy = False
             if self._stop_signal is not None:  # a SIGTERM came meanwhile: fold and die of it now
@@ -142,6 +153,12 @@ class RecordWriter:
                 load_records(self.path)
         except OSError as exc:
             raise self._unwritable(exc) from None
+        try:  # a journal every key would be appended to: a FIFO or a device there refuses the run
+            safe_read.check_file(self.journal)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            raise self._unreadable_journal(exc) from None
 
     def _go_live(self) -> None:
         """Before this session's first write: holds `.<op>.sessions` for the rest of its life and
@@ -156,7 +173,8 @@ class RecordWriter:
         """Holds `flock(LOCK_SH)` on `.<op>.sessions` until release(): warmup-publish, which takes
         LOCK_EX|LOCK_NB there before it removes a journal, leaves this session's journal alone."""
         if self._sessions is None:
-            fd = os.open(sessions_path(self.directory, self.op), os.O_RDONLY | os.O_CREAT, 0o644)
+            fd = os.open(sessions_path(self.directory, self.op),
+                         os.O_RDONLY | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
             try:
                 fcntl.flock(fd, fcntl.LOCK_SH)
             except BaseException:
@@ -180,11 +198,13 @@ class RecordWriter:
             entry["fingerprint"] = fingerprint
         entry["device"], entry["triton"] = self._here()
         line = (json.dumps(entry) + "\n").encode("utf-8")
+        journaled = False
         try:
             self._go_live()
             with self._locked():
-                fd = os.open(self.journal, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o666)
+                fd = os.open(self.journal, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC, 0o666)
                 try:
+                    safe_read.check_regular(fd)
                     size = os.fstat(fd).st_size
                     if size and os.pread(fd, 1, size - 1) != b"\n":
                         # A writer killed mid-append cut its line short: this one starts a line of
@@ -193,17 +213,25 @@ class RecordWriter:
                     view = memoryview(line)
                     while view:
                         view = view[os.write(fd, view):]
-                    journaled = os.fstat(fd).st_size
+                    journaled = True
+                    size = os.fstat(fd).st_size
                 finally:
                     os.close(fd)
                 try:
                     recorded = self.path.stat().st_size
                 except FileNotFoundError:
                     recorded = 0
-                if recorded < FOLD_EVERY_KEY_BELOW or journaled >= recorded:
+                if recorded < FOLD_EVERY_KEY_BELOW or size >= recorded:
                     self._fold()
-        except OSError as exc:
-            raise self._unwritable(exc) from None
+        except (OSError, RecordError) as exc:
+            # The record is a cache: a write that fails (a full disk) never fails the test, which
+            # runs on with the config it tuned. A fold that fails leaves the key in the journal.
+            if not journaled:
+                self.unwritten.append((kernel, key))
+                self._write_failure = self._write_failure or (exc.strerror if isinstance(exc, OSError) and
+                                                              exc.strerror else str(exc))
+                return
+            self._fold_failed(exc)
         self.decided.add((kernel, key))
         self.seconds += seconds or 0.0
 
@@ -224,8 +252,9 @@ class RecordWriter:
             self._go_live()
             with self._locked():
                 carried = self._fold(carried=entries, unchecked=unchecked)
-        except OSError as exc:
-            raise self._unwritable(exc) from None
+        except (OSError, RecordError) as exc:  # a cache: the keys are pinned all the same
+            self._fold_failed(exc)
+            return 0
         for kernel, key, *_ in entries:
             self.decided.add((kernel, key))
         return carried
@@ -233,15 +262,29 @@ class RecordWriter:
     def close(self) -> None:
         """Folds what this session (and any other) journaled; a failure is a note, the journal kept.
         A session that wrote nothing folds nothing and takes no lock."""
+        unwritten = (f"WARNING {self.journal}: {len(self.unwritten)} key(s) tuned here could not be written "
+                     f"({self._write_failure}): their tests ran on with the configs tuned, the record holds "
+                     f"what it held, and the next record session tunes them again")
+        if self.unwritten and unwritten not in self.notes:
+            self.notes.append(unwritten)
         if self._sessions is None:
             return
         try:
             with self._locked():
                 self._fold()
         except (OSError, RecordError) as exc:
-            why = exc.strerror if isinstance(exc, OSError) else str(exc)
-            self.notes.append(f"WARNING {self.journal}: not folded into {self.path} ({why}); its keys "
-                              f"are kept there and folded by the next record session in that folder")
+            self._fold_failed(exc)
+
+    def _fold_failed(self, exc: OSError | RecordError) -> None:
+        why = (exc.strerror or str(exc)) if isinstance(exc, OSError) else str(exc)
+        note = (f"WARNING {self.journal}: not folded into {self.path} ({why}); its keys are kept there "
+                f"and folded by the next record session in that folder")
+        if note not in self.notes:
+            self.notes.append(note)
+
+    def _unreadable_journal(self, exc: OSError) -> RecordError:
+        return RecordError(f"{self.journal}: cannot read the journal ({exc.strerror or exc}): remove it, "
+                           f"or give a record folder of its own")
 
     def _unwritable(self, exc: OSError) -> RecordError:
         return RecordError(f"{self.path}: cannot write the record ({exc.strerror or exc}): the record "
@@ -257,9 +300,11 @@ class RecordWriter:
         and `triton` (this process's) are listed in its `foreign`, so that no sidecar vouches for
         a key made on another device or Triton."""
         try:
-            data = self.journal.read_bytes()
+            data = safe_read.read_bytes(self.journal)
         except FileNotFoundError:
             data = None
+        except OSError as exc:  # a FIFO or a device there included
+            raise self._unreadable_journal(exc) from None
         entries = journal_entries(data) if data is not None else []
         added = 0
         if entries or carried:
