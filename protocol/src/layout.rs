@@ -7,6 +7,9 @@ use std::path::{Path, PathBuf};
 pub const PLAN: &str = "plan.json";
 /// `SCRATCH/merged.json`, relative to the scratch folder.
 pub const MERGED: &str = "merged.json";
+/// `SCRATCH/merged`, relative to the scratch folder: the record folder a run publishes into when
+/// it is given none (beside `merged.json`, which is warmup-merge's output, not a record folder).
+pub const FALLBACK_RECORDS: &str = "merged";
 /// `SCRATCH/conflicts.json`, relative to the scratch folder.
 pub const CONFLICTS: &str = "conflicts.json";
 /// `SCRATCH/.lock`, relative to the scratch folder: the scratch lock's file.
@@ -43,6 +46,11 @@ impl Scratch {
     /// SCRATCH` publishes.
     pub fn merged(&self) -> PathBuf {
         self.root.join(MERGED)
+    }
+
+    /// `SCRATCH/merged`: the record folder a run given none publishes into.
+    pub fn fallback_records(&self) -> PathBuf {
+        self.root.join(FALLBACK_RECORDS)
     }
 
     /// `SCRATCH/conflicts.json`: the conflicts list `warmup-merge --in-scratch` writes.

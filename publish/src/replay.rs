@@ -70,14 +70,7 @@ fn json(dir: &Path, file: &Path) -> Result<Vec<u8>> {
             dir.display()
         );
     };
-    let doc = serde_json::json!({
-        "unset": [RECORD_DIR],
-        "set": { REPLAY_DIR: dir },
-        "file": file,
-    });
-    let mut out = serde_json::to_vec_pretty(&doc)?;
-    out.push(b'\n');
-    Ok(out)
+    Ok(protocol::replay::ReplayEnv::new(dir, file).to_json()?)
 }
 
 #[cfg(test)]
