@@ -22,6 +22,12 @@ pub const CLAIMS: &str = "claims";
 /// A shard's shape file name inside its `w<i>` folder.
 const SHAPES: &str = "shapes.yaml";
 
+/// `DIR/<op>.json`: the op's record file in a record folder (a shard's `w<i>/rec`, or the one
+/// published into), the name every tool and the harness give it.
+pub fn record_file(dir: &Path, op: &str) -> PathBuf {
+    dir.join(format!("{op}.json"))
+}
+
 /// The scratch folder of one run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Scratch {
@@ -101,7 +107,7 @@ impl Scratch {
 
     /// `SCRATCH/w<i>/rec/<op>.json`: child i's record file.
     pub fn record_file(&self, shard: usize, op: &str) -> PathBuf {
-        self.record_dir(shard).join(format!("{op}.json"))
+        record_file(&self.record_dir(shard), op)
     }
 
     /// `SCRATCH/w<i>/worker.log`: child i's stdout and stderr.

@@ -20,7 +20,9 @@ die_usage() {
 }
 
 # Prints the folder of the warmup-* tools: WARMUP_BIN_DIR, beside the script (installed), the
-# repository's target/release or target/debug, else PATH. Fails when there are none.
+# repository's target/release or target/debug, else PATH. Fails when there are none. The order
+# warmup-spawn finds its tools in (spawn/src/tools.rs): the one set by hand first, then where
+# the caller itself is (tests/test_warmup.py checks that both follow WARMUP_BIN_DIR first).
 find_bin_dir() {
     local d
     for d in "${WARMUP_BIN_DIR-}" "$here" "$here/../target/release" "$here/../target/debug"; do

@@ -22,6 +22,8 @@ pub struct RunSettings {
     pub cache_per_child: bool,
     /// By-key mode: the claim folder (`SCRATCH/claims`), the children's `WARMUP_HARNESS_CLAIM_DIR`.
     pub claims: Option<PathBuf>,
+    /// `--fresh` or `--resume-dir`: the children's variable for it, and its value.
+    pub resume: Option<(&'static str, String)>,
 }
 
 /// A shard's child, ready to start on any device.
@@ -69,6 +71,9 @@ impl Job {
         ];
         if let Some(claims) = &settings.claims {
             set.push((env::CLAIM_DIR.to_owned(), path(claims.clone())));
+        }
+        if let Some((name, value)) = &settings.resume {
+            set.push(((*name).to_owned(), value.clone()));
         }
         if settings.cache_per_child {
             let cache = path(scratch.triton_cache(shard));
@@ -143,6 +148,7 @@ mod tests {
         children: 2,
         cache_per_child: false,
         claims: None,
+        resume: None,
     };
 
     fn job(command: &[&str], backend: &str) -> Job {
@@ -268,6 +274,7 @@ mod tests {
             children: 3,
             cache_per_child: true,
             claims: None,
+            resume: None,
         };
         let env = job_with(&["pytest"], "cuda", own).env_on("0");
         assert!(env

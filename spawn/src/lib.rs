@@ -106,10 +106,7 @@ const EXIT_STATUS: [(&str, &str); 5] = [
         "the shards ran and some failed: exited non-zero, timed out or did not start",
     ),
     toolkit::USAGE_ROW,
-    (
-        "3",
-        "nothing to do: the plan has no shard to run (or a --print-* query has no answer)",
-    ),
+    ("3", "nothing to do: the plan has no shard to run"),
     (
         "128+N",
         "stopped by signal N, after every child was stopped and reaped",
@@ -174,6 +171,16 @@ pub struct Args {
     /// FILE, atomically, as the contract's "Run summaries" says (SEE ALSO); `-` is stdout
     #[arg(long, value_name = "FILE")]
     pub summary: Option<PathBuf>,
+
+    /// Each child resumes from the record in DIR (WARMUP_HARNESS_RESUME_DIR=DIR): a key it holds
+    /// for this Triton and device is not tuned again; the measurement is not given it
+    #[arg(long, value_name = "DIR", requires = "plan")]
+    pub resume_dir: Option<PathBuf>,
+
+    /// Each child tunes every key again (WARMUP_HARNESS_FRESH=1), whatever --resume-dir names;
+    /// the measurement is not given it
+    #[arg(long, requires = "plan")]
+    pub fresh: bool,
 
     /// Run only these shards: indices and ranges, e.g. 3, 0,4,8, 2-5; only their outputs are
     /// cleared and written
@@ -293,6 +300,7 @@ fn measure(args: &Args, env: &backend::Environment, parent: nix::unistd::Pid) ->
         record_dir: args.record_dir.as_deref(),
         discard_scratch: args.discard_scratch,
         summary: args.summary.as_deref(),
+        fresh: args.fresh,
     };
     match prepare::prepare(&request(args), env) {
         Ok(Some(prepared)) => flow::run(&opts, &prepared, parent),
@@ -324,6 +332,10 @@ fn request(args: &Args) -> prepare::Request<'_> {
         index_from_env: args.index_from_env.as_deref(),
         measure: args.measure,
         command: &args.command,
+        resume: protocol::env::resume_env(
+            args.fresh,
+            args.resume_dir.as_deref().map(Path::as_os_str),
+        ),
     }
 }
 

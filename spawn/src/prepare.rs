@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// What the command line asks of a run, as [`prepare`] reads it.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Request<'a> {
     pub op: &'a OpArg,
     pub plan: Option<&'a Path>,
@@ -27,6 +27,8 @@ pub struct Request<'a> {
     /// `--measure`: the run summary is the measurement's to write, even for a plan with no shard.
     pub measure: bool,
     pub command: &'a [OsString],
+    /// The children's fresh/resume variable (`protocol::env::resume_env`).
+    pub resume: Option<(&'static str, OsString)>,
 }
 
 /// A run, ready to start.
@@ -78,6 +80,10 @@ pub fn prepare(req: &Request<'_>, env: &backend::Environment) -> Result<Option<P
         children: plan.shards.len().min(devices.len()),
         cache_per_child: req.cache_per_child,
         claims: plan.by_key().then(|| scratch.claims()),
+        resume: req
+            .resume
+            .as_ref()
+            .map(|(name, value)| (*name, value.to_string_lossy().into_owned())),
     };
     let start = JobStart {
         plan_path,

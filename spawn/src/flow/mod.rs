@@ -40,7 +40,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use toolkit::Status;
 
-/// What the run says, as scripts/warmup said it.
+/// What the run says, as scripts/warmup says it (its `TAG`, checked below to be the same).
 const TAG: &str = "[parallel-warmup]";
 
 fn say(line: &str) {
@@ -59,6 +59,8 @@ pub struct Options<'a> {
     pub record_dir: Option<&'a Path>,
     pub discard_scratch: bool,
     pub summary: Option<&'a Path>,
+    /// `--fresh`, said once as the run starts.
+    pub fresh: bool,
 }
 
 /// Where the run's configs go, and what the tools run under.
@@ -76,6 +78,9 @@ struct Place<'a> {
 /// The `--measure` run, from the hold on the scratch to the measurement's end.
 pub fn run(opts: &Options<'_>, prepared: &PreparedRun, parent: Pid) -> Result<Status> {
     let _hold = prepare::hold_scratch(prepared)?;
+    if opts.fresh {
+        say("--fresh: every key is tuned again");
+    }
     let place = place(opts, &prepared.scratch);
     // The watchdog first, while this is the only thread and before the gate exists (a fork
     // would hold its write end); then the signals, before any job starts.
@@ -108,11 +113,7 @@ pub fn run(opts: &Options<'_>, prepared: &PreparedRun, parent: Pid) -> Result<St
 /// Lends the caller's lock to the tools alone, and says where the configs go.
 fn place<'a>(opts: &Options<'_>, scratch: &'a Scratch) -> Place<'a> {
     // A lock the caller lent reaches the tools, not the measurement nor the children.
-    if let Some(fd) = std::env::var(protocol::lock::LOCK_FD)
-        .ok()
-        .and_then(|v| v.trim().parse::<i32>().ok())
-        .filter(|fd| *fd > 2)
-    {
+    if let Some(fd) = protocol::lock::lent_fd_number().filter(|fd| *fd > 2) {
         // SAFETY: F_SETFD sets only the close-on-exec flag of our own descriptor; a number
         // that is not open fails (EBADF) and is left alone.
         #[allow(unsafe_code)]
@@ -159,4 +160,17 @@ pub fn plain(command: &[OsString], why: &str) -> Status {
 
 fn path_text(p: &Path) -> String {
     p.to_string_lossy().into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    /// scripts/warmup says its own lines (before it becomes warmup-spawn) with the same prefix:
+    /// one prefix, spelled here, which the script must match.
+    #[test]
+    fn scripts_warmup_says_its_lines_with_the_same_prefix() {
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/warmup");
+        let text = std::fs::read_to_string(script).expect("scripts/warmup");
+        let line = format!("readonly TAG='{}'", super::TAG);
+        assert!(text.lines().any(|l| l == line), "{script} lacks {line}");
+    }
 }
