@@ -59,6 +59,11 @@ impl Scratch {
         self.root.join(FALLBACK_RECORDS)
     }
 
+    /// `SCRATCH/slurm`: warmup-slurm's batch scripts, job ids and Slurm's output files.
+    pub fn slurm(&self) -> PathBuf {
+        self.root.join("slurm")
+    }
+
     /// `SCRATCH/conflicts.json`: the conflicts list `warmup-merge --in-scratch` writes.
     pub fn conflicts(&self) -> PathBuf {
         self.root.join(CONFLICTS)

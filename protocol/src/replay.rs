@@ -39,6 +39,15 @@ impl ReplayEnv {
     }
 }
 
+/// The replay environment for `dir` as sh lines for `eval` (`warmup-publish --format sh`, and
+/// what `warmup-spawn --finish` prints), quoted by the shell rule `warmup-spawn --dry-run` uses.
+pub fn sh(dir: &[u8]) -> Vec<u8> {
+    let mut out = format!("unset {RECORD_DIR}\nexport {REPLAY_DIR}=").into_bytes();
+    out.extend(toolkit::shell::quote_bytes(dir));
+    out.push(b'\n');
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,10 +1,68 @@
 //! The judgment after a sweep: from what the sweep, warmup-merge and warmup-publish gave, what
-//! the measurement is told ([`Word`], or nothing: the gate closed) and the lines that say why.
-//! Free of system calls, so that it is tested alone.
+//! the measurement is told ([`Word`], or nothing: the gate closed) and the lines that say why;
+//! and, for `--finish` (a sweep whose shards ran elsewhere), which shards did not finish and in
+//! what words ([`unfinished`]) and what was merged ([`finished`]). Free of system calls, so that
+//! it is tested alone.
 
 use crate::gate::Word;
+use protocol::layout::Scratch;
 use protocol::summary::MergeSummary;
 use std::path::{Path, PathBuf};
+
+/// The warning for keys whose winners differed between shards, as both runs give it.
+fn conflict_warning(conflicts: usize, list: &str) -> String {
+    format!("WARNING {conflicts} config key(s) got different winners across shards (list: {list})")
+}
+
+/// Each of the plan's shards (`inputs`) that did not end `ok`, with the line that says how it
+/// ended and where its log is, in index order.
+pub fn unfinished(merged: &MergeSummary, scratch: &Scratch) -> Vec<(usize, String)> {
+    (0..merged.inputs)
+        .filter_map(|i| {
+            let outcome = merged.shards.iter().find(|s| s.index == i);
+            let words = match outcome.map_or("not_started", |s| s.outcome.as_str()) {
+                "ok" => return None,
+                "failed" => "failed".to_owned(),
+                "timed_out" => "timed out (warmup-spawn --timeout)".to_owned(),
+                "stopped" => "was stopped by a signal (scancel, or its --time ran out)".to_owned(),
+                _ => format!(
+                    "did not start or was refused (no status; see {}/shard-*_{i}.out)",
+                    scratch.slurm().display()
+                ),
+            };
+            let log = scratch.log(i);
+            Some((i, format!("shard {i} {words}; log: {}", log.display())))
+        })
+        .collect()
+}
+
+/// What was merged from how many shards and published in `target`, the conflict warning, and
+/// how to measure on it.
+pub fn finished(merged: &MergeSummary, unfinished: usize, target: &Path, op: &str) -> Vec<String> {
+    let k = merged.inputs;
+    let mut lines = vec![format!(
+        "merged {} kernels / {} configs from the records of {} of {k} shards ({} finished) -> {}/{op}.json",
+        merged.kernels,
+        merged.configs,
+        merged.recovered,
+        k.saturating_sub(unfinished),
+        target.display()
+    )];
+    if merged.conflicts > 0 {
+        let list = merged
+            .conflicts_file
+            .as_ref()
+            .map_or_else(String::new, |p| p.display().to_string());
+        lines.push(conflict_warning(merged.conflicts, &list));
+    }
+    lines.push(format!(
+        "measure with: {}={} (and {} unset), e.g. eval the lines above",
+        protocol::env::REPLAY_DIR,
+        target.display(),
+        protocol::env::RECORD_DIR
+    ));
+    lines
+}
 
 /// How warmup-merge went.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -120,9 +178,9 @@ pub fn verdict(f: &Findings<'_>) -> Verdict {
             .as_ref()
             .map_or_else(String::new, |p| p.display().to_string());
         lines.push(format!(
-            "WARNING {conflicts} config key(s) got different winners across shards (list: {list}) \
-             — parallel interference reached the sweep. Treat this run as a rough pass; unset \
-             PARALLEL_WARMUP_GPUS for a clean baseline"
+            "{} — parallel interference reached the sweep. Treat this run as a rough pass; unset \
+             PARALLEL_WARMUP_GPUS for a clean baseline",
+            conflict_warning(conflicts, &list)
         ));
     }
     let word = match f.publish_dir {
@@ -258,5 +316,57 @@ mod tests {
         let mut late = findings(configs(0), Some("/elsewhere"));
         late.publish_dir = None; // no measurement waits: nothing was promised
         assert_eq!(verdict(&late).word, Some(Word::Replay));
+    }
+
+    #[test]
+    fn unfinished_shards_are_named_by_how_they_ended_and_a_missing_one_did_not_start() {
+        use protocol::summary::ShardLine;
+        let line = |index, outcome: &str| ShardLine {
+            index,
+            outcome: outcome.into(),
+            log: format!("/s/w{index}/worker.log").into(),
+        };
+        let merged = MergeSummary {
+            inputs: 5,
+            shards: vec![
+                line(0, "ok"),
+                line(1, "failed"),
+                line(2, "timed_out"),
+                line(3, "stopped"),
+            ],
+            ..MergeSummary::default()
+        };
+        let lines = unfinished(&merged, &Scratch::new("/s"));
+        let indices: Vec<usize> = lines.iter().map(|(i, _)| *i).collect();
+        assert_eq!(indices, [1, 2, 3, 4]);
+        assert_eq!(lines[0].1, "shard 1 failed; log: /s/w1/worker.log");
+        assert!(lines[1]
+            .1
+            .starts_with("shard 2 timed out (warmup-spawn --timeout)"));
+        assert!(lines[2].1.starts_with("shard 3 was stopped by a signal"));
+        assert!(lines[3].1.starts_with(
+            "shard 4 did not start or was refused (no status; see /s/slurm/shard-*_4.out)"
+        ));
+    }
+
+    #[test]
+    fn a_finish_says_what_was_merged_and_warns_of_conflicts_as_the_sweep_does() {
+        let merged = MergeSummary {
+            inputs: 4,
+            recovered: 3,
+            kernels: 1,
+            configs: 9,
+            conflicts: 2,
+            conflicts_file: Some("/s/conflicts.json".into()),
+            ..MergeSummary::default()
+        };
+        let lines = finished(&merged, 2, Path::new("/rec"), "mm");
+        assert_eq!(
+            lines[0],
+            "merged 1 kernels / 9 configs from the records of 3 of 4 shards (2 finished) -> /rec/mm.json"
+        );
+        let swept = verdict(&findings(configs(2), Some("/rec")));
+        assert!(swept.lines[1].starts_with(&lines[1]), "{lines:?} {swept:?}");
+        assert!(lines[2].starts_with("measure with: FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR=/rec "));
     }
 }

@@ -23,6 +23,7 @@
 
 mod by_key;
 mod child;
+mod finish;
 mod flow;
 mod gate;
 mod job;
@@ -119,7 +120,8 @@ const EXIT_STATUS: [(&str, &str); 5] = [
     name = TOOL,
     version,
     about,
-    after_long_help = toolkit::cli::after_help(EXAMPLES, &toolkit::exit_status_help(&EXIT_STATUS))
+    after_long_help = toolkit::cli::after_help(EXAMPLES, &toolkit::exit_status_help(&EXIT_STATUS)),
+    group = clap::ArgGroup::new("publishing").args(["measure", "finish"])
 )]
 pub struct Args {
     #[command(flatten)]
@@ -214,9 +216,17 @@ pub struct Args {
     #[arg(long, requires = "plan", conflicts_with_all = ["dry_run", "only", "index_from_env"])]
     pub measure: bool,
 
-    /// With --measure: publish into DIR (and keep the sweep's costs there) [default:
-    /// $FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR when not blank, else SCRATCH/merged]
-    #[arg(long, value_name = "DIR", requires = "measure")]
+    /// Finish a sweep whose shards ran elsewhere (warmup-slurm's finishing job): merge their
+    /// records, name each shard that did not finish, publish, and print the run summary the
+    /// script relays (`say`, `rerun`, `env`, `error` lines); exit 0 every shard finished, 1 some
+    /// did not, 3 no configs recovered
+    #[arg(long, requires = "plan", conflicts_with_all = ["dry_run", "measure", "only", "index_from_env", "summary", "command"])]
+    pub finish: bool,
+
+    /// With --measure or --finish: publish into DIR (and keep the sweep's costs there);
+    /// blank is none [default: $FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR when not blank, else
+    /// SCRATCH/merged]
+    #[arg(long, value_name = "DIR", requires = "publishing")]
     pub record_dir: Option<PathBuf>,
 
     /// With --measure: remove SCRATCH once the measurement has ended, when nothing in it is
@@ -245,6 +255,8 @@ pub enum Command<'a> {
     Run(&'a Args),
     /// `--measure`: run the shards, merge, publish and measure.
     Measure(&'a Args),
+    /// `--finish`: merge, judge and publish shards that ran elsewhere.
+    Finish(&'a Args),
 }
 
 impl<'a> Command<'a> {
@@ -258,6 +270,8 @@ impl<'a> Command<'a> {
             Command::DryRun(args)
         } else if args.measure {
             Command::Measure(args)
+        } else if args.finish {
+            Command::Finish(args)
         } else {
             Command::Run(args)
         }
@@ -285,7 +299,25 @@ pub fn run(args: &Args) -> Result<Status> {
             None => Ok(Status::NothingToDo),
         },
         Command::Measure(args) => measure(args, &env, parent),
+        Command::Finish(args) => finish(args),
     }
+}
+
+/// `--finish`: the plan's scratch and op, checked as a run's are.
+fn finish(args: &Args) -> Result<Status> {
+    let plan_arg = args
+        .plan
+        .as_deref()
+        .context("--finish needs --plan SCRATCH")?;
+    let plan_file = plan_arg.is_dir().then(|| Scratch::new(plan_arg).plan());
+    let plan_path = plan_file.as_deref().unwrap_or(plan_arg);
+    let (plan, scratch) = protocol::plan::Plan::load(plan_path)?;
+    let op = args.op.for_plan(&plan, plan_path)?;
+    finish::run(&finish::Request {
+        scratch: scratch.root(),
+        op,
+        record_dir: args.record_dir.as_deref(),
+    })
 }
 
 /// `--measure`: what keeps the sweep from running is a reason to measure COMMAND plain, as the
@@ -382,5 +414,6 @@ mod tests {
             command(&[spawn, "--plan", "p", "--measure", "--", "pytest"]),
             "Measure"
         );
+        assert_eq!(command(&[spawn, "--plan", "p", "--finish"]), "Finish");
     }
 }
