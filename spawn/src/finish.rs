@@ -69,9 +69,10 @@ impl Relay {
     }
 }
 
-/// Runs `program args...`, its stdout kept, its stderr the caller's; its exit code (`None`: it
-/// did not run, or a signal ended it).
+/// Runs `program args...`, its stdout kept, its stderr the caller's; its exit status as a shell
+/// gives it (128+N for signal N; `None`: it did not run).
 fn tool(name: &str, args: &[&OsStr]) -> (Option<i32>, Vec<u8>) {
+    use std::os::unix::process::ExitStatusExt;
     let run = crate::tools::find(name).and_then(|program| {
         Ok(Command::new(program)
             .args(args)
@@ -80,7 +81,10 @@ fn tool(name: &str, args: &[&OsStr]) -> (Option<i32>, Vec<u8>) {
             .output()?)
     });
     match run {
-        Ok(out) => (out.status.code(), out.stdout),
+        Ok(out) => {
+            let code = out.status.code().or(out.status.signal().map(|s| 128 + s));
+            (code, out.stdout)
+        }
         Err(e) => {
             eprintln!("{}: {e:#}", crate::TOOL);
             (None, Vec::new())
