@@ -146,6 +146,18 @@ def test_record_sidecar_holds_versions_and_each_keys_tuning_seconds(recorded):
     assert all(isinstance(s, float) and s >= 0 for v in meta["tune_seconds"].values() for s in v.values())
 
 
+def test_a_record_session_keeps_its_keys_tuned_and_configs_timed_in_its_progress_file(tmp_path):
+    """WARMUP_HARNESS_PROGRESS (warmup-spawn's SCRATCH/w<i>/progress.json), read for its progress lines."""
+    progress = tmp_path / "w0" / "progress.json"
+    progress.parent.mkdir()
+    run = bench(tmp_path, shape_file(tmp_path, SHAPES), FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "rec"),
+                WARMUP_HARNESS_PROGRESS=str(progress))
+    assert run.returncode == 0, run.output
+    timed = sum(run.session["timed"].values())
+    assert timed > 12 and json.loads(progress.read_text()) == {"keys": 12, "configs": timed}
+    assert [p.name for p in progress.parent.iterdir()] == ["progress.json"], "no temporary is left"
+
+
 def test_record_sidecar_counts_the_start_up_from_the_interpreters_start_to_the_first_test(tmp_path):
     run = bench(tmp_path, shape_file(tmp_path, SHAPES[:1]), FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "rec"),
                 FIXTURE_IMPORT_SECONDS="1.5")  # collection pays 1.5 s more
@@ -582,6 +594,31 @@ def test_a_re_run_of_the_cache_session_with_a_full_record_tunes_nothing_and_writ
     assert warm.returncode == 0 and warm.session["timed"] == {}, warm.output
     now = (folder / "mm.json").stat()
     assert (now.st_ino, now.st_mtime_ns) == (files["mm.json"].st_ino, files["mm.json"].st_mtime_ns)
+
+
+def test_a_cache_session_that_tunes_nothing_takes_no_lock_and_starts_no_pool(tmp_path):
+    shapes = shape_file(tmp_path, SHAPES)
+    folder = tmp_path / "rec"
+    assert cache_session(tmp_path, shapes, folder).returncode == 0
+    # Spawned compile workers import the preload module when they start: it leaves a mark.
+    modules = tmp_path / "modules"
+    modules.mkdir()
+    mark = tmp_path / "a-pool-started"
+    (modules / "pool_mark.py").write_text(f"open({str(mark)!r}, 'a').close()\n")
+    held = []
+    try:
+        for name in (".mm.lock", ".mm.sessions"):  # a session that took either would wait here
+            held.append(open(folder / name, "a"))
+            fcntl.flock(held[-1], fcntl.LOCK_EX | fcntl.LOCK_NB)
+        again = cache_session(tmp_path, shapes, folder, WARMUP_HARNESS_COMPILE_START="spawn",
+                              WARMUP_HARNESS_COMPILE_PRELOAD="pool_mark",
+                              PYTHONPATH=f"{SOURCE}{os.pathsep}{modules}")
+    finally:
+        for f in held:
+            f.close()
+    assert again.returncode == 0 and again.session["timed"] == {}, again.output
+    assert "recorded 0 key(s)" in again.stderr and not (folder / ".mm.journal").exists()
+    assert not mark.exists(), "a compile pool started in a session that compiled nothing"
 
 
 def test_a_changed_kernel_is_tuned_again_while_the_other_kernels_of_the_op_replay(tmp_path):

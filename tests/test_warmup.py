@@ -111,8 +111,19 @@ def test_whole_flow_sweeps_in_parallel_then_measures_once_replaying_merged_confi
     assert scratch_folders(work) == [], "the scratch is removed after a clean run"
 
 
-def test_without_a_record_dir_configs_are_published_into_the_kept_scratch(work):
-    run = warmup(work, "--gpus", "2", "--devices", "a,b")
+def test_without_a_record_dir_configs_are_published_into_the_record_cache(work):
+    cache = work / "cache"
+    run = warmup(work, "--gpus", "2", "--devices", "a,b", XDG_CACHE_HOME=str(cache))
+    assert run.returncode == 0, run.stderr
+    [folder] = (cache / "parallel-warmup" / "records").iterdir()
+    assert (folder / "mm.json").is_file() and (folder / "mm.costs.json").is_file()
+    assert run.measurement["env"]["FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR"] == str(folder)
+    assert scratch_folders(work) == [], "the scratch is removed: nothing in it is needed"
+    assert all(s["env"]["FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR"].endswith("/rec") for s in run.children)
+
+
+def test_with_no_record_cache_configs_are_published_into_the_kept_scratch(work):
+    run = warmup(work, "--gpus", "2", "--devices", "a,b", XDG_CACHE_HOME="", HOME="")
     assert run.returncode == 0, run.stderr
     [scratch] = scratch_folders(work)
     published = scratch / "merged" / "mm.json"

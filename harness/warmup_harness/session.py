@@ -95,7 +95,7 @@ class Session:
 
     @classmethod
     def _start_record(cls, config: Any, mode: env.Mode, compiler: precompile.Precompiler) -> Session:
-        from .autotune import once_recorder, policies, tuners
+        from .autotune import once_recorder, policies, progress, tuners
 
         try:
             mode.directory.mkdir(parents=True, exist_ok=True)
@@ -104,7 +104,7 @@ class Session:
                                       f"({exc.strerror or exc})") from None
         records.check_writable(mode.directory, env.RECORD_DIR)
         writer = RecordWriter(mode.directory, mode.op, device_name)
-        writer.open()  # refuses now, not after the first sweep, a file this run cannot add to
+        writer.open()  # refuses now, not after the first sweep, a file this run cannot add to (no lock yet)
         try:
             # By-key claims and resume (autotune/once_recorder.py), else the plain recorder.
             policy = once_recorder.start(lambda name: env.setting(config, name), mode.op, writer, device_name,
@@ -112,9 +112,11 @@ class Session:
         except BaseException:
             writer.release()
             raise
+        policy.progress = progress.from_env(os.environ)
         clock = CompileClock()
         hooks = tuners.install(policy, compiler, clock)
-        compiler.start_early()  # its workers' imports overlap pytest's collection
+        if not (isinstance(policy, once_recorder.OnceRecorder) and policy.same_folder):  # a cache may tune nothing
+            compiler.start_early()  # its workers' imports overlap pytest's collection
         session = cls(config, mode, policy, [], compiler, hooks, writer=writer)
         writer.extra_meta = lambda: {"startup_seconds": session.startup_seconds,
                                      "compile_seconds": clock.total(compiler)}

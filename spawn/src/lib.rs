@@ -93,6 +93,10 @@ FILES:
   SCRATCH/w<i>/worker.log     child i's stdout and stderr (truncated at its start; --max-log caps it)
   SCRATCH/w<i>/rec/           child i's FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR
   SCRATCH/w<i>/status.json    child i's outcome; absent when the shard never started
+  SCRATCH/w<i>/progress.json  child i's keys tuned and configs timed, which its harness keeps
+                              (WARMUP_HARNESS_PROGRESS): on a terminal in the live lines, in a
+                              log a line per running device every 10 s (WARMUP_SPAWN_PROGRESS_SECONDS
+                              sets another interval, for tests)
   SCRATCH/claims/             a by-key plan's claims and winners (WARMUP_HARNESS_CLAIM_DIR),
                               emptied by a run of the whole plan
   SCRATCH/w<i>/.triton_cache  child i's TRITON_CACHE_DIR, with --cache-per-child only: by default
@@ -340,7 +344,7 @@ fn measure(args: &Args, env: &backend::Environment, parent: nix::unistd::Pid) ->
             &args.command,
             "the plan has no shards to sweep",
         )),
-        Err(e) if args.command.is_empty() => Err(e),
+        Err(e) if args.command.is_empty() || e.is::<prepare::OpConflict>() => Err(e),
         Err(e) => {
             eprintln!("{TOOL}: {e:#}");
             Ok(flow::plain(

@@ -13,6 +13,20 @@ use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+/// A caller's op (`--op`, else `FLAGGEMS_PERF_CURRENT_OP`) that is not the plan's: a usage error
+/// (exit 2) even with `--measure`, which otherwise runs COMMAND when the sweep cannot run, since
+/// COMMAND would measure one op while the children recorded another.
+#[derive(Debug)]
+pub struct OpConflict(String);
+
+impl std::fmt::Display for OpConflict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for OpConflict {}
+
 /// What the command line asks of a run, as [`prepare`] reads it.
 #[derive(Debug, Clone)]
 pub struct Request<'a> {
@@ -54,7 +68,9 @@ pub fn prepare(req: &Request<'_>, env: &backend::Environment) -> Result<Option<P
     let plan_file = plan_arg.is_dir().then(|| Scratch::new(plan_arg).plan());
     let plan_path = plan_file.as_deref().unwrap_or(plan_arg);
     let (mut plan, scratch) = Plan::load(plan_path)?;
-    req.op.for_plan(&plan, plan_path)?;
+    req.op
+        .for_plan(&plan, plan_path)
+        .map_err(|e| OpConflict(format!("{e:#}")))?;
     let root = std::path::absolute(scratch.root())
         .with_context(|| format!("resolving {}", scratch.root().display()))?;
     let scratch = Scratch::new(root);
@@ -80,6 +96,7 @@ pub fn prepare(req: &Request<'_>, env: &backend::Environment) -> Result<Option<P
         children: plan.shards.len().min(devices.len()),
         cache_per_child: req.cache_per_child,
         claims: plan.by_key().then(|| scratch.claims()),
+        op: plan.op.clone(),
         resume: req
             .resume
             .as_ref()
@@ -193,7 +210,7 @@ fn jobs(plan: &Plan, scratch: &Scratch, start: &JobStart<'_>) -> Result<Vec<job:
                 );
             }
             let marker = process::Marker::new(start.run_id, shard.index);
-            Ok(job::Job::new(
+            let mut job = job::Job::new(
                 scratch,
                 shard.index,
                 shape,
@@ -201,7 +218,12 @@ fn jobs(plan: &Plan, scratch: &Scratch, start: &JobStart<'_>) -> Result<Vec<job:
                 start.backend,
                 marker,
                 start.settings.clone(),
-            ))
+            );
+            // Costs in seconds (the history's, or a cost file's): the progress lines' ETA.
+            if plan.cost_source.as_deref() == Some("file") {
+                job.expected_seconds = shard.expected_cost;
+            }
+            Ok(job)
         })
         .collect()
 }

@@ -155,6 +155,7 @@ mod tests {
                 cache_per_child: false,
                 claims: None,
                 resume: None,
+                op: "mm".into(),
             },
         )];
         let devices: Vec<String> = devices.iter().map(|d| (*d).to_owned()).collect();

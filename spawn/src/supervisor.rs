@@ -147,7 +147,7 @@ impl Pool<'_, '_> {
                 Ok(child) => {
                     self.run.watchdog.watch(child.pid);
                     let pid = child.pid.as_raw().unsigned_abs();
-                    self.run.progress.started(slot, job.shard, pid);
+                    self.run.progress.started(slot, job, pid);
                     self.running.push(child);
                 }
                 Err(status) => {
