@@ -73,9 +73,9 @@ pub fn record_dir(raw: Option<&std::ffi::OsStr>, cwd: &Path) -> Result<Option<Pa
         return Ok(None);
     };
     let dir = toolkit::file::absolute_in(&dir, cwd);
-    if dir.symlink_metadata().is_ok() && !dir.is_dir() {
+    if let Err(why) = toolkit::file::check_folder(&dir) {
         bail!(
-            "{}={} is not a folder: point it at the folder the op's record is published into",
+            "{}={}: {why}: point it at the folder the op's record is published into",
             names::RECORD_DIR,
             dir.display()
         );

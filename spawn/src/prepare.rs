@@ -9,7 +9,7 @@ use protocol::backend;
 use protocol::layout::Scratch;
 use protocol::op::OpArg;
 use protocol::plan::Plan;
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -85,7 +85,7 @@ pub fn prepare(req: &Request<'_>, env: &backend::Environment) -> Result<Option<P
             plan_path.display()
         );
     }
-    check_command(&req.command[0])?;
+    protocol::command::check_program(&req.command[0], std::env::var_os("PATH").as_deref())?;
     let backend = backend::select(req.backend, env)?;
     let devices = backend::devices(backend, req.devices, env)?;
     if plan.by_key() {
@@ -266,31 +266,4 @@ fn check_writable(folder: &Path, shard: usize) -> Result<()> {
             folder.display()
         )
     })
-}
-
-/// Refuses a COMMAND that cannot run, before any child starts.
-fn check_command(program: &OsStr) -> Result<()> {
-    let path = Path::new(program);
-    let runnable =
-        |p: &Path| p.is_file() && nix::unistd::access(p, nix::unistd::AccessFlags::X_OK).is_ok();
-    if program.as_encoded_bytes().contains(&b'/') {
-        if !path.exists() {
-            bail!("COMMAND {}: no such file", path.display());
-        }
-        if !runnable(path) {
-            bail!(
-                "COMMAND {}: not an executable file; check its permissions",
-                path.display()
-            );
-        }
-        return Ok(());
-    }
-    let search = std::env::var_os("PATH").unwrap_or_default();
-    if std::env::split_paths(&search).any(|dir| runnable(&dir.join(path))) {
-        return Ok(());
-    }
-    bail!(
-        "COMMAND {:?} not found in PATH (or not executable); give its path or fix PATH",
-        program.to_string_lossy()
-    )
 }

@@ -114,7 +114,10 @@ fn the_children_alone_get_the_fresh_or_resume_choice_and_fresh_wins() {
     assert!(fresh.contains(" WARMUP_HARNESS_FRESH=1 "), "{fresh}");
     assert!(!fresh.contains("WARMUP_HARNESS_RESUME_DIR"), "{fresh}");
     let neither = line(&[]);
-    assert!(!neither.contains("WARMUP_HARNESS_"), "{neither}");
+    assert!(
+        !neither.contains("WARMUP_HARNESS_RESUME_DIR") && !neither.contains("WARMUP_HARNESS_FRESH"),
+        "{neither}"
+    );
 }
 
 #[test]
@@ -391,7 +394,14 @@ fn bad_input_exits_2_before_any_child_starts() {
             with(&["--devices", "0,,1", "--", "true"]),
             "device 2 is empty",
         ),
-        (with(&["--timeout", "0", "--", "true"]), "positive number"),
+        (
+            with(&["--timeout", "0", "--", "true"]),
+            "give a number of seconds above 0, at most 1e9",
+        ),
+        (
+            with(&["--grace", "1e300", "--", "true"]),
+            "\"1e300\": give a number of seconds above 0, at most 1e9",
+        ),
         (with(&["--grace", "abc", "--", "true"]), "not a number"),
         (with(&["--max-log", "12Q", "--", "true"]), "such as 512K"),
         (
