@@ -112,8 +112,10 @@ def scale_launch(n=1000) -> tuple[tuple, dict]:
     return args, {"x_ptr": args[0], "y_ptr": args[1], "n": n, "grid": (1,)}
 
 
-def settings(mode: str, workers: int, lock_dir: Path, start: str = "fork") -> cs.CompileSettings:
-    return cs.CompileSettings(mode, workers, (), lock_dir, False, start=start)
+def settings(mode: str, workers: int, lock_dir: Path, start: str = "fork", overlap: bool = False) -> cs.CompileSettings:
+    """A session's settings; a key's compiles are waited for whole before its timings unless `overlap`
+    (the default of a session, tested on its own: most tests here look at one key's compiles)."""
+    return cs.CompileSettings(mode, workers, (), lock_dir, False, start=start, overlap=overlap)
 
 
 def pool_pays_from(monkeypatch, seconds: float) -> None:
