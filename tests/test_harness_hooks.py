@@ -408,3 +408,134 @@ def test_a_kernels_fingerprint_follows_its_source_and_its_configs_in_order(tmp_p
     assert configs.fingerprint(tuner(one, (128, 64))) != base, "the configs in another order"
     assert configs.fingerprint(tuner(one, (64, 128, 256))) != base, "another config"
     assert configs.fingerprint(make_tuner()) is None, "no triton.jit function under it: nothing to compare"
+
+
+# --- racing (autotune/race.py) -----------------------------------------------------------------
+
+
+class RaceBench:
+    """A do_bench that tells a short timing (the race's: a warm-up and a repetition budget) from a
+    full one (the tuner's: neither), and answers each config's from a table: `short[block]` a list
+    of the short timings it gives one after another (the last repeated), `full[block]` one value."""
+
+    def __init__(self, launcher, short: dict, full: dict):
+        self.launcher, self.short, self.full = launcher, short, full
+        self.calls: list[tuple[int, str]] = []
+
+    def __call__(self, kernel_call, quantiles=None, warmup=None, rep=None):
+        kernel_call()
+        block = self.launcher.launches[-1]["BLOCK"]
+        if warmup is None and rep is None:
+            self.calls.append((block, "full"))
+            ms = self.full[block]
+        else:
+            self.calls.append((block, "short"))
+            left = self.short[block]
+            ms = left.pop(0) if len(left) > 1 else left[0]
+        return [ms] * len(quantiles) if quantiles else ms
+
+    def timed(self, how: str) -> set[int]:
+        return {block for block, kind in self.calls if kind == how}
+
+
+def race_tuner(short: dict, full: dict, cls=Autotuner, **kw):
+    launcher = Launcher(body)
+    configs = [triton.Config({"BLOCK": b}, num_warps=4) for b in (64, 128, 256)]
+    timer = RaceBench(launcher, short, full)
+    tuner = cls(launcher, ["x", "n"], configs, ["n"], None, None, do_bench=timer, **kw)
+    return tuner, timer
+
+
+def raced(tuner, n=10):
+    """Records one key of `tuner` with racing on: (the recorded config's BLOCK, the racer)."""
+    from warmup_harness.autotune import race
+
+    decided = []
+    racer = race.Racer(lambda line: None)
+    tuners.install(policies.Recorder(lambda kernel, key, config, seconds, fp: decided.append(config)), racer=racer)
+    try:
+        tuner.run(object(), n)
+    finally:
+        tuners.uninstall()
+    return decided[0]["kwargs"]["BLOCK"], racer
+
+
+QUIET = [1.0, 1.01, 0.99, 1.0, 1.02]  # the best config's short timings: 3% of spread
+
+
+def test_race_a_config_three_times_slower_on_the_short_timing_is_never_timed_in_full():
+    tuner, timer = race_tuner({64: list(QUIET), 128: [3.0], 256: [1.01]}, {64: 1.0, 128: 0.5, 256: 1.02})
+    winner, racer = raced(tuner)
+    assert timer.timed("short") == {64, 128, 256}
+    assert 128 not in timer.timed("full"), timer.calls
+    assert winner == 64
+    assert racer.keys == {f"{__name__}:body": {"[10]": {"raced": 3, "retimed": 2}}}
+    assert racer.summary().startswith("race: 1 key(s), 3 configs raced in "), racer.summary()
+    assert " 2 re-timed in full in " in racer.summary()
+
+
+def test_race_two_configs_within_the_noise_are_both_timed_in_full_and_the_faster_full_timing_wins():
+    tuner, timer = race_tuner({64: list(QUIET), 128: [1.01], 256: [5.0]}, {64: 1.0, 128: 0.9, 256: 0.1})
+    winner, racer = raced(tuner)
+    assert timer.timed("full") == {64, 128}, timer.calls
+    assert winner == 128, "the winner is the fastest full timing, not the fastest short one"
+    assert tuner.configs_timings[tuner.configs[2]][0] == float("inf"), "a dropped config never wins"
+
+
+def test_race_noise_is_measured_a_noisy_device_keeps_more_contenders():
+    full = {64: 1.0, 128: 0.9, 256: 1.1}
+    quiet, quiet_timer = race_tuner({64: [1.0], 128: [1.05], 256: [2.0]}, full)
+    noisy, noisy_timer = race_tuner({64: [1.0, 1.1, 0.95, 1.05, 1.0], 128: [1.05], 256: [2.0]}, full)
+    assert raced(quiet)[0] == 64
+    assert quiet_timer.timed("full") == {64}, "no spread: a config slower on the short timing is dropped"
+    assert raced(noisy)[0] == 128
+    assert noisy_timer.timed("full") == {64, 128}, "the spread measured keeps the config within it"
+    assert noisy_timer.calls.count((64, "short")) == 5, "the best config's short timing is repeated"
+
+
+class OwnRunTuner(Autotuner):
+    """Replaces `run` as FlagGems' LibTuner does: its own key (rounded) and its own store."""
+
+    def __init__(self, *args, **kw):
+        super().__init__(*args, **kw)
+        self.cache = {}
+
+    def run(self, *args, **kwargs):
+        self.nargs = dict(zip(self.arg_names, args))
+        key = (self.nargs["n"] // 100,)
+        if key not in self.cache:
+            pruned = self.prune_configs(kwargs)
+            timings = {config: self._bench(*args, config=config, **kwargs) for config in pruned}
+            self.cache[key] = min(timings, key=timings.get)
+        config = self.cache[key]
+        self.fn.run(*args, **kwargs, **config.all_kwargs())
+
+
+def test_race_a_tuner_that_replaces_run_races_too():
+    tuner, timer = race_tuner({64: [2.0], 128: list(QUIET), 256: [9.0]}, {64: 1.0, 128: 1.0, 256: 1.0},
+                              cls=OwnRunTuner)
+    winner, racer = raced(tuner, n=250)
+    assert winner == 128
+    assert timer.timed("full") == {128} and timer.timed("short") == {64, 128, 256}, timer.calls
+    assert racer.keys == {f"{__name__}:body": {"[2]": {"raced": 3, "retimed": 1}}}
+
+
+def test_race_a_tuner_whose_bench_never_calls_do_bench_is_timed_in_full_and_said():
+    from warmup_harness.autotune import race
+
+    class OwnBench(Autotuner):
+        def _bench(self, *args, config, **meta):
+            timed.append(config.kwargs["BLOCK"])
+            return [float(config.kwargs["BLOCK"])] * 3
+
+    timed, lines = [], []
+    tuner = OwnBench(Launcher(body), ["x", "n"], [triton.Config({"BLOCK": b}) for b in (64, 128, 256)], ["n"],
+                     None, None, do_bench=lambda kernel_call, quantiles, **kw: [1.0] * 3)
+    racer = race.Racer(lines.append)
+    tuners.install(policies.Recorder(lambda *a: None), racer=racer)
+    try:
+        tuner.run(object(), 10)
+    finally:
+        tuners.uninstall()
+    assert timed == [64, 128, 256] and tuner.best_config.kwargs["BLOCK"] == 64
+    assert racer.keys == {} and len(lines) == 1 and "is not raced (its _bench times without do_bench)" in lines[0]

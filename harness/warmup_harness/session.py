@@ -178,7 +178,7 @@ class Session:
             what = f"replay mode, op {self.mode.op}: configs pinned from {path}"
         racing = None
         if self.racer is not None:
-            racing = ("race: each swept key's configs are timed briefly first, and only those the short timing's "
+            racing = ("racing on: each swept key's configs are timed briefly first, and only those the short timing's "
                       "measured noise cannot rule out are timed in full")
         return [what, "Triton's on-disk autotune cache is off: no config from an earlier run answers a key",
                 self.compiler.describe(), racing, *getattr(self.policy, "opening", [])]  # once_recorder.py's lines
