@@ -1039,3 +1039,41 @@ def test_a_tuner_with_its_own_bench_is_timed_holding_the_device_lock_too(cpu, mo
         compiler.close()
     assert held == [True] * len(SCALE_CONFIGS)
     assert OwnBench.__dict__["_bench"].__qualname__.endswith("OwnBench._bench"), "not taken off"
+
+
+def test_a_config_is_timed_while_the_last_one_still_compiles(cpu, monkeypatch):
+    """The last config's compile, in a worker, waits until a config was timed (at most 60 s): a
+    session that waited for the whole key before timing would meet that bound first."""
+    timed, seen = cpu / "timed", cpu / "seen"
+    last = capture.config_label(SCALE_CONFIGS[-1])
+    compile_here = compile_worker.compile_job
+
+    def compile_last_after_a_timing(fn, job, wait):  # the forked workers have it
+        if job.label == last:
+            deadline = time.monotonic() + 60
+            while not timed.exists() and time.monotonic() < deadline:
+                time.sleep(0.02)
+            seen.write_text("timed first" if timed.exists() else "compiled first")
+        return compile_here(fn, job, wait)
+
+    def timer(kernel_call, quantiles):  # a launch needs a GPU driver: kernel_call is not called
+        timed.touch()
+        return [1.0, 1.0, 1.0]
+
+    monkeypatch.setattr(compile_worker, "compile_job", compile_last_after_a_timing)
+    monkeypatch.setattr(pc.CompilePool, "_started", lambda self: True)  # the caller leaves every job to them
+    pool_pays_from(monkeypatch, 0.0)
+    lines: list[str] = []
+    compiler = pc.Precompiler(settings("processes", 2, cpu / "locks", overlap=True), lines.append)
+    tuner = triton.autotune(configs=SCALE_CONFIGS, key=["n"], do_bench=timer)(pc.jit_function(scale_kernel))
+    forget_compiled(tuner)
+    try:
+        tuners.install(tuners.Recorder(lambda *a: None), compiler)
+        with pytest.raises(AttributeError):  # the winner's real launch
+            tuner.run(*scale_launch()[0], grid=(1,), warmup=False)
+    finally:
+        compiler.close()
+    assert seen.read_text() == "timed first"
+    reports = parse_reports("\n".join(lines))
+    assert [(r["compiled"], r["left"]) for r in reports] == [(len(SCALE_CONFIGS), 0)], lines
+    assert lines[-1].endswith("; each config timed as its compile finished"), lines
