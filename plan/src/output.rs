@@ -183,6 +183,9 @@ pub fn warmup(args: &Warmup, found: &Discovery, decision: &Decision) -> Output {
             ..
         } => sweep(&mut out, args, found, devices, *by_history),
     }
+    if args.race && !matches!(decision, Decision::Plain { .. }) {
+        out.export(names::RACE, "1");
+    }
     out.list("command", args.command.clone());
     out
 }
