@@ -817,11 +817,15 @@ def test_settings_default_to_processes_sharing_the_cpus_among_the_children(monke
     assert chosen.lock_dir == Path.cwd() / "locks" and not chosen.shared_lock_dir
     assert cs.CompileSettings.from_env({cs.PRELOAD: ""}).preload == ()
     assert (s.start, cs.CompileSettings.from_env({cs.START: " Spawn "}).start) == ("fork", "spawn")
+    assert (s.race, s.overlap) == (False, True), "racing is opt-in, timing as compiled is not"
+    on = cs.CompileSettings.from_env({cs.RACE: " Yes", cs.OVERLAP: "0"})
+    assert (on.race, on.overlap) == (True, False)
 
 
 @pytest.mark.parametrize("name, value", [(cs.MODE, "fast"), (cs.WORKERS, "0"), (cs.WORKERS, "x"),
                                          (cs.WORKERS, "\u00b2"), (cs.WORKERS, "\u0663"), (cs.WORKERS, "000"),
-                                         (cs.CHILDREN, "-2"), (cs.CHILDREN, "\u00b2"), (cs.START, "forkserver")])
+                                         (cs.CHILDREN, "-2"), (cs.CHILDREN, "\u00b2"), (cs.START, "forkserver"),
+                                         (cs.RACE, "on"), (cs.OVERLAP, "2")])
 def test_unusable_settings_are_named(name, value):
     with pytest.raises(ProtocolError, match=f"{name}={value!r}"):
         cs.CompileSettings.from_env({name: value})
