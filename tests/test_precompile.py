@@ -1081,3 +1081,48 @@ def test_a_config_is_timed_while_the_last_one_still_compiles(cpu, monkeypatch):
     reports = parse_reports("\n".join(lines))
     assert [(r["compiled"], r["left"]) for r in reports] == [(len(SCALE_CONFIGS), 0)], lines
     assert lines[-1].endswith("; each config timed as its compile finished"), lines
+
+
+def test_a_race_times_its_configs_in_the_order_their_compiles_finish(cpu, monkeypatch):
+    """The second config's compile, in a worker, waits until every other config was timed (at most
+    60 s): a race that took the configs in their own order would wait out that bound first."""
+    from warmup_harness.autotune import race
+
+    released = cpu / "released"
+    held = capture.config_label(SCALE_CONFIGS[1])
+    compile_here = compile_worker.compile_job
+
+    def compile_held_last(fn, job, wait):  # the forked workers have it
+        if job.label == held:
+            deadline = time.monotonic() + 60
+            while not released.exists() and time.monotonic() < deadline:
+                time.sleep(0.02)
+        return compile_here(fn, job, wait)
+
+    order: list[int] = []
+    original = pc.Precompiler.bench
+
+    def bench(self, tuner, args, config, meta, time_it):
+        order.append(SCALE_CONFIGS.index(config))
+        if sorted(order) == [0, 2, 3]:
+            released.touch()
+        return original(self, tuner, args, config, meta, time_it)
+
+    def timer(kernel_call, quantiles=None, warmup=None, rep=None):  # no GPU: kernel_call is not called
+        return [1.0, 1.0, 1.0]
+
+    monkeypatch.setattr(compile_worker, "compile_job", compile_held_last)
+    monkeypatch.setattr(pc.Precompiler, "bench", bench)
+    pool_pays_from(monkeypatch, 0.0)
+    compiler = pc.Precompiler(settings("processes", 2, cpu / "locks", overlap=True), lambda line: None)
+    tuner = triton.autotune(configs=SCALE_CONFIGS, key=["n"], do_bench=timer)(pc.jit_function(scale_kernel))
+    forget_compiled(tuner)
+    racer = race.Racer(lambda line: None, compiler.as_compiled)
+    try:
+        tuners.install(tuners.Recorder(lambda *a: None), compiler, racer=racer)
+        with pytest.raises(AttributeError):  # the winner's real launch
+            tuner.run(*scale_launch()[0], grid=(1,), warmup=False)
+    finally:
+        compiler.close()
+    assert order[:4] == [0, 2, 3, 1], order
+    assert [v["raced"] for v in racer.keys[next(iter(racer.keys))].values()] == [len(SCALE_CONFIGS)]
