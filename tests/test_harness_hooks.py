@@ -539,3 +539,35 @@ def test_race_a_tuner_whose_bench_never_calls_do_bench_is_timed_in_full_and_said
         tuners.uninstall()
     assert timed == [64, 128, 256] and tuner.best_config.kwargs["BLOCK"] == 64
     assert racer.keys == {} and len(lines) == 1 and "is not raced (its _bench times without do_bench)" in lines[0]
+
+
+def test_race_a_tuner_with_the_deprecated_warmup_and_rep_is_timed_briefly_by_the_drivers_benchmarker(
+        monkeypatch):
+    """As FlagGems' LibTuner is made (`warmup=5, rep=10`): its do_bench takes no budget, so the
+    short timings are the driver's benchmarker's, and the full ones its own, with its budget."""
+    import warnings
+
+    import triton.testing
+    from warmup_harness import triton_private
+
+    launcher = Launcher(body)
+    calls = []
+    short = {64: 1.0, 128: 4.0, 256: 1.0}
+
+    def do_bench(kernel_call, warmup=25, rep=100, quantiles=None, **kw):
+        kernel_call()
+        block = launcher.launches[-1]["BLOCK"]
+        calls.append((block, warmup, rep))
+        ms = short[block] if (warmup, rep) == (1, 2) else {64: 1.0, 128: 0.1, 256: 0.5}[block]
+        return [ms] * len(quantiles)
+
+    monkeypatch.setattr(triton.testing, "do_bench", do_bench)  # what the tuner's own lambda calls
+    monkeypatch.setattr(triton_private, "device_benchmarker", lambda: do_bench)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        tuner = Autotuner(launcher, ["x", "n"], [triton.Config({"BLOCK": b}) for b in (64, 128, 256)], ["n"],
+                          None, None, warmup=5, rep=10)
+    winner, racer = raced(tuner)
+    assert winner == 256
+    assert {(b, w, r) for b, w, r in calls if (w, r) == (5, 10)} == {(64, 5, 10), (256, 5, 10)}, calls
+    assert all((w, r) in ((1, 2), (5, 10)) for _, w, r in calls), calls
