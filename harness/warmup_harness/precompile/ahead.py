@@ -37,6 +37,9 @@ class Ahead:
         self.pool = pool
         self.tuner = tuner
         self.configs = configs
+        self._position: dict[int, int] = {}  # id(config) -> its index (the first, for one listed twice)
+        for i, config in enumerate(configs):
+            self._position.setdefault(id(config), i)
         self.report = report
         self._jobs = jobs
         self._owners = owners
@@ -117,7 +120,7 @@ class Ahead:
         return not self._open.get(index)
 
     def _index(self, config: Any) -> int | None:
-        return next((i for i, c in enumerate(self.configs) if c is config), None)
+        return self._position.get(id(config))
 
     def wait_for(self, config: Any) -> None:
         """Returns once every job of `config` is settled (at once for a config of another key)."""
@@ -129,7 +132,7 @@ class Ahead:
         """`configs`, each as soon as its compiles are settled: the ones settled first, in order."""
         left = list(configs)
         while left:
-            ready = [c for c in left if self._index(c) is None or self._ready(self._index(c)) or not self._futures]
+            ready = [c for c in left if not self._futures or self._ready(self._position.get(id(c), -1))]
             if not ready:
                 start = time.perf_counter()
                 self._step()
