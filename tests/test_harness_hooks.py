@@ -572,3 +572,39 @@ def test_race_a_tuner_with_the_deprecated_warmup_and_rep_is_timed_briefly_by_the
     assert winner == 256
     assert {(b, w, r) for b, w, r in calls if (w, r) == (5, 10)} == {(64, 5, 10), (256, 5, 10)}, calls
     assert all((w, r) in ((1, 2), (5, 10)) for _, w, r in calls), calls
+
+
+def other(x, n):
+    pass
+
+
+def test_race_a_tuner_with_no_do_bench_that_takes_a_budget_is_timed_in_full_and_said_the_others_race(
+        monkeypatch):
+    from warmup_harness import triton_private
+    from warmup_harness.autotune import race
+
+    monkeypatch.setattr(triton_private, "device_benchmarker", lambda: None)
+    plain_calls = []
+
+    def no_budget(kernel_call, quantiles):
+        kernel_call()
+        plain_calls.append(True)
+        return [1.0] * len(quantiles)
+
+    configs = [triton.Config({"BLOCK": b}) for b in (64, 128, 256)]
+    unraced = Autotuner(Launcher(other), ["x", "n"], configs, ["n"], None, None, do_bench=no_budget)
+    raceable, timer = race_tuner({64: list(QUIET), 128: [3.0], 256: [3.0]}, {64: 1.0, 128: 1.0, 256: 1.0})
+    lines = []
+    racer = race.Racer(lines.append)
+    tuners.install(policies.Recorder(lambda *a: None), racer=racer)
+    try:
+        for n in (10, 20):
+            unraced.run(object(), n)
+        raceable.run(object(), 10)
+    finally:
+        tuners.uninstall()
+    assert len(plain_calls) == 6, "each config of each key timed once, in full"
+    assert lines == [f"race: {__name__}:other is not raced (no do_bench of its own or of the driver takes a "
+                     f"warm-up and a repetition budget): its configs are each timed in full"]
+    assert racer.keys == {f"{__name__}:body": {"[10]": {"raced": 3, "retimed": 1}}}
+    assert timer.timed("full") == {64}

@@ -168,7 +168,8 @@ class Racer:
         """A key about to be timed: its race, unless it has fewer than two configs or its tuner
         cannot be timed briefly."""
         tuner.__dict__.pop("_warmup_harness_race", None)
-        if key is None or len(configs) < 2 or type(tuner) in self._unraceable:
+        if (key is None or len(configs) < 2 or type(tuner) in self._unraceable
+                or tuner.__dict__.get("_warmup_harness_unraced")):
             return
         tuner.__dict__["_warmup_harness_race"] = Race(kernel, key, configs,
                                                       lambda cs, t=tuner: self._order(t, cs))
@@ -182,8 +183,7 @@ class Racer:
         if not race.ran:
             short = short_bench(tuner)
             if short is None or not race.run(timer, short):
-                self._give_up(tuner, "no do_bench of its own or of the driver takes a warm-up and a "
-                                     "repetition budget" if short is None else "its _bench times without do_bench")
+                self._give_up(tuner, race.kernel, short is not None)
                 answer = race.answers.pop(id(config), None)
                 tuner.__dict__.pop("_warmup_harness_race", None)
                 return answer if answer is not None else timer(config, None)
@@ -193,12 +193,18 @@ class Racer:
             tuner.__dict__.pop("_warmup_harness_race", None)
         return answer if answer is not None else timer(config, None)
 
-    def _give_up(self, tuner: Any, why: str) -> None:
+    def _give_up(self, tuner: Any, kernel: str, own_bench: bool) -> None:
+        """No more races for this tuner's class (its `_bench` times without do_bench), or for this
+        tuner (no do_bench takes a budget), said once."""
         cls = type(tuner)
-        if cls not in self._unraceable:
+        if own_bench:
             self._unraceable.add(cls)
-            self._say(f"race: {cls.__module__}.{cls.__qualname__} is not raced ({why}): its configs are "
-                      f"each timed in full")
+            self._say(f"race: {cls.__module__}.{cls.__qualname__} is not raced (its _bench times without "
+                      f"do_bench): its configs are each timed in full")
+        else:
+            tuner.__dict__["_warmup_harness_unraced"] = True
+            self._say(f"race: {kernel} is not raced (no do_bench of its own or of the driver takes a warm-up "
+                      f"and a repetition budget): its configs are each timed in full")
 
     def _count(self, race: Race) -> None:
         self.keys.setdefault(race.kernel, {})[race.key] = {"raced": race.raced, "retimed": race.retimed}
