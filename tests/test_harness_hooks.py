@@ -470,7 +470,7 @@ def test_race_a_config_three_times_slower_on_the_short_timing_is_never_timed_in_
     assert timer.timed("short") == {64, 128, 256}
     assert 128 not in timer.timed("full"), timer.calls
     assert winner == 64
-    assert racer.keys == {f"{__name__}:body": {"[10]": {"raced": 3, "retimed": 2}}}
+    assert racer.keys == {f"{__name__}:body": {"[10]": {"raced": 3, "retimed": 2, "skipped": 0, "near": [0, 2]}}}
     assert racer.summary().startswith("race: 1 key(s), 3 configs raced in "), racer.summary()
     assert " 2 re-timed in full in " in racer.summary()
 
@@ -518,7 +518,7 @@ def test_race_a_tuner_that_replaces_run_races_too():
     winner, racer = raced(tuner, n=250)
     assert winner == 128
     assert timer.timed("full") == {128} and timer.timed("short") == {64, 128, 256}, timer.calls
-    assert racer.keys == {f"{__name__}:body": {"[2]": {"raced": 3, "retimed": 1}}}
+    assert racer.keys == {f"{__name__}:body": {"[2]": {"raced": 3, "retimed": 1, "skipped": 0, "near": [1]}}}
 
 
 def test_race_a_tuner_whose_bench_never_calls_do_bench_is_timed_in_full_and_said():
@@ -606,5 +606,42 @@ def test_race_a_tuner_with_no_do_bench_that_takes_a_budget_is_timed_in_full_and_
     assert len(plain_calls) == 6, "each config of each key timed once, in full"
     assert lines == [f"race: {__name__}:other is not raced (no do_bench of its own or of the driver takes a "
                      f"warm-up and a repetition budget): its configs are each timed in full"]
-    assert racer.keys == {f"{__name__}:body": {"[10]": {"raced": 3, "retimed": 1}}}
+    assert racer.keys == {f"{__name__}:body": {"[10]": {"raced": 3, "retimed": 1, "skipped": 0, "near": [0]}}}
     assert timer.timed("full") == {64}
+
+
+def test_race_history_keeps_the_configs_it_rules_out_from_compiling_and_timing(monkeypatch):
+    from warmup_harness.autotune import race, tuner_cache
+
+    compiled = []
+    monkeypatch.setattr(tuners.Hooks, "before_timing",
+                        lambda self, tuner, configs, kwargs: compiled.append([c.kwargs["BLOCK"] for c in configs]))
+    monkeypatch.setattr(tuner_cache, "fingerprint", lambda tuner: "fp-now")
+    kernel = f"{__name__}:body"
+    meta = {"device": "dev", "kernels": {kernel: "fp-now"},
+            "race": {kernel: {"[1]": {"near": [0]}, "[2]": {"near": [0, 2]}}}}
+
+    def run(meta, min_keys, device="dev"):
+        tuner, timer = race_tuner({64: list(QUIET), 128: [0.5], 256: [1.0]}, {64: 1.0, 128: 0.5, 256: 1.0})
+        compiled.clear()
+        winner, racer = raced_with(tuner, race.Racer(lambda line: None, history=race.History(meta, min_keys,
+                                                                                             lambda: device)))
+        return compiled[0], timer, racer
+
+    blocks, timer, racer = run(meta, 2)
+    assert blocks == [64, 256] and 128 not in timer.timed("short") | timer.timed("full"), timer.calls
+    assert racer.keys[kernel]["[10]"]["skipped"] == 1
+    for changed, min_keys, device in (({**meta, "kernels": {kernel: "fp-then"}}, 2, "dev"), (meta, 3, "dev"),
+                                      (meta, 2, "another")):
+        blocks, timer, racer = run(changed, min_keys, device)
+        assert blocks == [64, 128, 256], "another fingerprint, too few keys or another device: nothing skipped"
+
+
+def raced_with(tuner, racer):
+    decided = []
+    tuners.install(policies.Recorder(lambda kernel, key, config, seconds, fp: decided.append(config)), racer=racer)
+    try:
+        tuner.run(object(), 10)
+    finally:
+        tuners.uninstall()
+    return decided[0]["kwargs"]["BLOCK"], racer

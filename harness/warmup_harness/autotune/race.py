@@ -42,6 +42,7 @@ SHORT_WARMUP_MS = 1  # testing.do_bench's warm-up budget for a short timing: at 
 SHORT_REP_MS = 2  # ... and its timed budget: a few launches of a 0.25 ms kernel
 NOISE_SAMPLES = 5  # short timings of the best config, whose spread is the key's noise
 NOISE_MARGIN = 2.0  # a config is dropped past best * (1 + NOISE_MARGIN * spread)
+NEAR = 0.10  # a config within this of the best short timing is `near` in the key's record (history)
 RACE = "WARMUP_HARNESS_RACE"
 
 Timer = Callable[[Any, Any], Any]  # (config, do_bench or None) -> the tuner's _bench answer
@@ -83,11 +84,16 @@ def short_bench(tuner: Any) -> Callable[..., Any] | None:
 class Race:
     """One key's race: its configs, and the answer for each once run."""
 
-    def __init__(self, kernel: str, key: str, configs: list, order: Callable[[list], Any]):
+    def __init__(self, kernel: str, key: str, configs: list, order: Callable[[list], Any],
+                 index_of: dict[int, int] | None = None, skipped: set[int] = frozenset(), near: float = NEAR):
         self.kernel = kernel
         self.key = key
         self.configs = list(configs)
         self.ids = {id(config) for config in self.configs}
+        self._index_of = index_of or {}  # id(config) -> its index among the tuner's configs
+        self._skipped = skipped  # ids of configs the history rules out: neither compiled nor timed
+        self._near_x = near
+        self.near: list[int] = []  # indexes of the configs within `near` of the best short timing
         self._order = order  # configs -> the same configs, as their compiles finish
         self.answers: dict[int, Any] = {}  # id(config) -> the tuner's answer for it
         self.ran = False
@@ -110,22 +116,25 @@ class Race:
 
         first: dict[int, float] = {}
         start = time.perf_counter()
-        for config in self._order(self.configs):
+        raced = [c for c in self.configs if id(c) not in self._skipped]
+        for config in self._order(raced):
             answer = timer(config, counted)
             if not used:  # not briefly timed: a full timing
                 self.answers[id(config)] = answer
                 return False
             first[id(config)] = score(answer)
-        best = min(self.configs, key=lambda c: first[id(c)])
+        best = min(raced, key=lambda c: first[id(c)])
         samples = [first[id(best)]] + [score(timer(best, counted)) for _ in range(NOISE_SAMPLES - 1)]
         self.short_s = time.perf_counter() - start
         middle = statistics.median(samples)
         if math.isfinite(middle) and middle > 0:
             self.spread = (max(samples) - min(samples)) / middle
             limit = middle * (1 + NOISE_MARGIN * self.spread)
-            contenders = [c for c in self.configs if first[id(c)] <= limit]
+            contenders = [c for c in raced if first[id(c)] <= limit]
+            self.near = sorted({self._index_of[id(c)] for c in raced if id(c) in self._index_of
+                                and (c is best or first[id(c)] <= middle * (1 + self._near_x))})
         else:  # no config timed at all: nothing to drop on
-            contenders = self.configs
+            contenders = raced
         start = time.perf_counter()
         full = [timer(config, None) for config in contenders]
         self.full_s = time.perf_counter() - start
@@ -134,8 +143,13 @@ class Race:
             self.answers[id(config)] = lost
         for config, answer in zip(contenders, full):
             self.answers[id(config)] = answer
-        self.raced, self.retimed = len(self.configs), len(contenders)
+        self.raced, self.retimed = len(raced), len(contenders)
         return True
+
+    def record(self) -> dict:
+        """The key's entry in the sidecar's `race`."""
+        return {"raced": self.raced, "retimed": self.retimed, "skipped": len(self.configs) - self.raced,
+                "near": self.near}
 
     def line(self) -> str:
         spread = f"{self.spread:.1%}" if self.spread is not None else "none"
@@ -154,25 +168,41 @@ class Racer:
     """A record session's racing: starts a race per swept key (tuners.py, at pruning), answers the
     tuner's timings from it, and keeps what each key cost, for the sidecar and the closing line."""
 
-    def __init__(self, say: Callable[[str], None], order: Callable[[Any, list], Any] | None = None):
+    def __init__(self, say: Callable[[str], None], order: Callable[[Any, list], Any] | None = None,
+                 history: History | None = None, near: float = NEAR):
         self._say = say
         self._order = order or (lambda tuner, configs: configs)  # the precompiler's as_compiled
-        self.keys: dict[str, dict[str, dict]] = {}  # kernel -> key -> {"raced": n, "retimed": m}
+        self._history = history
+        self._near = near
+        self.keys: dict[str, dict[str, dict]] = {}  # kernel -> key -> Race.record()
+        self.skipped = 0
         self.raced = 0
         self.retimed = 0
         self.short_s = 0.0
         self.full_s = 0.0
         self._unraceable: set[type] = set()
 
-    def start(self, tuner: Any, kernel: str, key: str | None, configs: list) -> None:
+    def start(self, tuner: Any, kernel: str, key: str | None, configs: list,
+              fingerprint: Callable[[], str | None] = lambda: None) -> list:
         """A key about to be timed: its race, unless it has fewer than two configs or its tuner
-        cannot be timed briefly."""
+        cannot be timed briefly. Returns the configs worth compiling: all but those the history
+        rules out (`WARMUP_HARNESS_RACE_HISTORY`), which are neither compiled nor timed."""
         tuner.__dict__.pop("_warmup_harness_race", None)
         if (key is None or len(configs) < 2 or type(tuner) in self._unraceable
                 or tuner.__dict__.get("_warmup_harness_unraced")):
-            return
-        tuner.__dict__["_warmup_harness_race"] = Race(kernel, key, configs,
-                                                      lambda cs, t=tuner: self._order(t, cs))
+            return configs
+        index_of: dict[int, int] = {}
+        for i, config in enumerate(getattr(tuner, "configs", None) or []):
+            index_of.setdefault(id(config), i)
+        skipped: set[int] = set()
+        if self._history is not None:
+            cold = self._history.cold(kernel, fingerprint, len(index_of))
+            skipped = {id(c) for c in configs if index_of.get(id(c), -1) in cold}
+            if len(skipped) >= len({id(c) for c in configs}):
+                skipped = set()  # the history rules out every config left: race them all
+        tuner.__dict__["_warmup_harness_race"] = Race(kernel, key, configs, lambda cs, t=tuner: self._order(t, cs),
+                                                      index_of, skipped, self._near)
+        return [c for c in configs if id(c) not in skipped]
 
     def bench(self, tuner: Any, config: Any, timer: Timer) -> Any:
         """The tuner's `_bench` answer for `config`: from its key's race (run at the first call),
@@ -207,7 +237,8 @@ class Racer:
                       f"and a repetition budget): its configs are each timed in full")
 
     def _count(self, race: Race) -> None:
-        self.keys.setdefault(race.kernel, {})[race.key] = {"raced": race.raced, "retimed": race.retimed}
+        self.keys.setdefault(race.kernel, {})[race.key] = race.record()
+        self.skipped += len(race.configs) - race.raced
         self.raced += race.raced
         self.retimed += race.retimed
         self.short_s += race.short_s
@@ -219,5 +250,43 @@ class Racer:
         if not self.keys:
             return None
         keys = sum(len(k) for k in self.keys.values())
+        skipped = f", {self.skipped} skipped by history (neither compiled nor timed)" if self.skipped else ""
         return (f"race: {keys} key(s), {self.raced} configs raced in {self.short_s:.1f}s, {self.retimed} "
-                f"re-timed in full in {self.full_s:.1f}s")
+                f"re-timed in full in {self.full_s:.1f}s{skipped}")
+
+
+class History:
+    """What an earlier record on this device says of a kernel's configs (`WARMUP_HARNESS_RACE_HISTORY`
+    N): with at least N raced keys in the sidecar's `race`, recorded for the kernel as it is now (its
+    fingerprint) on this device model, a config that was `near` the best on none of them is cold.
+    N and NEAR are to be set from measurement; a kernel short of N keys has no cold config."""
+
+    def __init__(self, meta: dict | None, min_keys: int, device: Callable[[], str | None]):
+        meta = meta if isinstance(meta, dict) else {}
+        race = meta.get("race")
+        kernels = meta.get("kernels")
+        self._race = race if isinstance(race, dict) else {}
+        self._kernels = kernels if isinstance(kernels, dict) else {}
+        self._device = meta.get("device")
+        self._here = device
+        self.min_keys = min_keys
+        self._cold: dict[str, set[int]] = {}
+
+    def cold(self, kernel: str, fingerprint: Callable[[], str | None], count: int) -> set[int]:
+        """Indexes among the kernel's `count` configs that its history rules out."""
+        if kernel not in self._cold:
+            self._cold[kernel] = self._rule_out(kernel, fingerprint, count)
+        return self._cold[kernel]
+
+    def _rule_out(self, kernel: str, fingerprint: Callable[[], str | None], count: int) -> set[int]:
+        keys = self._race.get(kernel)
+        if not isinstance(keys, dict) or len(keys) < self.min_keys:
+            return set()
+        here = fingerprint()
+        if here is None or self._kernels.get(kernel) != here or not self._device or self._device != self._here():
+            return set()
+        nears = [v["near"] for v in keys.values() if isinstance(v, dict) and isinstance(v.get("near"), list)]
+        if len(nears) < self.min_keys:
+            return set()
+        seen = {i for near in nears for i in near if isinstance(i, int)}
+        return set(range(count)) - seen

@@ -113,9 +113,10 @@ class Hooks:
                 key, state.pending = state.pending, None
                 if hooks.precompiler is not None or hooks.racer is not None:
                     hooks._time_through(type(tuner))
-                hooks.before_timing(tuner, configs, args[0] if args else kwargs.get("kwargs", {}))
+                worth = configs  # all of them, but those a race's history rules out
                 if hooks.racer is not None:
-                    hooks.racer.start(tuner, state.kernel, key, configs)
+                    worth = hooks.racer.start(tuner, state.kernel, key, configs, lambda: state.fingerprint(tuner))
+                hooks.before_timing(tuner, worth, args[0] if args else kwargs.get("kwargs", {}))
             return configs
 
         self.replaced = {name: Autotuner.__dict__.get(name, _MISSING) for name in PATCHED}
