@@ -818,14 +818,16 @@ def test_settings_default_to_processes_sharing_the_cpus_among_the_children(monke
     assert cs.CompileSettings.from_env({cs.PRELOAD: ""}).preload == ()
     assert (s.start, cs.CompileSettings.from_env({cs.START: " Spawn "}).start) == ("fork", "spawn")
     assert (s.race, s.overlap) == (False, True), "racing is opt-in, timing as compiled is not"
-    on = cs.CompileSettings.from_env({cs.RACE: " Yes", cs.OVERLAP: "0"})
-    assert (on.race, on.overlap) == (True, False)
+    on = cs.CompileSettings.from_env({cs.RACE: " Yes", cs.OVERLAP: "0", cs.RACE_HISTORY: "20", cs.RACE_NEAR: "2.5"})
+    assert (on.race, on.overlap, on.race_history, on.race_near) == (True, False, 20, 0.025)
+    assert (s.race_history, s.race_near) == (None, 0.10), "no history unless asked; near is 10% by default"
 
 
 @pytest.mark.parametrize("name, value", [(cs.MODE, "fast"), (cs.WORKERS, "0"), (cs.WORKERS, "x"),
                                          (cs.WORKERS, "\u00b2"), (cs.WORKERS, "\u0663"), (cs.WORKERS, "000"),
                                          (cs.CHILDREN, "-2"), (cs.CHILDREN, "\u00b2"), (cs.START, "forkserver"),
-                                         (cs.RACE, "on"), (cs.OVERLAP, "2")])
+                                         (cs.RACE, "on"), (cs.OVERLAP, "2"), (cs.RACE_HISTORY, "0"),
+                                         (cs.RACE_NEAR, "0"), (cs.RACE_NEAR, "5%")])
 def test_unusable_settings_are_named(name, value):
     with pytest.raises(ProtocolError, match=f"{name}={value!r}"):
         cs.CompileSettings.from_env({name: value})
