@@ -23,10 +23,16 @@ How, at the seam the hooks time through (`_bench`, tuners.py), so that it serves
   and do_bench), and a dropped config is answered `inf`, shaped as those answers are, so that the
   tuner's own minimum picks among the full timings only.
 
-A tuner whose `_bench` never calls `do_bench` (it times its own way) cannot be timed briefly: its
-first answer is kept as a full timing and that tuner is not raced again, said once. Only record
-sessions race (session.py); a replay's live sweep times every config as without the harness.
-Standard library only; Triton's names through triton_private.
+With history (`WARMUP_HARNESS_RACE_HISTORY` N, History): each raced key records which of the
+tuner's configs came within NEAR of the best short timing; a kernel whose record on this device
+holds N such keys for its current fingerprint skips the configs near on none of them, before they
+are compiled. N and NEAR are opt-in until measured.
+
+A tuner whose `_bench` never calls `do_bench` (its class times its own way), or that has no
+do_bench taking a budget, cannot be timed briefly: its first answer is kept as a full timing and
+that class, or that tuner, is not raced again, said once. Only record sessions race (session.py);
+a replay's live sweep times every config as without the harness. Standard library only; Triton's
+names through triton_private.
 """
 
 from __future__ import annotations
@@ -43,8 +49,6 @@ SHORT_REP_MS = 2  # ... and its timed budget: a few launches of a 0.25 ms kernel
 NOISE_SAMPLES = 5  # short timings of the best config, whose spread is the key's noise
 NOISE_MARGIN = 2.0  # a config is dropped past best * (1 + NOISE_MARGIN * spread)
 NEAR = 0.10  # a config within this of the best short timing is `near` in the key's record (history)
-RACE = "WARMUP_HARNESS_RACE"
-
 Timer = Callable[[Any, Any], Any]  # (config, do_bench or None) -> the tuner's _bench answer
 
 
