@@ -18,6 +18,8 @@
 #   plain   FlagGems' benchmark alone (its store on)
 #   ours    scripts/warmup --gpus N, as landed
 #   race    scripts/warmup --gpus N --race: a swept key's configs raced (WARMUP_HARNESS_RACE=1)
+#   serial  scripts/warmup --gpus N with WARMUP_HARNESS_COMPILE_OVERLAP=0: a key's configs timed
+#           only once its whole pool is done, as before issue 31 (ours times each as it compiles)
 #
 # Wall times come from this script (start to exit of each command); the picks' latency per shape
 # from the table FlagGems' benchmark prints (its "Gems Latency (ms)" column), so plain and ours
@@ -27,7 +29,7 @@
 # logs.tar.gz.
 #
 # usage: tests/gpu/bench_e2e.sh --flaggems DIR [--cases mm,addmm] [--modes cold,rerun,mem]
-#            [--variants plain,ours,race] [--gpus N] [--repeat N] [--extra 'ARGS'] [--budget SECS]
+#            [--variants plain,ours,race,serial] [--gpus N] [--repeat N] [--extra 'ARGS'] [--budget SECS]
 #
 # --repeat N runs every case N times, each repetition from homes of its own (so each cold is cold),
 # the variants alternating, to show the run-to-run spread beside the ratios (e2e.md's last table:
@@ -70,8 +72,8 @@ case ,$variants, in
 esac
 for variant in ${variants//,/ }; do
     case $variant in
-        plain | ours | race) ;;
-        *) echo "bench_e2e: unknown variant '$variant' (plain, ours, race)" >&2; exit 2 ;;
+        plain | ours | race | serial) ;;
+        *) echo "bench_e2e: unknown variant '$variant' (plain, ours, race, serial)" >&2; exit 2 ;;
     esac
 done
 
@@ -143,13 +145,15 @@ for case in "${case_list[@]}"; do
             home=$base/${variant}_${case}_r$rep
             warmup=("$root/scripts/warmup" --gpus "$gpus" --entry BlasBenchmark)
             [ "$variant" != race ] || warmup+=(--race)
+            overlap=()
+            [ "$variant" != serial ] || overlap=(WARMUP_HARNESS_COMPILE_OVERLAP=0)
             if [ "$variant" = plain ]; then
                 run "plain_${case}_${mode}_r$rep" "$case" plain "$mode" "$rep" "$home" -- \
                     env FLAGGEMS_PERF_CURRENT_OP="$case" "${store[@]}" "${argv[@]}"
             else
                 run "${variant}_${case}_${mode}_r$rep" "$case" "$variant" "$mode" "$rep" "$home" -- \
                     env FLAGGEMS_PERF_CURRENT_OP="$case" FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR="$home/rec" \
-                    "${store[@]}" "${warmup[@]}" -- "${argv[@]}"
+                    "${store[@]}" "${overlap[@]}" "${warmup[@]}" -- "${argv[@]}"
             fi
         done
     done
