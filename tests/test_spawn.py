@@ -77,6 +77,7 @@ def test_real_pytest_children_get_the_contract_argv_env_and_shard(tmp_path):
             "WARMUP_SPAWN_CHILDREN": "3",
             "FLAGGEMS_PERF_COLOR": "never",
             "PYTHONUNBUFFERED": "1",
+            "WARMUP_HARNESS_PROGRESS": str(w / "progress.json"),
         })
         child_env = {k: v for k, v in got["env"].items() if not k.startswith(("PYTEST_", "_PYTEST"))}
         # The shard's marker: this run's name, then the shard.
@@ -268,7 +269,7 @@ def test_children_die_with_a_sigkilled_spawner(tmp_path):
 
 @pytest.mark.parametrize("args, needle", [
     (["--devices", "0,,1", "--", "true"], "device 2 is empty"),
-    (["--devices", "0", "--timeout", "-3", "--", "true"], "positive number"),
+    (["--devices", "0", "--timeout", "-3", "--", "true"], "give a number of seconds above 0"),
     (["--devices", "0", "--", "definitely-not-a-command"], "not found in PATH"),
 ])
 def test_bad_input_exits_2_and_starts_nothing(tmp_path, args, needle):

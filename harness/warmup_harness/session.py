@@ -97,7 +97,7 @@ class Session:
 
     @classmethod
     def _start_record(cls, config: Any, mode: env.Mode, compiler: precompile.Precompiler) -> Session:
-        from .autotune import once_recorder, policies, tuners
+        from .autotune import once_recorder, policies, progress, tuners
 
         try:
             mode.directory.mkdir(parents=True, exist_ok=True)
@@ -114,6 +114,7 @@ class Session:
         except BaseException:
             writer.release()
             raise
+        policy.progress = progress.from_env(os.environ)
         clock = CompileClock()
         racer = None
         if compiler.settings.race:  # only a record session races: a replay's live sweep times every config

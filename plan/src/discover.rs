@@ -50,9 +50,13 @@ impl World {
 pub struct Discovery {
     pub facts: Facts,
     pub op: String,
+    /// The op and why it is the one (`op mm (from -m mm)`), for the opening line.
+    pub op_said: String,
     pub platform: Platform,
     /// Why the harness does not run in COMMAND, for the reason, or None.
     pub shape_file: Option<PathBuf>,
+    /// Whether the record folder is the record cache's (`crate::cache`).
+    pub cache: crate::cache::Cache,
 }
 
 /// The op, as every tool reads `FLAGGEMS_PERF_CURRENT_OP`.
@@ -73,9 +77,9 @@ pub fn record_dir(raw: Option<&std::ffi::OsStr>, cwd: &Path) -> Result<Option<Pa
     } else {
         cwd.join(dir)
     };
-    if dir.symlink_metadata().is_ok() && !dir.is_dir() {
+    if let Err(why) = toolkit::file::check_folder(&dir) {
         bail!(
-            "{}={} is not a folder: point it at the folder the op's record is published into",
+            "{}={}: {why}: point it at the folder the op's record is published into",
             names::RECORD_DIR,
             dir.display()
         );
@@ -122,7 +126,9 @@ pub fn discover(args: &Warmup, world: &World) -> Result<Discovery> {
         triton: packages.as_ref().and_then(|p| p.triton.clone()),
         device: protocol::probe::device_model(&root, &tokens),
     };
-    let op = op(world);
+    let derived = protocol::op::derive(world.var(names::CURRENT_OP), &args.command);
+    let op = derived.name.clone();
+    let (record_dir, cache) = crate::cache::resolve(record_dir, worker, world, &platform);
     let record = match &record_dir {
         Some(dir) => answers(dir, &op, &platform),
         None => Record::Misses("no record folder".into()),
@@ -152,8 +158,10 @@ pub fn discover(args: &Warmup, world: &World) -> Result<Discovery> {
     Ok(Discovery {
         facts,
         op,
+        op_said: derived.to_string(),
         platform,
         shape_file,
+        cache,
     })
 }
 

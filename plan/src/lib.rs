@@ -10,6 +10,7 @@
 //! `--man --for DRIVER` print the driver's completion script or man page, generated from the
 //! same clap definitions.
 
+mod cache;
 pub mod decision;
 pub mod discover;
 pub mod flags;
@@ -22,8 +23,6 @@ use decision::Decision;
 use discover::World;
 use output::{Format, Output};
 use std::ffi::OsString;
-use std::path::PathBuf;
-
 use std::process::ExitCode;
 
 pub const TOOL: &str = "warmup-plan";
@@ -68,13 +67,16 @@ EXAMPLES:
 
 EXIT STATUS:
   0      decided: the decision is on stdout
-  2      usage error (the driver's options, or a record folder that is not a folder): nothing
-         was decided or made; the message names the option and what to do";
+  2      usage error (the driver's options, a record folder or scratch that is no folder): nothing
+         was decided or made; the message names the option and what to do
+  127    warmup's COMMAND cannot be run (not found in PATH, not executable, or an option where
+         the program belongs): nothing was decided or made";
 
 /// warmup-plan's own command line, for its `--help`, man page and completions.
 fn own_command() -> clap::Command {
     use clap::{Arg, ArgAction};
     clap::Command::new(TOOL)
+        .version(env!("CARGO_PKG_VERSION"))
         .about(ABOUT)
         .after_long_help(AFTER)
         .arg(
@@ -170,6 +172,10 @@ fn own(argv: Vec<OsString>) -> Result<Own> {
                 own_command().print_long_help()?;
                 std::process::exit(0);
             }
+            "--version" | "-V" if !own.driven => {
+                print!("{}", own_command().render_version());
+                std::process::exit(0);
+            }
             kind if kind.starts_with("--generate=") && !own.driven => {
                 let mut out = std::io::stdout().lock();
                 let code = match toolkit::cli::generate(
@@ -216,20 +222,27 @@ pub fn main() -> ExitCode {
             }
         };
     }
-    let prog = own.driver.name();
-    let argv = std::iter::once(OsString::from(prog)).chain(own.rest.clone());
+    // Run for a driver (`--for`, as the scripts run it), a message is the driver's, whose
+    // command line the user typed; run directly, it is warmup-plan's own.
+    let prog = if own.driven { own.driver.name() } else { TOOL };
+    let argv = std::iter::once(OsString::from(own.driver.name())).chain(own.rest.clone());
+    let world = World::current();
     let result = match own.driver {
         Driver::Warmup => flags::Warmup::try_parse_from(argv)
             .map_err(|e| usage(prog, e))
-            .and_then(|args| plan(&args, &World::current()).map_err(|e| refused(prog, e))),
+            .and_then(|args| {
+                runnable(prog, &args.command, &world)?;
+                plan(&args, &world).map_err(|e| refused(prog, e))
+            }),
         Driver::Slurm => flags::Slurm::try_parse_from(argv)
             .map_err(|e| usage(prog, e))
-            .and_then(|args| slurm::plan(&args, &World::current()).map_err(|e| refused(prog, e))),
+            .and_then(|args| slurm::plan(&args, &world).map_err(|e| refused(prog, e))),
     };
     let out = match result {
         Ok(out) => out,
         Err(Refusal::Text(text)) => Output::help(text),
         Err(Refusal::Usage) => return ExitCode::from(toolkit::USAGE),
+        Err(Refusal::NotFound) => return ExitCode::from(toolkit::COMMAND_NOT_FOUND),
     };
     match out.write(own.format) {
         Ok(()) => ExitCode::SUCCESS,
@@ -242,6 +255,20 @@ enum Refusal {
     Text(String),
     /// Said on stderr; exit 2.
     Usage,
+    /// COMMAND cannot be run: said on stderr; exit 127, what the shell would have given.
+    NotFound,
+}
+
+/// scripts/warmup's COMMAND must be runnable before anything is decided, made or run: the check
+/// warmup-spawn makes before its children start (`protocol::command::check_program`).
+fn runnable(prog: &str, command: &[OsString], world: &World) -> Result<(), Refusal> {
+    let Some(program) = command.first() else {
+        return Ok(()); // clap requires COMMAND
+    };
+    protocol::command::check_program(program, world.lookup.path.as_deref()).map_err(|err| {
+        eprintln!("{prog}: {err:#}");
+        Refusal::NotFound
+    })
 }
 
 fn usage(prog: &str, err: clap::Error) -> Refusal {
@@ -256,7 +283,14 @@ fn usage(prog: &str, err: clap::Error) -> Refusal {
             .unwrap_or_default();
         eprintln!("{prog}: unknown option '{arg}' (COMMAND goes after --)");
     } else {
-        eprint!("{prog}: {}", err.render());
+        // clap's own tip ("For more information, try '--help'.") goes: the line below is the
+        // one hint, naming the command.
+        let text = err.render().to_string();
+        let kept: Vec<&str> = text
+            .lines()
+            .filter(|line| !line.starts_with("For more information, try"))
+            .collect();
+        eprintln!("{prog}: {}", kept.join("\n").trim_end());
     }
     eprintln!("{prog}: run '{prog} --help' for usage");
     Refusal::Usage
@@ -277,46 +311,6 @@ pub fn plan(args: &flags::Warmup, world: &World) -> Result<Output> {
             discover::refuse_repeats(&devices.join(","))?;
         }
     }
-    if let Decision::Record { dir: None, reason } = &decision {
-        let made = make_record_folder(world)?;
-        decision = Decision::Record {
-            reason: reason.replace(
-                "into a folder of its own",
-                &format!("into {}", made.display()),
-            ),
-            dir: Some(made),
-        };
-    }
+    decision = cache::settle(decision, &found);
     Ok(output::warmup(args, &found, &decision))
-}
-
-/// A folder for a one-process record that has no record folder to go to, under `$TMPDIR`.
-fn make_record_folder(world: &World) -> Result<PathBuf> {
-    let tmp = world
-        .env
-        .get("TMPDIR")
-        .filter(|t| !t.is_empty())
-        .unwrap_or("/tmp");
-    let stamp = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    let mut last = None;
-    for attempt in 0..100u32 {
-        let dir = PathBuf::from(tmp).join(format!(
-            "parallel-warmup-record.{}.{:08x}",
-            std::process::id(),
-            stamp.wrapping_add(attempt)
-        ));
-        match std::fs::create_dir(&dir) {
-            Ok(()) => return Ok(dir),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(dir),
-            Err(e) => {
-                return Err(e).with_context(|| format!("making a record folder {}", dir.display()))
-            }
-        }
-    }
-    bail!(
-        "cannot make a record folder under {tmp}: {} and others exist",
-        last.unwrap_or_default().display()
-    )
 }

@@ -111,6 +111,9 @@ class Hooks:
             state = _state(tuner, hooks.policy)
             if state.pending is not None:
                 key, state.pending = state.pending, None
+                progress = getattr(hooks.policy, "progress", None)  # record mode's (progress.py)
+                if progress is not None:
+                    progress.timing(len(configs))
                 if hooks.precompiler is not None or hooks.racer is not None:
                     hooks._time_through(type(tuner))
                 worth = configs  # all of them, but those a race's history rules out
