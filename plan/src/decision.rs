@@ -183,7 +183,11 @@ pub fn decide(f: &Facts) -> Decision {
         Prediction::NotAsked => "the warmup runs".to_owned(),
     };
     Decision::Sweep {
-        reason: format!("{reason}; sweeping on {}", devices.join(",")),
+        reason: format!(
+            "{reason}; sweeping on {}{}",
+            devices.join(","),
+            not_replayed(f)
+        ),
         by_history: f.record_dir.is_some() && !f.by_key,
         devices,
     }
@@ -219,10 +223,23 @@ fn harness_decision(f: &Facts) -> Option<Decision> {
     };
     Some(Decision::Record {
         reason: format!(
-            "{one}: one device, one process: COMMAND runs once with the harness recording (compile-ahead on) {into}"
+            "{one}: one device, one process: COMMAND runs once with the harness recording (compile-ahead on) {into}{}",
+            not_replayed(f)
         ),
         dir,
     })
+}
+
+/// Where the harness would have replayed the record folder but its record does not answer this
+/// run: why, and that the run resumes from the keys it holds.
+fn not_replayed(f: &Facts) -> String {
+    match (&f.record_dir, &f.record, &f.harness, f.fresh) {
+        (Some(dir), Record::Misses(why), Ok(()), false) => format!(
+            "; the record in {} is not replayed ({why}): its keys are resumed from, the rest tuned",
+            dir.display()
+        ),
+        _ => String::new(),
+    }
 }
 
 #[cfg(test)]

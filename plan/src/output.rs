@@ -166,11 +166,13 @@ pub fn warmup(args: &Warmup, found: &Discovery, decision: &Decision) -> Output {
         Decision::Plain { .. } => {}
         Decision::Replay { dir, .. } => {
             out.export(names::RECORD_DIR, dir)
-                .export(names::RESUME_DIR, dir);
+                .export(names::RESUME_DIR, dir)
+                .export(names::SIGNATURE, &found.signature);
         }
         Decision::Record { dir, .. } => {
             let dir = dir.as_deref().map(path).unwrap_or_default();
-            out.export(names::RECORD_DIR, &dir);
+            out.export(names::RECORD_DIR, &dir)
+                .export(names::SIGNATURE, &found.signature);
             if args.fresh {
                 out.export(names::FRESH, "1");
             } else {
@@ -233,6 +235,7 @@ fn sweep(out: &mut Output, args: &Warmup, found: &Discovery, devices: &[String],
         .set("keep", if args.keep { "1" } else { "0" })
         .set("by_key", if args.by_key { "1" } else { "0" })
         .set("fresh", if args.fresh { "1" } else { "0" })
+        .set("signature", &found.signature)
         .list("shard_argv", shard)
         .list("spawn_argv", args.spawn.argv());
 }

@@ -33,6 +33,10 @@ pub const CLAIM_DIR: &str = "WARMUP_HARNESS_CLAIM_DIR";
 pub const RESUME_DIR: &str = "WARMUP_HARNESS_RESUME_DIR";
 /// `1`: a record session tunes every key again, whatever an earlier record holds.
 pub const FRESH: &str = "WARMUP_HARNESS_FRESH";
+/// The signature of this run (`protocol::history::signature`), set by warmup-plan in a replay or
+/// record run: a record session using its record folder as a cache that ends with every test
+/// passed writes it into the sidecar's `complete_for`.
+pub const SIGNATURE: &str = "WARMUP_HARNESS_SIGNATURE";
 /// The vendor FlagGems runs on; `warmup-spawn --backend auto` follows it when set.
 pub const VENDOR: &str = "FLAGGEMS_VENDOR";
 

@@ -371,7 +371,12 @@ pub fn run(args: &Args, prepared: &PreparedRun, parent: Pid) -> Result<Status> {
         let dir = record_dir
             .clone()
             .unwrap_or_else(|| scratch.root().join("merged"));
-        let args_ = publish_args(&dir, scratch_arg);
+        let mut args_ = publish_args(&dir, scratch_arg);
+        // Nothing missing: every shard ran to its end, ok (docs/CONTRACT.md, "complete_for").
+        let complete = statuses.len() == jobs.len() && ok == jobs.len();
+        if let (Some(sig), true) = (&args.signature, complete) {
+            args_.splice(0..0, [OsStr::new("--signature"), OsStr::new(sig.as_str())]);
+        }
         if let ToolEnd::Done(out) = rest.tool("warmup-publish", &args_, lock.as_ref()) {
             published = replay_dir(&out);
         }

@@ -20,6 +20,9 @@ from . import atomic
 
 META_FORMAT = "warmup-harness-meta"
 META_VERSION = 1
+# The sidecar's signature of the last run that finished with nothing missing (protocol's
+# history::COMPLETE_FOR); the run's own is env.SIGNATURE, which warmup-plan sets.
+COMPLETE_FOR = "complete_for"
 
 
 class RecordError(Exception):
@@ -104,7 +107,9 @@ def load_meta(path: Path) -> tuple[dict | None, str | None]:
         return None, str(exc)
     if not (isinstance(doc, dict) and doc.get("format") == META_FORMAT):
         return None, f"{path}: not a {META_FORMAT} file; its versions and device are not checked"
-    if doc.get("version") != META_VERSION:
+    # As the tools read it: the integer 1, not 1.0 nor true.
+    version = doc.get("version")
+    if type(version) is not int or version != META_VERSION:
         return None, f"{path}: sidecar version {doc.get('version')!r}, expected {META_VERSION}; ignored"
     return doc, None
 
