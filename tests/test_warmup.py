@@ -690,15 +690,34 @@ def harness_command(shape_file=EXAMPLE) -> list[str]:
             str(HARNESS), "--shape_file", str(shape_file)]
 
 
+def plan(work: Path, *opts: str, command: list[str], **env: str) -> dict:
+    """What warmup-plan decides for scripts/warmup OPTS -- COMMAND, as one JSON object."""
+    env.setdefault("FLAGGEMS_PERF_CURRENT_OP", "mm")
+    env.setdefault("FLAGGEMS_VENDOR", "nvidia")
+    proc = subprocess.run([tool("plan"), "--format", "json", *opts, "--", *command], cwd=work,
+                          env=clean_env(TMPDIR=str(work), **env), capture_output=True, timeout=HANG)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def complete_record(work: Path, records: Path, command: list[str], record=None, **env: str) -> None:
+    """A record folder whose sidecar names this Triton, the driver probe's H200 and, as the last run
+    that finished with nothing missing, this COMMAND's run (its `complete_for`)."""
+    from test_history import H200, sidecar
+
+    records.mkdir(exist_ok=True)
+    (records / "mm.json").write_text(json.dumps(record if record is not None else {"mm_main": {}}))
+    signature = plan(work, "--gpus", "2", command=command, **env)["signature"]
+    sidecar(records, triton=triton_version(), device=H200, complete_for=signature)
+
+
 def test_a_rerun_with_a_full_record_starts_no_child_and_replays_it_once(work):
-    from test_history import H200, driver_probe, sidecar
+    from test_history import driver_probe
 
     records = work / "records"
-    records.mkdir()
-    (records / "mm.json").write_text(json.dumps({"mm_main": {}}))
-    sidecar(records, triton=triton_version(), device=H200)
     env = {"FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR": str(records),
            "WARMUP_PROBE_ROOT": str(driver_probe(work)), "PYTHONPATH": str(fake_harness(work))}
+    complete_record(work, records, harness_command(), **env)
     run = warmup(work, "--gpus", "2", "--devices", "0,1", command=harness_command(), **env)
     assert run.returncode == 0, run.stderr
     [line] = run.lines()
@@ -778,3 +797,31 @@ def test_deciding_starts_no_interpreter(work):
     assert run.returncode == 0, run.stderr
     assert "predicts" in run.lines()[0], run.stderr  # the version matched the history's
     assert log.read_text().count("\n") == 1, log.read_text()
+
+
+@pytest.mark.parametrize("bytes_, says", [
+    (b"", "empty file"),
+    (b'{"mm_main": {"[1]": {"num_warps"', "cut off"),
+    (b"[]", "top level is an array"),
+    (b'{"mm_main": {}}\x00', "mm.json:1:"),
+    (b'{"mm_main": [1]}', 'kernel "mm_main" holds an array'),
+], ids=["empty", "truncated", "a-list", "a-nul", "a-list-bucket"])
+def test_a_record_that_is_no_record_never_decides_replay_and_command_runs(work, bytes_, says):
+    from test_history import driver_probe
+
+    records = work / "records"
+    env = {"FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR": str(records),
+           "WARMUP_PROBE_ROOT": str(driver_probe(work)), "PYTHONPATH": str(fake_harness(work))}
+    complete_record(work, records, harness_command(), **env)
+    (records / "mm.json").write_bytes(bytes_)
+    decided = plan(work, "--gpus", "2", "--devices", "0,1", command=harness_command(), **env)
+    assert decided["decision"] == "sweep", decided
+    assert f"the record in {records} is not replayed ({records / 'mm.json'}" in decided["reason"], decided
+    assert says in decided["reason"], decided
+    # One device: the one process records, as with no record; COMMAND runs either way.
+    run = warmup(work, "--gpus", "1", command=harness_command(), **env)
+    assert run.returncode == 0, run.stderr
+    [line] = run.lines()
+    assert "one device, one process" in line and says in line, line
+    [session] = run.sessions
+    assert session["mode"] == "record" and session["env"]["FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR"] == str(records)

@@ -161,7 +161,8 @@ pub fn warmup(args: &Warmup, found: &Discovery, decision: &Decision) -> Output {
                 .as_deref()
                 .map(path)
                 .unwrap_or_default(),
-        );
+        )
+        .set("signature", &found.signature);
     match decision {
         Decision::Plain { .. } => {}
         Decision::Replay { dir, .. } => {
@@ -235,7 +236,6 @@ fn sweep(out: &mut Output, args: &Warmup, found: &Discovery, devices: &[String],
         .set("keep", if args.keep { "1" } else { "0" })
         .set("by_key", if args.by_key { "1" } else { "0" })
         .set("fresh", if args.fresh { "1" } else { "0" })
-        .set("signature", &found.signature)
         .list("shard_argv", shard)
         .list("spawn_argv", args.spawn.argv());
 }
