@@ -534,11 +534,11 @@ def edit(path: Path, old: str, new: str) -> None:
     path.write_text(text.replace(old, new))
 
 
-def cache_session(work: Path, shapes: Path, folder: Path, **env: str) -> Run:
+def cache_session(work: Path, shapes: Path, folder: Path, *opts: str, **env: str) -> Run:
     """The record as a cache: one record session whose earlier record is its own (RECORD_DIR and
     RESUME_DIR one folder)."""
-    return bench(work, shapes, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(folder), WARMUP_HARNESS_RESUME_DIR=str(folder),
-                 **env)
+    return bench(work, shapes, *opts, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(folder),
+                 WARMUP_HARNESS_RESUME_DIR=str(folder), **env)
 
 
 def test_a_re_run_of_the_cache_session_with_a_full_record_tunes_nothing_and_writes_nothing(tmp_path):
@@ -626,3 +626,25 @@ def test_the_example_benchmark_compiles_and_its_shapes_shard(tmp_path):
                          env=clean_env(), capture_output=True, text=True, timeout=HANG)
     assert run.returncode == 0, run.stderr
     assert len(yaml.safe_load((tmp_path / "s" / "w0" / "shapes.yaml").read_text())["rowsum"]["shapes"]) == 3
+
+
+def test_a_cache_session_that_passes_names_its_runs_signature_in_the_sidecar_and_no_other_does(tmp_path):
+    """WARMUP_HARNESS_SIGNATURE (warmup-plan's, in a replay or record run) goes to the sidecar's
+    `complete_for` only when the record is this session's cache and every test passed: the next
+    run of the same command then knows the record holds every key it needs."""
+    shapes = shape_file(tmp_path, SHAPES)
+    folder = tmp_path / "rec"
+    plain = bench(tmp_path, shapes, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(folder), WARMUP_HARNESS_SIGNATURE="s1")
+    assert plain.returncode == 0, plain.output
+    assert "complete_for" not in json.loads((folder / "mm.meta.json").read_text()), "not a cache session"
+    nothing = cache_session(tmp_path, shapes, folder, "-m", "nosuchmarker", WARMUP_HARNESS_SIGNATURE="s1")
+    assert nothing.returncode == 5, nothing.output
+    assert "complete_for" not in json.loads((folder / "mm.meta.json").read_text()), "no test ran"
+    passed = cache_session(tmp_path, shapes, folder, WARMUP_HARNESS_SIGNATURE="s1")
+    assert passed.returncode == 0 and passed.session["timed"] == {}, passed.output
+    assert json.loads((folder / "mm.meta.json").read_text())["complete_for"] == "s1"
+    before = (folder / "mm.meta.json").stat()
+    again = cache_session(tmp_path, shapes, folder, WARMUP_HARNESS_SIGNATURE="s1")
+    assert again.returncode == 0, again.output
+    now = (folder / "mm.meta.json").stat()
+    assert (now.st_ino, now.st_mtime_ns) == (before.st_ino, before.st_mtime_ns), "a full re-run rewrote it"
