@@ -65,8 +65,9 @@ def warmup(work: Path, *opts: str, shape_file=EXAMPLE, command=None, timeout=HAN
     trace = work / "trace.jsonl"
     env.setdefault("FLAGGEMS_PERF_CURRENT_OP", "mm")
     env.setdefault("FLAGGEMS_VENDOR", "nvidia")  # this machine has no GPU for auto to find
+    env.setdefault("TMPDIR", str(work))
     full_env = clean_env(WARMUP_BIN_DIR=str(BIN_DIR), WARMUP_FIXTURE_TRACE=str(trace),
-                         WARMUP_FIXTURE_SWEEP_SECONDS="0.01", TMPDIR=str(work), **env)
+                         WARMUP_FIXTURE_SWEEP_SECONDS="0.01", **env)
     cmd = command if command is not None else bench_command(shape_file)
     proc = subprocess.run([str(SCRIPT), *opts, "--", *cmd], env=full_env, cwd=work,
                           capture_output=True, text=True, timeout=timeout)
@@ -825,3 +826,36 @@ def test_a_record_that_is_no_record_never_decides_replay_and_command_runs(work, 
     assert "one device, one process" in line and says in line, line
     [session] = run.sessions
     assert session["mode"] == "record" and session["env"]["FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR"] == str(records)
+
+
+def test_a_record_folder_whose_name_is_not_utf8_is_replayed_recorded_and_published_there(work):
+    from test_history import driver_probe
+
+    records = Path(os.fsdecode(os.fsencode(work) + b"/rec-\xff"))
+    env = {"FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR": str(records),
+           "WARMUP_PROBE_ROOT": str(driver_probe(work)), "PYTHONPATH": str(fake_harness(work))}
+    complete_record(work, records, harness_command(), **env)
+    replayed = warmup(work, "--gpus", "2", "--devices", "0,1", command=harness_command(), **env)
+    assert replayed.returncode == 0, replayed.stderr
+    [line] = replayed.lines()
+    assert "answers" in line and "replaying it" in line, line
+    [session] = replayed.sessions
+    assert session["env"]["FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR"] == str(records), "no child ran; the folder kept"
+    # One device: the one process records into that folder, not into a temporary one.
+    fresh = Path(os.fsdecode(os.fsencode(work) + b"/new-\xfe"))
+    (work / "one").mkdir()
+    one = warmup(work / "one", "--gpus", "1", command=harness_command(),
+                 **{**env, "FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR": str(fresh)})
+    assert one.returncode == 0, one.stderr
+    [session] = one.sessions
+    assert session["mode"] == "record" and session["env"]["FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR"] == str(fresh)
+    assert (fresh / "mm.json").is_file() and not list(work.glob("one/parallel-warmup-record.*"))
+    # warmup-slurm's plan publishes there too: the folder reaches its record_dir and the split, as
+    # the script reads them (eval).
+    show = 'eval "$("$0" --format sh --for warmup-slurm "$@")" && printf "%s\\0" "$record_dir" "${shard_argv[@]}"'
+    slurm = subprocess.run(["bash", "-c", show, tool("plan"), "--scratch", str(work / "s"), "--shards", "2", "--",
+                            *harness_command()], cwd=work, capture_output=True, env=clean_env(**env), timeout=HANG)
+    assert slurm.returncode == 0, slurm.stderr
+    record_dir, *shard_argv = slurm.stdout.split(b"\0")[:-1]
+    assert record_dir == os.fsencode(records)
+    assert shard_argv[shard_argv.index(b"--history") + 1] == os.fsencode(records), shard_argv

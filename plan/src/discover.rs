@@ -122,10 +122,9 @@ pub fn discover(args: &Warmup, world: &World) -> Result<Discovery> {
         .map(|p| python::packages(p, &world.lookup));
     let harness = harness_runs(args, world, packages.as_ref());
     let tokens = devices.clone().unwrap_or_default();
-    let root = world.env.root("/proc/driver/nvidia/gpus");
     let platform = Platform {
         triton: packages.as_ref().and_then(|p| p.triton.clone()),
-        device: protocol::probe::device_model(&root, &tokens),
+        device: protocol::probe::device_name(&world.env.root("/"), &tokens),
     };
     let op = op(world);
     let shape_bytes = shape_file
@@ -374,7 +373,12 @@ mod tests {
     fn a_record_answers_only_a_run_its_sidecar_names_as_complete() {
         let dir = tempfile::tempdir().expect("tempdir");
         sidecar(dir.path(), "3.6.0", "NVIDIA H200");
-        let other = answers(dir.path(), "mm", &h200(), "ffffffffffffffffffffffffffffffff");
+        let other = answers(
+            dir.path(),
+            "mm",
+            &h200(),
+            "ffffffffffffffffffffffffffffffff",
+        );
         let Record::Misses(why) = other else {
             panic!("another run's signature answers");
         };
@@ -397,7 +401,10 @@ mod tests {
         ] {
             std::fs::write(&record, bytes).expect("record");
             let why = misses(dir.path(), &h200());
-            assert!(why.contains(says) && why.contains("mm.json"), "{bytes:?}: {why}");
+            assert!(
+                why.contains(says) && why.contains("mm.json"),
+                "{bytes:?}: {why}"
+            );
         }
     }
 }

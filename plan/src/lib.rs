@@ -22,7 +22,7 @@ use decision::Decision;
 use discover::World;
 use output::{Format, Output};
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use std::process::ExitCode;
 
@@ -278,13 +278,18 @@ pub fn plan(args: &flags::Warmup, world: &World) -> Result<Output> {
         }
     }
     if let Decision::Record { dir: None, reason } = &decision {
-        let made = make_record_folder(world)?;
-        decision = Decision::Record {
-            reason: reason.replace(
-                "into a folder of its own",
-                &format!("into {}", made.display()),
-            ),
-            dir: Some(made),
+        // The warmup cannot help without a folder to record into: COMMAND runs unchanged.
+        decision = match make_record_folder(world) {
+            Ok(made) => Decision::Record {
+                reason: reason.replace(
+                    "into a folder of its own",
+                    &format!("into {}", made.display()),
+                ),
+                dir: Some(made),
+            },
+            Err(e) => Decision::Plain {
+                reason: format!("{e:#}: nowhere to record into; skipping"),
+            },
         };
     }
     Ok(output::warmup(args, &found, &decision))
@@ -294,9 +299,9 @@ pub fn plan(args: &flags::Warmup, world: &World) -> Result<Output> {
 fn make_record_folder(world: &World) -> Result<PathBuf> {
     let tmp = world
         .env
-        .get("TMPDIR")
+        .get_os("TMPDIR")
         .filter(|t| !t.is_empty())
-        .unwrap_or("/tmp");
+        .unwrap_or("/tmp".as_ref());
     let stamp = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.subsec_nanos());
@@ -316,7 +321,8 @@ fn make_record_folder(world: &World) -> Result<PathBuf> {
         }
     }
     bail!(
-        "cannot make a record folder under {tmp}: {} and others exist",
+        "cannot make a record folder under {}: {} and others exist",
+        Path::new(tmp).display(),
         last.unwrap_or_default().display()
     )
 }

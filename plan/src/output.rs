@@ -162,7 +162,11 @@ pub fn warmup(args: &Warmup, found: &Discovery, decision: &Decision) -> Output {
                 .map(path)
                 .unwrap_or_default(),
         )
-        .set("signature", &found.signature);
+        .set("signature", &found.signature)
+        .set(
+            "device",
+            found.platform.device.as_deref().unwrap_or_default(),
+        );
     match decision {
         Decision::Plain { .. } => {}
         Decision::Replay { dir, .. } => {

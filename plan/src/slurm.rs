@@ -32,12 +32,7 @@ pub fn plan(args: &Slurm, world: &World) -> Result<Output> {
         "submit"
     };
     let given = args.record_dir.as_deref().map(Path::as_os_str);
-    let raw = given.or_else(|| {
-        world
-            .env
-            .get(protocol::env::RECORD_DIR)
-            .map(std::ffi::OsStr::new)
-    });
+    let raw = given.or_else(|| world.env.get_os(protocol::env::RECORD_DIR));
     let record_dir = discover::record_dir(raw, &world.cwd)?;
     let mut out = Output::default();
     out.set("mode", mode)
@@ -65,9 +60,7 @@ fn absolute(path: &Path, cwd: &Path) -> PathBuf {
     };
     let text = p.as_os_str().as_encoded_bytes();
     match text.strip_suffix(b"/").filter(|t| !t.is_empty()) {
-        Some(t) => PathBuf::from(std::ffi::OsStr::new(
-            &String::from_utf8_lossy(t).into_owned(),
-        )),
+        Some(t) => PathBuf::from(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(t)),
         None => p,
     }
 }

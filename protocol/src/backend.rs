@@ -9,8 +9,8 @@
 
 use crate::env::PROBE_ROOT;
 use anyhow::{bail, Context, Result};
-use std::path::{Path, PathBuf};
 use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
 
 /// How a backend's devices are counted when no visibility list says which to use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
