@@ -648,3 +648,27 @@ def test_a_cache_session_that_passes_names_its_runs_signature_in_the_sidecar_and
     assert again.returncode == 0, again.output
     now = (folder / "mm.meta.json").stat()
     assert (now.st_ino, now.st_mtime_ns) == (before.st_ino, before.st_mtime_ns), "a full re-run rewrote it"
+
+
+def test_a_one_device_record_run_that_passes_is_replayed_by_the_next_run_on_two(tmp_path):
+    """scripts/warmup on one device records in one process; that run ends with every test passed,
+    so its sidecar names it complete, and the same command on two devices then replays the record
+    in one process, starting no child (the device is unknown here: the plan leaves it to the
+    harness)."""
+    shapes = shape_file(tmp_path, SHAPES)
+    env = bench_env(tmp_path, WARMUP_BIN_DIR=str(BIN_DIR), FLAGGEMS_VENDOR="nvidia", TMPDIR=str(tmp_path),
+                    FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "records"),
+                    WARMUP_PROBE_ROOT=str(tmp_path / "no-driver"))
+
+    def warmup(*opts: str) -> Run:
+        proc = subprocess.run([str(SCRIPT), *opts, "--", *bench_command(shapes)], env=env, cwd=tmp_path,
+                              capture_output=True, text=True, timeout=HANG)
+        return Run(proc, tmp_path / "trace.jsonl")
+
+    recorded = warmup("--gpus", "1")
+    assert recorded.returncode == 0 and "one device, one process" in recorded.stderr, recorded.output
+    assert recorded.session["worker"] is None and sum(recorded.session["timed"].values()) > 0
+    replayed = warmup("--gpus", "2", "--devices", "0,1")
+    assert replayed.returncode == 0, replayed.output
+    assert "answers op keys" in replayed.stderr and "replaying it" in replayed.stderr, replayed.output
+    assert replayed.session["worker"] is None and replayed.session["timed"] == {}, "a child ran or a key was tuned"

@@ -183,9 +183,25 @@ class Session:
             self.writer.close()
             signature = os.environ.get(env.SIGNATURE, "").strip()
             # The record as a cache, every test passed: the record holds every key this run met.
-            if signature and self.exitstatus == 0 and getattr(self.policy, "same_folder", False) \
-                    and getattr(self.policy, "claims", None) is None:
+            if signature and self.exitstatus == 0 and self._record_is_its_cache():
                 self.writer.vouch(signature)
+
+    def _record_is_its_cache(self) -> bool:
+        """Whether this record session resumes from its own record folder ("The record as a
+        cache"): not a sweep child, no claims, not fresh; its record there or not yet."""
+        from .autotune import claims, once_recorder, resume
+
+        def setting(name: str) -> str | None:
+            return env.setting(self.config, name)
+
+        folder = setting(resume.RESUME_DIR)
+        try:
+            fresh = resume.fresh(setting(resume.FRESH))
+        except resume.ResumeError:
+            return False
+        return (folder is not None and not fresh and setting(claims.CLAIM_DIR) is None
+                and os.environ.get(env.WARMUP_WORKER, "").strip() != "1"
+                and once_recorder.same_folder(Path(folder.strip()), self.writer.directory))
 
     def closing_lines(self) -> list[str]:
         op = self.mode.op

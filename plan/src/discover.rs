@@ -228,13 +228,14 @@ fn answers(dir: &Path, op: &str, platform: &Platform, signature: &str) -> Record
         return Record::Misses(why);
     }
     if meta.complete_for.as_deref() != Some(signature) {
+        let field = protocol::history::COMPLETE_FOR;
         return Record::Misses(format!(
-            "{} names no complete run of this COMMAND and shape file ({} is not {signature}): \
-             the record may lack keys this run needs",
+            "{} names no complete run of this COMMAND and shape file ({}, this run's is \
+             {signature}): the record may lack keys this run needs",
             meta.path.display(),
             match &meta.complete_for {
-                Some(s) => format!("its {} {s:?}", protocol::history::COMPLETE_FOR),
-                None => format!("it has no {}", protocol::history::COMPLETE_FOR),
+                Some(s) => format!("its {field} is {s}"),
+                None => format!("no {field}"),
             }
         ));
     }
@@ -384,7 +385,7 @@ mod tests {
         };
         assert!(why.contains("no complete run"), "{why}");
         sidecar_with(dir.path(), r#""triton": "3.6.0", "device": "NVIDIA H200""#);
-        assert!(misses(dir.path(), &h200()).contains("it has no complete_for"));
+        assert!(misses(dir.path(), &h200()).contains("(no complete_for, this run's is "));
     }
 
     #[test]
