@@ -438,6 +438,38 @@ mod tests {
     }
 
     #[test]
+    fn a_record_that_does_not_answer_is_resumed_from_and_the_reason_says_why() {
+        let mut f = with_harness(sweeping());
+        f.record_dir = Some("/r".into());
+        f.record = Record::Misses("/r/mm.meta.json names no complete run".into());
+        let d = decide(&f);
+        assert_eq!(
+            d.name(),
+            "sweep",
+            "two devices: the missing keys are swept in parallel"
+        );
+        assert!(
+            d.reason().contains(
+                "the record in /r is not replayed (/r/mm.meta.json names no complete run): its keys are resumed from"
+            ),
+            "{d:?}"
+        );
+        f.gpus = Gpus::Count(1);
+        let d = decide(&f);
+        assert_eq!(
+            d.name(),
+            "record",
+            "one device: the one process, as with no record"
+        );
+        assert!(d.reason().contains("is not replayed"), "{d:?}");
+        f.fresh = true;
+        assert!(
+            !decide(&f).reason().contains("is not replayed"),
+            "--fresh resumes nothing"
+        );
+    }
+
+    #[test]
     fn without_the_harness_one_device_keeps_the_old_skip_rules() {
         let mut f = sweeping();
         f.gpus = Gpus::Count(1);
