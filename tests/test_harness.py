@@ -672,3 +672,29 @@ def test_a_one_device_record_run_that_passes_is_replayed_by_the_next_run_on_two(
     assert replayed.returncode == 0, replayed.output
     assert "answers op keys" in replayed.stderr and "replaying it" in replayed.stderr, replayed.output
     assert replayed.session["worker"] is None and replayed.session["timed"] == {}, "a child ran or a key was tuned"
+
+
+def test_a_record_folder_whose_record_is_no_record_file_still_runs_the_benchmark(tmp_path):
+    """An empty `mm.json` beside a sidecar naming this run complete: the plan does not take it for
+    an answer, so the benchmark's tests run (not the harness's refusal, exit 4): on one device
+    recording into a folder of its own, on two sweeping and publishing a whole record over it."""
+    shapes = shape_file(tmp_path, SHAPES)
+    records = tmp_path / "records"
+    env = bench_env(tmp_path, WARMUP_BIN_DIR=str(BIN_DIR), FLAGGEMS_VENDOR="nvidia", TMPDIR=str(tmp_path),
+                    FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(records), WARMUP_PROBE_ROOT=str(tmp_path / "no-driver"))
+
+    def warmup(*opts: str) -> Run:
+        proc = subprocess.run([str(SCRIPT), *opts, "--", *bench_command(shapes)], env=env, cwd=tmp_path,
+                              capture_output=True, text=True, timeout=HANG)
+        return Run(proc, tmp_path / "trace.jsonl")
+
+    assert warmup("--gpus", "1").returncode == 0  # a complete record, its sidecar naming this run
+    assert "complete_for" in json.loads((records / "mm.meta.json").read_text())
+    (records / "mm.json").write_bytes(b"")
+    one = warmup("--gpus", "1")
+    assert one.returncode == 0 and " passed" in one.stdout and "failed" not in one.stdout, one.output
+    assert "empty file" in one.stderr and "a folder of its own" not in one.stderr, one.output
+    assert (records / "mm.json").read_bytes() == b"", "the file is left as it was"
+    two = warmup("--gpus", "2", "--devices", "0,1")
+    assert two.returncode == 0 and "is not replayed" in two.stderr, two.output
+    assert len(json.loads((records / "mm.json").read_text())) == 3, "a whole record published over it"

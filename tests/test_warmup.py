@@ -819,13 +819,16 @@ def test_a_record_that_is_no_record_never_decides_replay_and_command_runs(work, 
     assert decided["decision"] == "sweep", decided
     assert f"the record in {records} is not replayed ({records / 'mm.json'}" in decided["reason"], decided
     assert says in decided["reason"], decided
-    # One device: the one process records, as with no record; COMMAND runs either way.
+    # One device: the one process records into a folder of its own (the harness adds only to a
+    # record file); COMMAND runs either way.
     run = warmup(work, "--gpus", "1", command=harness_command(), **env)
     assert run.returncode == 0, run.stderr
     [line] = run.lines()
-    assert "one device, one process" in line and says in line, line
+    assert "one device, one process" in line and says in line and f"to record into {records}" in line, line
     [session] = run.sessions
-    assert session["mode"] == "record" and session["env"]["FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR"] == str(records)
+    assert session["mode"] == "record", session
+    assert Path(session["env"]["FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR"]).name.startswith("parallel-warmup-record.")
+    assert (records / "mm.json").read_bytes() == bytes_, "the file is left as it was"
 
 
 def test_a_record_folder_whose_name_is_not_utf8_is_replayed_recorded_and_published_there(work):

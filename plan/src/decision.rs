@@ -22,6 +22,19 @@ pub enum Record {
     Answers,
     /// No record, or one made elsewhere: why.
     Misses(String),
+    /// `<op>.json` is no record file (empty, cut off, not `{kernel: {key: config}}`): why. The
+    /// harness refuses to record into its folder, so one process cannot record there; a sweep
+    /// publishes a whole record over it.
+    Damaged(String),
+}
+
+impl Record {
+    fn why(&self) -> Option<&str> {
+        match self {
+            Record::Answers => None,
+            Record::Misses(why) | Record::Damaged(why) => Some(why),
+        }
+    }
 }
 
 /// What the history predicts, when there is one to predict from.
@@ -211,6 +224,18 @@ fn harness_decision(f: &Facts) -> Option<Decision> {
         (_, Ok(list)) if list.len() == 1 => Some(format!("one visible GPU ({})", list[0])),
         _ => None,
     }?;
+    if let (Some(dir), Record::Damaged(why)) = (&f.record_dir, &f.record) {
+        // The harness adds only to a record file: the one process records elsewhere.
+        return Some(Decision::Record {
+            reason: format!(
+                "{one}: one device, one process: {why}, and the harness adds only to a record \
+                 file, so COMMAND runs once with the harness recording (compile-ahead on) into a \
+                 folder of its own (move that file away, the record is a cache, to record into {})",
+                dir.display()
+            ),
+            dir: None,
+        });
+    }
     let (into, dir) = match &f.record_dir {
         Some(dir) => (
             format!("into {}, for the next run", dir.display()),
@@ -233,8 +258,8 @@ fn harness_decision(f: &Facts) -> Option<Decision> {
 /// Where the harness would have replayed the record folder but its record does not answer this
 /// run: why, and that the run resumes from the keys it holds.
 fn not_replayed(f: &Facts) -> String {
-    match (&f.record_dir, &f.record, &f.harness, f.fresh) {
-        (Some(dir), Record::Misses(why), Ok(()), false) => format!(
+    match (&f.record_dir, f.record.why(), &f.harness, f.fresh) {
+        (Some(dir), Some(why), Ok(()), false) => format!(
             "; the record in {} is not replayed ({why}): its keys are resumed from, the rest tuned",
             dir.display()
         ),
@@ -466,6 +491,22 @@ mod tests {
         assert!(
             !decide(&f).reason().contains("is not replayed"),
             "--fresh resumes nothing"
+        );
+        // A record file that is no record: the harness would refuse to add to it.
+        f.fresh = false;
+        f.record = Record::Damaged("/r/mm.json: empty file: it is no record".into());
+        let Decision::Record { dir: None, reason } = decide(&f) else {
+            panic!("{:?}", decide(&f));
+        };
+        assert!(
+            reason.contains("empty file") && reason.contains("a folder of its own"),
+            "{reason}"
+        );
+        f.gpus = Gpus::Count(2);
+        assert_eq!(
+            decide(&f).name(),
+            "sweep",
+            "a sweep publishes a whole record over it"
         );
     }
 

@@ -243,9 +243,9 @@ fn answers(dir: &Path, op: &str, platform: &Platform, signature: &str) -> Record
     match toolkit::file::read(&record) {
         Err(e) => Record::Misses(format!("{name} cannot be read ({e})")),
         Ok(bytes) => match protocol::records::Records::parse(&bytes) {
-            Err(why) => Record::Misses(format!("{}: it is no record", why.located(&name))),
+            Err(why) => Record::Damaged(format!("{}: it is no record", why.located(&name))),
             Ok(records) => match records.bad_buckets.first() {
-                Some(bad) => Record::Misses(format!("{name}: {bad}: it is no record")),
+                Some(bad) => Record::Damaged(format!("{name}: {bad}: it is no record")),
                 None => Record::Answers,
             },
         },
@@ -334,7 +334,7 @@ mod tests {
 
     fn misses(dir: &Path, platform: &Platform) -> String {
         match answers(dir, "mm", platform, SIG) {
-            Record::Misses(why) => why,
+            Record::Misses(why) | Record::Damaged(why) => why,
             Record::Answers => panic!("answers"),
         }
     }
