@@ -29,7 +29,7 @@ pub struct PlatformArgs {
     #[arg(long, value_name = "PYTHON")]
     pub python: Option<PathBuf>,
     /// The GPU model this run uses, as the sidecar names it [default: from the NVIDIA driver's
-    /// files, else AMD's sysfs, else the PCI ids (docs/CONTRACT.md, "Device names")]
+    /// files, else AMD's sysfs and KFD topology, else the PCI ids]
     #[arg(long, value_name = "NAME")]
     pub device_model: Option<String>,
     /// The device tokens the sweep will use, comma-separated (`0,1`; `0,0` runs two children on
