@@ -568,6 +568,31 @@ def test_a_re_run_of_the_cache_session_with_a_full_record_tunes_nothing_and_writ
     assert (now.st_ino, now.st_mtime_ns) == (files["mm.json"].st_ino, files["mm.json"].st_mtime_ns)
 
 
+def test_a_cache_session_that_tunes_nothing_takes_no_lock_and_starts_no_pool(tmp_path):
+    shapes = shape_file(tmp_path, SHAPES)
+    folder = tmp_path / "rec"
+    assert cache_session(tmp_path, shapes, folder).returncode == 0
+    # Spawned compile workers import the preload module when they start: it leaves a mark.
+    modules = tmp_path / "modules"
+    modules.mkdir()
+    mark = tmp_path / "a-pool-started"
+    (modules / "pool_mark.py").write_text(f"open({str(mark)!r}, 'a').close()\n")
+    held = []
+    try:
+        for name in (".mm.lock", ".mm.sessions"):  # a session that took either would wait here
+            held.append(open(folder / name, "a"))
+            fcntl.flock(held[-1], fcntl.LOCK_EX | fcntl.LOCK_NB)
+        again = cache_session(tmp_path, shapes, folder, WARMUP_HARNESS_COMPILE_START="spawn",
+                              WARMUP_HARNESS_COMPILE_PRELOAD="pool_mark",
+                              PYTHONPATH=f"{SOURCE}{os.pathsep}{modules}")
+    finally:
+        for f in held:
+            f.close()
+    assert again.returncode == 0 and again.session["timed"] == {}, again.output
+    assert "recorded 0 key(s)" in again.stderr and not (folder / ".mm.journal").exists()
+    assert not mark.exists(), "a compile pool started in a session that compiled nothing"
+
+
 def test_a_changed_kernel_is_tuned_again_while_the_other_kernels_of_the_op_replay(tmp_path):
     script = fixture_copy(tmp_path)
     shapes = shape_file(tmp_path, SHAPES)

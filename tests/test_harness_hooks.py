@@ -282,7 +282,7 @@ def test_a_journal_line_cut_short_in_the_middle_loses_only_that_line(tmp_path):
     assert folded["k"] == {"[1]": {"kwargs": {"B": 1}}, "[3]": {"kwargs": {"B": 3}}}
 
 
-def test_a_record_session_holds_a_shared_lock_on_its_sessions_file_while_it_lives(tmp_path):
+def test_a_record_session_holds_a_shared_lock_on_its_sessions_file_from_its_first_write_on(tmp_path):
     import fcntl
     import os
     import stat
@@ -292,6 +292,8 @@ def test_a_record_session_holds_a_shared_lock_on_its_sessions_file_while_it_live
     out = writer.RecordWriter(tmp_path, "mm", lambda: "dev")
     out.open()
     sessions = tmp_path / ".mm.sessions"
+    assert list(tmp_path.iterdir()) == [], "a session that has written nothing leaves the folder alone"
+    out.add("k", "[1]", {"kwargs": {}}, 0.1)
     assert stat.S_IMODE(sessions.stat().st_mode) & 0o7777 == 0o644 & ~_umask()
     fd = os.open(sessions, os.O_RDONLY)
     try:
@@ -299,7 +301,6 @@ def test_a_record_session_holds_a_shared_lock_on_its_sessions_file_while_it_live
         fcntl.flock(fd, fcntl.LOCK_UN)
         with pytest.raises(BlockingIOError):  # warmup-publish's test: a session is live
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        out.add("k", "[1]", {"kwargs": {}}, 0.1)
         out.close()  # folded, but the session lives on until it is released
         with pytest.raises(BlockingIOError):
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

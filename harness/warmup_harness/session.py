@@ -109,7 +109,7 @@ class Session:
                                       f"({exc.strerror or exc})") from None
         records.check_writable(mode.directory, env.RECORD_DIR)
         writer = RecordWriter(mode.directory, mode.op, device_name)
-        writer.open()  # refuses now, not after the first sweep, a file this run cannot add to
+        writer.open()  # refuses now, not after the first sweep, a file this run cannot add to (no lock yet)
         try:
             # By-key claims and resume (autotune/once_recorder.py), else the plain recorder.
             policy = once_recorder.start(lambda name: env.setting(config, name), mode.op, writer, device_name,
@@ -119,7 +119,8 @@ class Session:
             raise
         clock = CompileClock()
         hooks = tuners.install(policy, compiler, clock)
-        compiler.start_early()  # its workers' imports overlap pytest's collection
+        if not (isinstance(policy, once_recorder.OnceRecorder) and policy.same_folder):  # a cache may tune nothing
+            compiler.start_early()  # its workers' imports overlap pytest's collection
         session = cls(config, mode, policy, [], compiler, hooks, writer=writer)
         writer.extra_meta = lambda: {"startup_seconds": session.startup_seconds,
                                      "compile_seconds": clock.total(compiler)}

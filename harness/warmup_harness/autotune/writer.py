@@ -6,16 +6,17 @@ Why a journal: rewriting the record for every key costs the whole file each time
 record is rewritten by a fold: after a key while the record is small (under FOLD_EVERY_KEY_BELOW
 bytes: rewriting it costs about what the line does, and warmup-merge then finds every key of a
 child that crashed), or once the journal has grown as large as the record (so a key's share of the
-folds stays a few times its own line, whatever the record's size); and when the session starts (a
-journal left by a process that died is folded first), when it ends, and on SIGTERM (how
-warmup-spawn stops a child). Every append and every fold holds `flock` on
-`<dir>/.<op>.lock`, so processes recording one op (pytest-xdist workers, sessions side by side)
-add up; a fold replaces the record atomically (atomic.py) before it removes the journal, so
-`<op>.json` is a valid record at every instant and a key decided before a crash is in one or the
-other. A key decided again replaces its earlier config: the journal is applied in order. An earlier
-record's keys (resume into another folder) come in by one fold, `carry`, not one line each. For its
-whole life a session holds `flock(LOCK_SH)` on `<dir>/.<op>.sessions`, so that warmup-publish
-knows a journal there belongs to a live session and leaves it alone.
+folds stays a few times its own line, whatever the record's size); and at the session's first write
+(a journal left by a process that died is folded in with it), when it ends, and on SIGTERM (how
+warmup-spawn stops a child). A session that writes nothing takes no lock and folds nothing. Every
+append and every fold holds `flock` on `<dir>/.<op>.lock`, so processes recording one op
+(pytest-xdist workers, sessions side by side) add up; a fold replaces the record atomically
+(atomic.py) before it removes the journal, so `<op>.json` is a valid record at every instant and a
+key decided before a crash is in one or the other. A key decided again replaces its earlier config:
+the journal is applied in order. An earlier record's keys (resume into another folder) come in by
+one fold, `carry`, not one line each. From its first write to its end a session holds
+`flock(LOCK_SH)` on `<dir>/.<op>.sessions`, so that warmup-publish knows a journal there belongs to
+a live session and leaves it alone.
 """
 
 from __future__ import annotations
@@ -122,18 +123,24 @@ class RecordWriter:
                 self._stop_now()
 
     def open(self) -> None:
-        """Marks this session live (sessions_path), checks the record there, which this run will add
-        to, and folds a journal a process that died left; raises RecordError."""
-        atomic.remove_dead_temporaries(self.path)
-        atomic.remove_dead_temporaries(self.meta)
+        """Checks the record there, which this run may add to; raises RecordError. It takes no lock
+        and writes nothing: a session that decides nothing leaves the folder as it found it (the
+        record as a cache: a re-run with a full record). The first write (`_go_live`) marks the
+        session live and folds first what a process that died journaled."""
         try:
-            self._hold_sessions()
-            with self._locked():
-                if self.path.exists():
-                    load_records(self.path)
-                self._fold()
+            if self.path.exists():
+                load_records(self.path)
         except OSError as exc:
             raise self._unwritable(exc) from None
+
+    def _go_live(self) -> None:
+        """Before this session's first write: holds `.<op>.sessions` for the rest of its life and
+        removes the temporaries nobody holds. Its first append's fold (or close) folds a journal a
+        dead process left."""
+        if self._sessions is None:
+            atomic.remove_dead_temporaries(self.path)
+            atomic.remove_dead_temporaries(self.meta)
+            self._hold_sessions()
 
     def _hold_sessions(self) -> None:
         """Holds `flock(LOCK_SH)` on `.<op>.sessions` until release(): warmup-publish, which takes
@@ -163,6 +170,7 @@ class RecordWriter:
             entry["fingerprint"] = fingerprint
         line = (json.dumps(entry) + "\n").encode("utf-8")
         try:
+            self._go_live()
             with self._locked():
                 fd = os.open(self.journal, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o666)
                 try:
@@ -196,6 +204,7 @@ class RecordWriter:
         if self._device is _UNASKED:
             self._device = self._device_name()
         try:
+            self._go_live()
             with self._locked():
                 carried = self._fold(carried=entries)
         except OSError as exc:
@@ -205,7 +214,10 @@ class RecordWriter:
         return carried
 
     def close(self) -> None:
-        """Folds what this session (and any other) journaled; a failure is a note, the journal kept."""
+        """Folds what this session (and any other) journaled; a failure is a note, the journal kept.
+        A session that wrote nothing folds nothing and takes no lock."""
+        if self._sessions is None:
+            return
         try:
             with self._locked():
                 self._fold()
