@@ -862,3 +862,15 @@ def test_a_record_folder_whose_name_is_not_utf8_is_replayed_recorded_and_publish
     record_dir, *shard_argv = slurm.stdout.split(b"\0")[:-1]
     assert record_dir == os.fsencode(records)
     assert shard_argv[shard_argv.index(b"--history") + 1] == os.fsencode(records), shard_argv
+
+
+@pytest.mark.parametrize("opts", [(), ("--gpus", "2", "--devices", "0,1")], ids=["one-process", "sweep"])
+def test_an_unusable_tmpdir_is_a_fallback_that_runs_the_command_unchanged(work, opts):
+    """Whatever the warmup needs a temporary folder for (the one process's record, the sweep's
+    scratch and its tools' output), a TMPDIR it cannot use says so and runs COMMAND."""
+    run = warmup(work, *opts, command=harness_command(), TMPDIR=str(work / "nonexistent"),
+                 PYTHONPATH=str(fake_harness(work)))
+    assert run.returncode == 0, run.stderr
+    [session] = run.sessions
+    assert session["mode"] == "sweep" and session["env"]["FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR"] is None, session
+    assert "nonexistent" in run.lines()[-1] and run.lines()[-1].endswith("skipping"), run.stderr
