@@ -15,7 +15,7 @@ VENV    := .venv
 TARGET  := $(or $(CARGO_TARGET_DIR),target)
 RELEASE := $(TARGET)/release
 DEBUG   := $(TARGET)/debug
-TOOLS   := warmup-shard warmup-spawn warmup-merge warmup-publish warmup-costs warmup-plan
+TOOLS   := warmup-shard warmup-spawn warmup-merge warmup-publish warmup-costs warmup-plan warmup-cache
 # The scripts: scripts/NAME, their shared scripts/lib/warmup-common.sh (installed into
 # share/parallel-warmup), their man pages and completions generated from warmup-plan's clap
 # definitions of their options (warmup-plan --man|--completions SHELL --for NAME).

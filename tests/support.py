@@ -6,8 +6,12 @@ and of device visibility lists, so a developer's shell cannot change a result.
 
 from __future__ import annotations
 
+import atexit
+import hashlib
 import os
+import shutil
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -39,14 +43,29 @@ _SCRUB_PREFIXES = ("FLAGGEMS_", "PARALLEL_WARMUP_", "TRITON_", "WARMUP_")
 _SCRUB_SUFFIXES = ("_VISIBLE_DEVICES",)
 
 
+# The record cache (docs/CONTRACT.md, "The record cache") is per user: a test that runs the tools
+# with no record folder named gets a cache of its own (XDG_CACHE_HOME), so that no test replays
+# what another recorded, and none writes into the developer's ~/.cache. Removed when the session ends.
+_CACHES = Path(tempfile.mkdtemp(prefix="warmup-test-caches."))
+atexit.register(shutil.rmtree, _CACHES, True)
+
+
+def cache_home_of_test() -> Path:
+    """The XDG_CACHE_HOME of the running test (one per test, from PYTEST_CURRENT_TEST)."""
+    test = os.environ.get("PYTEST_CURRENT_TEST", "outside a test").rsplit(" (", 1)[0]
+    return _CACHES / hashlib.sha256(test.encode()).hexdigest()[:16]
+
+
 def clean_env(**extra: str) -> dict[str, str]:
-    """This process's environment without the harness's variables, plus `extra`."""
+    """This process's environment without the harness's variables, with the running test's own
+    record cache, plus `extra`."""
     env = {
         k: v
         for k, v in os.environ.items()
         if not k.startswith(_SCRUB_PREFIXES) and not k.endswith(_SCRUB_SUFFIXES)
     }
     env.pop("NO_COLOR", None)
+    env["XDG_CACHE_HOME"] = str(cache_home_of_test())
     env.update(extra)
     return env
 
@@ -67,10 +86,11 @@ def run_tool(name: str, *args, env: dict[str, str] | None = None, **kw) -> subpr
     return subprocess.run([tool(name), *map(str, args)], env=clean_env(**(env or {})), **kw)
 
 
-def on_a_terminal(argv: list[str], env: dict[str, str], timeout: float = HANG,
+def on_a_terminal(argv: list[str], env: dict[str, str], timeout: float = HANG, columns: int = 0,
                   **kw) -> tuple[int, str]:
     """Runs argv with its stderr on a pseudo-terminal that this process owns (stdin is
     /dev/null, stdout is not a terminal); returns its exit status and all it wrote there.
+    `columns`: the terminal's width (0: the size is left unset, as a bare pty has it).
 
     The terminal is made and read here, until every process holding it is gone, so what the
     program sees (isatty on stderr) and what comes back depend on no other program: script(1)
@@ -80,6 +100,12 @@ def on_a_terminal(argv: list[str], env: dict[str, str], timeout: float = HANG,
     import select
 
     master, slave = os.openpty()
+    if columns:
+        import fcntl
+        import struct
+        import termios
+
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
     try:
         proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL,
                                 stdout=subprocess.DEVNULL, stderr=slave, **kw)

@@ -368,6 +368,50 @@ def test_warmup_by_key_warms_up_a_run_without_a_shape_file(tmp_path):
     assert set(tunings(*logs(scratch))) == all_keys(SHAPES)
 
 
+def test_no_shape_file_on_two_devices_claims_keys_without_by_key_and_the_op_is_the_marker(tmp_path):
+    """Nothing to name (issue 30): no --gpus, --devices, --by-key or op variable, the two stand-in
+    devices visible; the benchmark marks its test with its op (`-m mm`), as FlagGems' does, and
+    has shapes of its own (no --shape_file)."""
+    command = [*bench_command(tmp_path / "unused.yaml")[:-2], "-m", "mm"]
+    env = child_env(tmp_path, WARMUP_BIN_DIR=str(BIN_DIR), FLAGGEMS_VENDOR="nvidia", TMPDIR=str(tmp_path),
+                    CUDA_VISIBLE_DEVICES="0,1", FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "records"),
+                    FIXTURE_SHAPES=json.dumps(SHAPES))
+    del env["FLAGGEMS_PERF_CURRENT_OP"]
+    proc = subprocess.Popen([str(SCRIPT), "--scratch", str(tmp_path / "scratch"), "--keep", "--", *command],
+                            env=env, cwd=tmp_path, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    run = finished(proc, tmp_path)
+    assert run.returncode == 0, run.output
+    opening = next(ln for ln in run.stderr.splitlines() if ln.startswith("[parallel-warmup]"))
+    assert "op mm (from -m mm)" in opening and "by-key" in opening and "sweeping on 0,1" in opening, opening
+    tuned = tunings(*logs(tmp_path / "scratch"))
+    assert set(tuned) == all_keys(SHAPES) and set(tuned.values()) == {1}, tuned
+    # Each child's harness kept its progress where warmup-spawn reads it (WARMUP_HARNESS_PROGRESS).
+    for i, log in enumerate(logs(tmp_path / "scratch")):
+        progress = json.loads((tmp_path / "scratch" / f"w{i}" / "progress.json").read_text())
+        assert progress["keys"] == sum(tunings(log).values()) and progress["configs"] >= progress["keys"], progress
+    children = [s for s in run.sessions if s["worker"] == "1"]
+    assert len(children) == 2 and all(c["env"]["FLAGGEMS_PERF_CURRENT_OP"] == "mm" for c in children), run.output
+    assert "op mm: replayed 12, swept 0 live" in run.stderr, run.stderr
+    assert pairs(json.loads((tmp_path / "records" / "mm.json").read_text())) == all_keys(SHAPES)
+
+
+def test_the_same_line_on_one_device_is_one_process_recording_under_the_markers_op(tmp_path):
+    command = [*bench_command(tmp_path / "unused.yaml")[:-2], "-m", "mm"]
+    env = child_env(tmp_path, WARMUP_BIN_DIR=str(BIN_DIR), FLAGGEMS_VENDOR="nvidia", TMPDIR=str(tmp_path),
+                    CUDA_VISIBLE_DEVICES="0", FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "records"),
+                    FIXTURE_SHAPES=json.dumps(SHAPES))
+    del env["FLAGGEMS_PERF_CURRENT_OP"]
+    proc = subprocess.Popen([str(SCRIPT), "--", *command], env=env, cwd=tmp_path, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    run = finished(proc, tmp_path)
+    assert run.returncode == 0, run.output
+    [line] = [ln for ln in run.stderr.splitlines() if ln.startswith("[parallel-warmup]")]
+    assert line.startswith("[parallel-warmup] op mm (from -m mm): one visible GPU (0): one device, one process"), line
+    [session] = run.sessions
+    assert session["worker"] is None and session["env"]["FLAGGEMS_PERF_CURRENT_OP"] == "mm"
+    assert pairs(json.loads((tmp_path / "records" / "mm.json").read_text())) == all_keys(SHAPES)
+
+
 def test_warmup_by_key_refuses_the_options_of_a_split(tmp_path):
     # warmup-plan's parser refuses the combination (clap's words), before anything runs.
     proc = subprocess.run([str(SCRIPT), "--by-key", "--strategy", "lpt", "--", "true"], capture_output=True,

@@ -146,6 +146,18 @@ def test_record_sidecar_holds_versions_and_each_keys_tuning_seconds(recorded):
     assert all(isinstance(s, float) and s >= 0 for v in meta["tune_seconds"].values() for s in v.values())
 
 
+def test_a_record_session_keeps_its_keys_tuned_and_configs_timed_in_its_progress_file(tmp_path):
+    """WARMUP_HARNESS_PROGRESS (warmup-spawn's SCRATCH/w<i>/progress.json), read for its progress lines."""
+    progress = tmp_path / "w0" / "progress.json"
+    progress.parent.mkdir()
+    run = bench(tmp_path, shape_file(tmp_path, SHAPES), FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "rec"),
+                WARMUP_HARNESS_PROGRESS=str(progress))
+    assert run.returncode == 0, run.output
+    timed = sum(run.session["timed"].values())
+    assert timed > 12 and json.loads(progress.read_text()) == {"keys": 12, "configs": timed}
+    assert [p.name for p in progress.parent.iterdir()] == ["progress.json"], "no temporary is left"
+
+
 def test_record_sidecar_counts_the_start_up_from_the_interpreters_start_to_the_first_test(tmp_path):
     run = bench(tmp_path, shape_file(tmp_path, SHAPES[:1]), FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "rec"),
                 FIXTURE_IMPORT_SECONDS="1.5")  # collection pays 1.5 s more

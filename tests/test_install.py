@@ -11,7 +11,8 @@ from pathlib import Path
 
 from support import BIN_DIR, HANG, ROOT, clean_env
 
-TOOLS = ["warmup-shard", "warmup-spawn", "warmup-merge", "warmup-publish", "warmup-costs", "warmup-plan"]
+TOOLS = ["warmup-shard", "warmup-spawn", "warmup-merge", "warmup-publish", "warmup-costs", "warmup-plan",
+         "warmup-cache"]
 SCRIPTS = ["warmup", "warmup-slurm"]
 
 

@@ -77,6 +77,7 @@ def test_real_pytest_children_get_the_contract_argv_env_and_shard(tmp_path):
             "WARMUP_SPAWN_CHILDREN": "3",
             "FLAGGEMS_PERF_COLOR": "never",
             "PYTHONUNBUFFERED": "1",
+            "WARMUP_HARNESS_PROGRESS": str(w / "progress.json"),
         })
         child_env = {k: v for k, v in got["env"].items() if not k.startswith(("PYTEST_", "_PYTEST"))}
         # The shard's marker: this run's name, then the shard.

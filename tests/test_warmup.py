@@ -112,8 +112,19 @@ def test_whole_flow_sweeps_in_parallel_then_measures_once_replaying_merged_confi
     assert scratch_folders(work) == [], "the scratch is removed after a clean run"
 
 
-def test_without_a_record_dir_configs_are_published_into_the_kept_scratch(work):
-    run = warmup(work, "--gpus", "2", "--devices", "a,b")
+def test_without_a_record_dir_configs_are_published_into_the_record_cache(work):
+    cache = work / "cache"
+    run = warmup(work, "--gpus", "2", "--devices", "a,b", XDG_CACHE_HOME=str(cache))
+    assert run.returncode == 0, run.stderr
+    [folder] = (cache / "parallel-warmup" / "records").iterdir()
+    assert (folder / "mm.json").is_file() and (folder / "mm.costs.json").is_file()
+    assert run.measurement["env"]["FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR"] == str(folder)
+    assert scratch_folders(work) == [], "the scratch is removed: nothing in it is needed"
+    assert all(s["env"]["FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR"].endswith("/rec") for s in run.children)
+
+
+def test_with_no_record_cache_configs_are_published_into_the_kept_scratch(work):
+    run = warmup(work, "--gpus", "2", "--devices", "a,b", XDG_CACHE_HOME="", HOME="")
     assert run.returncode == 0, run.stderr
     [scratch] = scratch_folders(work)
     published = scratch / "merged" / "mm.json"
@@ -819,15 +830,14 @@ def test_a_record_that_is_no_record_never_decides_replay_and_command_runs(work, 
     assert decided["decision"] == "sweep", decided
     assert f"the record in {records} is not replayed ({records / 'mm.json'}" in decided["reason"], decided
     assert says in decided["reason"], decided
-    # One device: the one process records into a folder of its own (the harness adds only to a
-    # record file); COMMAND runs either way.
+    # One device: the one process runs with the harness recording nothing (it adds only to a record
+    # file, and would refuse the run); COMMAND runs either way.
     run = warmup(work, "--gpus", "1", command=harness_command(), **env)
     assert run.returncode == 0, run.stderr
     [line] = run.lines()
     assert "one device, one process" in line and says in line and f"to record into {records}" in line, line
     [session] = run.sessions
-    assert session["mode"] == "record", session
-    assert Path(session["env"]["FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR"]).name.startswith("parallel-warmup-record.")
+    assert session["mode"] == "sweep" and session["env"]["FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR"] == "", session
     assert (records / "mm.json").read_bytes() == bytes_, "the file is left as it was"
 
 
@@ -864,13 +874,16 @@ def test_a_record_folder_whose_name_is_not_utf8_is_replayed_recorded_and_publish
     assert shard_argv[shard_argv.index(b"--history") + 1] == os.fsencode(records), shard_argv
 
 
-@pytest.mark.parametrize("opts", [(), ("--gpus", "2", "--devices", "0,1")], ids=["one-process", "sweep"])
-def test_an_unusable_tmpdir_is_a_fallback_that_runs_the_command_unchanged(work, opts):
-    """Whatever the warmup needs a temporary folder for (the one process's record, the sweep's
-    scratch and its tools' output), a TMPDIR it cannot use says so and runs COMMAND."""
-    run = warmup(work, *opts, command=harness_command(), TMPDIR=str(work / "nonexistent"),
-                 PYTHONPATH=str(fake_harness(work)))
+def test_an_unusable_tmpdir_is_a_fallback_that_runs_the_command_unchanged(work):
+    """Whatever the warmup needs a temporary folder for (the sweep's scratch and its tools'
+    output), a TMPDIR it cannot use says so and runs COMMAND; the one process uses none."""
+    run = warmup(work, "--gpus", "2", "--devices", "0,1", command=harness_command(),
+                 TMPDIR=str(work / "nonexistent"), PYTHONPATH=str(fake_harness(work)))
     assert run.returncode == 0, run.stderr
     [session] = run.sessions
     assert session["mode"] == "sweep" and session["env"]["FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR"] is None, session
     assert "nonexistent" in run.lines()[-1] and run.lines()[-1].endswith("skipping"), run.stderr
+    (work / "one").mkdir()
+    one = warmup(work / "one", "--gpus", "1", command=harness_command(), TMPDIR=str(work / "nonexistent"),
+                 PYTHONPATH=str(fake_harness(work)))
+    assert one.returncode == 0 and one.sessions[0]["mode"] == "record", one.stderr

@@ -100,7 +100,7 @@ class Session:
 
     @classmethod
     def _start_record(cls, config: Any, mode: env.Mode, compiler: precompile.Precompiler) -> Session:
-        from .autotune import once_recorder, policies, tuners
+        from .autotune import once_recorder, policies, progress, tuners
 
         try:
             mode.directory.mkdir(parents=True, exist_ok=True)
@@ -117,6 +117,7 @@ class Session:
         except BaseException:
             writer.release()
             raise
+        policy.progress = progress.from_env(os.environ)
         clock = CompileClock()
         hooks = tuners.install(policy, compiler, clock)
         if not (isinstance(policy, once_recorder.OnceRecorder) and policy.same_folder):  # a cache may tune nothing

@@ -2,7 +2,9 @@
 //! plain, replay the record, record in one process, or sweep. Pure: no file is read here, so
 //! every rule is a unit test. The skip rules are the plugin's, in its order; where the harness is
 //! in COMMAND's Python (and this is no child and no replay run), a record that answers the op
-//! and a run on one device come first (docs/CONTRACT.md, "warmup-plan").
+//! and a run on one device come first, an unset GPU count means every visible device, and a run
+//! with no shape file on 2 or more distinct devices claims keys (by-key mode) without being told
+//! (docs/CONTRACT.md, "warmup-plan").
 
 use std::path::PathBuf;
 
@@ -89,6 +91,8 @@ pub enum Decision {
         devices: Vec<String>,
         /// By the history in the record folder (lpt), rather than the robust model.
         by_history: bool,
+        /// By key (`--by-key`, or no shape file where the harness is): no shapes are split.
+        by_key: bool,
     },
 }
 
@@ -133,7 +137,10 @@ pub fn decide(f: &Facts) -> Decision {
             return decision;
         }
     }
+    let harness = f.harness.is_ok() && !f.replay_dir_set;
     let gpus = match f.gpus {
+        // Where the harness is, no count is every visible device (a single one recorded above).
+        Gpus::Unset if harness => u64::MAX,
         Gpus::Unset => return plain("no GPU count (--gpus or PARALLEL_WARMUP_GPUS); skipping"),
         Gpus::Count(n) if n < 2 => {
             return plain(format!(
@@ -143,7 +150,9 @@ pub fn decide(f: &Facts) -> Decision {
         Gpus::Count(n) => n,
         Gpus::Invalid(_) => unreachable!("refused above"),
     };
-    if !f.by_key {
+    // No shape file on 2 or more distinct devices, where the harness is: the children claim keys.
+    let by_key = f.by_key || (harness && f.shape_file.is_none() && distinct(&f.devices) >= 2);
+    if !by_key {
         match &f.shape_file {
             None => {
                 return plain(
@@ -172,12 +181,24 @@ pub fn decide(f: &Facts) -> Decision {
             listed.len()
         ));
     }
+    // By key, one child per device: a device listed twice is one (`--by-key` refused it already).
+    let listed = if by_key {
+        unique(listed)
+    } else {
+        listed.clone()
+    };
     let take = usize::try_from(gpus)
         .unwrap_or(usize::MAX)
         .min(listed.len());
     let devices = listed[..take].to_vec();
     let dir = f.record_dir.as_ref().map(|d| d.display().to_string());
-    let reason = match &f.prediction {
+    // By key there are no shapes, hence no history to predict from.
+    let prediction = if by_key {
+        &Prediction::NotAsked
+    } else {
+        &f.prediction
+    };
+    let reason = match prediction {
         Prediction::Figures {
             warmup,
             plain: alone,
@@ -193,6 +214,9 @@ pub fn decide(f: &Facts) -> Decision {
             dir.unwrap_or_default()
         ),
         Prediction::Unusable(why) => format!("no usable history ({why}): the warmup runs"),
+        Prediction::NotAsked if by_key && !f.by_key => {
+            "no --shape_file: each device's child runs COMMAND whole and claims the keys it meets first (by-key mode)".to_owned()
+        }
         Prediction::NotAsked => "the warmup runs".to_owned(),
     };
     Decision::Sweep {
@@ -201,9 +225,26 @@ pub fn decide(f: &Facts) -> Decision {
             devices.join(","),
             not_replayed(f)
         ),
-        by_history: f.record_dir.is_some() && !f.by_key,
+        by_history: f.record_dir.is_some() && !by_key,
+        by_key,
         devices,
     }
+}
+
+/// The devices, each once, in their order.
+fn unique(list: &[String]) -> Vec<String> {
+    let mut seen = Vec::new();
+    for d in list {
+        if !seen.contains(d) {
+            seen.push(d.clone());
+        }
+    }
+    seen
+}
+
+/// How many distinct devices are listed (none when they cannot be).
+fn distinct(devices: &Result<Vec<String>, String>) -> usize {
+    devices.as_ref().map_or(0, |list| unique(list).len())
 }
 
 /// Replay or one process recording, where the harness runs in COMMAND (issue 24): `None` when
@@ -219,18 +260,24 @@ fn harness_decision(f: &Facts) -> Option<Decision> {
         });
     }
     let one = match (&f.gpus, &f.devices) {
-        (Gpus::Unset, _) => Some("no GPU count".to_owned()),
         (Gpus::Count(n), _) if *n < 2 => Some(format!("GPU count {n}")),
         (_, Ok(list)) if list.len() == 1 => Some(format!("one visible GPU ({})", list[0])),
+        // No shape file to split: a device listed twice is one device, by key.
+        (_, Ok(list)) if !f.by_key && f.shape_file.is_none() && distinct(&f.devices) == 1 => Some(
+            format!("one device ({}, listed {} times)", list[0], list.len()),
+        ),
+        // No count, and the devices cannot be told: one process, as before.
+        (Gpus::Unset, Err(_)) => Some("no GPU count".to_owned()),
+        (Gpus::Unset, Ok(list)) if list.len() < 2 => Some("no GPU count".to_owned()),
         _ => None,
     }?;
     if let (Some(dir), Record::Damaged(why)) = (&f.record_dir, &f.record) {
-        // The harness adds only to a record file: the one process records elsewhere.
+        // The harness adds only to a record file (and refuses the run): it records nothing here.
         return Some(Decision::Record {
             reason: format!(
                 "{one}: one device, one process: {why}, and the harness adds only to a record \
-                 file, so COMMAND runs once with the harness recording (compile-ahead on) into a \
-                 folder of its own (move that file away, the record is a cache, to record into {})",
+                 file, so COMMAND runs once with the harness recording nothing (move that file \
+                 away, the record is a cache, to record into {})",
                 dir.display()
             ),
             dir: None,
@@ -499,7 +546,7 @@ mod tests {
             panic!("{:?}", decide(&f));
         };
         assert!(
-            reason.contains("empty file") && reason.contains("a folder of its own"),
+            reason.contains("empty file") && reason.contains("recording nothing"),
             "{reason}"
         );
         f.gpus = Gpus::Count(2);
@@ -520,5 +567,83 @@ mod tests {
         f.gpus = Gpus::Count(4);
         f.devices = Ok(vec!["0".into()]);
         assert!(reason(&f).contains("only 1 visible GPU"));
+    }
+
+    #[test]
+    fn no_shape_file_on_two_distinct_devices_claims_keys_where_the_harness_is() {
+        let mut f = with_harness(sweeping());
+        f.shape_file = None;
+        f.gpus = Gpus::Unset;
+        f.devices = Ok(vec!["0".into(), "1".into(), "0".into()]);
+        f.record_dir = Some("/r".into());
+        f.prediction = Prediction::Figures {
+            warmup: 30.0,
+            plain: 31.0,
+            worth: false,
+        };
+        let d = decide(&f);
+        let Decision::Sweep {
+            devices,
+            by_key: true,
+            by_history: false,
+            ref reason,
+        } = d
+        else {
+            panic!("{d:?}");
+        };
+        assert_eq!(devices, ["0", "1"], "every visible device, each once");
+        assert!(
+            reason.contains("no --shape_file") && reason.contains("by-key"),
+            "{reason}"
+        );
+        // --by-key stays accepted; a count still caps the devices.
+        f.by_key = true;
+        f.gpus = Gpus::Count(1);
+        assert_eq!(decide(&f).name(), "record");
+        f.gpus = Gpus::Count(2);
+        f.devices = Ok(vec!["0".into(), "1".into(), "2".into()]);
+        assert!(
+            matches!(decide(&f), Decision::Sweep { ref devices, by_key: true, .. } if devices.len() == 2)
+        );
+        // One device listed twice is one device: one process records.
+        f.by_key = false;
+        f.gpus = Gpus::Unset;
+        f.devices = Ok(vec!["0".into(), "0".into()]);
+        assert!(decide(&f)
+            .reason()
+            .contains("one device (0, listed 2 times)"));
+    }
+
+    #[test]
+    fn where_the_harness_is_no_gpu_count_means_every_visible_device() {
+        let mut f = with_harness(sweeping());
+        f.gpus = Gpus::Unset;
+        let Decision::Sweep {
+            devices, by_key, ..
+        } = decide(&f)
+        else {
+            panic!("{:?}", decide(&f));
+        };
+        assert_eq!(
+            (devices.len(), by_key),
+            (2, false),
+            "a shape file is split as ever"
+        );
+        f.devices = Err("no devices found".into());
+        assert!(decide(&f).reason().contains("no GPU count"), "one process");
+    }
+
+    #[test]
+    fn without_the_harness_no_shape_file_stays_plain_with_its_line() {
+        let mut f = sweeping();
+        f.shape_file = None;
+        assert!(reason(&f).contains("no --shape_file"));
+        f.gpus = Gpus::Unset;
+        assert!(reason(&f).contains("no GPU count"));
+        // The harness, but a replay already pinned: the plugin's rules.
+        let mut f = with_harness(sweeping());
+        f.shape_file = None;
+        f.replay_dir_set = true;
+        assert!(reason(&f).contains("no --shape_file"));
     }
 }

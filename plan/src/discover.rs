@@ -52,12 +52,16 @@ impl World {
 pub struct Discovery {
     pub facts: Facts,
     pub op: String,
+    /// The op and why it is the one (`op mm (from -m mm)`), for the opening line.
+    pub op_said: String,
     pub platform: Platform,
     /// Why the harness does not run in COMMAND, for the reason, or None.
     pub shape_file: Option<PathBuf>,
     /// This run's signature (`protocol::history::signature`): a sidecar whose `complete_for`
     /// holds it vouches that its record holds every key this run needs.
     pub signature: String,
+    /// Whether the record folder is the record cache's (`crate::cache`).
+    pub cache: crate::cache::Cache,
 }
 
 /// The op, as every tool reads `FLAGGEMS_PERF_CURRENT_OP`.
@@ -126,7 +130,9 @@ pub fn discover(args: &Warmup, world: &World) -> Result<Discovery> {
         triton: packages.as_ref().and_then(|p| p.triton.clone()),
         device: protocol::probe::device_name(&world.env.root("/"), &tokens),
     };
-    let op = op(world);
+    let derived = protocol::op::derive(world.var(names::CURRENT_OP), &args.command);
+    let op = derived.name.clone();
+    let (record_dir, cache) = crate::cache::resolve(record_dir, worker, world, &platform);
     let shape_bytes = shape_file
         .as_deref()
         .and_then(|f| toolkit::file::read(&world.cwd.join(f)).ok());
@@ -160,9 +166,11 @@ pub fn discover(args: &Warmup, world: &World) -> Result<Discovery> {
     Ok(Discovery {
         facts,
         op,
+        op_said: derived.to_string(),
         platform,
         shape_file,
         signature,
+        cache,
     })
 }
 

@@ -16,25 +16,30 @@ with the replay environment so that the measurement runs serially on one device,
 pytest COMMAND starts with the sweep, with -p warmup_harness, so that its start-up and collection
 overlap the sweep; the harness holds it before its first test until the configs are published.
 
-Where the harness is in COMMAND's Python, a record folder that already holds the op's record for
-this Triton and GPU model is replayed by one run of COMMAND (no sweep), and one device is one
-process recording. Whenever the warmup does not apply or cannot help, it says why on stderr and
+Where the harness is in COMMAND's Python, a record folder (FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR, else
+the record cache, which every later run reads) that already holds the op's record for this Triton
+and GPU model is replayed by one run of COMMAND (no sweep), and one device is one process
+recording there. Whenever the warmup does not apply or cannot help, it says why on stderr and
 runs COMMAND unchanged.";
 
 const WARMUP_AFTER: &str = "\
 ENVIRONMENT:
-  FLAGGEMS_PERF_CURRENT_OP           the op (default \"default\")
+  FLAGGEMS_PERF_CURRENT_OP           the op [default: COMMAND's single -m NAME, else (no
+                                     --shape_file) its test file's stem, else \"default\"]
   PARALLEL_WARMUP_GPUS               the GPU count when --gpus is not given
-  FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR  where the merged configs are published, else the scratch;
+  FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR  the record folder: where the merged configs are published,
                                      and the op's history and record, compared with the Triton
-                                     version COMMAND's Python has installed and the GPU model
+                                     version COMMAND's Python has installed and the GPU model;
+                                     unset, the record cache (warmup-cache path shows it)
+  XDG_CACHE_HOME, HOME               where the record cache is: $XDG_CACHE_HOME/parallel-warmup/
+                                     records, else ~/.cache/parallel-warmup/records
   TRITON_CACHE_DIR                   the compile cache the sweep children share
   WARMUP_BIN_DIR                     where the warmup-* tools are (else beside this script,
                                      target/release, PATH)
 
 EXAMPLES:
   warmup --gpus 8 -- pytest benchmark/test_mm.py --shape_file core_shapes.yaml
-  warmup --gpus 8 --by-key -- pytest benchmark/test_blas_perf.py -m mm
+  warmup -- pytest benchmark/test_blas_perf.py -m mm  # op mm; every GPU, by key (no shape file)
   warmup --gpus 1 -- pytest benchmark/test_mm.py      # one process, recording with compile-ahead
 
 EXIT STATUS:
@@ -53,7 +58,8 @@ EXIT STATUS:
     args_override_self = true
 )]
 pub struct Warmup {
-    /// Devices to sweep on [default: $PARALLEL_WARMUP_GPUS; unset or below 2: no sweep]
+    /// Devices to sweep on [default: $PARALLEL_WARMUP_GPUS, else every visible device where the
+    /// harness runs in COMMAND; unset without it, or below 2: no sweep]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64))]
     pub gpus: Option<u64>,
     /// Comma-separated device tokens [default: the backend's visibility variable, else every
@@ -76,7 +82,8 @@ pub struct Warmup {
     #[arg(long)]
     pub always: bool,
     /// Split no shape file: each device's child runs COMMAND whole and claims each autotune key
-    /// it meets first, so a key is tuned once; no history, no prediction
+    /// it meets first, so a key is tuned once; no history, no prediction (the default where the
+    /// harness runs and COMMAND names no --shape_file, on 2 or more devices)
     #[arg(long, conflicts_with_all = ["entry", "strategy", "costs", "cost_model", "overhead"])]
     pub by_key: bool,
     /// Tune every key again; by default a key the record folder's record holds (same Triton,

@@ -10,6 +10,7 @@
 //! `--man --for DRIVER` print the driver's completion script or man page, generated from the
 //! same clap definitions.
 
+mod cache;
 pub mod decision;
 pub mod discover;
 pub mod flags;
@@ -22,8 +23,6 @@ use decision::Decision;
 use discover::World;
 use output::{Format, Output};
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
-
 use std::process::ExitCode;
 
 pub const TOOL: &str = "warmup-plan";
@@ -277,52 +276,6 @@ pub fn plan(args: &flags::Warmup, world: &World) -> Result<Output> {
             discover::refuse_repeats(&devices.join(","))?;
         }
     }
-    if let Decision::Record { dir: None, reason } = &decision {
-        // The warmup cannot help without a folder to record into: COMMAND runs unchanged.
-        decision = match make_record_folder(world) {
-            Ok(made) => Decision::Record {
-                reason: reason.replace(
-                    "into a folder of its own",
-                    &format!("into {}", made.display()),
-                ),
-                dir: Some(made),
-            },
-            Err(e) => Decision::Plain {
-                reason: format!("{e:#}: nowhere to record into; skipping"),
-            },
-        };
-    }
+    decision = cache::settle(decision, &found);
     Ok(output::warmup(args, &found, &decision))
-}
-
-/// A folder for a one-process record that has no record folder to go to, under `$TMPDIR`.
-fn make_record_folder(world: &World) -> Result<PathBuf> {
-    let tmp = world
-        .env
-        .get_os("TMPDIR")
-        .filter(|t| !t.is_empty())
-        .unwrap_or("/tmp".as_ref());
-    let stamp = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    let mut last = None;
-    for attempt in 0..100u32 {
-        let dir = PathBuf::from(tmp).join(format!(
-            "parallel-warmup-record.{}.{:08x}",
-            std::process::id(),
-            stamp.wrapping_add(attempt)
-        ));
-        match std::fs::create_dir(&dir) {
-            Ok(()) => return Ok(dir),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(dir),
-            Err(e) => {
-                return Err(e).with_context(|| format!("making a record folder {}", dir.display()))
-            }
-        }
-    }
-    bail!(
-        "cannot make a record folder under {}: {} and others exist",
-        Path::new(tmp).display(),
-        last.unwrap_or_default().display()
-    )
 }

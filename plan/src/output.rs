@@ -150,8 +150,13 @@ fn path(p: &Path) -> OsString {
 /// scripts/warmup's assignments for `decision`.
 pub fn warmup(args: &Warmup, found: &Discovery, decision: &Decision) -> Output {
     let mut out = Output::default();
+    // Where COMMAND runs with the harness's variables, the reason says which op and why.
+    let reason = match decision {
+        Decision::Plain { reason } => reason.clone(),
+        _ => format!("{}: {}", found.op_said, decision.reason()),
+    };
     out.set("decision", decision.name())
-        .set("reason", decision.reason())
+        .set("reason", reason)
         .set("op", &found.op)
         .set(
             "record_dir",
@@ -166,7 +171,19 @@ pub fn warmup(args: &Warmup, found: &Discovery, decision: &Decision) -> Output {
         .set(
             "device",
             found.platform.device.as_deref().unwrap_or_default(),
+        )
+        .set(
+            "record_cache",
+            if matches!(found.cache, crate::cache::Cache::Folder(_)) {
+                "1"
+            } else {
+                "0"
+            },
         );
+    if !matches!(decision, Decision::Plain { .. }) {
+        // The op the run derived reaches COMMAND, the tools and the children alike.
+        out.export(names::CURRENT_OP, &found.op);
+    }
     match decision {
         Decision::Plain { .. } => {}
         Decision::Replay { dir, .. } => {
@@ -187,20 +204,28 @@ pub fn warmup(args: &Warmup, found: &Discovery, decision: &Decision) -> Output {
         Decision::Sweep {
             devices,
             by_history,
+            by_key,
             ..
-        } => sweep(&mut out, args, found, devices, *by_history),
+        } => sweep(&mut out, args, found, devices, *by_history, *by_key),
     }
     out.list("command", args.command.clone());
     out
 }
 
-fn sweep(out: &mut Output, args: &Warmup, found: &Discovery, devices: &[String], by_history: bool) {
+fn sweep(
+    out: &mut Output,
+    args: &Warmup,
+    found: &Discovery,
+    devices: &[String],
+    by_history: bool,
+    by_key: bool,
+) {
     let device_list = devices.join(",");
     let mut shard = vec![
         OsString::from("--shards"),
         OsString::from(devices.len().to_string()),
     ];
-    if args.by_key {
+    if by_key {
         shard.push("--by-key".into());
     } else {
         shard.extend(args.split.argv());
@@ -238,7 +263,7 @@ fn sweep(out: &mut Output, args: &Warmup, found: &Discovery, devices: &[String],
             args.scratch.as_deref().map(path).unwrap_or_default(),
         )
         .set("keep", if args.keep { "1" } else { "0" })
-        .set("by_key", if args.by_key { "1" } else { "0" })
+        .set("by_key", if by_key { "1" } else { "0" })
         .set("fresh", if args.fresh { "1" } else { "0" })
         .list("shard_argv", shard)
         .list("spawn_argv", args.spawn.argv());

@@ -60,6 +60,50 @@ pub fn shape_flags(command: &[OsString]) -> impl Iterator<Item = Arg<'_>> {
     })
 }
 
+/// The marker expression of a pytest COMMAND when it is one bare name (`-m mm`, `-mmm`): the
+/// last `-m` pytest would read, a Python identifier that is no keyword of the expression
+/// language (`and`, `or`, `not`). None for any other COMMAND, or an expression (`-m "mm or bmm"`).
+pub fn marker_of(command: &[OsString]) -> Option<String> {
+    let at = pytest_args_start(command)?;
+    let mut args = command[at..].iter().map(|a| a.as_bytes());
+    let mut last = None;
+    while let Some(arg) = args.next() {
+        match arg {
+            b"--" => break,
+            b"-m" => last = args.next(),
+            // pytest's options whose value is the next word, which may look like `-m`.
+            b"-k" | b"-p" | b"-o" | b"-c" | b"-W" | b"--rootdir" | b"--confcutdir" => {
+                args.next();
+            }
+            _ => {
+                if let Some(value) = arg.strip_prefix(b"-m").filter(|v| !v.is_empty()) {
+                    last = Some(value);
+                }
+            }
+        }
+    }
+    let name = std::str::from_utf8(last?).ok()?;
+    let mut chars = name.chars();
+    let bare = chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !matches!(name, "and" | "or" | "not");
+    bare.then(|| name.to_owned())
+}
+
+/// The stem of the first test file a pytest COMMAND names (`benchmark/test_blas_perf.py`, or
+/// `...py::test_x`: `test_blas_perf`), or None.
+pub fn test_file_of(command: &[OsString]) -> Option<PathBuf> {
+    let at = pytest_args_start(command)?;
+    command[at..].iter().find_map(|arg| {
+        let bytes = arg.as_bytes();
+        let path = bytes.split(|&b| b == b':').next()?;
+        (!bytes.starts_with(b"-") && path.ends_with(b".py"))
+            .then(|| PathBuf::from(OsStr::from_bytes(path)))
+    })
+}
+
 /// How a pytest COMMAND treats the harness's plugin, from its words and `PYTEST_ADDOPTS`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PluginUse {
@@ -407,6 +451,51 @@ mod tests {
         assert_eq!(python(&["shell"]), None);
         assert_eq!(python(&["not-there"]), None);
         assert_eq!(python(&["make", "bench"]), None);
+    }
+
+    #[test]
+    fn a_single_bare_marker_name_is_read_and_an_expression_is_not() {
+        let marker = |words: &[&str]| marker_of(&os(words));
+        assert_eq!(
+            marker(&["pytest", "b.py", "-m", "mm"]).as_deref(),
+            Some("mm")
+        );
+        assert_eq!(
+            marker(&["python3", "-u", "-m", "pytest", "-mmm"]).as_deref(),
+            Some("mm")
+        );
+        assert_eq!(
+            marker(&["pytest", "-m", "bmm", "-m", "mm"]).as_deref(),
+            Some("mm"),
+            "pytest reads the last"
+        );
+        assert_eq!(marker(&["pytest", "-m", "mm or bmm"]), None);
+        assert_eq!(marker(&["pytest", "-m", "not"]), None);
+        assert_eq!(marker(&["pytest", "-m", "a-b"]), None);
+        assert_eq!(marker(&["pytest", "-k", "-m", "x.py"]), None, "-k's value");
+        assert_eq!(marker(&["pytest", "--", "-m", "mm"]), None);
+        assert_eq!(
+            marker(&["python3", "-m", "pytest", "x.py"]),
+            None,
+            "the interpreter's -m"
+        );
+        assert_eq!(marker(&["env", "pytest", "-m", "mm"]), None);
+    }
+
+    #[test]
+    fn the_test_file_is_the_first_python_file_pytest_is_given() {
+        let file = |words: &[&str]| test_file_of(&os(words));
+        assert_eq!(
+            file(&[
+                "pytest",
+                "-q",
+                "benchmark/test_blas_perf.py::test_mm",
+                "b.py"
+            ]),
+            Some("benchmark/test_blas_perf.py".into())
+        );
+        assert_eq!(file(&["pytest", "benchmark/"]), None);
+        assert_eq!(file(&["python3", "x.py"]), None, "no pytest");
     }
 
     #[test]

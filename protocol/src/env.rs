@@ -28,6 +28,9 @@ pub const TTGIR_DUMP_DIR: &str = "FLAGGEMS_PERF_TTGIR_DUMP_DIR";
 pub const COLOR: &str = "FLAGGEMS_PERF_COLOR";
 /// By-key mode: the folder where the harness claims each autotune key (`SCRATCH/claims`).
 pub const CLAIM_DIR: &str = "WARMUP_HARNESS_CLAIM_DIR";
+/// The file a sweep child's harness keeps its progress in (`SCRATCH/w<i>/progress.json`:
+/// `{"keys": K, "configs": C}`), which warmup-spawn reads for its progress lines.
+pub const PROGRESS: &str = "WARMUP_HARNESS_PROGRESS";
 /// The folder of an earlier record whose keys (same Triton, same device model) a record session
 /// pins instead of tuning them again, carrying them into its own record (resume).
 pub const RESUME_DIR: &str = "WARMUP_HARNESS_RESUME_DIR";

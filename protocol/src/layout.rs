@@ -106,6 +106,12 @@ impl Scratch {
         self.worker(shard).join("status.json")
     }
 
+    /// `SCRATCH/w<i>/progress.json`: how far child i's sweep is (keys tuned, configs timed),
+    /// which its harness rewrites and warmup-spawn reads for its progress lines.
+    pub fn progress(&self, shard: usize) -> PathBuf {
+        self.worker(shard).join("progress.json")
+    }
+
     /// `SCRATCH/w<i>/.triton_cache`: child i's Triton cache under `warmup-spawn
     /// --cache-per-child` (by default children share the caller's cache).
     pub fn triton_cache(&self, shard: usize) -> PathBuf {
@@ -130,7 +136,7 @@ impl Scratch {
         };
         let rec = self.record_dir(shard);
         gone(std::fs::remove_dir_all(&rec), &rec)?;
-        for file in [self.log(shard), self.status(shard)] {
+        for file in [self.log(shard), self.status(shard), self.progress(shard)] {
             gone(std::fs::remove_file(&file), &file)?;
         }
         Ok(())

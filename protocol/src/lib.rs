@@ -21,11 +21,13 @@
 //!   shards asks for (`--only`, `--index-from-env`);
 //! - [`records`]: the `{kernel: {key: config}}` shape check and counts that warmup-merge and
 //!   warmup-publish both report;
-//! - [`summary`]: the run-summary lines scripts read.
+//! - [`summary`]: the run-summary lines scripts read;
+//! - [`cache_dir`]: the record cache, where records go when no record folder is named.
 //!
 //! Python's `json`, which the record files are written with, is the `pyjson` crate's.
 
 pub mod backend;
+pub mod cache_dir;
 pub mod choice;
 pub mod command;
 pub mod costs;

@@ -1,9 +1,11 @@
 //! `--op OP`, the op every tool works on: one clap argument for all of them, so that each reads
-//! [`CURRENT_OP`] and trims it by the same rule, and checks it against a plan's op alike.
+//! [`CURRENT_OP`] and trims it by the same rule, and checks it against a plan's op alike; and
+//! [`derive`], the op of a run whose user names none (warmup-plan), taken from COMMAND's words.
 
 use crate::env::{CURRENT_OP, DEFAULT_OP};
 use crate::plan::Plan;
 use anyhow::{bail, Result};
+use std::ffi::OsString;
 use std::path::Path;
 
 /// `--op OP`, one argument for every tool (`#[command(flatten)]`), so that each reads
@@ -52,6 +54,61 @@ impl OpArg {
     }
 }
 
+/// Whether `op` can name the file `<op>.json` in a record folder: not empty, and no `/`, `..`
+/// or NUL (the harness refuses those, `warmup_harness/env.py`, with the same rule).
+pub fn valid(op: &str) -> bool {
+    !op.is_empty() && !op.contains('/') && !op.contains("..") && !op.contains('\0')
+}
+
+/// A run's op and where it came from, for the opening line (`op mm (from -m mm)`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Derived {
+    pub name: String,
+    /// Why this op: `from FLAGGEMS_PERF_CURRENT_OP`, `from -m mm`, ...
+    pub why: String,
+}
+
+impl std::fmt::Display for Derived {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "op {} ({})", self.name, self.why)
+    }
+}
+
+/// The op of a run: the one given ([`CURRENT_OP`]), else the single bare marker name of a pytest
+/// COMMAND (`-m mm`: the test FlagGems' benchmark names by its op), else, where COMMAND names no
+/// shape file, the stem of its first test file (`benchmark/test_blas_perf.py`: one record for
+/// the command), else [`DEFAULT_OP`] (a shape file's entry is the op: `default`, as ever).
+pub fn derive(given: Option<&str>, command: &[OsString]) -> Derived {
+    let derived = |name: String, why: String| Derived { name, why };
+    if let Some(op) = OpArg::new(given).given() {
+        return derived(op.to_owned(), format!("from {CURRENT_OP}"));
+    }
+    if let Some(name) = crate::command::marker_of(command) {
+        return derived(name.clone(), format!("from -m {name}"));
+    }
+    if crate::command::shape_file_of(command).is_none() {
+        let file = crate::command::test_file_of(command);
+        let stem = file
+            .as_deref()
+            .and_then(Path::file_stem)
+            .and_then(|s| s.to_str())
+            .filter(|s| valid(s) && s.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_'));
+        if let (Some(stem), Some(file)) = (stem, &file) {
+            return derived(
+                stem.to_owned(),
+                format!(
+                    "from the test file {}; {CURRENT_OP} or -m NAME names another",
+                    file.display()
+                ),
+            );
+        }
+    }
+    derived(
+        DEFAULT_OP.to_owned(),
+        format!("neither {CURRENT_OP} nor a single -m NAME names one"),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -62,5 +119,45 @@ mod tests {
         assert_eq!(OpArg::new(Some("  \t")).name(), "default");
         assert_eq!(OpArg::new(Some("  \t")).given(), None);
         assert_eq!(OpArg::new(Some(" mm \n")).name(), "mm");
+    }
+
+    fn words(w: &[&str]) -> Vec<OsString> {
+        w.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn the_op_is_the_one_given_else_the_marker_else_the_test_file_else_default() {
+        let blas = words(&[
+            "pytest",
+            "benchmark/test_blas_perf.py",
+            "-m",
+            "mm",
+            "--level",
+            "core",
+        ]);
+        assert_eq!(
+            derive(Some(" addmm "), &blas).to_string(),
+            "op addmm (from FLAGGEMS_PERF_CURRENT_OP)"
+        );
+        assert_eq!(derive(Some(" "), &blas).to_string(), "op mm (from -m mm)");
+        let whole = words(&["python3", "-m", "pytest", "benchmark/test_blas_perf.py"]);
+        assert_eq!(derive(None, &whole).name, "test_blas_perf");
+        assert!(derive(None, &whole)
+            .why
+            .contains("from the test file benchmark/test_blas_perf.py"));
+        let shaped = words(&["pytest", "b.py", "--shape_file", "s.yaml"]);
+        assert_eq!(
+            derive(None, &shaped).name,
+            "default",
+            "a shape file's entry is the op"
+        );
+        assert_eq!(derive(None, &words(&["pytest", "..py"])).name, "default");
+        assert_eq!(derive(None, &words(&["./bench.sh"])).name, "default");
+    }
+
+    #[test]
+    fn an_op_naming_a_path_is_no_op() {
+        assert!(valid("mm") && valid("fused_moe.v2"));
+        assert!(!valid("") && !valid("a/b") && !valid("..") && !valid("a\0"));
     }
 }

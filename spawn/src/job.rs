@@ -22,6 +22,9 @@ pub struct RunSettings {
     pub cache_per_child: bool,
     /// By-key mode: the claim folder (`SCRATCH/claims`), the children's `WARMUP_HARNESS_CLAIM_DIR`.
     pub claims: Option<PathBuf>,
+    /// The plan's op, each child's `FLAGGEMS_PERF_CURRENT_OP`: a child records under the op its
+    /// shards and its run's merge are for, whatever the caller's environment says.
+    pub op: String,
 }
 
 /// A shard's child, ready to start on any device.
@@ -36,6 +39,11 @@ pub struct Job {
     pub record_dir: PathBuf,
     pub log: PathBuf,
     pub status: PathBuf,
+    /// Where its harness keeps its progress (`WARMUP_HARNESS_PROGRESS`), for the progress lines.
+    pub progress: PathBuf,
+    /// The seconds the op's history expects of this shard, when the plan's costs are seconds
+    /// (`cost_source` `file`): the progress lines' ETA.
+    pub expected_seconds: Option<f64>,
     /// false: the child keeps the caller's visibility variables as they are (a Slurm task that
     /// holds one device, `select`), and its device is only reported.
     pub pinned: bool,
@@ -58,6 +66,7 @@ impl Job {
             (env::WARMUP_WORKER.to_owned(), "1".to_owned()),
             (env::RECORD_DIR.to_owned(), path(record_dir.clone())),
             (env::COLOR.to_owned(), "never".to_owned()),
+            (env::CURRENT_OP.to_owned(), settings.op.clone()),
             // The log is a pipe: without this Python buffers it and a killed child's last words are lost.
             ("PYTHONUNBUFFERED".to_owned(), "1".to_owned()),
             // Inherited by all it starts, so that its processes are found wherever they go.
@@ -67,6 +76,7 @@ impl Job {
                 settings.children.to_string(),
             ),
         ];
+        set.push((env::PROGRESS.to_owned(), path(scratch.progress(shard))));
         if let Some(claims) = &settings.claims {
             set.push((env::CLAIM_DIR.to_owned(), path(claims.clone())));
         }
@@ -90,6 +100,8 @@ impl Job {
             record_dir,
             log: scratch.log(shard),
             status: scratch.status(shard),
+            progress: scratch.progress(shard),
+            expected_seconds: None,
             pinned: true,
         }
     }
@@ -143,6 +155,7 @@ mod tests {
         children: 2,
         cache_per_child: false,
         claims: None,
+        op: String::new(),
     };
 
     fn job(command: &[&str], backend: &str) -> Job {
@@ -219,6 +232,18 @@ mod tests {
     }
 
     #[test]
+    fn every_child_records_under_the_plans_op() {
+        let settings = RunSettings {
+            op: "mm".into(),
+            ..TWO_CHILDREN
+        };
+        let env = job_with(&["pytest"], "cuda", settings).env_on("0");
+        assert!(env
+            .set
+            .contains(&("FLAGGEMS_PERF_CURRENT_OP".into(), "mm".into())));
+    }
+
+    #[test]
     fn rocm_pins_hip_and_removes_rocr() {
         let env = job(&["pytest"], "rocm").env_on("GPU-1");
         assert_eq!(env.set[0], ("HIP_VISIBLE_DEVICES".into(), "GPU-1".into()));
@@ -267,7 +292,7 @@ mod tests {
         let own = RunSettings {
             children: 3,
             cache_per_child: true,
-            claims: None,
+            ..TWO_CHILDREN
         };
         let env = job_with(&["pytest"], "cuda", own).env_on("0");
         assert!(env

@@ -89,6 +89,10 @@ FILES:
   SCRATCH/w<i>/worker.log     child i's stdout and stderr (truncated at its start; --max-log caps it)
   SCRATCH/w<i>/rec/           child i's FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR
   SCRATCH/w<i>/status.json    child i's outcome; absent when the shard never started
+  SCRATCH/w<i>/progress.json  child i's keys tuned and configs timed, which its harness keeps
+                              (WARMUP_HARNESS_PROGRESS): on a terminal in the live lines, in a
+                              log a line per running device every 10 s (WARMUP_SPAWN_PROGRESS_SECONDS
+                              sets another interval, for tests)
   SCRATCH/claims/             a by-key plan's claims and winners (WARMUP_HARNESS_CLAIM_DIR),
                               emptied by a run of the whole plan
   SCRATCH/w<i>/.triton_cache  child i's TRITON_CACHE_DIR, with --cache-per-child only: by default
@@ -287,7 +291,7 @@ pub fn run(args: &Args) -> Result<Status> {
             match prepare(args, &env) {
                 Ok(Some(prepared)) => flow::run(args, &prepared, parent),
                 Ok(None) => Ok(flow::plain(args, "the plan has no shards to sweep")),
-                Err(e) if args.command.is_empty() => Err(e),
+                Err(e) if args.command.is_empty() || e.is::<OpConflict>() => Err(e),
                 Err(e) => {
                     eprintln!("{TOOL}: {e:#}");
                     Ok(flow::plain(args, "the sweep could not run (see above)"))
@@ -296,6 +300,20 @@ pub fn run(args: &Args) -> Result<Status> {
         }
     }
 }
+
+/// A caller's op (`--op`, else `FLAGGEMS_PERF_CURRENT_OP`) that is not the plan's: a usage error
+/// (exit 2) even with `--measure`, which otherwise runs COMMAND when the sweep cannot run, since
+/// COMMAND would measure one op while the children recorded another.
+#[derive(Debug)]
+struct OpConflict(String);
+
+impl std::fmt::Display for OpConflict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for OpConflict {}
 
 fn list_devices(args: &Args, env: &backend::Environment) -> Result<Status> {
     let backend = backend::select(&args.backend, env)?;
@@ -354,7 +372,9 @@ fn prepare(args: &Args, env: &backend::Environment) -> Result<Option<PreparedRun
     let plan_file = plan_arg.is_dir().then(|| Scratch::new(plan_arg).plan());
     let plan_path = plan_file.as_deref().unwrap_or(plan_arg);
     let (mut plan, scratch) = Plan::load(plan_path)?;
-    args.op.for_plan(&plan, plan_path)?;
+    args.op
+        .for_plan(&plan, plan_path)
+        .map_err(|e| OpConflict(format!("{e:#}")))?;
     let root = std::path::absolute(scratch.root())
         .with_context(|| format!("resolving {}", scratch.root().display()))?;
     let scratch = Scratch::new(root);
@@ -383,6 +403,7 @@ fn prepare(args: &Args, env: &backend::Environment) -> Result<Option<PreparedRun
         children: plan.shards.len().min(devices.len()),
         cache_per_child: args.cache_per_child,
         claims: plan.by_key().then(|| scratch.claims()),
+        op: plan.op.clone(),
     };
     let mut jobs = jobs(
         &plan,
@@ -528,7 +549,7 @@ fn jobs(
                 );
             }
             let marker = process::Marker::new(run_id, shard.index);
-            Ok(job::Job::new(
+            let mut job = job::Job::new(
                 scratch,
                 shard.index,
                 shape,
@@ -536,7 +557,12 @@ fn jobs(
                 backend,
                 marker,
                 settings.clone(),
-            ))
+            );
+            // Costs in seconds (the history's, or a cost file's): the progress lines' ETA.
+            if plan.cost_source.as_deref() == Some("file") {
+                job.expected_seconds = shard.expected_cost;
+            }
+            Ok(job)
         })
         .collect()
 }

@@ -1,11 +1,34 @@
 //! What a person watching sees on stderr: on a terminal a live line per device (shard, elapsed,
-//! state), in colour unless `NO_COLOR` is set; otherwise one plain line per start and end, so logs
-//! and CI stay readable. At the end a summary, with the last log lines of every failed shard.
+//! state, how far its sweep is), each cut to the terminal's width so that a redraw never
+//! wraps, in colour unless `NO_COLOR` is set; otherwise (a log, or `TERM=dumb`: no redraws, no
+//! colour) one plain line per start and end, and every [`INTERVAL`] one line per running device
+//! saying how far it is, and never more often, so that a 3000-key sweep does not flood a log. At
+//! the end a summary, with the last log lines of every failed shard.
+//!
+//! How far a child is comes from its harness: `SCRATCH/w<i>/progress.json` (keys tuned, configs
+//! timed), which the harness rewrites whole at each key (`WARMUP_HARNESS_PROGRESS`); read here at
+//! each line, a few bytes. The ETA is the history's: a plan whose costs are seconds
+//! (`cost_source` `file`) expects each shard's, and the line says what is left of it.
 
+use crate::job::Job;
 use protocol::status::{Outcome, ShardStatus};
 use std::io::{IsTerminal, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+
+/// How often a log gets a progress line for each running device.
+pub const INTERVAL: Duration = Duration::from_secs(10);
+/// A testing knob: the interval in seconds (a positive number) instead of [`INTERVAL`], so that a
+/// test of the lines need not sweep for minutes.
+pub const INTERVAL_VAR: &str = "WARMUP_SPAWN_PROGRESS_SECONDS";
+
+/// The interval a value of [`INTERVAL_VAR`] gives: [`INTERVAL`] when unset or not a positive
+/// number of seconds.
+pub fn interval(raw: Option<&str>) -> Duration {
+    raw.and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .map_or(INTERVAL, Duration::from_secs_f64)
+}
 
 /// How many log lines a failed shard shows in the summary.
 const TAIL_LINES: usize = 10;
@@ -26,39 +49,71 @@ enum State {
     },
 }
 
+/// Where a running child's progress is read, and what the history expects of its shard.
+#[derive(Debug, Clone)]
+struct Watch {
+    file: PathBuf,
+    expected: Option<f64>,
+}
+
 #[derive(Debug)]
 pub struct Progress {
     live: bool,
     color: bool,
     devices: Vec<String>,
     states: Vec<State>,
+    watches: Vec<Option<Watch>>,
     drawn: usize,
+    /// Between two progress lines in a log.
+    interval: Duration,
+    /// When the next progress lines are due (a log only).
+    next_lines: Option<Instant>,
 }
 
 impl Progress {
-    /// Live lines when stderr is a terminal; colour too unless `NO_COLOR` is set and non-empty.
+    /// Live lines when stderr is a terminal that can redraw (`TERM` is not `dumb`); colour too
+    /// unless `NO_COLOR` is set and non-empty.
     pub fn new(devices: &[String]) -> Progress {
-        let live = std::io::stderr().is_terminal();
+        let dumb = std::env::var_os("TERM").is_some_and(|t| t == "dumb");
+        let live = std::io::stderr().is_terminal() && !dumb;
         let color = live && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
         Progress {
             live,
             color,
             devices: devices.to_vec(),
             states: devices.iter().map(|_| State::Idle).collect(),
+            watches: devices.iter().map(|_| None).collect(),
             drawn: 0,
+            interval: interval(std::env::var(INTERVAL_VAR).ok().as_deref()),
+            next_lines: None,
         }
     }
 
-    /// How often the live lines want redrawing, if they are shown.
+    /// How long the caller may wait before the next redraw (a terminal) or the next progress
+    /// lines (a log, while a device runs) are due.
     pub fn refresh(&self) -> Option<Duration> {
-        self.live.then_some(Duration::from_millis(250))
+        if self.live {
+            return Some(Duration::from_millis(250));
+        }
+        let running = self.states.iter().any(|s| !matches!(s, State::Idle));
+        self.next_lines
+            .filter(|_| running)
+            .map(|at| at.saturating_duration_since(Instant::now()))
     }
 
-    pub fn started(&mut self, slot: usize, shard: usize, pid: u32) {
+    pub fn started(&mut self, slot: usize, job: &Job, pid: u32) {
+        let shard = job.shard;
         self.states[slot] = State::Running {
             shard,
             since: Instant::now(),
         };
+        self.watches[slot] = Some(Watch {
+            file: job.progress.clone(),
+            expected: job.expected_seconds,
+        });
+        if self.next_lines.is_none() {
+            self.next_lines = Some(Instant::now() + self.interval);
+        }
         if self.live {
             self.draw();
         } else {
@@ -99,10 +154,55 @@ impl Progress {
         self.line(text);
     }
 
-    /// Redraws the live lines with fresh elapsed times.
+    /// Redraws the live lines with fresh elapsed times; in a log, writes the progress lines
+    /// when they are due.
     pub fn tick(&mut self) {
         if self.live {
             self.draw();
+            return;
+        }
+        let now = Instant::now();
+        if self.next_lines.is_none_or(|at| now < at) {
+            return;
+        }
+        // From now: lines never come closer together than the interval, however late this is.
+        self.next_lines = Some(now + self.interval);
+        let lines: Vec<String> = (0..self.devices.len())
+            .filter_map(|slot| {
+                let (shard, since) = match self.states[slot] {
+                    State::Running { shard, since } | State::Stopping { shard, since, .. } => {
+                        (shard, since)
+                    }
+                    State::Idle => return None,
+                };
+                let device = &self.devices[slot];
+                Some(format!(
+                    "shard {shard} on device {device}: {}",
+                    self.how_far(slot, since, false)
+                ))
+            })
+            .collect();
+        for line in lines {
+            self.line(&line);
+        }
+    }
+
+    /// Keys tuned, configs timed, elapsed, and the ETA where the history expects a time.
+    fn how_far(&self, slot: usize, since: Instant, short: bool) -> String {
+        let elapsed = since.elapsed().as_secs_f64();
+        let watch = self.watches[slot].as_ref();
+        let (keys, configs) = watch.and_then(|w| read_counts(&w.file)).unwrap_or((0, 0));
+        let eta = match watch.and_then(|w| w.expected) {
+            Some(expected) if expected >= elapsed => {
+                format!(", about {:.0}s left by the history", expected - elapsed)
+            }
+            Some(expected) => format!(", past the {expected:.0}s the history expects"),
+            None => String::new(),
+        };
+        if short {
+            format!("{keys} keys, {configs} configs{eta}")
+        } else {
+            format!("{keys} key(s) tuned, {configs} config(s) timed, {elapsed:.0}s elapsed{eta}")
         }
     }
 
@@ -190,24 +290,62 @@ impl Progress {
 
     fn draw(&mut self) {
         self.clear();
-        let mut err = std::io::stderr().lock();
-        for (device, state) in self.devices.iter().zip(&self.states) {
-            let text = match state {
-                State::Idle => "idle".to_owned(),
-                State::Running { shard, since } => {
-                    format!(
-                        "shard {shard:<4} {:>8.1}s  running",
+        let width = terminal_width();
+        let lines: Vec<String> = (0..self.devices.len())
+            .map(|slot| {
+                let text = match self.states[slot] {
+                    State::Idle => "idle".to_owned(),
+                    State::Running { shard, since } => format!(
+                        "shard {shard:<4} {:>8.1}s  running: {}",
+                        since.elapsed().as_secs_f64(),
+                        self.how_far(slot, since, true)
+                    ),
+                    State::Stopping { shard, since, why } => format!(
+                        "shard {shard:<4} {:>8.1}s  {why}, stopping",
                         since.elapsed().as_secs_f64()
-                    )
-                }
-                State::Stopping { shard, since, why } => format!(
-                    "shard {shard:<4} {:>8.1}s  {why}, stopping",
-                    since.elapsed().as_secs_f64()
-                ),
-            };
-            let _ = writeln!(err, "  device {device:<12} {text}");
+                    ),
+                };
+                fit(
+                    &format!("  device {:<12} {text}", self.devices[slot]),
+                    width,
+                )
+            })
+            .collect();
+        let mut err = std::io::stderr().lock();
+        for line in &lines {
+            let _ = writeln!(err, "{line}");
         }
-        self.drawn = self.devices.len();
+        self.drawn = lines.len();
+    }
+}
+
+/// A child's progress file: (keys tuned, configs timed), or None while there is none.
+fn read_counts(file: &Path) -> Option<(u64, u64)> {
+    let text = std::fs::read(file).ok()?;
+    let value: serde_json::Value = serde_json::from_slice(&text).ok()?;
+    Some((value["keys"].as_u64()?, value["configs"].as_u64()?))
+}
+
+/// Stderr's terminal width in columns, or None when it cannot be told.
+fn terminal_width() -> Option<usize> {
+    let mut size = nix::libc::winsize {
+        ws_row: 0,
+        ws_col: 0,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: TIOCGWINSZ writes one `winsize` into the struct it is given, which lives here.
+    #[allow(unsafe_code)]
+    let got = unsafe { nix::libc::ioctl(2, nix::libc::TIOCGWINSZ, &mut size) };
+    (got == 0 && size.ws_col > 0).then_some(usize::from(size.ws_col))
+}
+
+/// `line` cut to `width` characters (no cut when the width is unknown), so that a live line never
+/// wraps: a wrapped line would take two rows, and the redraw moves up one per line.
+fn fit(line: &str, width: Option<usize>) -> String {
+    match width {
+        Some(w) if line.chars().count() > w => line.chars().take(w).collect(),
+        _ => line.to_owned(),
     }
 }
 
@@ -262,6 +400,45 @@ fn cut(line: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_log_gets_progress_every_ten_seconds_unless_the_knob_says_otherwise() {
+        assert_eq!(INTERVAL, Duration::from_secs(10));
+        let said = format!("every {} s ({INTERVAL_VAR}", INTERVAL.as_secs());
+        assert!(
+            crate::EXAMPLES
+                .replace("\n", " ")
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+                .contains(&said),
+            "--help says {said}"
+        );
+        assert_eq!(interval(None), INTERVAL);
+        assert_eq!(interval(Some(" 0.5 ")), Duration::from_millis(500));
+        for bad in ["0", "-1", "abc", "", "inf", "NaN"] {
+            assert_eq!(interval(Some(bad)), INTERVAL, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_live_line_is_cut_to_the_width() {
+        assert_eq!(fit("  device 0 shard 1", Some(8)), "  device");
+        assert_eq!(fit("é".repeat(5).as_str(), Some(3)), "ééé");
+        assert_eq!(fit("short", Some(80)), "short");
+        assert_eq!(fit("no width known", None), "no width known");
+    }
+
+    #[test]
+    fn the_counts_come_from_the_childs_progress_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = dir.path().join("progress.json");
+        assert_eq!(read_counts(&file), None);
+        std::fs::write(&file, r#"{"keys": 3, "configs": 42}"#).expect("write");
+        assert_eq!(read_counts(&file), Some((3, 42)));
+        std::fs::write(&file, "{").expect("write");
+        assert_eq!(read_counts(&file), None);
+    }
 
     #[test]
     fn tail_keeps_the_last_lines() {

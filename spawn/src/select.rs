@@ -154,6 +154,7 @@ mod tests {
                 children: 1,
                 cache_per_child: false,
                 claims: None,
+                op: "mm".into(),
             },
         )];
         let devices: Vec<String> = devices.iter().map(|d| (*d).to_owned()).collect();

@@ -91,7 +91,7 @@ pub fn supervise(jobs: &[Job], run: Run<'_>) -> Result<Outcome> {
                 match start(job, next, slot, &devices[slot], signals, limits) {
                     Ok(child) => {
                         watchdog.watch(child.pid);
-                        progress.started(slot, job.shard, child.pid.as_raw().unsigned_abs());
+                        progress.started(slot, job, child.pid.as_raw().unsigned_abs());
                         running.push(child);
                     }
                     Err(status) => {

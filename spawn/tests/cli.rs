@@ -647,3 +647,52 @@ fn command_comes_only_after_a_double_dash_as_scripts_warmup_takes_it() {
         "nothing ran"
     );
 }
+
+#[test]
+fn a_caller_op_that_contradicts_the_plan_is_refused_before_anything_runs_even_measuring() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let plan = plan(dir.path(), 2);
+    let ran = dir.path().join("ran");
+    let touch = format!("touch '{}'", ran.display());
+    for measure in [false, true] {
+        let mut cmd = spawn_cmd();
+        cmd.args([
+            "--plan",
+            plan.to_str().expect("utf-8"),
+            "--devices",
+            "0,1",
+            "--backend",
+            "cuda",
+        ]);
+        if measure {
+            cmd.arg("--measure");
+        }
+        cmd.env("FLAGGEMS_PERF_CURRENT_OP", "addmm")
+            .args(["--", "sh", "-c", &touch])
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(
+                "the plan is for op \"mm\", not \"addmm\"",
+            ));
+        assert!(!ran.exists(), "COMMAND ran (measure: {measure})");
+    }
+    // Unset, the plan's op reaches every child.
+    spawn_cmd()
+        .args([
+            "--plan",
+            plan.to_str().expect("utf-8"),
+            "--devices",
+            "0,1",
+            "--backend",
+            "cuda",
+            "--",
+        ])
+        .args(["sh", "-c", RECORDER])
+        .assert()
+        .success();
+    let env = std::fs::read_to_string(dir.path().join("w1/rec/env")).expect("env");
+    assert!(
+        env.lines().any(|l| l == "FLAGGEMS_PERF_CURRENT_OP=mm"),
+        "{env}"
+    );
+}

@@ -47,7 +47,9 @@ python=${PYTHON:-python3}
 mkdir -p /tmp/line-bin
 ln -sf "$root/.bin"/warmup-* "$root/scripts/warmup" /tmp/line-bin/
 mkdir -p /tmp/line-bin/lib && ln -sf "$root/scripts/lib/warmup-common.sh" /tmp/line-bin/lib/
-printf '#!/bin/sh\nexec %s -m pytest "$@"\n' "$python" >/tmp/line-bin/pytest && chmod +x /tmp/line-bin/pytest
+# pytest as pip installs it: a script whose #! line names its Python (warmup-plan reads it there).
+printf '#!%s\nimport sys\nfrom pytest import console_main\nsys.exit(console_main())\n' \
+    "$(command -v "$python")" >/tmp/line-bin/pytest && chmod +x /tmp/line-bin/pytest
 export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH} PATH=/tmp/line-bin:$PATH WARMUP_BIN_DIR=$root/.bin
 unset XDG_CACHE_HOME TRITON_CACHE_DIR FLAGGEMS_CACHE_DIR FLAGGEMS_PERF_CURRENT_OP \
     FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR PARALLEL_WARMUP_GPUS

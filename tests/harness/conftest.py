@@ -11,6 +11,9 @@ end on any machine:
   as real autotune keys do, and interference between shards shows up as conflicts.
 * Record: with ``FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR``, the winners go to ``<dir>/<op>.json``,
   written with Python's ``json`` module and its defaults.
+* Progress: with ``WARMUP_HARNESS_PROGRESS`` (warmup-spawn sets it in each child), the file it
+  names is rewritten whole after each key swept, ``{"keys": K, "configs": C}``, four configs a key,
+  as the real harness keeps it.
 * Replay: with ``FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR``, configs come from ``<dir>/<op>.json`` and no
   sweep runs. A key the file lacks fails the test loudly, unless ``WARMUP_FIXTURE_REPLAY_MISS=sweep``
   (then it is swept live, as FlagGems' harness falls back). Record and replay together are refused.
@@ -174,6 +177,11 @@ class Session:
             return self.decided[kernel, key]
         time.sleep(sweep_seconds(shape, kernel))
         self.swept += 1
+        progress = _env("WARMUP_HARNESS_PROGRESS")
+        if progress:
+            temporary = f"{progress}.tmp{os.getpid()}"
+            Path(temporary).write_text(json.dumps({"keys": self.swept, "configs": 4 * self.swept}))
+            os.replace(temporary, progress)
         cfg = self.decided[kernel, key] = winner(kernel, key, self.device)
         if self.record_dir:
             self.records.setdefault(kernel, {})[key] = cfg

@@ -10,9 +10,11 @@ import time
 
 import kernels_plain
 import kernels_store
+import pytest
 from conftest import FakeDescriptor, FakeTensor
 
 
+@pytest.mark.mm  # as FlagGems marks a benchmark with its op: `-m mm` selects it
 def test_op(shape):
     m, n, k = shape
     if os.environ.get("FIXTURE_CRASH_AT") == f"{m}x{n}x{k}":

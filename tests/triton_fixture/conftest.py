@@ -144,6 +144,10 @@ def pytest_addoption(parser):
     parser.addoption("--shape_file", default="", help="YAML shape file (FlagGems format)")
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "mm: the op's benchmark (FlagGems names its tests' markers by op)")
+
+
 def pytest_generate_tests(metafunc):
     # FIXTURE_IMPORT_SECONDS=S: collecting costs S seconds more, as a benchmark's imports do.
     time.sleep(float(os.environ.get("FIXTURE_IMPORT_SECONDS") or 0))

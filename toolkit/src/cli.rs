@@ -21,7 +21,7 @@ pub fn after_help(examples: &str, exit: &str) -> String {
 pub const DOC_DIR: &str = "WARMUP_DOC_DIR";
 
 /// Every tool and script a page names in SEE ALSO.
-const FAMILY: [&str; 8] = [
+const FAMILY: [&str; 9] = [
     "warmup",
     "warmup-slurm",
     "warmup-shard",
@@ -30,6 +30,7 @@ const FAMILY: [&str; 8] = [
     "warmup-publish",
     "warmup-costs",
     "warmup-plan",
+    "warmup-cache",
 ];
 
 /// Parses the tool's arguments, or prints a completion script or man page and exits 0. A usage

@@ -20,6 +20,7 @@ class Recorder(Policy):
         super().__init__()
         self._add = add
         self._recorded: dict[tuple[str, str], str] = {}
+        self.progress: Any = None  # the session's progress.ProgressFile, if warmup-spawn asked for one
 
     def _has(self, tuner: Any, state: TunerState, text: str) -> str | None:
         """The config text the record holds for this key already (resume: once_recorder.py), or None."""
@@ -43,6 +44,8 @@ class Recorder(Policy):
         started = state.miss_started.pop(text, None)
         self._record(tuner, state, text, config, time.perf_counter() - started if started is not None else None)
         remember(state.recorded, key)
+        if started is not None and self.progress is not None:
+            self.progress.tuned()
 
     def getitem(self, tuner, state, key, raw):
         # A decision the tuner found in its store (FlagGems' own, or one the user chose with

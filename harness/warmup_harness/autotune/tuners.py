@@ -108,6 +108,9 @@ class Hooks:
             state = _state(tuner, hooks.policy)
             if state.pending is not None:
                 state.pending = None
+                progress = getattr(hooks.policy, "progress", None)  # record mode's (progress.py)
+                if progress is not None:
+                    progress.timing(len(configs))
                 if hooks.precompiler is not None:
                     hooks._time_through(type(tuner))
                 hooks.before_timing(tuner, configs, args[0] if args else kwargs.get("kwargs", {}))

@@ -1,0 +1,160 @@
+//! The record cache: where records go when no record folder is named (docs/CONTRACT.md, "The
+//! record cache"). One rule, here, so that warmup-plan (which resolves it and exports it to
+//! COMMAND and to the sweep) and warmup-cache (which lists and prunes it) never disagree on the
+//! folder.
+//!
+//! The cache is `$XDG_CACHE_HOME/parallel-warmup/records` (an absolute `XDG_CACHE_HOME`, as the
+//! XDG base directory spec asks), else `$HOME/.cache/parallel-warmup/records`. Inside it, one
+//! folder per (Triton version, device model), named by [`slug`], each laid out as any record
+//! folder: records made with another Triton or on another GPU sit side by side and none replaces
+//! another, while a named folder (`FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR`) keeps the one-level layout
+//! it always had. Runs at once share a folder safely because every writer already takes the
+//! op's locks there (the harness's fold and warmup-publish: `DIR/.<op>.lock`).
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// The cache's folder under the user's cache home.
+pub const RECORDS: &str = "parallel-warmup/records";
+
+/// The file whose modification time is an op's last use in a cache folder: touched by
+/// warmup-plan whenever a run uses the folder for the op (a replay writes nothing else there).
+pub fn used_path(dir: &Path, op: &str) -> PathBuf {
+    dir.join(format!(".{op}.used"))
+}
+
+/// The cache root from the environment `var` reads: `$XDG_CACHE_HOME/parallel-warmup/records`,
+/// else `$HOME/.cache/parallel-warmup/records`; `Err` says why there is none.
+pub fn root(var: impl Fn(&str) -> Option<OsString>) -> Result<PathBuf, String> {
+    let absolute = |name: &str| var(name).map(PathBuf::from).filter(|p| p.is_absolute());
+    if let Some(xdg) = absolute("XDG_CACHE_HOME") {
+        return Ok(xdg.join(RECORDS));
+    }
+    match absolute("HOME") {
+        Some(home) => Ok(home.join(".cache").join(RECORDS)),
+        None => Err("neither XDG_CACHE_HOME nor HOME names an absolute folder".into()),
+    }
+}
+
+/// The cache root of this process's environment.
+pub fn current_root() -> Result<PathBuf, String> {
+    root(|name| std::env::var_os(name))
+}
+
+/// The folder name of a (Triton version, device model) pair: `<triton>_<device>_<hash>`, each
+/// name cut to what a file name safely holds (ASCII letters, digits, `.` and `-`; every other
+/// run of characters one `-`; at most 40 characters; `unknown` for a blank or missing one),
+/// then 12 hex digits of FNV-1a 64 over `triton` NUL `device` as given (an unknown one as the
+/// empty string), so two names that read alike once cut never share a folder.
+/// `3.6.0_NVIDIA-H200_5b1e...`.
+pub fn slug(triton: Option<&str>, device: Option<&str>) -> String {
+    let (t, d) = (triton.unwrap_or(""), device.unwrap_or(""));
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in t.bytes().chain([0]).chain(d.bytes()) {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{}_{}_{:012x}", safe(t), safe(d), hash >> 16)
+}
+
+fn safe(name: &str) -> String {
+    let mut out = String::new();
+    for c in name.trim().chars() {
+        if c.is_ascii_alphanumeric() || c == '.' || c == '-' {
+            out.push(c);
+        } else if !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    let out: String = out.trim_matches('-').chars().take(40).collect();
+    let out = out.trim_start_matches('.').to_owned();
+    if out.is_empty() {
+        "unknown".into()
+    } else {
+        out
+    }
+}
+
+/// The cache folder for this Triton and device under `root`, made (with its parents) and
+/// checked writable by writing and removing a small file; `Err` says why it cannot be used.
+pub fn prepare(root: &Path, triton: Option<&str>, device: Option<&str>) -> Result<PathBuf, String> {
+    let dir = root.join(slug(triton, device));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
+    let probe = dir.join(format!(".write-check.{}", std::process::id()));
+    let written = std::fs::File::create(&probe).and_then(|mut f| f.write_all(b"ok"));
+    let _ = std::fs::remove_file(&probe);
+    written.map_err(|e| format!("cannot write in {}: {e}", dir.display()))?;
+    Ok(dir)
+}
+
+/// Marks `op` used now in the cache folder `dir` ([`used_path`]); a failure is ignored (the
+/// stamp only orders `warmup-cache remove --older-than`).
+pub fn touch(dir: &Path, op: &str) {
+    if let Ok(file) = std::fs::File::create(used_path(dir, op)) {
+        let _ = file.set_modified(std::time::SystemTime::now());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<OsString> + 'a {
+        move |name| {
+            vars.iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| OsString::from(v))
+        }
+    }
+
+    #[test]
+    fn the_root_is_xdg_cache_home_else_home_and_a_relative_one_is_ignored() {
+        let both = [("XDG_CACHE_HOME", "/x"), ("HOME", "/h")];
+        assert_eq!(root(env(&both)), Ok("/x/parallel-warmup/records".into()));
+        let relative = [("XDG_CACHE_HOME", "x"), ("HOME", "/h")];
+        assert_eq!(
+            root(env(&relative)),
+            Ok("/h/.cache/parallel-warmup/records".into())
+        );
+        assert!(root(env(&[("HOME", "")])).is_err());
+        assert!(root(env(&[])).is_err());
+    }
+
+    #[test]
+    fn slugs_are_safe_file_names_and_differ_where_the_names_do() {
+        let h200 = slug(Some("3.6.0"), Some("NVIDIA H200"));
+        assert!(h200.starts_with("3.6.0_NVIDIA-H200_"), "{h200}");
+        assert_eq!(h200, slug(Some("3.6.0"), Some("NVIDIA H200")), "stable");
+        // Names that read alike once cut still get folders of their own.
+        assert_ne!(
+            slug(Some("3.6.0"), Some("NVIDIA H200")),
+            slug(Some("3.6.0"), Some("NVIDIA/H200"))
+        );
+        assert_ne!(
+            slug(Some("3.6"), Some("0 x")),
+            slug(Some("3.6 0"), Some("x"))
+        );
+        assert_ne!(slug(None, None), slug(Some("unknown"), Some("unknown")));
+        let odd = slug(Some("../.."), Some("a/\u{0}b\nc d é"));
+        assert!(!odd.contains('/') && !odd.starts_with('.'), "{odd}");
+        assert!(
+            odd.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b)),
+            "{odd}"
+        );
+        let long = slug(Some("3.6.0"), Some(&"x".repeat(500)));
+        assert!(long.len() < 80, "{long}");
+    }
+
+    #[test]
+    fn a_folder_that_cannot_be_made_is_said() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = dir.path().join("file");
+        std::fs::write(&file, "").expect("write");
+        let err = prepare(&file, Some("3.6.0"), None).expect_err("under a file");
+        assert!(err.contains("cannot make"), "{err}");
+        let made = prepare(&dir.path().join("c"), Some("3.6.0"), None).expect("made");
+        assert!(made.is_dir() && std::fs::read_dir(&made).expect("read").next().is_none());
+    }
+}
