@@ -25,6 +25,12 @@ SCRIPTS := warmup warmup-slurm
 HARNESS_PYTHON    ?= $(PYTHON)
 HARNESS_PIP_FLAGS ?=
 
+# Before $(MAKE) -jN: a make of its own with N jobs. The caller's jobserver is left out of its
+# MAKEFLAGS (GNU make warns "-jN forced in submake" when -jN meets one); every other flag (-n, -k,
+# -s, variables set on the command line) passes on. make test runs its steps this way: the tests
+# TEST_JOBS at a time, the Triton venvs, which wait on pip and not on the CPU, all at once.
+OWN_JOBS = MAKEFLAGS='$(filter-out -j% --jobserver-auth=% --jobserver-fds=%,$(MAKEFLAGS))'
+
 .PHONY: all build venv demo test test-build test-rust test-python test-python-rest test-triton triton-venvs \
 	lint lint-rust lint-scripts install install-harness bench clean
 
@@ -62,10 +68,10 @@ demo: build venv
 TEST_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
 test:
-	$(MAKE) --no-print-directory -j$(TEST_JOBS) venv triton-venvs test-build
+	@$(OWN_JOBS) $(MAKE) --no-print-directory -j$(TEST_JOBS) venv triton-venvs test-build
 	@status=0; \
-	$(MAKE) --no-print-directory lint-rust || status=1; \
-	$(MAKE) --no-print-directory -k -j$(TEST_JOBS) --output-sync=target \
+	$(OWN_JOBS) $(MAKE) --no-print-directory lint-rust || status=1; \
+	$(OWN_JOBS) $(MAKE) --no-print-directory -k -j$(TEST_JOBS) --output-sync=target \
 		test-python-rest $(TRITONS:%=test-harness-%) test-rust lint-scripts || status=1; \
 	if [ $$status != 0 ]; then echo "make test: failed (above)" >&2; fi; exit $$status
 
@@ -80,10 +86,11 @@ test-rust:
 
 test-python: venv
 	$(CARGO) build --workspace --locked
-	WARMUP_BIN_DIR=$(abspath $(DEBUG)) $(VENV)/bin/python -m pytest -q
+	WARMUP_BIN_DIR=$(abspath $(DEBUG)) $(VENV)/bin/python -m pytest -q -rs
 
+# -rs: the reason for each skip is in the summary (tests/test_slurm.py's, without a Slurm to start).
 test-python-rest: venv
-	WARMUP_BIN_DIR=$(abspath $(DEBUG)) $(VENV)/bin/python -m pytest -q $(HARNESS_TESTS:%=--ignore=%)
+	WARMUP_BIN_DIR=$(abspath $(DEBUG)) $(VENV)/bin/python -m pytest -q -rs $(HARNESS_TESTS:%=--ignore=%)
 
 # The harness on every Triton it claims (README.md, "The harness"; harness/warmup_harness/versions.py
 # holds the range): the latest patch of each minor, one venv each, .venv-triton/<version>, with only
@@ -100,11 +107,11 @@ triton-venv-%:
 	@tests/venv.sh $(TRITON_VENV)/$* $(PYTHON) tests/requirements-triton.txt triton==$*
 
 triton-venvs:
-	@$(MAKE) --no-print-directory -j$(words $(TRITONS)) $(TRITONS:%=triton-venv-%)
+	@$(OWN_JOBS) $(MAKE) --no-print-directory -j$(words $(TRITONS)) $(TRITONS:%=triton-venv-%)
 
 test-triton: triton-venvs
 	$(CARGO) build --workspace --locked
-	@$(MAKE) --no-print-directory -k -j$(TEST_JOBS) --output-sync=target $(TRITONS:%=test-harness-%) || \
+	@$(OWN_JOBS) $(MAKE) --no-print-directory -k -j$(TEST_JOBS) --output-sync=target $(TRITONS:%=test-harness-%) || \
 		{ echo "test-triton: the harness tests failed on a Triton (named above)" >&2; exit 1; }
 
 # One Triton's harness tests (its venv and the debug build made first). Its own --basetemp: runs

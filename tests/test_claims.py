@@ -84,3 +84,11 @@ def test_other_errors_still_raise(tmp_path, monkeypatch):
     with pytest.raises(OSError) as raised:
         folder.take("k", "[1]")
     assert raised.value.errno == errno.EACCES
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
+def test_a_winner_that_is_a_fifo_or_a_device_is_no_winner_and_is_not_waited_on(tmp_path, kind):
+    folder = claims.Claims(tmp_path / "claims")
+    path = tmp_path / "claims" / f"{claims.claim_name('k', '[1]')}.winner.json"
+    os.mkfifo(path) if kind == "fifo" else path.symlink_to("/dev/zero")
+    assert folder.winner("k", "[1]") is None  # before: blocked on the FIFO, read /dev/zero without end

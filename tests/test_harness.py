@@ -138,7 +138,7 @@ def test_record_sidecar_holds_versions_and_each_keys_tuning_seconds(recorded):
     meta = json.loads((folder / "mm.meta.json").read_text())
     assert isinstance(meta["startup_seconds"], float) and meta["startup_seconds"] > 0
     assert meta["compile_seconds"] is None  # the fake device: nothing is compiled ahead
-    assert meta["format"] == "warmup-harness-meta" and meta["version"] == 1 and meta["op"] == "mm"
+    assert meta["format"] == "warmup-harness-meta" and meta["version"] == 2 and meta["op"] == "mm"
     assert meta["triton"] == TRITON and meta["torch"] is None and meta["flag_gems"] is None
     assert meta["python"] == sys.version.split()[0]
     assert meta["device"] == "fake 0"  # no torch here: Triton's target names the device
@@ -339,19 +339,91 @@ def test_replay_sweeps_a_key_whose_recorded_config_is_no_longer_the_kernels(reco
     assert launched(run.session)[PLAIN_MM, tuple(SHAPES[0])]["BLOCK_M"] != 48
 
 
-def test_replay_warns_when_the_record_came_from_another_triton_or_device(recorded, tmp_path):
+def test_replay_sweeps_live_the_keys_made_on_another_triton_or_device(recorded, tmp_path):
     folder = copy_records(recorded[0], tmp_path / "rec")
     meta = json.loads((folder / "mm.meta.json").read_text())
     (folder / "mm.meta.json").write_text(json.dumps({**meta, "triton": "3.1.0", "device": "NVIDIA H100"}))
     run = bench(tmp_path, shape_file(tmp_path, SHAPES), FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR=str(folder))
     assert run.returncode == 0, run.output
-    assert f"was recorded with Triton 3.1.0, this is Triton {TRITON}" in run.stderr
-    assert "was recorded on NVIDIA H100, this process runs on fake 0" in run.stderr
-    assert "replayed 12, swept 0 live" in run.stderr
+    assert "replayed 0, swept 12 live" in run.stderr
+    assert (f"12 key(s) of {folder / 'mm.json'} were made on NVIDIA H100 with Triton 3.1.0, this process runs "
+            f"on fake 0 with Triton {TRITON}: they are swept live, not replayed") in run.stderr, run.stderr
+    assert "(made on NVIDIA H100 with Triton 3.1.0)" in run.stderr
+    assert set(run.session["timed"]) == {PLAIN_MM, STORE_MM, ADD}
 
     same = copy_records(recorded[0], tmp_path / "same")
     run = bench(tmp_path, shape_file(tmp_path, SHAPES), FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR=str(same))
-    assert run.returncode == 0 and "WARNING" not in run.stderr, run.output
+    assert run.returncode == 0 and "WARNING" not in run.stderr and "replayed 12, swept 0" in run.stderr, run.output
+
+
+def made_elsewhere(recorded_dir: Path, to: Path) -> Path:
+    """A copy of the recorded folder whose sidecar says it was made on an A100 with Triton 3.1.0."""
+    folder = copy_records(recorded_dir, to)
+    meta = json.loads((folder / "mm.meta.json").read_text())
+    (folder / "mm.meta.json").write_text(json.dumps({**meta, "triton": "3.1.0", "device": "NVIDIA A100"}))
+    return folder
+
+
+def test_a_record_session_never_relabels_the_keys_made_elsewhere_as_its_own(recorded, tmp_path):
+    """The record as a cache (a --gpus 1 record run) over a record made on an A100 with Triton
+    3.1.0: the keys it meets are tuned, and the fold that names this device and Triton in the
+    sidecar keeps the A100's keys under their own provenance, so the next replay sweeps them."""
+    folder = made_elsewhere(recorded[0], tmp_path / "rec")
+    shapes = shape_file(tmp_path, SHAPES[:2])
+    run = cache_session(tmp_path, shapes, folder)
+    assert run.returncode == 0, run.output
+    assert set(run.session["timed"]) == {PLAIN_MM, STORE_MM, ADD}, "a key was pinned from the A100's record"
+    assert f"was recorded with Triton 3.1.0, this is Triton {TRITON}: every key is tuned" in run.stderr
+    meta = json.loads((folder / "mm.meta.json").read_text())
+    assert (meta["device"], meta["triton"], meta["version"]) == ("fake 0", TRITON, 2)
+    [group] = meta["foreign"]
+    assert (group["device"], group["triton"]) == ("NVIDIA A100", "3.1.0")
+    assert sum(map(len, group["keys"].values())) == 6 and sum(map(len, json.loads(
+        (folder / "mm.json").read_text()).values())) == 12, "the A100's keys stay, as the A100's"
+    assert f"{folder / 'mm.json'}: 6 key(s) there were made on NVIDIA A100 with Triton 3.1.0" in run.stderr
+
+    replay = bench(tmp_path, shape_file(tmp_path, SHAPES, "all.yaml"), FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR=str(folder))
+    assert replay.returncode == 0, replay.output
+    assert "replayed 6, swept 6 live" in replay.stderr, replay.stderr
+    assert "6 key(s) of" in replay.stderr and "were made on NVIDIA A100 with Triton 3.1.0" in replay.stderr
+
+    again = cache_session(tmp_path, shapes, folder)  # this run's own keys answer now
+    assert again.returncode == 0 and again.session["timed"] == {}, again.output
+
+
+def test_publish_never_relabels_the_keys_kept_from_a_record_made_elsewhere(recorded, tmp_path):
+    """warmup-publish of this run's shards into a folder whose record was made on an A100 with
+    Triton 3.1.0: the keys kept from it are named as the A100's in the published sidecar, and the
+    replay sweeps them live."""
+    folder = made_elsewhere(recorded[0], tmp_path / "rec")
+    shapes = shape_file(tmp_path, SHAPES)
+    scratch = tmp_path / "scratch"
+    shard = subprocess.run([str(BIN_DIR / "warmup-shard"), "--op", "mm", "--shards", "2", "--out", str(scratch),
+                            str(shapes)], capture_output=True, text=True, env=clean_env(), timeout=HANG)
+    assert shard.returncode == 0, shard.stderr
+    for i in (0, 1):  # each shard's child, on this device and Triton
+        child = bench(tmp_path, scratch / f"w{i}" / "shapes.yaml",
+                      FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(scratch / f"w{i}" / "rec"))
+        assert child.returncode == 0, child.output
+    some = json.loads((scratch / "w1" / "rec" / "mm.json").read_text())
+    (scratch / "w1" / "rec" / "mm.json").unlink()  # one shard left nothing: the record keeps those keys
+    (scratch / "w1" / "rec" / "mm.meta.json").unlink()
+    for tool, *args in (("merge", "--in-scratch", scratch), ("publish", "--record-dir", folder, scratch)):
+        done = subprocess.run([str(BIN_DIR / f"warmup-{tool}"), "--op", "mm", *map(str, args)],
+                              capture_output=True, text=True, env=clean_env(), timeout=HANG)
+        assert done.returncode == 0, done.stderr
+    kept = sum(map(len, some.values()))
+    assert (f"{kept} key(s) kept from the record there were made on NVIDIA A100 with Triton 3.1.0, not on "
+            f"fake 0 with Triton {TRITON}") in done.stderr, done.stderr
+    meta = json.loads((folder / "mm.meta.json").read_text())
+    assert (meta["device"], meta["triton"], meta["version"]) == ("fake 0", TRITON, 2)
+    assert [(g["device"], g["triton"], sum(map(len, g["keys"].values()))) for g in meta["foreign"]] == \
+        [("NVIDIA A100", "3.1.0", kept)]
+
+    replay = bench(tmp_path, shapes, FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR=str(folder))
+    assert replay.returncode == 0, replay.output
+    assert f"replayed {12 - kept}, swept {kept} live" in replay.stderr, replay.stderr
+    assert f"{kept} key(s) of {folder / 'mm.json'} were made on NVIDIA A100 with Triton 3.1.0" in replay.stderr
 
 
 @pytest.mark.parametrize("text, says", [
@@ -449,13 +521,13 @@ def test_record_into_a_folder_that_cannot_be_written_is_refused_before_any_test(
 
 
 @pytest.mark.parametrize("mode", ["RECORD", "REPLAY"])
-@pytest.mark.parametrize("op", ["../mm", "a/b", ".."])
+@pytest.mark.parametrize("op", ["../mm", "a/b", "..", ".", "mm.meta"])
 def test_an_op_name_that_would_reach_outside_the_record_folder_is_refused(tmp_path, mode, op):
     (tmp_path / "rec").mkdir()
     run = bench(tmp_path, shape_file(tmp_path, SHAPES), FLAGGEMS_PERF_CURRENT_OP=op,
                 **{f"FLAGGEMS_PERF_AUTOTUNE_{mode}_DIR": str(tmp_path / "rec")})
     assert run.returncode == 4, run.output
-    assert f"warmup-harness: FLAGGEMS_PERF_CURRENT_OP={op!r}: " in run.stderr and "may not hold" in run.stderr
+    assert f"warmup-harness: FLAGGEMS_PERF_CURRENT_OP={op!r}: " in run.stderr and "plain name" in run.stderr
     assert run.sessions == [] and sorted(p.name for p in tmp_path.iterdir()) == ["rec", "shapes.yaml"]
 
 
@@ -637,6 +709,138 @@ def test_a_changed_kernel_is_tuned_again_while_the_other_kernels_of_the_op_repla
     third = cache_session(tmp_path, shapes, folder, script=script)
     assert third.returncode == 0 and third.session["timed"] == {}, third.output
     assert "changed since" not in third.stderr
+
+
+PRUNE = 'if c.kwargs["BLOCK"] <= max(128, nargs["n"])]'
+
+
+def test_a_changed_pruner_re_tunes_its_kernel_alone(tmp_path):
+    """The fingerprint covers `prune_configs_by`: a pruner that now keeps fewer configs re-tunes its
+    kernel, not the op's others, and no pruned-away config is pinned."""
+    script = fixture_copy(tmp_path)
+    shapes = shape_file(tmp_path, SHAPES)
+    folder = tmp_path / "rec"
+    first = cache_session(tmp_path, shapes, folder, script=script)
+    assert first.returncode == 0, first.output
+    edit(script.parent / "kernels_plain.py", PRUNE, PRUNE.replace("max(128, nargs[\"n\"])", "128"))
+    again = cache_session(tmp_path, shapes, folder, script=script, HOME=str(tmp_path / "cold-home"))
+    assert again.returncode == 0, again.output
+    assert set(again.session["timed"]) == {ADD} and again.session["timed"][ADD] == 4 * 2, again.output
+    assert f"kernel {ADD} changed since" in again.stderr
+    assert {c["BLOCK"] for (kernel, _), c in launched(again.session).items() if kernel == ADD} == {128}
+
+
+def test_replay_never_pins_a_config_the_kernels_pruning_leaves_out(tmp_path):
+    """With nothing to compare the pruner by (a sidecar without fingerprints), the replay still asks
+    the tuner's own pruning for each key and sweeps live a key whose recorded config it prunes."""
+    script = fixture_copy(tmp_path)
+    shapes = shape_file(tmp_path, SHAPES)
+    folder = tmp_path / "rec"
+    first = bench(tmp_path, shapes, script=script, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(folder))
+    assert first.returncode == 0, first.output
+    meta = json.loads((folder / "mm.meta.json").read_text())
+    del meta["kernels"]  # a sidecar from before fingerprints: every kernel trusted
+    (folder / "mm.meta.json").write_text(json.dumps(meta))
+    recorded = json.loads((folder / "mm.json").read_text())[ADD]
+    pruned = sum(config["kwargs"]["BLOCK"] != 128 for config in recorded.values())
+    assert pruned > 0, "the stubbed timings picked BLOCK 128 for every key: nothing to prune"
+    edit(script.parent / "kernels_plain.py", PRUNE, PRUNE.replace("max(128, nargs[\"n\"])", "128"))
+
+    replay = bench(tmp_path, shapes, script=script, FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR=str(folder))
+    assert replay.returncode == 0, replay.output
+    assert f"replayed {12 - pruned}, swept {pruned} live" in replay.stderr, replay.stderr
+    assert "(the kernel's pruning leaves its recorded config out)" in replay.stderr
+    assert set(replay.session["timed"]) == {ADD}
+    assert {c["BLOCK"] for (kernel, _), c in launched(replay.session).items() if kernel == ADD} == {128}
+
+
+def fingerprints_after(work: Path, script: Path, folder: Path) -> dict:
+    return json.loads((folder / "mm.meta.json").read_text())["kernels"]
+
+
+def test_moving_a_kernel_down_re_tunes_nothing_and_editing_one_re_tunes_it_alone(tmp_path):
+    """The fingerprint is of what decides a config, not of where the kernel sits: a line added above
+    both mm kernels moves them and re-tunes nothing; a line added inside the plain mm kernel
+    re-tunes it alone, not add_kernel below it in the same file."""
+    script = fixture_copy(tmp_path)
+    shapes = shape_file(tmp_path, SHAPES)
+    folder = tmp_path / "rec"
+    first = cache_session(tmp_path, shapes, folder, script=script)
+    assert first.returncode == 0, first.output
+    before = fingerprints_after(tmp_path, script, folder)
+    kernels = script.parent / "kernels_plain.py"
+    edit(kernels, "MM_CONFIGS = [", "# a comment that moves every kernel below it down a line\nMM_CONFIGS = [")
+    moved = cache_session(tmp_path, shapes, folder, script=script, HOME=str(tmp_path / "cold-home"))
+    assert moved.returncode == 0, moved.output
+    assert moved.session["timed"] == {}, "moving a kernel re-tuned it"
+    assert fingerprints_after(tmp_path, script, folder) == before and "changed since" not in moved.stderr
+
+    edit(kernels, "    pid = tl.program_id(0)\n", "    pid = tl.program_id(0)\n    pid = pid + 0\n")
+    edited = cache_session(tmp_path, shapes, folder, script=script, HOME=str(tmp_path / "cold-home-2"))
+    assert edited.returncode == 0, edited.output
+    assert set(edited.session["timed"]) == {PLAIN_MM}, "only the edited kernel is tuned again"
+    after = fingerprints_after(tmp_path, script, folder)
+    assert after[PLAIN_MM] != before[PLAIN_MM] and after[ADD] == before[ADD] and after[STORE_MM] == before[STORE_MM]
+
+
+def test_a_changed_kernel_one_shard_never_meets_is_not_carried_and_its_running_fingerprint_is_published(
+        tmp_path):
+    """Issue 29 item 10: two shards resume from a record whose add_kernel has changed since; shard 1
+    never launches it. Neither carries its stale keys (the running kernel is found by its name),
+    so the merge sees no interference and the published fingerprint is the running one."""
+    script = fixture_copy(tmp_path)
+    folder = tmp_path / "rec"
+    first = bench(tmp_path, shape_file(tmp_path, SHAPES), script=script, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(folder))
+    assert first.returncode == 0, first.output
+    before = json.loads((folder / "mm.meta.json").read_text())["kernels"]
+    offs = "    offs = tl.program_id(0) * BLOCK"
+    edit(script.parent / "kernels_plain.py", offs, offs + " + 0")
+    launch = "    kernels_plain.add_kernel[(1,)]"
+    edit(script, launch, "    if not os.environ.get('SKIP_ADD'):\n    " + launch)
+    scratch = tmp_path / "scratch"
+    shard = subprocess.run([str(BIN_DIR / "warmup-shard"), "--op", "mm", "--shards", "2", "--out", str(scratch),
+                            str(shape_file(tmp_path, SHAPES, "all.yaml"))],
+                           capture_output=True, text=True, env=clean_env(), timeout=HANG)
+    assert shard.returncode == 0, shard.stderr
+    for i, skip in ((0, ""), (1, "1")):
+        child = bench(tmp_path, scratch / f"w{i}" / "shapes.yaml", script=script, SKIP_ADD=skip,
+                      FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(scratch / f"w{i}" / "rec"),
+                      WARMUP_HARNESS_RESUME_DIR=str(folder))
+        assert child.returncode == 0, child.output
+        assert f"kernel {ADD} changed since {folder / 'mm.json'} was recorded" in child.stderr, child.stderr
+        assert "its 4 key(s) are not carried" in child.stderr
+        carried = json.loads((scratch / f"w{i}" / "rec" / "mm.json").read_text())
+        assert len(carried.get(ADD, {})) == (2 if i == 0 else 0), "a stale key of the changed kernel was carried"
+    merge = subprocess.run([str(BIN_DIR / "warmup-merge"), "--op", "mm", "--in-scratch", str(scratch)],
+                           capture_output=True, text=True, env=clean_env(), timeout=HANG)
+    assert merge.returncode == 0 and "no conflicting keys" in merge.stderr, merge.stderr
+    publish = subprocess.run([str(BIN_DIR / "warmup-publish"), "--op", "mm", "--record-dir", str(folder),
+                              str(scratch)], capture_output=True, text=True, env=clean_env(), timeout=HANG)
+    assert publish.returncode == 0 and "disagree" not in publish.stderr, publish.stderr
+    kernels = json.loads((folder / "mm.meta.json").read_text())["kernels"]
+    running = json.loads((scratch / "w0" / "rec" / "mm.meta.json").read_text())["kernels"][ADD]
+    assert kernels[ADD] == running != before[ADD], "the published fingerprint is not the running kernel's"
+    assert len(json.loads((folder / "mm.json").read_text())[ADD]) == 2, "the stale keys stayed"
+
+
+def test_a_carried_kernel_no_running_one_confirms_is_named_unchecked(recorded, tmp_path):
+    """A kernel of the earlier record that this process cannot find loaded is carried as it was,
+    and the child's sidecar says so (`unchecked`), for warmup-merge and warmup-publish to prefer a
+    shard that ran it; a kernel met here is confirmed."""
+    folder = copy_records(recorded[0], tmp_path / "earlier")
+    records = json.loads((folder / "mm.json").read_text())
+    meta = json.loads((folder / "mm.meta.json").read_text())
+    records["kernels_plain:gone_kernel"] = {"[1]": {"kwargs": {"BLOCK": 1}}}
+    meta["kernels"]["kernels_plain:gone_kernel"] = "0" * 32
+    (folder / "mm.json").write_text(json.dumps(records))
+    (folder / "mm.meta.json").write_text(json.dumps(meta))
+    out = tmp_path / "child"
+    run = bench(tmp_path, shape_file(tmp_path, SHAPES[:1]), FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(out),
+                WARMUP_HARNESS_RESUME_DIR=str(folder))
+    assert run.returncode == 0, run.output
+    child = json.loads((out / "mm.meta.json").read_text())
+    assert child["unchecked"] == ["kernels_plain:gone_kernel"], child.get("unchecked")
+    assert "kernels_plain:gone_kernel" in json.loads((out / "mm.json").read_text())
 
 
 def test_installed_harness_loads_through_its_entry_point_alone(tmp_path):

@@ -43,6 +43,13 @@ def test_install_puts_tools_scripts_man_pages_and_completions_under_destdir_pref
             assert f"\n.SH {section}\n" in roff, (section, roff[:400])
         for section in ("EXIT STATUS", "EXAMPLES"):  # the help's, lines as written
             assert f'\n.SH "{section}"\n.nf\n' in roff, (section, roff[:400])
+        # A version, and a synopsis that shows each option's value (issue 29).
+        version = subprocess.run([str(prefix / "bin" / script), "--version"], env=clean_env(),
+                                 capture_output=True, text=True, timeout=HANG)
+        assert version.returncode == 0 and re.fullmatch(rf"{script} \d+\.\d+\.\d+\n", version.stdout)
+        assert f"\n.SH VERSION\nv{version.stdout.split()[1]}\n" in roff, roff
+        synopsis = roff.split("\n.SH SYNOPSIS\n", 1)[1].split("\n", 1)[0]
+        assert "[\\-\\-scratch DIR]" in synopsis and "[\\-\\-timeout SECS]" in synopsis, synopsis
         # clap_mangen's option lines: `\fB\-h\fR, \fB\-\-help\fR`, `\fB\-\-gpus\fR \fI<N>\fR`.
         listed = re.findall(r"^\\fB(?:\\-[a-zA-Z]\\fR, \\fB)?\\-\\-([a-z](?:[a-z]|\\-)*)\\fR", roff,
                             re.MULTILINE)

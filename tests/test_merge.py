@@ -248,6 +248,42 @@ def test_a_scratch_folder_is_read_in_shard_order(tmp_path):
     assert (tmp_path / "c.json").read_text() == dump(conflicts)
 
 
+def test_keys_carried_under_a_stale_fingerprint_are_left_out_and_the_running_one_is_published(tmp_path):
+    """Issue 29 item 10: shard 1 carried kernel k's keys under the fingerprint it had before it
+    changed, unconfirmed by any running kernel (its sidecar's `unchecked`), while shard 0 ran k and
+    tuned it as it is now: the merge keeps shard 0's keys of k alone, with no conflict, and the
+    published fingerprint is the one that ran."""
+    scratch = tmp_path / "run"
+    plan = {"version": 1, "op": "mm", "source": "/s.yaml", "strategy": "round-robin", "shapes": 2, "shards": []}
+    cfg = {"kwargs": {"BLOCK": 64}}
+    shards = [({"k": {"a": {"kwargs": {"BLOCK": 128}}}, "j": {"x": cfg}}, {"k": "new", "j": "jj"}, []),
+              ({"k": {"a": cfg, "b": cfg}, "j": {"y": cfg}}, {"k": "old", "j": "jj"}, ["k"])]
+    for i, (rec, kernels, unchecked) in enumerate(shards):
+        (scratch / f"w{i}" / "rec").mkdir(parents=True)
+        (scratch / f"w{i}" / "rec" / "mm.json").write_text(json.dumps(rec))
+        meta = {"format": "warmup-harness-meta", "version": 2, "op": "mm", "device": "NVIDIA H200",
+                "triton": "3.6.0", "tune_seconds": {k: {key: 1.0 for key in keys} for k, keys in rec.items()},
+                "kernels": kernels, **({"unchecked": unchecked} if unchecked else {})}
+        (scratch / f"w{i}" / "rec" / "mm.meta.json").write_text(json.dumps(meta))
+        plan["shards"].append({"index": i, "shape_file": f"w{i}/shapes.yaml", "shapes": [i]})
+    (scratch / "plan.json").write_text(json.dumps(plan))
+    res = run_tool("merge", "--in-scratch", scratch)
+    assert res.returncode == 0 and "no conflicting keys" in res.stderr, res.stderr
+    assert f"{scratch / 'w1' / 'rec' / 'mm.json'}: kernel k's keys were carried under the fingerprint" in res.stderr
+    assert json.loads((scratch / "merged.json").read_text()) == {"k": {"a": {"kwargs": {"BLOCK": 128}}},
+                                                                  "j": {"x": cfg, "y": cfg}}
+    published = run_tool("publish", "--op", "mm", "--record-dir", tmp_path / "rec", scratch)
+    assert published.returncode == 0 and "disagree" not in published.stderr, published.stderr
+    assert json.loads((tmp_path / "rec" / "mm.meta.json").read_text())["kernels"] == {"k": "new", "j": "jj"}
+
+    # Both shards ran k (no `unchecked`): a real disagreement, kept and named as before.
+    meta = json.loads((scratch / "w1" / "rec" / "mm.meta.json").read_text())
+    del meta["unchecked"]
+    (scratch / "w1" / "rec" / "mm.meta.json").write_text(json.dumps(meta))
+    res = run_tool("merge", "--in-scratch", scratch)
+    assert res.returncode == 0 and "1 conflicting key(s)" in res.stderr, res.stderr
+
+
 # -- property: any record set Python writes -----------------------------------------------------
 
 TEXT = st.text(st.characters(), max_size=6)

@@ -192,7 +192,8 @@ def test_a_measurement_behind_an_open_gate_stops_when_the_script_is_killed(recor
     assert "warmup-spawn is gone (killed): this measurement stops with it" in run.stderr, run.stderr
 
 
-@pytest.mark.parametrize("what", ["a path", "a regular file's descriptor", "a closed descriptor"])
+@pytest.mark.parametrize("what", ["a path", "a regular file's descriptor", "a closed descriptor",
+                                  "a number no descriptor has", "a digit that is not ASCII"])
 def test_a_gate_that_is_not_an_inherited_pipe_is_a_usage_error_before_any_test(tmp_path, what):
     """Only a pipe warmup-spawn made and the measurement inherited is a gate: a path (the FIFO
     an earlier run left in a scratch) is no longer one."""
@@ -204,6 +205,8 @@ def test_a_gate_that_is_not_an_inherited_pipe_is_a_usage_error_before_any_test(t
             "a path": (str(regular), (), "not fd:N"),
             "a regular file's descriptor": (f"fd:{f.fileno()}", (f.fileno(),), "is not a pipe"),
             "a closed descriptor": ("fd:987", (), "descriptor 987 is not open"),
+            "a number no descriptor has": ("fd:99999999999999999999", (), "no descriptor has that number"),
+            "a digit that is not ASCII": ("fd:\u0661", (), "not fd:N"),  # int() reads it as 1: stdout
         }[what]
         full = bench_env(tmp_path, WARMUP_HARNESS_GATE=value, FIXTURE_EVENTS=str(events.path),
                          FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR=str(tmp_path / "rec"))

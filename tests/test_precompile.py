@@ -797,8 +797,16 @@ def test_a_lock_folder_that_cannot_be_written_is_refused_naming_the_variable(ope
     shut = open_folder / "shut"
     shut.mkdir(mode=0o555)
     said = as_another_user(device_lock.DeviceTimingLock(shut).prepare)
-    assert said == f"ProtocolError: {cs.LOCK_DIR}={shut}: the device timing locks' folder cannot be written; " \
-                   f"set {cs.LOCK_DIR} to a folder you can write", said
+    assert said == f"ProtocolError: {cs.LOCK_DIR}={shut}: the device timing locks' folder cannot be written " \
+                   f"(Permission denied); set {cs.LOCK_DIR} to a folder you can write", said
+
+
+@pytest.mark.parametrize("where", ["/proc", "/sys/kernel"])
+def test_a_lock_folder_no_file_can_be_made_in_is_refused_for_root_too(where):
+    # A folder whose mode lets root through (access(2) says writable), where no file can be made.
+    with pytest.raises(ProtocolError, match=f"{cs.LOCK_DIR}={where}: the device timing locks' folder cannot be "
+                                            f"written \\(.+\\); set {cs.LOCK_DIR} to a folder you can write"):
+        device_lock.DeviceTimingLock(Path(where)).prepare()
 
 
 # --- settings and reports ----------------------------------------------------------------------
@@ -977,12 +985,15 @@ def test_compile_settings_are_read_from_ini_options_and_the_variable_wins(tmp_pa
     assert finish(tmp_path, "good", proc)["reports"], "the variable's setting compiled ahead"
 
 
-def test_a_lock_folder_that_cannot_be_made_stops_the_session_before_any_test(tmp_path):
+@pytest.mark.parametrize("where, said", [("/dev/null/locks", "cannot make the device timing locks' folder"),
+                                         ("/proc", "the device timing locks' folder cannot be written")])
+def test_a_lock_folder_that_cannot_be_made_stops_the_session_before_any_test(tmp_path, where, said):
     proc = start(tmp_path, "bad", FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "rec"),
-                 WARMUP_HARNESS_DEVICE_LOCK_DIR="/dev/null/locks")
+                 WARMUP_HARNESS_DEVICE_LOCK_DIR=where)
     out, err = proc.communicate(timeout=HANG)
     assert proc.returncode == 4, out + err
-    assert "WARMUP_HARNESS_DEVICE_LOCK_DIR=/dev/null/locks: cannot make the device timing locks' folder" in err
+    errors = [ln for ln in (out + err).splitlines() if ln.startswith("ERROR")]
+    assert len(errors) == 1 and f"WARMUP_HARNESS_DEVICE_LOCK_DIR={where}: {said}" in errors[0], out + err
     assert not (tmp_path / "bad.json").exists(), "a test ran"
 
 

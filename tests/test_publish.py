@@ -249,6 +249,9 @@ def test_shards_that_disagree_on_the_device_publish_none_and_say_so(tmp_path):
     assert "disagree on triton" in done.stderr
     meta = load_meta(rec / "mm.meta.json")
     assert meta["device"] is None and meta["triton"] is None and meta["torch"] == "2.11.0"
+    # The sidecar names no device, and still says where each key was made: no key is vouched for.
+    assert meta["foreign"] == [{"device": "NVIDIA H200", "triton": "3.6.0", "keys": {"m:k": ["[0]"]}},
+                               {"device": "NVIDIA A100", "triton": "3.5.1", "keys": {"m:k": ["[1]"]}}]
 
 
 @pytest.mark.parametrize("fields, published", [

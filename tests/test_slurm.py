@@ -294,6 +294,12 @@ def no_slurm_path(tmp_path_factory) -> str:
     (["--scratch", "s", "--", "pytest"], "--shards N is required"),
     (["--scratch", "s", "--shards", "x", "--", "pytest"], "--shards 'x' is not a whole number"),
     (["--scratch", "s", "--shards", "1", "--", "pytest"], "--shards 1: give at least 2"),
+    # A negative number is a bad value, not an unknown option (issue 29).
+    (["--scratch", "s", "--shards", "-1", "--", "pytest"], "--shards '-1' is not a whole number"),
+    (["--scratch", "s", "--shards", "4", "--gpus-per-task", "-1", "--", "pytest"],
+     "'--gpus-per-task <N>': \"-1\": give a whole number, 0 or more"),
+    (["--scratch", "s", "--shards", "4", "--max-parallel", "-1", "--", "pytest"],
+     "'--max-parallel <N>': \"-1\": give a whole number, at least 1"),
     (["--scratch", "s", "--shards", "4", "--", "pytest"], "COMMAND has no --shape_file"),
     (["--scratch", "s", "--shards", "4", "--max-parallel", "0", "--", "pytest"], "give at least 1"),
     (["--scratch", "s", "--shards", "4", "--strategy", "bogus", "--", "pytest", "--shape_file",
@@ -316,6 +322,18 @@ def test_usage_errors_exit_2_and_write_nothing(tmp_path, no_slurm_path, args, ne
     assert done.returncode == 2, done.stderr
     assert needle in done.stderr, done.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("scratch", ["f", "f/sub"])
+def test_a_scratch_that_is_a_file_exits_2_naming_it(tmp_path, scratch):
+    """scripts/warmup's rule for --scratch and the record folder (issue 29)."""
+    (tmp_path / "f").write_text("")
+    done = subprocess.run([str(SCRIPT), "--scratch", scratch, "--shards", "2", "--", "pytest",
+                           "--shape_file", str(EXAMPLE)], env=clean_env(WARMUP_BIN_DIR=str(BIN_DIR)),
+                          cwd=tmp_path, capture_output=True, text=True, timeout=HANG)
+    assert done.returncode == 2, done.stderr
+    assert f"invalid value '{scratch}' for '--scratch <DIR>': f is not a folder but a file" in done.stderr
+    assert [p.name for p in tmp_path.iterdir()] == ["f"]
 
 
 def test_an_lpt_sweep_runs_the_shards_warmup_shard_balances_by_a_cost_file(cluster, tmp_path):

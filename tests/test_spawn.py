@@ -269,7 +269,7 @@ def test_children_die_with_a_sigkilled_spawner(tmp_path):
 
 @pytest.mark.parametrize("args, needle", [
     (["--devices", "0,,1", "--", "true"], "device 2 is empty"),
-    (["--devices", "0", "--timeout", "-3", "--", "true"], "positive number"),
+    (["--devices", "0", "--timeout", "-3", "--", "true"], "give a number of seconds above 0"),
     (["--devices", "0", "--", "definitely-not-a-command"], "not found in PATH"),
 ])
 def test_bad_input_exits_2_and_starts_nothing(tmp_path, args, needle):

@@ -167,6 +167,9 @@ def test_children_share_the_callers_triton_cache_unless_each_gets_its_own(work):
         (("--gpus", "4", "--devices", "0,1"), {"FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR": "@replay"},
          "already pinned"),
         (("--gpus", "4", "--devices", "0"), {}, "only 1 visible GPU"),
+        # CUDA's -1 hides every device: none is visible, not "only 1" (issue 29).
+        (("--gpus", "4"), {"CUDA_VISIBLE_DEVICES": "-1"},
+         'CUDA_VISIBLE_DEVICES="-1" hides every device: a negative index ends the list, so none is visible'),
     ],
 )
 def test_each_skip_rule_says_why_and_runs_the_command_unchanged(work, opts, env, reason):
@@ -197,6 +200,13 @@ def test_each_skip_rule_says_why_and_runs_the_command_unchanged(work, opts, env,
     (("--devices", ",,"), '--devices ",,": device 1 is empty'),
     (("--backend", "bogus"), '--backend "bogus": known backends are'),
     (("--gpus", "many"), "invalid value 'many' for '--gpus"),
+    # Issue 29's messages: a negative count is a bad value, not an unknown option; the range of
+    # seconds, not Rust's Duration error; a device token is one word.
+    (("--gpus", "-1"), "invalid value '-1' for '--gpus <N>': \"-1\": give a whole number, 0 or more"),
+    (("--timeout", "-1"), "\"-1\": give a number of seconds above 0, at most 1e9"),
+    (("--grace", "1e300"), "\"1e300\": give a number of seconds above 0, at most 1e9"),
+    (("--devices", "a b,c"), '--devices "a b,c": device 1 ("a b") holds \' \'; a device token is one word'),
+    (("--devices", "0\n1"), '--devices "0\\n1": device 1 ("0\\n1") holds \'\\n\''),
     (("--bogus",), "warmup: unknown option '--bogus'"),
     (("--by-key", "--devices", "0,0"), "device 0 is listed twice"),
 ])
@@ -205,6 +215,8 @@ def test_a_bad_option_passed_to_a_tool_is_a_usage_error_before_anything_runs(wor
     assert run.returncode == 2, run.stderr
     assert needle in run.stderr, run.stderr
     assert "run 'warmup --help' for usage" in run.stderr, run.stderr
+    assert run.stderr.count("--help") == 1, "one hint, not clap's as well"
+    assert "Duration" not in run.stderr and "unknown option '-1'" not in run.stderr, run.stderr
     assert run.sessions == [] and scratch_folders(work) == [], run.stderr
 
 
@@ -231,8 +243,9 @@ def test_an_unreadable_shape_file_skips(work):
     bad = work / "bad.yaml"
     bad.write_text("mm:\n  shapes: [[1, 2]\n")
     run = warmup(work, "--gpus", "2", "--devices", "0,1", shape_file=bad)
-    assert any("cannot read shapes" in ln for ln in run.lines()), run.stderr
-    assert "bad.yaml" in run.stderr
+    assert f"cannot read shapes from {bad} (see above); skipping" in run.stderr, run.stderr
+    # No --costs given: the line names none (issue 29).
+    assert "--costs" not in run.stderr, run.stderr
     # The plain run went ahead, and the harness itself tripped on the same file.
     assert run.returncode != 0 and "error during collection" in run.stdout
 
@@ -600,7 +613,7 @@ def test_strategy_and_costs_reach_warmup_shard_and_a_bad_cost_file_skips(work):
     run = warmup(again, "--gpus", "2", "--devices", "0,1", "--strategy", "lpt", "--costs",
                  str(costs))
     assert str(costs) in run.stderr, run.stderr
-    assert any("or the --costs file" in ln for ln in run.lines()), run.stderr
+    assert any(f"or the --costs file {costs} (see above)" in ln for ln in run.lines()), run.stderr
     assert run.returncode == 0 and len(run.sessions) == 1 and not run.children, run.stderr
 
 
@@ -762,18 +775,60 @@ def test_one_gpu_runs_one_process_that_records_where_the_harness_is(work):
     assert "below 2" in plain.lines()[0] and "skipping" in plain.lines()[0], plain.stderr
 
 
-def test_a_command_that_begins_with_an_option_is_exec_d_as_a_command(work):
-    run = warmup(work, "--gpus", "2", "--devices", "0,1", command=["--gpus"])
+@pytest.mark.parametrize("command, line", [
+    (["nosuchcmd", "--shape_file", str(EXAMPLE)],
+     'warmup: COMMAND "nosuchcmd" not found in PATH (or not executable); give its path or fix PATH'),
+    (["nosuchcmd"],
+     'warmup: COMMAND "nosuchcmd" not found in PATH (or not executable); give its path or fix PATH'),
+    (["--shape_file", "x"], 'warmup: COMMAND begins with the option "--shape_file": give the '
+                            "benchmark's program first, e.g. -- pytest bench.py --shape_file"),
+    (["./bench.py", "--shape_file", str(EXAMPLE)],
+     "warmup: COMMAND ./bench.py: not an executable file; check its permissions"),
+])
+def test_a_command_that_cannot_run_is_one_line_and_127_before_anything_runs(work, command, line):
+    """Issue 29: a missing COMMAND sharded, announced a fallback and left a scratch behind; one
+    that began with an option got "no --shape_file" and bash's own exec error."""
+    (work / "bench.py").write_text("")
+    run = warmup(work, "--gpus", "4", "--devices", "0,1,2,3", "--backend", "cuda", command=command)
     assert run.returncode == 127, run.stderr
-    assert "unbound variable" not in run.stderr and scratch_folders(work) == [], run.stderr
+    assert run.stderr.splitlines() == [line], run.stderr
+    assert sorted(p.name for p in work.iterdir()) == ["bench.py"], "nothing made"
 
 
-def test_a_record_folder_that_is_a_file_is_refused_before_anything_runs(work):
+def test_without_the_tools_a_command_that_cannot_run_is_one_line_and_127(work):
+    scripts = work / "scripts"
+    (scripts / "lib").mkdir(parents=True)
+    for name in ("warmup", "lib/warmup-common.sh"):
+        (scripts / name).write_bytes((ROOT / "scripts" / name).read_bytes())
+    (scripts / "warmup").chmod(0o755)
+    env = clean_env(WARMUP_BIN_DIR="", PATH="/usr/bin:/bin")
+    run = subprocess.run([str(scripts / "warmup"), "--", "nosuchcmd"], env=env, cwd=work,
+                         capture_output=True, text=True, timeout=HANG)
+    assert run.returncode == 127, run.stderr
+    assert run.stderr.splitlines() == [
+        'warmup: COMMAND "nosuchcmd" not found in PATH (or not executable); give its path or fix PATH'
+    ]
+    ran = subprocess.run([str(scripts / "warmup"), "--", "echo", "ran"], env=env, cwd=work,
+                         capture_output=True, text=True, timeout=HANG)
+    assert (ran.returncode, ran.stdout) == (0, "ran\n"), ran.stderr
+    assert "warmup-plan not found" in ran.stderr
+
+
+@pytest.mark.parametrize("where", ["rec", "rec/sub"])
+def test_a_record_folder_or_scratch_that_is_a_file_is_refused_before_anything_runs(work, where):
+    """One rule for both (issue 29: a --scratch that was a file printed mkdir's error and ran
+    plain with exit 0): exit 2, naming the path and what is there."""
     (work / "rec").write_text("")
+    said = (f"{work / 'rec'} is not a folder but a file" if where == "rec"
+            else f"{work / 'rec'} is not a folder but a file, so none can be made at {work / where}")
     run = warmup(work, "--gpus", "2", "--devices", "0,1",
-                 FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(work / "rec"))
-    assert run.returncode == 2 and "is not a folder" in run.stderr, run.stderr
+                 FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(work / where))
+    assert run.returncode == 2 and said in run.stderr, run.stderr
     assert run.sessions == [] and scratch_folders(work) == []
+    run = warmup(work, "--gpus", "2", "--devices", "0,1", "--scratch", str(work / where))
+    assert run.returncode == 2, run.stderr
+    assert f"invalid value '{work / where}' for '--scratch <DIR>': {said}" in run.stderr, run.stderr
+    assert "mkdir" not in run.stderr and run.sessions == [] and scratch_folders(work) == []
 
 
 def test_a_record_folder_with_a_newline_is_carried_whole(work):

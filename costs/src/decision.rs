@@ -15,13 +15,6 @@ pub fn run(args: &Args) -> Result<Status> {
     let Some(dir) = &args.record_dir else {
         anyhow::bail!("--predict needs --record-dir DIR, the records of an earlier run");
     };
-    // As warmup refuses it: a path there that is not a folder is a usage error, not no history.
-    if dir.symlink_metadata().is_ok() && !dir.is_dir() {
-        anyhow::bail!(
-            "--record-dir {} is not a folder: point it at the folder an earlier run published its records into",
-            dir.display()
-        );
-    }
     let tokens = args.platform.tokens();
     if tokens.is_empty() {
         anyhow::bail!("--predict needs --devices LIST, the devices the sweep would run on (0,1; 0,0 shares one)");

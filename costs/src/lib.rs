@@ -61,7 +61,7 @@ pub struct Args {
     /// The record folder: keep the run's costs there as <op>.costs.json, replacing the op's
     /// earlier ones (the history warmup-shard --history balances by); with --predict, the
     /// history to predict from
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", value_parser = toolkit::cli::folder())]
     pub record_dir: Option<PathBuf>,
 
     /// Predict, from the op's history in --record-dir, the warmup's wall time against the plain

@@ -1,4 +1,4 @@
-//! warmup-costs as a process: `--predict` on histories that cannot be used.
+//! warmup-costs as a process: `--predict` on histories that cannot be used, and a record folder that is none.
 
 use predicates::prelude::*;
 use std::path::Path;
@@ -79,4 +79,18 @@ fn a_cost_file_that_is_dev_zero_is_refused_at_once() {
         predict(rec.path()),
         "is a character device, not a regular file",
     );
+}
+
+#[test]
+fn a_record_folder_that_is_a_file_is_a_usage_error_as_in_warmup() {
+    // Issue 29: --predict took it for no history and exited 0, where scripts/warmup exits 2.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("rec");
+    std::fs::write(&file, "").expect("file");
+    predict(&file).code(2).stdout("").stderr(predicate::str::contains(format!(
+        "warmup-costs: error: invalid value '{0}' for '--record-dir <DIR>': {0} is not a folder but a file",
+        file.display()
+    )));
+    let missing = dir.path().join("none");
+    no_usable_history(predict(&missing), "no usable history");
 }

@@ -121,13 +121,30 @@ def mode_from_env(environ: Mapping[str, str]) -> Mode | None:
         return None
     kind, folder = (Kind.RECORD, record) if record else (Kind.REPLAY, replay)
     op = op_name(environ)
-    if "/" in op or ".." in op or "\0" in op:
+    problem = op_file_problem(op)
+    if problem is not None:
         raise ProtocolError(
-            f"{CURRENT_OP}={op!r}: the op names the file <op>.json in the record folder, so it may not "
-            f"hold '/' or '..' (it would {'write' if record else 'read'} outside {folder}): give the "
-            f"op's plain name"
+            f"{CURRENT_OP}={op!r}: the op names the file <op>.json in the record folder {folder}, and "
+            f"{problem}: give the op's plain name, such as mm"
         )
     return Mode(kind, Path(os.path.abspath(folder)), op)
+
+
+# The names a record folder gives an op's other files beside `<op>.json`.
+SIBLING_SUFFIXES = (".meta", ".costs")
+
+
+def op_file_problem(op: str) -> str | None:
+    """Why `op` cannot name its files in a record folder (`<op>.json`, `<op>.meta.json`,
+    `<op>.costs.json`, `.<op>.journal`), or None: the rule warmup-publish applies
+    (protocol::op::file_name_problem), checked against it by tests/test_harness_files.py."""
+    if "/" in op or "\0" in op:
+        return "it may not hold '/' or NUL, which would name a file outside the folder"
+    if op in (".", ".."):
+        return "'.' and '..' name folders, not files"
+    if op.endswith(SIBLING_SUFFIXES):
+        return "an op ending in '.meta' or '.costs' would write over another op's sidecar or cost file"
+    return None
 
 
 def miss_policy(option: str | None, raw: str | None) -> MissPolicy:

@@ -49,12 +49,15 @@ def descriptor(value: str) -> int:
     """The gate's descriptor, `fd:N`, checked to be an open pipe and made close-on-exec; raises
     ProtocolError for anything else."""
     number = value[3:] if value.startswith("fd:") else ""
-    if not number.isdigit():
+    if not (number.isascii() and number.isdigit()):  # str.isdigit alone takes "١" (1 in Arabic-Indic)
         raise env.ProtocolError(f"{env.GATE}={value}: not fd:N; only warmup-spawn --measure sets it, "
                                 f"to a pipe the measurement inherits")
     fd = int(number)
     try:
         is_pipe = stat.S_ISFIFO(os.fstat(fd).st_mode)
+    except OverflowError:  # more digits than a descriptor holds: none is open by that number
+        raise env.ProtocolError(f"{env.GATE}={value}: no descriptor has that number; only the process "
+                                f"warmup-spawn --measure started inherits it") from None
     except OSError as exc:
         raise env.ProtocolError(f"{env.GATE}={value}: descriptor {fd} is not open ({exc.strerror or exc}); "
                                 f"only the process warmup-spawn --measure started inherits it") from None

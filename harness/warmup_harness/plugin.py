@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 
 import pytest
 
@@ -80,11 +81,24 @@ def _start(config, store_note: str | None) -> None:
     try:
         mode = env.mode_from_env(os.environ)
         policy = env.miss_policy(config.getoption("warmup_replay_miss"), setting(config, env.REPLAY_MISS))
+        if mode:
+            _check_triton(mode)
         session = Session.start(config, mode, policy) if mode else None
     except (env.ProtocolError, records.RecordError) as exc:  # refuse to measure anything
         raise pytest.UsageError(f"warmup-harness: {exc}") from None
     if session is not None:
         session.register(store_note)
+
+
+def _check_triton(mode: env.Mode) -> None:
+    """Refuses, in one line, a session that has no Triton to hook (not installed, or broken)."""
+    try:
+        import triton.runtime.autotuner  # noqa: F401  (what the hooks need)
+    except ImportError as exc:
+        variable = env.RECORD_DIR if mode.kind is env.Kind.RECORD else env.REPLAY_DIR
+        raise env.ProtocolError(
+            f"{variable} is set ({mode.kind.value} mode), but Triton cannot be imported in this Python "
+            f"({exc}): install Triton where {sys.executable} finds it, or unset {variable}") from None
 
 
 def device_timing_lock(config) -> contextlib.AbstractContextManager:

@@ -132,15 +132,23 @@ class Session:
     def _start_replay(cls, config: Any, mode: env.Mode, miss_policy: env.MissPolicy,
                       compiler: precompile.Precompiler) -> Session:
         path = records.record_path(mode.directory, mode.op)
-        if not path.exists():
+        try:
+            recorded = records.load_records(path)
+        except FileNotFoundError:
             raise records.RecordError(
                 f"{env.REPLAY_DIR}={mode.directory} holds no record for op {mode.op!r} ({path} is "
                 f"missing; {_present(mode.directory)}): record one first, or check {env.CURRENT_OP}"
-            )
-        recorded = records.load_records(path)
+            ) from None
         meta, problem = records.load_meta(records.meta_path(mode.directory, mode.op))
         notes = [f"WARNING {problem}"] if problem else []
-        journaled = unfolded(mode.directory, mode.op, recorded)
+        # Where each key was made: the sidecar's, a journaled key's own line; no sidecar (a record
+        # published from a file) or one that cannot be read, nothing to check.
+        provenance = records.Provenance(meta) if meta is not None else None
+        try:
+            journaled = unfolded(mode.directory, mode.op, recorded, provenance)
+        except records.RecordError as exc:
+            journaled = 0
+            notes.append(f"WARNING {exc}")
         if journaled:
             notes.append(f"{journaled} key(s) replayed from {journal_path(mode.directory, mode.op)}, journaled by "
                          f"a record session that did not finish; the next record session there folds them in")
@@ -148,23 +156,9 @@ class Session:
 
         import triton
 
-        if meta is not None and meta.get("triton") not in (None, triton.__version__):
-            notes.append(
-                f"WARNING {path} was recorded with Triton {meta['triton']}, this is Triton "
-                f"{triton.__version__}: configs that no longer exist are swept live"
-            )
-
-        def check_device() -> None:
-            here = device_name()
-            there = meta.get("device") if meta else None
-            if here and there and here != there:
-                notes.append(
-                    f"WARNING {path} was recorded on {there}, this process runs on {here}: "
-                    f"its configs were tuned for another device"
-                )
-
-        policy = policies.Replayer(recorded, str(path), miss_policy is env.MissPolicy.FAIL, check_device,
-                                   records.fingerprints(meta))
+        policy = policies.Replayer(recorded, str(path), miss_policy is env.MissPolicy.FAIL, lambda: None,
+                                   records.fingerprints(meta), provenance,
+                                   lambda: (device_name(), triton.__version__))
         hooks = tuners.install(policy, compiler)  # its pool starts at the first key swept live, if any
         return cls(config, mode, policy, notes, compiler, hooks)
 
@@ -226,7 +220,7 @@ class Session:
                 f"WARNING several autotuners run one function ({', '.join(shared)}): their keys share "
                 f"one entry of the record, so one's decision can answer the other's key"
             )
-        notes = self.notes + (self.writer.notes if self.writer is not None else [])
+        notes = self.notes + (self.writer.foreign_lines() + self.writer.notes if self.writer is not None else [])
         once_lines = self.policy.closing() if hasattr(self.policy, "closing") else []  # once_recorder.py's
         return [line, *once_lines, self.compiler.summary(), *notes]
 

@@ -28,9 +28,19 @@ What is used, and what Triton does with it:
   (its `.jit_function`) and `compile["specialization_data"]`, the JSON `JITFunction.preload`
   takes; True skips the compile;
 * of a `JITFunction`: `.fn` (the Python function), `.module`, `.cache_key` (a property on 3.4 to
-  3.9: sha256 of the source, what it calls and its constexpr globals; a compile job names its
-  function by it, and configs.fingerprint hashes it with the configs, as FlagGems' `LibTuner`
-  keys its store, having walked `.fn` down to the JITFunction as `jit_function` does);
+  3.9: sha256 of the source and what it calls, plus the starting line; a compile job names its
+  function by it);
+* for a kernel's fingerprint (source_hash, tuner_settings; configs.fingerprint):
+  `triton.runtime.jit.DependenciesFinder`, Triton's own walk of a jit function's AST, built as
+  `cache_key` builds it (`name=fn._fn_name, globals=fn.__globals__, nonlocals=..., src=fn.src`,
+  then `visit(fn.parse())`), whose `_update_hash(func)` is handed each function it finds called
+  (3.4: every name and attribute, a `JITFunction` among them; 3.5 to 3.9: each `JITCallable`) and
+  whose `hasher` starts from the source: source_hash's subclass hashes a callee's own source_hash
+  there instead of its `cache_key`, so that no line number enters. Of an `Autotuner`: `keys`,
+  `early_config_prune`, `perf_model`, `configs_top_k`, `reset_to_zero`, `restore_value`, set from
+  `triton.autotune`'s arguments on 3.4 to 3.9; and `Autotuner.run(self, *args, **kwargs)` asks
+  `key not in self.cache` with the launch's keyword arguments in its local `kwargs`
+  (launch_kwargs), which `prune_configs(kwargs)` takes;
 * the specialization JSON's fields (`constant_keys`, `constant_vals`, `attrs_keys`, `attrs_vals`,
   `signature`, `options`), read as `preload` reads them (`rebuild`);
 * `triton._C.libtriton.get_cache_invalidating_env_vars`, `triton.runtime.cache.get_cache_key` (3.5
@@ -69,7 +79,7 @@ import triton
 import triton.language as tl
 from triton.compiler import ASTSource, make_backend
 from triton.runtime.driver import driver
-from triton.runtime.jit import JITFunction
+from triton.runtime.jit import DependenciesFinder, JITFunction
 
 try:
     from triton import knobs
@@ -105,6 +115,73 @@ def run_jit(tuner: Any, *args: Any, **kwargs: Any) -> Any:
 def current_target() -> Any:
     """The target of this process's device, from Triton's active driver (which asking creates)."""
     return driver.active.get_current_target()
+
+
+# --- a kernel's fingerprint --------------------------------------------------------------------
+
+try:
+    from triton.runtime.jit import JITCallable  # 3.5 and later: what a jit function calls
+except ImportError:  # 3.4
+    JITCallable = JITFunction
+
+
+class _LineFree(DependenciesFinder):
+    """Triton's dependency walk, hashing each callee by its own source_hash (no line number)."""
+
+    active: set[int]
+
+    def _update_hash(self, func):
+        if isinstance(func, JITCallable) and hasattr(func, "parse") and hasattr(func, "src"):
+            text = source_hash(func, self.active) + str(getattr(func, "noinline", False))
+            self.hasher.update(text.encode("utf-8"))
+
+
+def source_hash(fn: Any, _active: set[int] | None = None) -> str:
+    """sha256 of a jit function's source (from its `def`) and, transitively, of the jit functions
+    it calls as Triton's own walk finds them: its `cache_key` without the starting line, so that
+    moving a kernel in its file changes nothing, and editing it changes it and its callers alone."""
+    active = set() if _active is None else _active
+    if id(fn) in active:  # a function that calls itself, as cache_key's placeholder says it
+        return f"recursion:{fn._fn_name}"
+    active.add(id(fn))
+    try:
+        nonlocals = inspect.getclosurevars(fn.fn).nonlocals
+        finder = _LineFree(name=fn._fn_name, globals=fn.__globals__, nonlocals=nonlocals, src=fn.src)
+        finder.active = active
+        finder.visit(fn.parse())
+        return finder.ret
+    finally:
+        active.discard(id(fn))
+
+
+def tuner_settings(tuner: Any) -> dict:
+    """What besides its configs decides a tuner's pick: its key's argument names, its pruning
+    (`prune_configs_by`: early_config_prune, perf_model, top_k) and the arguments it zeroes or
+    restores around each timing."""
+    return {"key": getattr(tuner, "keys", None), "early_config_prune": getattr(tuner, "early_config_prune", None),
+            "perf_model": getattr(tuner, "perf_model", None), "top_k": getattr(tuner, "configs_top_k", None),
+            "reset_to_zero": getattr(tuner, "reset_to_zero", None),
+            "restore_value": getattr(tuner, "restore_value", None)}
+
+
+def prunes(tuner: Any) -> bool:
+    """Whether the tuner prunes its configs per key (`prune_configs_by`)."""
+    return bool(getattr(tuner, "early_config_prune", None) or getattr(tuner, "perf_model", None))
+
+
+def launch_kwargs(tuner: Any) -> dict | None:
+    """The keyword arguments of the tuner's launch under way (the local `kwargs` of the `run` that
+    asks `key in self.cache`), or None where no such frame is found."""
+    frame = inspect.currentframe()
+    try:
+        while frame is not None:
+            if frame.f_code.co_name == "run" and frame.f_locals.get("self") is tuner:
+                found = frame.f_locals.get("kwargs")
+                return found if isinstance(found, dict) else None
+            frame = frame.f_back
+        return None
+    finally:
+        del frame
 
 
 # --- compiling ahead ---------------------------------------------------------------------------

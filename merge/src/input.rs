@@ -81,6 +81,84 @@ pub fn read(path: &Path) -> Result<Records, Unreadable> {
     Records::parse(&bytes)
 }
 
+/// For each source, the kernels (as JSON texts) whose keys it carried under a stale fingerprint:
+/// its shard's sidecar (`<op>.meta.json` beside the record) names for the kernel a fingerprint
+/// that no running kernel confirmed (`unchecked`, docs/CONTRACT.md "Resume"), while the shards
+/// that ran the kernel agree on another. Those keys were tuned for the kernel as it was: left
+/// out, with a line each, and no conflict. A sidecar that cannot be read changes nothing.
+pub fn stale_kernels(sources: &[Source]) -> (Vec<Vec<String>>, Vec<String>) {
+    use serde_json::Value;
+    use std::collections::{BTreeSet, HashSet};
+    let mut skip = vec![Vec::new(); sources.len()];
+    let mut notes = Vec::new();
+    // (kernel, fingerprint, unchecked) per scratch source
+    let read: Vec<Vec<(String, String, bool)>> = sources
+        .iter()
+        .map(|source| {
+            let (Some(_), Some(stem)) = (source.shard, source.path.file_stem()) else {
+                return Vec::new();
+            };
+            let meta = source
+                .path
+                .with_file_name(format!("{}.meta.json", stem.to_string_lossy()));
+            let Some(Value::Object(doc)) = toolkit::file::read(&meta)
+                .ok()
+                .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+            else {
+                return Vec::new();
+            };
+            let unchecked: HashSet<&str> = doc
+                .get("unchecked")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            let Some(Value::Object(kernels)) = doc.get("kernels") else {
+                return Vec::new();
+            };
+            kernels
+                .iter()
+                .filter_map(|(k, v)| {
+                    Some((
+                        k.clone(),
+                        v.as_str()?.to_owned(),
+                        unchecked.contains(k.as_str()),
+                    ))
+                })
+                .collect()
+        })
+        .collect();
+    let names: BTreeSet<&str> = read.iter().flatten().map(|(k, _, _)| k.as_str()).collect();
+    for kernel in names {
+        let ran: BTreeSet<&str> = read
+            .iter()
+            .flatten()
+            .filter(|(k, _, unchecked)| k == kernel && !unchecked)
+            .map(|(_, f, _)| f.as_str())
+            .collect();
+        let [running] = ran.into_iter().collect::<Vec<_>>()[..] else {
+            continue;
+        };
+        for (i, held) in read.iter().enumerate() {
+            if held
+                .iter()
+                .any(|(k, f, unchecked)| k == kernel && *unchecked && f != running)
+            {
+                skip[i].push(Value::from(kernel).to_string());
+                notes.push(format!(
+                    "{}: kernel {kernel}'s keys were carried under the fingerprint it had before \
+                     it changed (shard {} never ran it); left out, the shards that ran it tuned \
+                     it as it is now",
+                    sources[i].path.display(),
+                    sources[i].shard.unwrap_or(i)
+                ));
+            }
+        }
+    }
+    (skip, notes)
+}
+
 impl Source {
     /// ` (shard i: see LOG and STATUS)` for a shard's record, to follow a skip message.
     pub fn clues(&self) -> String {

@@ -195,6 +195,10 @@ fn merge<'r>(
     sources: &[input::Source],
     records: &'r [OnceLock<Result<Records, Unreadable>>],
 ) -> Merged<'r> {
+    let (stale, notes) = input::stale_kernels(sources);
+    for note in notes {
+        eprintln!("{TOOL}: {note}");
+    }
     std::thread::scope(|scope| {
         let (tx, rx) = std::sync::mpsc::sync_channel(2);
         scope.spawn(move || {
@@ -219,7 +223,9 @@ fn merge<'r>(
                         eprintln!("{TOOL}: {name}: {bad}; that kernel's entry skipped");
                         merged.problems += 1;
                     }
-                    merged.union.add_records(origin, record);
+                    merged
+                        .union
+                        .add_records_except(origin, record, &stale[origin]);
                 }
                 Some(Err(why)) => {
                     eprintln!("{TOOL}: {}; skipped{}", why.located(&name), source.clues());

@@ -143,8 +143,17 @@ impl<'a> Union<'a> {
 
     /// Adds every good bucket of one input's record file.
     pub fn add_records(&mut self, origin: Origin, records: &'a Records) {
+        self.add_records_except(origin, records, &[]);
+    }
+
+    /// As [`Union::add_records`], leaving out the kernels `skip` names (JSON texts, quotes
+    /// included).
+    pub fn add_records_except(&mut self, origin: Origin, records: &'a Records, skip: &[String]) {
         let text = records.text.as_str();
         for (kernel, keys) in &records.buckets {
+            if skip.iter().any(|s| *s == text[kernel.clone()]) {
+                continue;
+            }
             self.add(
                 origin,
                 &text[kernel.clone()],

@@ -82,9 +82,9 @@ pub fn record_dir(raw: Option<&std::ffi::OsStr>, cwd: &Path) -> Result<Option<Pa
     } else {
         cwd.join(dir)
     };
-    if dir.symlink_metadata().is_ok() && !dir.is_dir() {
+    if let Err(why) = toolkit::file::check_folder(&dir) {
         bail!(
-            "{}={} is not a folder: point it at the folder the op's record is published into",
+            "{}={}: {why}: point it at the folder the op's record is published into",
             names::RECORD_DIR,
             dir.display()
         );

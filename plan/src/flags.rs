@@ -54,17 +54,17 @@ EXIT STATUS:
     about = "Sweep the autotune configs on many GPUs at once, then run COMMAND once, replaying them",
     long_about = WARMUP_ABOUT,
     after_long_help = WARMUP_AFTER,
-    disable_version_flag = true,
+    version,
     args_override_self = true
 )]
 pub struct Warmup {
     /// Devices to sweep on [default: $PARALLEL_WARMUP_GPUS, else every visible device where the
     /// harness runs in COMMAND; unset without it, or below 2: no sweep]
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64))]
+    #[arg(long, value_name = "N", value_parser = toolkit::cli::whole_number, allow_negative_numbers = true)]
     pub gpus: Option<u64>,
     /// Comma-separated device tokens [default: the backend's visibility variable, else every
     /// device the backend finds]; a token listed twice runs two sweep children on that device
-    #[arg(long, value_name = "LIST", value_parser = device_list)]
+    #[arg(long, value_name = "LIST", value_parser = protocol::backend::list_arg)]
     pub devices: Option<String>,
     #[command(flatten)]
     pub split: Split,
@@ -72,7 +72,7 @@ pub struct Warmup {
     pub spawn: SpawnOptions,
     /// Where the shards, logs and records go [default: a new folder under $TMPDIR]; kept on
     /// failure, removed on success unless --keep or the configs live there; one run at a time
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", value_parser = toolkit::cli::folder())]
     pub scratch: Option<PathBuf>,
     /// Keep the scratch folder
     #[arg(long)]
@@ -128,15 +128,15 @@ EXIT STATUS:
     about = "Sweep the autotune configs as a Slurm job array, one shard per task, on a shared scratch",
     long_about = SLURM_ABOUT,
     after_long_help = SLURM_AFTER,
-    disable_version_flag = true,
+    version,
     args_override_self = true
 )]
 pub struct Slurm {
     /// The run's folder, on a filesystem every node sees
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", value_parser = toolkit::cli::folder())]
     pub scratch: Option<PathBuf>,
     /// How many shards, hence array tasks (at least 2, at most the op's shape count)
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
     pub shards: Option<String>,
     /// The op [default: $FLAGGEMS_PERF_CURRENT_OP, else "default"]
     #[arg(long, value_name = "OP")]
@@ -147,13 +147,13 @@ pub struct Slurm {
     #[arg(long, value_name = "NAME")]
     pub partition: Option<String>,
     /// GPUs each task asks for as --gres=gpu:N (0: no gres)
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64), default_value_t = 1)]
+    #[arg(long, value_name = "N", value_parser = toolkit::cli::whole_number, default_value_t = 1, allow_negative_numbers = true)]
     pub gpus_per_task: u64,
     /// sbatch --time for each array task (the finishing job gets 10 minutes)
     #[arg(long, value_name = "LIMIT")]
     pub time: Option<String>,
     /// At most N tasks at once (--array=0-(k-1)%N)
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64))]
+    #[arg(long, value_name = "N", value_parser = toolkit::cli::at_least_one, allow_negative_numbers = true)]
     pub max_parallel: Option<u64>,
     /// One more sbatch option for both jobs, e.g. --sbatch-arg=--account=proj; repeat for more
     #[arg(long, value_name = "ARG", allow_hyphen_values = true)]
@@ -232,13 +232,13 @@ pub struct SpawnOptions {
     #[arg(long, value_name = "NAME", value_parser = backend_name)]
     pub backend: Option<String>,
     /// Stop a sweep child that runs longer
-    #[arg(long, value_name = "SECS", value_parser = seconds_text)]
+    #[arg(long, value_name = "SECS", value_parser = seconds_text, allow_negative_numbers = true)]
     pub timeout: Option<String>,
     /// How long a stopped child gets between SIGTERM and SIGKILL [default: 10]
     #[arg(long, value_name = "SECS", value_parser = seconds_text, allow_negative_numbers = true)]
     pub grace: Option<String>,
     /// Keep at most SIZE of each sweep child's log, e.g. 200M [default: all]
-    #[arg(long, value_name = "SIZE", value_parser = size_text)]
+    #[arg(long, value_name = "SIZE", value_parser = size_text, allow_negative_numbers = true)]
     pub max_log: Option<String>,
     /// A Triton cache per sweep child, in the scratch, as the pytest plugin did [default: the
     /// children share your TRITON_CACHE_DIR]
@@ -265,12 +265,6 @@ impl SpawnOptions {
         }
         out
     }
-}
-
-fn device_list(text: &str) -> Result<String, String> {
-    protocol::backend::parse_list(text)
-        .map(|_| text.to_owned())
-        .map_err(|e| format!("{e:#}"))
 }
 
 fn backend_name(text: &str) -> Result<String, String> {

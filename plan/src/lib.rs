@@ -67,13 +67,16 @@ EXAMPLES:
 
 EXIT STATUS:
   0      decided: the decision is on stdout
-  2      usage error (the driver's options, or a record folder that is not a folder): nothing
-         was decided or made; the message names the option and what to do";
+  2      usage error (the driver's options, a record folder or scratch that is no folder): nothing
+         was decided or made; the message names the option and what to do
+  127    warmup's COMMAND cannot be run (not found in PATH, not executable, or an option where
+         the program belongs): nothing was decided or made";
 
 /// warmup-plan's own command line, for its `--help`, man page and completions.
 fn own_command() -> clap::Command {
     use clap::{Arg, ArgAction};
     clap::Command::new(TOOL)
+        .version(env!("CARGO_PKG_VERSION"))
         .about(ABOUT)
         .after_long_help(AFTER)
         .arg(
@@ -169,6 +172,10 @@ fn own(argv: Vec<OsString>) -> Result<Own> {
                 own_command().print_long_help()?;
                 std::process::exit(0);
             }
+            "--version" | "-V" if !own.driven => {
+                print!("{}", own_command().render_version());
+                std::process::exit(0);
+            }
             kind if kind.starts_with("--generate=") && !own.driven => {
                 let mut out = std::io::stdout().lock();
                 let code = match toolkit::cli::generate(
@@ -215,20 +222,27 @@ pub fn main() -> ExitCode {
             }
         };
     }
-    let prog = own.driver.name();
-    let argv = std::iter::once(OsString::from(prog)).chain(own.rest.clone());
+    // Run for a driver (`--for`, as the scripts run it), a message is the driver's, whose
+    // command line the user typed; run directly, it is warmup-plan's own.
+    let prog = if own.driven { own.driver.name() } else { TOOL };
+    let argv = std::iter::once(OsString::from(own.driver.name())).chain(own.rest.clone());
+    let world = World::current();
     let result = match own.driver {
         Driver::Warmup => flags::Warmup::try_parse_from(argv)
             .map_err(|e| usage(prog, e))
-            .and_then(|args| plan(&args, &World::current()).map_err(|e| refused(prog, e))),
+            .and_then(|args| {
+                runnable(prog, &args.command, &world)?;
+                plan(&args, &world).map_err(|e| refused(prog, e))
+            }),
         Driver::Slurm => flags::Slurm::try_parse_from(argv)
             .map_err(|e| usage(prog, e))
-            .and_then(|args| slurm::plan(&args, &World::current()).map_err(|e| refused(prog, e))),
+            .and_then(|args| slurm::plan(&args, &world).map_err(|e| refused(prog, e))),
     };
     let out = match result {
         Ok(out) => out,
         Err(Refusal::Text(text)) => Output::help(text),
         Err(Refusal::Usage) => return ExitCode::from(toolkit::USAGE),
+        Err(Refusal::NotFound) => return ExitCode::from(toolkit::COMMAND_NOT_FOUND),
     };
     match out.write(own.format) {
         Ok(()) => ExitCode::SUCCESS,
@@ -241,6 +255,20 @@ enum Refusal {
     Text(String),
     /// Said on stderr; exit 2.
     Usage,
+    /// COMMAND cannot be run: said on stderr; exit 127, what the shell would have given.
+    NotFound,
+}
+
+/// scripts/warmup's COMMAND must be runnable before anything is decided, made or run: the check
+/// warmup-spawn makes before its children start (`protocol::command::check_program`).
+fn runnable(prog: &str, command: &[OsString], world: &World) -> Result<(), Refusal> {
+    let Some(program) = command.first() else {
+        return Ok(()); // clap requires COMMAND
+    };
+    protocol::command::check_program(program, world.lookup.path.as_deref()).map_err(|err| {
+        eprintln!("{prog}: {err:#}");
+        Refusal::NotFound
+    })
 }
 
 fn usage(prog: &str, err: clap::Error) -> Refusal {
@@ -255,7 +283,14 @@ fn usage(prog: &str, err: clap::Error) -> Refusal {
             .unwrap_or_default();
         eprintln!("{prog}: unknown option '{arg}' (COMMAND goes after --)");
     } else {
-        eprint!("{prog}: {}", err.render());
+        // clap's own tip ("For more information, try '--help'.") goes: the line below is the
+        // one hint, naming the command.
+        let text = err.render().to_string();
+        let kept: Vec<&str> = text
+            .lines()
+            .filter(|line| !line.starts_with("For more information, try"))
+            .collect();
+        eprintln!("{prog}: {}", kept.join("\n").trim_end());
     }
     eprintln!("{prog}: run '{prog} --help' for usage");
     Refusal::Usage

@@ -259,6 +259,10 @@ fn sweep(
             found.shape_file.as_deref().map(path).unwrap_or_default(),
         )
         .set(
+            "costs",
+            args.split.costs.as_deref().map(path).unwrap_or_default(),
+        )
+        .set(
             "scratch",
             args.scratch.as_deref().map(path).unwrap_or_default(),
         )

@@ -113,11 +113,6 @@ fn submit(
     if shards < 2 {
         bail!("--shards {shards}: give at least 2");
     }
-    if let Some(n) = args.max_parallel {
-        if n < 1 {
-            bail!("--max-parallel {n}: give at least 1");
-        }
-    }
     let Some(shape_file) = protocol::command::shape_file_of(&args.command).map(PathBuf::from)
     else {
         bail!("COMMAND has no --shape_file: the sweep splits the shapes of that file");

@@ -214,7 +214,8 @@ fn all_vars() -> Vec<&'static str> {
     vars
 }
 
-/// Parses `--devices LIST`: comma-separated tokens, trimmed, none empty, passed on as written.
+/// Parses `--devices LIST`: comma-separated tokens, trimmed, none empty, each one word (no
+/// whitespace or control character inside), passed on as written.
 pub fn parse_list(list: &str) -> Result<Vec<String>> {
     let tokens: Vec<String> = list.split(',').map(|t| t.trim().to_owned()).collect();
     if let Some(pos) = tokens.iter().position(String::is_empty) {
@@ -223,11 +224,38 @@ pub fn parse_list(list: &str) -> Result<Vec<String>> {
             pos + 1
         );
     }
+    check_tokens(&tokens, &format!("--devices {list:?}"))?;
     Ok(tokens)
+}
+
+/// `--devices LIST` as clap's `value_parser` (warmup-plan's drivers, `--devices` of
+/// warmup-shard and warmup-costs): [`parse_list`]'s rule, the text kept as given.
+pub fn list_arg(text: &str) -> std::result::Result<String, String> {
+    parse_list(text)
+        .map(|_| text.to_owned())
+        .map_err(|e| format!("{e:#}"))
+}
+
+/// A device token is one word (an index, a UUID, a MIG id): it becomes a child's whole
+/// visibility variable, where a space or a newline would be read as something else.
+fn check_tokens(tokens: &[String], source: &str) -> Result<()> {
+    for (i, token) in tokens.iter().enumerate() {
+        if let Some(c) = token.chars().find(|c| c.is_whitespace() || c.is_control()) {
+            bail!(
+                "{source}: device {} ({token:?}) holds {c:?}; a device token is one word (an index, a UUID or a MIG id), e.g. --devices 0,1",
+                i + 1
+            );
+        }
+    }
+    Ok(())
 }
 
 /// The device tokens to pin children to: `--devices`, else the caller's visibility list for this
 /// backend (sliced as written, never renumbered), else `0..n-1` for the n devices probed.
+///
+/// A visibility list is read as the runtime reads it: empty tokens are skipped, and a negative
+/// index ends the list (CUDA's rule: `-1` hides every device, `0,1,-1,2` shows 0 and 1); its
+/// tokens are held to [`parse_list`]'s one-word rule.
 pub fn devices(backend: &Backend, flag: Option<&str>, env: &Environment) -> Result<Vec<String>> {
     if let Some(list) = flag {
         return parse_list(list);
@@ -235,14 +263,7 @@ pub fn devices(backend: &Backend, flag: Option<&str>, env: &Environment) -> Resu
     let mut blank = None;
     for var in backend.vars {
         match env.get(var) {
-            Some(raw) if !raw.trim().is_empty() => {
-                return Ok(raw
-                    .split(',')
-                    .map(str::trim)
-                    .filter(|t| !t.is_empty())
-                    .map(str::to_owned)
-                    .collect());
-            }
+            Some(raw) if !raw.trim().is_empty() => return visible(var, raw),
             Some(_) => blank = blank.or(Some(*var)),
             None => {}
         }
@@ -262,6 +283,29 @@ pub fn devices(backend: &Backend, flag: Option<&str>, env: &Environment) -> Resu
         );
     }
     Ok((0..n).map(|i| i.to_string()).collect())
+}
+
+/// The devices a set visibility variable `var` shows.
+fn visible(var: &str, raw: &str) -> Result<Vec<String>> {
+    let tokens: Vec<String> = raw
+        .split(',')
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(str::to_owned)
+        .collect();
+    check_tokens(&tokens, &format!("{var}={raw:?}"))?;
+    let negative = |t: &str| {
+        t.strip_prefix('-')
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    };
+    let shown: Vec<String> = tokens.into_iter().take_while(|t| !negative(t)).collect();
+    if shown.is_empty() {
+        bail!(
+            "{var}={raw:?} hides every device: a negative index ends the list, so none is visible; \
+             unset it, list devices in it, or pass --devices"
+        );
+    }
+    Ok(shown)
 }
 
 fn probe_source(probe: Probe) -> String {
@@ -386,6 +430,50 @@ mod tests {
         let err = format!("{:#}", parse_list("0,,1").expect_err("empty"));
         assert!(err.contains("device 2 is empty"), "{err}");
         assert_eq!(parse_list("0, 0,1").expect("ok"), ["0", "0", "1"]);
+    }
+
+    #[test]
+    fn a_device_token_is_one_word_whether_given_or_inherited() {
+        for list in ["a b,c", "0\n1", "0,1\t2"] {
+            let err = format!("{:#}", parse_list(list).expect_err(list));
+            assert!(err.contains("a device token is one word"), "{err}");
+        }
+        let err = format!("{:#}", parse_list("0,a b").expect_err("space"));
+        assert!(err.contains("device 2 (\"a b\") holds ' '"), "{err}");
+        let b = by_name("cuda").expect("cuda");
+        let env = Environment::fake(&[("CUDA_VISIBLE_DEVICES", "0\n1")], &none());
+        let err = format!("{:#}", devices(b, None, &env).expect_err("newline"));
+        assert!(
+            err.contains("CUDA_VISIBLE_DEVICES=\"0\\n1\": device 1"),
+            "{err}"
+        );
+        assert_eq!(list_arg("0, 1"), Ok("0, 1".to_owned()));
+        assert!(list_arg("a b").is_err());
+    }
+
+    #[test]
+    fn a_negative_index_ends_a_visibility_list_and_minus_one_shows_none() {
+        let b = by_name("cuda").expect("cuda");
+        let list = |raw: &str| {
+            devices(
+                b,
+                None,
+                &Environment::fake(&[("CUDA_VISIBLE_DEVICES", raw)], &none()),
+            )
+        };
+        assert_eq!(list("0,1,-1,2").expect("two"), ["0", "1"]);
+        assert_eq!(list("0,,1,").expect("empties skipped"), ["0", "1"]);
+        let err = format!("{:#}", list("-1").expect_err("none"));
+        assert!(
+            err.contains("CUDA_VISIBLE_DEVICES=\"-1\" hides every device")
+                && err.contains("so none is visible"),
+            "{err}"
+        );
+        // --devices is the caller's own list: taken as written.
+        assert_eq!(
+            devices(b, Some("-1"), &Environment::default()).expect("flag"),
+            ["-1"]
+        );
     }
 
     #[test]

@@ -1,8 +1,10 @@
 //! What a COMMAND runs, read from its words alone (nothing is started): the shape file it names
 //! (`--shape_file`), whether it runs pytest and how it treats the harness's plugin, and the
-//! Python it runs. Here because two tools read a COMMAND: warmup-spawn (each child's shape file
-//! is replaced; the measurement started with the sweep gets `-p warmup_harness`) and warmup-plan
-//! (the shape file to split, and which Python's packages say whether the harness is there).
+//! Python it runs, and whether its program can be run at all. Here because two tools read a
+//! COMMAND: warmup-spawn (each child's shape file is replaced; the measurement started with the
+//! sweep gets `-p warmup_harness`) and warmup-plan (the shape file to split, and which Python's
+//! packages say whether the harness is there); both refuse a COMMAND that cannot run
+//! ([`check_program`]) before anything starts.
 //!
 //! An early measurement is safe only where the harness holds it at its gate until the configs are
 //! published (docs/CONTRACT.md, "The gate"). Only pytest can load the harness, so only a command
@@ -248,6 +250,43 @@ pub fn python_of(command: &[OsString], path: Option<&OsStr>) -> Option<PathBuf> 
     is_python(interpreter.file_name()?.as_bytes()).then(|| interpreter.to_path_buf())
 }
 
+/// Refuses a COMMAND whose program cannot be run, as `execvp` would find it: a word holding a `/`
+/// is a path, which must be an executable file; any other is looked for in `path` (`PATH`; an
+/// empty entry is the current folder). A program that begins with `-` is an option given where
+/// the command belongs, and is said so.
+pub fn check_program(program: &OsStr, path: Option<&OsStr>) -> anyhow::Result<()> {
+    use anyhow::bail;
+    let file = Path::new(program);
+    let runnable =
+        |p: &Path| p.is_file() && nix::unistd::access(p, nix::unistd::AccessFlags::X_OK).is_ok();
+    if program.as_bytes().contains(&b'/') {
+        if !file.exists() {
+            bail!("COMMAND {}: no such file", file.display());
+        }
+        if !runnable(file) {
+            bail!(
+                "COMMAND {}: not an executable file; check its permissions",
+                file.display()
+            );
+        }
+        return Ok(());
+    }
+    if std::env::split_paths(path.unwrap_or_default()).any(|dir| runnable(&dir.join(file))) {
+        return Ok(());
+    }
+    if program.as_bytes().starts_with(b"-") {
+        bail!(
+            "COMMAND begins with the option {:?}: give the benchmark's program first, e.g. -- pytest bench.py {}",
+            program.to_string_lossy(),
+            program.to_string_lossy()
+        );
+    }
+    bail!(
+        "COMMAND {:?} not found in PATH (or not executable); give its path or fix PATH",
+        program.to_string_lossy()
+    )
+}
+
 /// pytest-xdist's options that start workers: `-n N`, `-nN`, `--numprocesses[=N]`, `--dist[=M]`,
 /// `--tx[=SPEC]`.
 fn is_xdist(arg: &[u8]) -> bool {
@@ -284,6 +323,27 @@ fn plugin_args(args: &[OsString]) -> impl Iterator<Item = &[u8]> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_program_runs_when_execvp_would_find_it_and_an_option_there_is_named() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let tool = dir.path().join("bench");
+        std::fs::write(&tool, "#!/bin/sh\n").expect("write");
+        let path = dir.path().as_os_str();
+        let why = |program: &OsStr, path: Option<&OsStr>| {
+            format!("{:#}", check_program(program, path).expect_err("refused"))
+        };
+        assert!(why("bench".as_ref(), Some(path)).contains("not found in PATH"));
+        assert!(why(tool.as_os_str(), None).contains("not an executable file"));
+        std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        check_program("bench".as_ref(), Some(path)).expect("found in PATH");
+        check_program(tool.as_os_str(), None).expect("a path");
+        assert!(why("nosuch".as_ref(), None).contains("\"nosuch\" not found in PATH"));
+        assert!(why("--shape_file".as_ref(), Some(path))
+            .contains("COMMAND begins with the option \"--shape_file\""));
+        assert!(why(dir.path().join("gone").as_os_str(), None).contains("no such file"));
+    }
 
     fn os(words: &[&str]) -> Vec<OsString> {
         argv(words)

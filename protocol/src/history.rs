@@ -15,9 +15,11 @@ use crate::probe::Platform;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
-/// The harness's sidecar format and the version this build reads and warmup-publish writes.
+/// The harness's sidecar format, the version warmup-publish writes (2 added `foreign`: where the
+/// keys not made on the sidecar's own `device` and `triton` were made) and those this build reads.
 pub const SIDECAR_FORMAT: &str = "warmup-harness-meta";
-pub const SIDECAR_VERSION: u64 = 1;
+pub const SIDECAR_VERSION: u64 = 2;
+pub const SIDECAR_READS: [u64; 2] = [1, 2];
 /// The sidecar's field naming the signature ([`signature`]) of the last run that finished with
 /// nothing missing from the record: the evidence a replay decision needs that the record holds
 /// every key that run needs (docs/CONTRACT.md, "The record/replay harness").
@@ -81,9 +83,13 @@ impl Meta {
         if doc.get("format").and_then(Value::as_str) != Some(SIDECAR_FORMAT) {
             return Err(format!("{name} is not a {SIDECAR_FORMAT} file"));
         }
-        if doc.get("version").and_then(Value::as_u64) != Some(SIDECAR_VERSION) {
+        if !doc
+            .get("version")
+            .and_then(Value::as_u64)
+            .is_some_and(|v| SIDECAR_READS.contains(&v))
+        {
             return Err(format!(
-                "{name} is sidecar version {}, this build reads {SIDECAR_VERSION}",
+                "{name} is sidecar version {}, this build reads 1 or 2",
                 doc.get("version").unwrap_or(&Value::Null)
             ));
         }

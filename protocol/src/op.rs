@@ -54,10 +54,28 @@ impl OpArg {
     }
 }
 
-/// Whether `op` can name the file `<op>.json` in a record folder: not empty, and no `/`, `..`
-/// or NUL (the harness refuses those, `warmup_harness/env.py`, with the same rule).
+/// The names a record folder gives other files of an op beside its `<op>.json`: an op ending in
+/// one would have its record land on another op's sidecar or cost file (`mm.meta` on `mm`'s).
+pub const SIBLING_SUFFIXES: [&str; 2] = [".meta", ".costs"];
+
+/// Why `op` cannot name its files in a record folder (`<op>.json`, `<op>.meta.json`,
+/// `<op>.costs.json`, `.<op>.journal`), or `None` when it can. The harness applies the same rule
+/// (warmup_harness/env.py, `op_file_problem`), checked against this one by tests/test_harness_files.py.
+pub fn file_name_problem(op: &str) -> Option<&'static str> {
+    if op.contains(['/', '\0']) {
+        Some("it holds '/' or NUL, and would name a file outside the record folder")
+    } else if op == "." || op == ".." {
+        Some("'.' and '..' name folders, not files")
+    } else if SIBLING_SUFFIXES.iter().any(|suffix| op.ends_with(suffix)) {
+        Some("an op ending in '.meta' or '.costs' would write over another op's sidecar or cost file")
+    } else {
+        None
+    }
+}
+
+/// Whether `op` can name its files in a record folder: not empty, and no [`file_name_problem`].
 pub fn valid(op: &str) -> bool {
-    !op.is_empty() && !op.contains('/') && !op.contains("..") && !op.contains('\0')
+    !op.is_empty() && file_name_problem(op).is_none()
 }
 
 /// A run's op and where it came from, for the opening line (`op mm (from -m mm)`).
@@ -119,6 +137,24 @@ mod tests {
         assert_eq!(OpArg::new(Some("  \t")).name(), "default");
         assert_eq!(OpArg::new(Some("  \t")).given(), None);
         assert_eq!(OpArg::new(Some(" mm \n")).name(), "mm");
+    }
+
+    #[test]
+    fn an_op_that_cannot_name_its_own_files_is_refused() {
+        for bad in ["a/b", "..", ".", "mm.meta", "mm.costs", "a\0b"] {
+            assert!(file_name_problem(bad).is_some(), "{bad:?}");
+        }
+        for good in [
+            "mm",
+            "a..b",
+            ".mm",
+            "mm.json",
+            "meta",
+            "mm.metadata",
+            "default",
+        ] {
+            assert_eq!(file_name_problem(good), None, "{good:?}");
+        }
     }
 
     fn words(w: &[&str]) -> Vec<OsString> {

@@ -34,7 +34,7 @@ pub struct PlatformArgs {
     pub device_model: Option<String>,
     /// The device tokens the sweep will use, comma-separated (`0,1`; `0,0` runs two children on
     /// one GPU)
-    #[arg(long, value_name = "LIST")]
+    #[arg(long, value_name = "LIST", value_parser = crate::backend::list_arg)]
     pub devices: Option<String>,
 }
 
@@ -46,16 +46,13 @@ pub struct Platform {
 }
 
 impl PlatformArgs {
-    /// The listed device tokens, trimmed, empty ones dropped.
+    /// The listed device tokens, by warmup-spawn's rule (`backend::parse_list`, which clap
+    /// checked `--devices` by); none when `--devices` is not given.
     pub fn tokens(&self) -> Vec<String> {
         self.devices
             .as_deref()
-            .unwrap_or("")
-            .split(',')
-            .map(str::trim)
-            .filter(|t| !t.is_empty())
-            .map(str::to_owned)
-            .collect()
+            .and_then(|list| crate::backend::parse_list(list).ok())
+            .unwrap_or_default()
     }
 
     /// Finds what the flags do not give.

@@ -1,7 +1,8 @@
 //! A record session's journal, `DIR/.<op>.journal` (docs/CONTRACT.md, record mode): the keys it
 //! decided and had not folded into `<op>.json` when it was killed. Read as the harness reads it
-//! (`writer.journal_entries`): one JSON object a line, `{"kernel", "key", "config", "seconds"}`,
-//! applied in order; a line that is not one is skipped, and the last piece, without its newline,
+//! (`writer.journal_entries`): one JSON object a line, `{"kernel", "key", "config", "seconds",
+//! "device", "triton"}` (the last two, where the key was made, absent from older lines), applied
+//! in order; a line that is not one is skipped, and the last piece, without its newline,
 //! was cut short.
 //!
 //! Whether its session is still alive is asked of `DIR/.<op>.sessions`: every live record
@@ -54,6 +55,8 @@ pub fn owner(dir: &Path, op: &str) -> Result<Owner> {
 pub struct Entry {
     pub record: Records,
     pub seconds: Option<(String, String, serde_json::Value)>,
+    /// `(device, triton)` the line names, a string or null each; None where it names neither.
+    pub made: Option<crate::meta::Made>,
 }
 
 /// The journal's entries, in order.
@@ -92,16 +95,27 @@ fn entry(line: &[u8]) -> Option<Entry> {
         Value::Object(vec![(key.clone(), Value::Object(config.clone()))]),
     )]);
     let record = Records::parse(pyjson::dumps(&one).as_bytes()).ok()?;
-    let seconds = serde_json::from_str::<serde_json::Value>(text)
-        .ok()
-        .and_then(|v| {
-            Some((
-                serde_json::from_str::<String>(kernel.json()).ok()?,
-                serde_json::from_str::<String>(key.json()).ok()?,
-                v.get("seconds").cloned().unwrap_or(serde_json::Value::Null),
-            ))
-        });
-    Some(Entry { record, seconds })
+    let line = serde_json::from_str::<serde_json::Value>(text).ok();
+    let seconds = line.as_ref().and_then(|v| {
+        Some((
+            serde_json::from_str::<String>(kernel.json()).ok()?,
+            serde_json::from_str::<String>(key.json()).ok()?,
+            v.get("seconds").cloned().unwrap_or(serde_json::Value::Null),
+        ))
+    });
+    let made = line.as_ref().and_then(|v| {
+        let text = |f: &str| match v.get(f) {
+            Some(serde_json::Value::String(s)) => serde_json::Value::String(s.clone()),
+            _ => serde_json::Value::Null,
+        };
+        (v.get("device").is_some() || v.get("triton").is_some())
+            .then(|| (text("device"), text("triton")))
+    });
+    Some(Entry {
+        record,
+        seconds,
+        made,
+    })
 }
 
 #[cfg(test)]

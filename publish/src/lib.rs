@@ -80,8 +80,8 @@ pub struct Args {
 
 pub fn run(args: &Args) -> Result<Status> {
     let op = args.op.name();
-    if op.contains(['/', '\0']) || op == "." || op == ".." {
-        bail!("op {op:?} cannot be a file name; give --op a plain name such as mm");
+    if let Some(why) = protocol::op::file_name_problem(op) {
+        bail!("op {op:?} cannot be a file name ({why}); give --op a plain name such as mm");
     }
     let merged = &args.merged;
     let scratch = merged.is_dir().then(|| Scratch::new(merged));
@@ -176,11 +176,16 @@ pub fn run(args: &Args) -> Result<Status> {
                 entries.retain(|(kernel, _, _)| still_same(kernel));
                 meta::keep_tune_seconds(&mut new, entries);
                 meta::keep_fingerprints(&mut new, old);
-                if kept > 0 {
-                    if let Some(note) = other_origin(old, &new, kept, &file) {
-                        eprintln!("{TOOL}: {note}");
-                    }
-                }
+            }
+            for note in provenance(
+                &mut new,
+                &book,
+                &merged.records,
+                &journal,
+                &old_sidecar,
+                &file,
+            ) {
+                eprintln!("{TOOL}: {note}");
             }
             match &args.signature {
                 Some(sig) => {
@@ -265,33 +270,81 @@ fn old_record(file: &Path) -> Old {
     }
 }
 
-/// A line when the keys kept were recorded on another Triton or device than the new sidecar
-/// names: they are kept (keys of the same op), and the replay checks them against the new one.
-fn other_origin(
-    old: &serde_json::Map<String, serde_json::Value>,
-    new: &serde_json::Map<String, serde_json::Value>,
-    kept: usize,
+/// Names in `new`'s `foreign` every key of the published record made on another device or Triton
+/// than `new` names: a key this run decided where its shard made it (`new` says already), a
+/// journaled key where its line says (else where DIR's sidecar says its keys were made), a key
+/// kept from DIR's record where DIR's sidecar says (nothing known without one). So no sidecar
+/// vouches for a key made elsewhere. Returns a line per place the kept keys were made.
+fn provenance(
+    new: &mut serde_json::Map<String, serde_json::Value>,
+    book: &union::Book,
+    merged: &Records,
+    journal: &Journal,
+    old_sidecar: &Option<serde_json::Map<String, serde_json::Value>>,
     file: &Path,
-) -> Option<String> {
-    let differs: Vec<String> = ["triton", "device"]
-        .into_iter()
-        .filter(|f| old.get(*f) != new.get(*f))
-        .map(|f| {
-            format!(
-                "{f} {} (this run's: {})",
-                old.get(f).unwrap_or(&serde_json::Value::Null),
-                new.get(f).unwrap_or(&serde_json::Value::Null)
-            )
+) -> Vec<String> {
+    use std::collections::{HashMap, HashSet};
+    let plain = |text: &str| serde_json::from_str::<String>(text).ok();
+    let this_run = meta::Provenance::of(new);
+    let there = old_sidecar
+        .as_ref()
+        .map_or_else(meta::Provenance::unknown, meta::Provenance::of);
+    let text = merged.text.as_str();
+    let decided: HashSet<(&str, &str)> = merged
+        .buckets
+        .iter()
+        .flat_map(|(kernel, keys)| {
+            keys.iter()
+                .map(move |(key, _)| (&text[kernel.clone()], &text[key.clone()]))
         })
         .collect();
-    (!differs.is_empty()).then(|| {
-        format!(
-            "{}: the {kept} key(s) kept were recorded with {}; they stay, and the replay checks \
-             them against this run's sidecar",
-            file.display(),
-            differs.join(", ")
-        )
-    })
+    let mut journaled: HashMap<(String, String), meta::Made> = HashMap::new();
+    for entry in &journal.entries {
+        if let Some((kernel, key, _)) = &entry.seconds {
+            let at = entry.made.clone().unwrap_or_else(|| there.own().clone());
+            journaled.insert((kernel.clone(), key.clone()), at);
+        }
+    }
+    let mut made: Vec<(String, String, meta::Made, bool)> = Vec::new();
+    for (kernel_text, key_text) in book.keys() {
+        let (Some(kernel), Some(key)) = (plain(kernel_text), plain(key_text)) else {
+            continue;
+        };
+        let (at, kept) = if decided.contains(&(kernel_text, key_text)) {
+            (this_run.made(&kernel, &key).clone(), false)
+        } else if let Some(at) = journaled.get(&(kernel.clone(), key.clone())) {
+            (at.clone(), true)
+        } else {
+            (there.made(&kernel, &key).clone(), true)
+        };
+        made.push((kernel, key, at, kept));
+    }
+    meta::set_foreign(
+        new,
+        made.iter()
+            .map(|(k, key, at, _)| (k.as_str(), key.as_str(), at)),
+    );
+    let here = meta::own(new);
+    let mut counts: Vec<(&meta::Made, usize)> = Vec::new();
+    for (_, _, at, _) in made.iter().filter(|(_, _, at, kept)| *kept && *at != here) {
+        match counts.iter_mut().find(|(m, _)| *m == at) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((at, 1)),
+        }
+    }
+    counts
+        .into_iter()
+        .map(|(at, n)| {
+            format!(
+                "{}: {n} key(s) kept from the record there were made on {}, not on {}: the \
+                 published sidecar names them so (\"foreign\"), and a replay tunes them again on \
+                 any other device or Triton",
+                file.display(),
+                meta::describe(at),
+                meta::describe(&here)
+            )
+        })
+        .collect()
 }
 
 /// A killed record session's journal in DIR: its entries, folded into the published record,

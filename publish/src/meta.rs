@@ -9,7 +9,10 @@ use protocol::layout::Scratch;
 use protocol::plan::Plan;
 use serde_json::{Map, Value};
 
-use protocol::history::{meta_path, SIDECAR_FORMAT as FORMAT, SIDECAR_VERSION as VERSION};
+use protocol::history::{
+    meta_path, SIDECAR_FORMAT as FORMAT, SIDECAR_READS as READS, SIDECAR_VERSION as VERSION,
+};
+use std::collections::HashMap;
 /// Where a record was made; the replay warns on another Triton or another device.
 const FIELDS: [&str; 6] = [
     "python",
@@ -111,10 +114,168 @@ pub fn combine(scratch: &Scratch, op: &str) -> Result<Combined> {
             out.insert(field.into(), value);
         }
     }
+    // Each key where its shard made it (the first shard's, as the merge keeps the first shard's
+    // config): those not made as the published sidecar's own device and Triton are named so.
+    let mut made: Vec<((String, String), Made)> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for (_, sidecar) in &read {
+        let provenance = Provenance::of(sidecar);
+        for (kernel, key) in keys_of(sidecar) {
+            if seen.insert((kernel.clone(), key.clone())) {
+                let at = provenance.made(&kernel, &key).clone();
+                made.push(((kernel, key), at));
+            }
+        }
+    }
+    set_foreign(
+        &mut out,
+        made.iter()
+            .map(|((k, key), m)| (k.as_str(), key.as_str(), m)),
+    );
     Ok(Combined {
         sidecar: Some(out),
         notes,
     })
+}
+
+/// Where a key was made: `(device, triton)`, each a string, or null where unknown.
+pub type Made = (Value, Value);
+
+/// Where each key of a sidecar's record was made (docs/CONTRACT.md, `foreign`): the sidecar's
+/// own `device` and `triton`, but for the keys its `foreign` groups name.
+#[derive(Debug, Clone)]
+pub struct Provenance {
+    own: Made,
+    foreign: HashMap<(String, String), Made>,
+}
+
+fn text_or_null(value: Option<&Value>) -> Value {
+    match value {
+        Some(Value::String(s)) => Value::String(s.clone()),
+        _ => Value::Null,
+    }
+}
+
+impl Provenance {
+    /// Nothing known of where any key was made (no sidecar).
+    pub fn unknown() -> Provenance {
+        Provenance {
+            own: (Value::Null, Value::Null),
+            foreign: HashMap::new(),
+        }
+    }
+
+    pub fn of(sidecar: &Map<String, Value>) -> Provenance {
+        let mut foreign = HashMap::new();
+        if let Some(Value::Array(groups)) = sidecar.get("foreign") {
+            for group in groups {
+                let Some(Value::Object(keys)) = group.get("keys") else {
+                    continue;
+                };
+                let at = (
+                    text_or_null(group.get("device")),
+                    text_or_null(group.get("triton")),
+                );
+                for (kernel, list) in keys {
+                    for key in list
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(Value::as_str)
+                    {
+                        foreign.insert((kernel.clone(), key.to_owned()), at.clone());
+                    }
+                }
+            }
+        }
+        Provenance {
+            own: own(sidecar),
+            foreign,
+        }
+    }
+
+    pub fn made(&self, kernel: &str, key: &str) -> &Made {
+        self.foreign
+            .get(&(kernel.to_owned(), key.to_owned()))
+            .unwrap_or(&self.own)
+    }
+
+    pub fn own(&self) -> &Made {
+        &self.own
+    }
+}
+
+/// A sidecar's own `(device, triton)`.
+pub fn own(sidecar: &Map<String, Value>) -> Made {
+    (
+        text_or_null(sidecar.get("device")),
+        text_or_null(sidecar.get("triton")),
+    )
+}
+
+/// The keys a sidecar knows of: its `tune_seconds` and its `foreign` groups', first seen first.
+fn keys_of(sidecar: &Map<String, Value>) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = tune_entries(sidecar)
+        .into_iter()
+        .map(|(k, key, _)| (k.to_owned(), key.to_owned()))
+        .collect();
+    let mut foreign: Vec<(String, String)> = Provenance::of(sidecar).foreign.into_keys().collect();
+    foreign.sort();
+    out.extend(foreign);
+    out
+}
+
+/// Sets `sidecar`'s `foreign` to the keys of `made` not made as its own `device` and `triton`,
+/// grouped by where they were made in first-seen order (no field where there are none); returns
+/// how many keys it names.
+pub fn set_foreign<'a>(
+    sidecar: &mut Map<String, Value>,
+    made: impl IntoIterator<Item = (&'a str, &'a str, &'a Made)>,
+) -> usize {
+    let here = own(sidecar);
+    let mut groups: Vec<(&Made, Map<String, Value>)> = Vec::new();
+    let mut count = 0;
+    for (kernel, key, at) in made {
+        if *at == here {
+            continue;
+        }
+        count += 1;
+        let i = match groups.iter().position(|(m, _)| *m == at) {
+            Some(i) => i,
+            None => {
+                groups.push((at, Map::new()));
+                groups.len() - 1
+            }
+        };
+        let keys = groups[i]
+            .1
+            .entry(kernel.to_owned())
+            .or_insert_with(|| Value::Array(Vec::new()));
+        if let Value::Array(keys) = keys {
+            keys.push(Value::from(key));
+        }
+    }
+    if groups.is_empty() {
+        sidecar.remove("foreign");
+    } else {
+        let list = groups
+            .into_iter()
+            .map(|((device, triton), keys)| {
+                serde_json::json!({"device": device, "triton": triton, "keys": keys})
+            })
+            .collect();
+        sidecar.insert("foreign".into(), Value::Array(list));
+    }
+    count
+}
+
+/// `NVIDIA A100 with Triton 3.1.0`, unknown parts said so.
+pub fn describe((device, triton): &Made) -> String {
+    format!(
+        "{} with Triton {}",
+        device.as_str().unwrap_or("an unknown device"),
+        triton.as_str().unwrap_or("unknown")
+    )
 }
 
 /// The sidecar as written: pretty JSON and a newline.
@@ -169,9 +330,9 @@ fn parse(bytes: &[u8]) -> Result<Map<String, Value>, String> {
     match serde_json::from_slice(bytes) {
         Ok(Value::Object(map)) if map.get("format").and_then(Value::as_str) == Some(FORMAT) => {
             match map.get("version") {
-                Some(v) if v.as_u64() == Some(VERSION) => Ok(map),
+                Some(v) if v.as_u64().is_some_and(|v| READS.contains(&v)) => Ok(map),
                 v => Err(format!(
-                    "sidecar version {}, this build reads {VERSION}",
+                    "sidecar version {}, this build reads 1 or 2",
                     v.unwrap_or(&Value::Null)
                 )),
             }
@@ -263,20 +424,29 @@ fn kernels(
     read: &[(usize, Map<String, Value>)],
     notes: &mut Vec<String>,
 ) -> Option<Map<String, Value>> {
-    let mut seen: Vec<(String, Vec<(usize, Value)>)> = Vec::new();
+    // (shard, fingerprint, whether a running kernel confirmed it: not in the shard's `unchecked`)
+    type Held = Vec<(usize, Value, bool)>;
+    let mut seen: Vec<(String, Held)> = Vec::new();
     let mut any = false;
     for (shard, sidecar) in read {
         let Some(Value::Object(kernels)) = sidecar.get("kernels") else {
             continue;
         };
         any = true;
+        let unchecked = |kernel: &str| {
+            sidecar
+                .get("unchecked")
+                .and_then(Value::as_array)
+                .is_some_and(|u| u.iter().any(|k| k.as_str() == Some(kernel)))
+        };
         for (kernel, fingerprint) in kernels {
             if !(fingerprint.is_string() || fingerprint.is_null()) {
                 continue;
             }
+            let ran = !unchecked(kernel);
             match seen.iter_mut().find(|(k, _)| k == kernel) {
-                Some((_, held)) => held.push((*shard, fingerprint.clone())),
-                None => seen.push((kernel.clone(), vec![(*shard, fingerprint.clone())])),
+                Some((_, held)) => held.push((*shard, fingerprint.clone(), ran)),
+                None => seen.push((kernel.clone(), vec![(*shard, fingerprint.clone(), ran)])),
             }
         }
     }
@@ -286,11 +456,30 @@ fn kernels(
     let mut out = Map::new();
     for (kernel, held) in seen {
         let first = &held[0].1;
-        if held.iter().all(|(_, v)| v == first) {
+        if held.iter().all(|(_, v, _)| v == first) {
             out.insert(kernel, first.clone());
             continue;
         }
-        let values: Vec<(usize, &Value)> = held.iter().map(|(s, v)| (*s, v)).collect();
+        // The shards that ran the kernel agree: theirs is the kernel as it is; a shard that only
+        // carried an earlier fingerprint (its keys left out by warmup-merge) is no disagreement.
+        let mut ran: Vec<&Value> = held
+            .iter()
+            .filter(|(_, _, r)| *r)
+            .map(|(_, v, _)| v)
+            .collect();
+        ran.dedup();
+        if let [running] = ran[..] {
+            if running.is_string()
+                && held
+                    .iter()
+                    .filter(|(_, _, r)| *r)
+                    .all(|(_, v, _)| v == running)
+            {
+                out.insert(kernel, running.clone());
+                continue;
+            }
+        }
+        let values: Vec<(usize, &Value)> = held.iter().map(|(s, v, _)| (*s, v)).collect();
         notes.push(format!(
             "the shards' sidecars disagree on kernel {kernel}'s fingerprint ({}): the published \
              sidecar names none, so its keys are tuned again by the next record session",
@@ -384,13 +573,60 @@ mod tests {
     }
 
     #[test]
+    fn foreign_names_every_key_not_made_where_the_sidecar_says_grouped_by_place() {
+        let old = sidecar(json!({"device": "NVIDIA A100", "triton": "3.1.0",
+            "foreign": [{"device": "NVIDIA H100", "triton": "3.1.0", "keys": {"m:a": ["[2]"]}}]}));
+        let there = Provenance::of(&old);
+        assert_eq!(
+            there.made("m:a", "[1]"),
+            &(json!("NVIDIA A100"), json!("3.1.0"))
+        );
+        assert_eq!(
+            there.made("m:a", "[2]"),
+            &(json!("NVIDIA H100"), json!("3.1.0"))
+        );
+        let mut new = sidecar(json!({"device": "NVIDIA H200", "triton": "3.6.0"}));
+        let here = own(&new);
+        let keys = [
+            ("m:a", "[1]"),
+            ("m:a", "[2]"),
+            ("m:b", "[3]"),
+            ("m:b", "[1]"),
+        ];
+        let made: Vec<(&str, &str, Made)> = keys
+            .iter()
+            .map(|&(k, key)| {
+                let at = if k == "m:b" {
+                    here.clone()
+                } else {
+                    there.made(k, key).clone()
+                };
+                (k, key, at)
+            })
+            .collect();
+        let named = set_foreign(&mut new, made.iter().map(|(k, key, at)| (*k, *key, at)));
+        assert_eq!(named, 2);
+        assert_eq!(
+            new["foreign"],
+            json!([{"device": "NVIDIA A100", "triton": "3.1.0", "keys": {"m:a": ["[1]"]}},
+                   {"device": "NVIDIA H100", "triton": "3.1.0", "keys": {"m:a": ["[2]"]}}])
+        );
+        // Nothing made elsewhere: no field.
+        let mut all_here = new.clone();
+        set_foreign(&mut all_here, std::iter::empty());
+        assert!(!all_here.contains_key("foreign"));
+    }
+
+    #[test]
     fn only_the_harness_sidecar_of_this_version_is_read() {
         let ok = br#"{"format": "warmup-harness-meta", "version": 1, "device": null}"#;
         assert!(parse(ok).is_ok());
-        let newer = br#"{"format": "warmup-harness-meta", "version": 2}"#;
+        let two = br#"{"format": "warmup-harness-meta", "version": 2, "foreign": []}"#;
+        assert!(parse(two).is_ok());
+        let newer = br#"{"format": "warmup-harness-meta", "version": 3}"#;
         assert_eq!(
             parse(newer).expect_err("newer"),
-            "sidecar version 2, this build reads 1"
+            "sidecar version 3, this build reads 1 or 2"
         );
         assert_eq!(
             parse(br#"{"format": "other"}"#).expect_err("other"),

@@ -77,6 +77,16 @@ impl Book {
         self.kernels.len()
     }
 
+    /// Every (kernel, key) held, as their JSON texts, in order.
+    pub fn keys(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.kernels.iter().flat_map(|(kernel, bucket)| {
+            bucket
+                .keys
+                .iter()
+                .map(move |(key, _)| (kernel.as_str(), key.as_str()))
+        })
+    }
+
     pub fn configs(&self) -> usize {
         self.kernels.iter().map(|(_, b)| b.keys.len()).sum()
     }

@@ -16,7 +16,7 @@ enum Ident {
 }
 
 /// A merge may not flatten to more pairs than this (PyYAML would exhaust memory instead).
-const MAX_MERGED: usize = 1_000_000;
+pub const MAX_MERGED: usize = 1_000_000;
 
 /// A dict key as Python's `==` and `hash` see it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

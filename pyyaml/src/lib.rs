@@ -56,7 +56,7 @@ mod resolver;
 mod scanner;
 
 pub use composer::{Doc, Kind, Node, NodeId};
-pub use constructor::{Key, Schema};
+pub use constructor::{Key, Schema, MAX_MERGED};
 pub use emitter::{expanded_size, Emitter};
 pub use json::to_json;
 pub use pynum::{construct_float, construct_int, PyInt};

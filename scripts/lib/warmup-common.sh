@@ -19,6 +19,13 @@ die_usage() {
     exit 2
 }
 
+# COMMAND's program cannot be run: one line, and the shell's status for it, before anything runs
+# (warmup-plan says the same when it is there to ask).
+die_not_found() {
+    printf '%s: COMMAND "%s" not found in PATH (or not executable); give its path or fix PATH\n' "$PROG" "$1" >&2
+    exit 127
+}
+
 # Prints the folder of the warmup-* tools: WARMUP_BIN_DIR, beside the script (installed), the
 # repository's target/release or target/debug, else PATH. Fails when there are none.
 find_bin_dir() {

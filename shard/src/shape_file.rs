@@ -66,3 +66,42 @@ pub fn shard_file(
     }
     e.out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::MAX_NODES;
+
+    /// `20000000` as the contract writes it, `20,000,000`.
+    fn grouped(n: u64) -> String {
+        let digits = n.to_string();
+        let mut out = String::new();
+        for (i, d) in digits.chars().enumerate() {
+            if i > 0 && (digits.len() - i) % 3 == 0 {
+                out.push(',');
+            }
+            out.push(d);
+        }
+        out
+    }
+
+    #[test]
+    fn the_contract_lists_both_limits_the_shape_file_is_held_to() {
+        let contract = include_str!("../../docs/CONTRACT.md");
+        let refused = contract
+            .split("What PyYAML reads but warmup-shard refuses")
+            .nth(1)
+            .and_then(|rest| rest.split("\n\n").next())
+            .expect("the contract's list of what warmup-shard refuses");
+        let merged = u64::try_from(pyyaml::MAX_MERGED).expect("fits");
+        for needle in [
+            format!("more than {} entries", grouped(merged)),
+            format!(
+                "more than {} nodes once aliases are written out",
+                grouped(MAX_NODES)
+            ),
+        ] {
+            let flat = refused.replace('\n', " ");
+            assert!(flat.contains(&needle), "{needle:?} not in: {refused}");
+        }
+    }
+}

@@ -492,3 +492,38 @@ fn a_history_file_that_is_a_fifo_or_dev_zero_is_refused_at_once_and_the_split_go
         assert!(out.join("plan.json").is_file());
     }
 }
+
+/// A list whose expansion is 10^7 nodes, through seven aliases of ten: `a` ten scalars, `b` ten
+/// `a`s, ... `g`. `wrap` writes each level (a list, or a mapping merging the level below).
+fn billion_laughs(wrap: fn(&str) -> String) -> String {
+    let mut text = String::from(
+        "a: &a {k0: 0, k1: 1, k2: 2, k3: 3, k4: 4, k5: 5, k6: 6, k7: 7, k8: 8, k9: 9}\n",
+    );
+    for (below, name) in "abcdef".chars().zip("bcdefg".chars()) {
+        text.push_str(&format!(
+            "{name}: &{name} {}\n",
+            wrap(&vec![format!("*{below}"); 10].join(", "))
+        ));
+    }
+    text
+}
+
+#[test]
+fn an_alias_bomb_and_a_merge_bomb_are_refused_exit_2_writing_nothing() {
+    // The contract's two limits (issue 29: they were missing from its list of what is refused).
+    let dir = TempDir::new().expect("tempdir");
+    let bomb = billion_laughs(|items| format!("[{items}]"))
+        + "mm:\n  shape_desc: *g\n  shapes: [[1], [2]]\n";
+    let (mut cmd, out, _) = split_cmd(&dir, &bomb, &["--op", "mm", "--shards", "2"]);
+    cmd.assert().code(2).stderr(predicate::str::contains(
+        "op \"mm\" expands to more than 20000000 nodes once aliases are written out: refusing",
+    ));
+    assert_nothing_written(&out);
+    let merges = billion_laughs(|items| format!("{{<<: [{items}]}}"))
+        + "mm:\n  <<: *g\n  shapes: [[1], [2]]\n";
+    let (mut cmd, out, _) = split_cmd(&dir, &merges, &["--op", "mm", "--shards", "2"]);
+    cmd.assert().code(2).stderr(predicate::str::contains(
+        "merge keys (<<) expand this mapping to more than 1000000 entries: refusing",
+    ));
+    assert_nothing_written(&out);
+}

@@ -41,7 +41,7 @@ use anyhow::{bail, Context, Result};
 use protocol::backend;
 use protocol::layout::Scratch;
 use protocol::plan::Plan;
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsString;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -392,7 +392,7 @@ fn prepare(args: &Args, env: &backend::Environment) -> Result<Option<PreparedRun
             plan_path.display()
         );
     }
-    check_command(&args.command[0])?;
+    protocol::command::check_program(&args.command[0], std::env::var_os("PATH").as_deref())?;
     let backend = backend::select(&args.backend, env)?;
     let devices = backend::devices(backend, args.devices.as_deref(), env)?;
     if plan.by_key() {
@@ -620,33 +620,6 @@ fn check_writable(folder: &Path, shard: usize) -> Result<()> {
             folder.display()
         )
     })
-}
-
-/// Refuses a COMMAND that cannot run, before any child starts.
-fn check_command(program: &OsStr) -> Result<()> {
-    let path = Path::new(program);
-    let runnable =
-        |p: &Path| p.is_file() && nix::unistd::access(p, nix::unistd::AccessFlags::X_OK).is_ok();
-    if program.as_encoded_bytes().contains(&b'/') {
-        if !path.exists() {
-            bail!("COMMAND {}: no such file", path.display());
-        }
-        if !runnable(path) {
-            bail!(
-                "COMMAND {}: not an executable file; check its permissions",
-                path.display()
-            );
-        }
-        return Ok(());
-    }
-    let search = std::env::var_os("PATH").unwrap_or_default();
-    if std::env::split_paths(&search).any(|dir| runnable(&dir.join(path))) {
-        return Ok(());
-    }
-    bail!(
-        "COMMAND {:?} not found in PATH (or not executable); give its path or fix PATH",
-        program.to_string_lossy()
-    )
 }
 
 #[cfg(test)]

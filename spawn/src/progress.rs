@@ -215,7 +215,8 @@ impl Progress {
         let (ok, failed) = (count(Outcome::Ok), count(Outcome::Failed));
         let (timed_out, stopped) = (count(Outcome::TimedOut), count(Outcome::Stopped));
         let not_started = total - statuses.len();
-        let mut head = format!("{total} shards: {ok} ok, {failed} failed, {timed_out} timed out");
+        let noun = if total == 1 { "shard" } else { "shards" };
+        let mut head = format!("{total} {noun}: {ok} ok, {failed} failed, {timed_out} timed out");
         if stopped > 0 {
             head.push_str(&format!(", {stopped} stopped"));
         }

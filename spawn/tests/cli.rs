@@ -364,7 +364,14 @@ fn bad_input_exits_2_before_any_child_starts() {
             with(&["--devices", "0,,1", "--", "true"]),
             "device 2 is empty",
         ),
-        (with(&["--timeout", "0", "--", "true"]), "positive number"),
+        (
+            with(&["--timeout", "0", "--", "true"]),
+            "give a number of seconds above 0, at most 1e9",
+        ),
+        (
+            with(&["--grace", "1e300", "--", "true"]),
+            "\"1e300\": give a number of seconds above 0, at most 1e9",
+        ),
         (with(&["--grace", "abc", "--", "true"]), "not a number"),
         (with(&["--max-log", "12Q", "--", "true"]), "such as 512K"),
         (

@@ -117,6 +117,8 @@ fn a_task_seeing_several_devices_is_pinned_to_the_first_with_a_warning() {
             .contains("SLURM_PROCID=1: this task sees 2 devices; its shard runs on the first (4)"),
         "{stderr}"
     );
+    // A task's run is one shard, said in the singular (issue 29: "1 shards").
+    assert!(stderr.contains("1 shard: 1 ok, 0 failed"), "{stderr}");
     let env = std::fs::read_to_string(dir.path().join("w1/rec/env")).expect("child env");
     assert!(env.lines().any(|l| l == "CUDA_VISIBLE_DEVICES=4"), "{env}");
 }

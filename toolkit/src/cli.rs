@@ -75,15 +75,22 @@ pub fn generate(mut cmd: clap::Command, kind: &str, out: &mut dyn Write) -> anyh
     Ok(())
 }
 
-/// The man page: clap_mangen's sections, then each `HEADING:` section of the long help (the
+/// The man page: clap_mangen's sections (VERSION among them, from the command's version), with
+/// a SYNOPSIS that shows each option's value (`[--gpus N]`, where clap_mangen gives `[--gpus]`)
+/// unless the command writes its own usage, then each `HEADING:` section of the long help (the
 /// examples, the exit statuses) as a section of its own, lines kept as written (`.nf`: no
 /// reflowing), and SEE ALSO naming the other tools and the installed contract.
-pub fn man(cmd: clap::Command, out: &mut dyn Write) -> anyhow::Result<()> {
+pub fn man(mut cmd: clap::Command, out: &mut dyn Write) -> anyhow::Result<()> {
+    cmd.build();
     let name = cmd.get_name().to_owned();
     let extra = cmd
         .get_after_long_help()
         .map(|h| h.to_string())
         .unwrap_or_default();
+    if cmd.get_overridden_usage().is_none() {
+        let usage = synopsis(&cmd);
+        cmd = cmd.override_usage(usage);
+    }
     clap_mangen::Man::new(
         cmd.after_long_help(clap::builder::Resettable::<clap::builder::StyledStr>::Reset),
     )
@@ -116,6 +123,61 @@ pub fn man(cmd: clap::Command, out: &mut dyn Write) -> anyhow::Result<()> {
         }
     )?;
     Ok(())
+}
+
+/// One line of every option with its value and every operand, as the contract writes a command
+/// line: `warmup [--gpus N] [--keep] [-h|--help] -- COMMAND...`; brackets round what may be left
+/// out, `...` after what may be repeated.
+fn synopsis(cmd: &clap::Command) -> String {
+    let mut words = vec![cmd.get_name().to_owned()];
+    let optional = |arg: &clap::Arg, item: String| {
+        if arg.is_required_set() {
+            item
+        } else {
+            format!("[{item}]")
+        }
+    };
+    let value = |arg: &clap::Arg| {
+        arg.get_value_names()
+            .map(|names| names.join(" "))
+            .unwrap_or_else(|| arg.get_id().as_str().to_uppercase())
+    };
+    let many = |arg: &clap::Arg| {
+        matches!(arg.get_action(), clap::ArgAction::Append)
+            || arg.get_num_args().is_some_and(|n| n.max_values() > 1)
+    };
+    for arg in cmd
+        .get_arguments()
+        .filter(|a| !a.is_hide_set() && !a.is_positional())
+    {
+        let flag = match (arg.get_short(), arg.get_long()) {
+            (Some(short), Some(long)) => format!("-{short}|--{long}"),
+            (Some(short), None) => format!("-{short}"),
+            (None, Some(long)) => format!("--{long}"),
+            (None, None) => continue,
+        };
+        let takes = arg.get_num_args().is_some_and(|n| n.takes_values());
+        let mut item = if takes {
+            format!("{flag} {}", value(arg))
+        } else {
+            flag
+        };
+        if many(arg) {
+            item.push_str("...");
+        }
+        words.push(optional(arg, item));
+    }
+    for arg in cmd.get_positionals().filter(|a| !a.is_hide_set()) {
+        let mut item = value(arg);
+        if many(arg) {
+            item.push_str("...");
+        }
+        if arg.is_last_set() {
+            item = format!("-- {item}");
+        }
+        words.push(optional(arg, item));
+    }
+    words.join(" ")
 }
 
 /// The `HEADING:` sections of a long help, in order, with the lines under each.
@@ -171,16 +233,43 @@ pub fn at_least_one(text: &str) -> Result<u64, String> {
     }
 }
 
-/// A positive, finite number of seconds (a timeout, a grace period): clap's `value_parser`.
+/// A folder a tool makes when it is missing (`--scratch DIR`, `--record-dir DIR`), as clap's
+/// `value_parser`: [`crate::file::check_folder`]'s rule, so that a path that is, or lies under,
+/// anything but a folder is a usage error before anything runs.
+pub fn folder() -> impl clap::builder::TypedValueParser<Value = std::path::PathBuf> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PathBufValueParser::new().try_map(|path| {
+        crate::file::check_folder(&path)
+            .map(|()| path)
+            .map_err(|why| format!("{why}; give a folder, or a path where one can be made"))
+    })
+}
+
+/// The most seconds a timeout or a grace period may be: about 31 years, far past any run, and
+/// far under what a clock can add without overflowing.
+pub const MAX_SECONDS: f64 = 1e9;
+
+/// A number of seconds above 0 and at most [`MAX_SECONDS`] (a timeout, a grace period): clap's
+/// `value_parser`. Its refusal gives the range, never the conversion's own words.
 pub fn seconds(text: &str) -> std::result::Result<std::time::Duration, String> {
-    let n: f64 = text
-        .trim()
-        .parse()
-        .map_err(|_| format!("{text:?} is not a number of seconds"))?;
-    if !(n.is_finite() && n > 0.0) {
-        return Err(format!("{text:?}: give a positive number of seconds"));
+    let range = || format!("{text:?}: give a number of seconds above 0, at most {MAX_SECONDS:e}");
+    match text.trim().parse::<f64>() {
+        Ok(n) if n > 0.0 && n <= MAX_SECONDS => Ok(std::time::Duration::from_secs_f64(n)),
+        Ok(_) => Err(range()),
+        Err(_) => Err(format!(
+            "{text:?} is not a number of seconds (give one above 0, at most {MAX_SECONDS:e})"
+        )),
     }
-    std::time::Duration::try_from_secs_f64(n).map_err(|e| format!("{text:?}: {e}"))
+}
+
+/// A command-line count of 0 or more (`--gpus`, `--gpus-per-task`): clap's `value_parser`,
+/// with `allow_negative_numbers`, so that `-1` is refused as a value, not taken for an option.
+pub fn whole_number(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    match t.parse::<u64>() {
+        Ok(n) if t.bytes().all(|b| b.is_ascii_digit()) => Ok(n),
+        _ => Err(format!("{text:?}: give a whole number, 0 or more")),
+    }
 }
 
 /// A size: bytes, or a number with K, M or G (powers of 1024), above 0 (`--max-log`): clap's
@@ -242,6 +331,53 @@ mod tests {
     }
 
     #[test]
+    fn the_man_page_has_a_version_and_a_synopsis_with_every_options_value() {
+        use clap::{Arg, ArgAction};
+        let cmd = clap::Command::new("warmup-x")
+            .version("1.2.3")
+            .arg(Arg::new("gpus").long("gpus").value_name("N"))
+            .arg(
+                Arg::new("shards")
+                    .long("shards")
+                    .value_name("N")
+                    .required(true),
+            )
+            .arg(
+                Arg::new("arg")
+                    .long("sbatch-arg")
+                    .value_name("ARG")
+                    .action(ArgAction::Append),
+            )
+            .arg(Arg::new("keep").long("keep").action(ArgAction::SetTrue))
+            .arg(
+                Arg::new("command")
+                    .value_name("COMMAND")
+                    .num_args(1..)
+                    .last(true)
+                    .required(true),
+            );
+        let mut out = Vec::new();
+        man(cmd, &mut out).expect("man");
+        let page = String::from_utf8(out).expect("utf-8");
+        let synopsis = page
+            .split(".SH SYNOPSIS\n")
+            .nth(1)
+            .and_then(|rest| rest.lines().next())
+            .expect("a synopsis");
+        assert_eq!(
+            synopsis.replace("\\fB", "").replace("\\fR", ""),
+            "warmup\\-x [\\-\\-gpus N] \\-\\-shards N [\\-\\-sbatch\\-arg ARG...] [\\-\\-keep] \
+             [\\-h|\\-\\-help] [\\-V|\\-\\-version] \\-\\- COMMAND...",
+            "{page}"
+        );
+        assert!(page.contains(".SH VERSION\nv1.2.3\n"), "{page}");
+        assert!(
+            page.contains(".TH WARMUP-X 1  \"warmup-x 1.2.3\""),
+            "{page}"
+        );
+    }
+
+    #[test]
     fn counts_are_at_least_one_and_say_so() {
         assert_eq!(at_least_one("4"), Ok(4));
         assert_eq!(at_least_one("0"), Err("\"0\": give at least 1".to_owned()));
@@ -249,6 +385,39 @@ mod tests {
             let why = at_least_one(bad).expect_err(bad);
             assert!(why.contains("at least 1"), "{why}");
             assert!(!why.contains("18446744073709551615"), "{why}");
+        }
+    }
+
+    #[test]
+    fn seconds_are_above_0_and_at_most_the_bound_and_say_the_range() {
+        assert_eq!(seconds(" 2.5 "), Ok(std::time::Duration::from_millis(2500)));
+        assert_eq!(
+            seconds("1e9"),
+            Ok(std::time::Duration::from_secs(1_000_000_000))
+        );
+        for bad in ["0", "-1", "1e300", "1e10", "inf", "NaN"] {
+            let why = seconds(bad).expect_err(bad);
+            assert_eq!(
+                why,
+                format!("{bad:?}: give a number of seconds above 0, at most 1e9")
+            );
+        }
+        let why = seconds("abc").expect_err("abc");
+        assert!(
+            why.contains("is not a number of seconds") && why.contains("1e9"),
+            "{why}"
+        );
+    }
+
+    #[test]
+    fn whole_numbers_are_ascii_digits_only() {
+        assert_eq!(whole_number(" 0 "), Ok(0));
+        assert_eq!(whole_number("8"), Ok(8));
+        for bad in ["-1", "+1", "1.5", "x", "", "99999999999999999999999"] {
+            assert_eq!(
+                whole_number(bad),
+                Err(format!("{bad:?}: give a whole number, 0 or more"))
+            );
         }
     }
 

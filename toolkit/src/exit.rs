@@ -22,6 +22,9 @@ pub enum Status {
 /// 2: usage or input error; every `Err` a tool returns maps to it.
 pub const USAGE: u8 = 2;
 
+/// 127: the command a tool was to run cannot be found or run, as a shell says of it.
+pub const COMMAND_NOT_FOUND: u8 = 127;
+
 impl Status {
     /// The process exit status this outcome stands for.
     pub fn code(self) -> u8 {

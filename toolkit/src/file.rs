@@ -42,19 +42,7 @@ pub fn read_at_most(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
     let meta = file.metadata()?;
     let kind = meta.file_type();
     if !kind.is_file() {
-        let what = if kind.is_fifo() {
-            "a FIFO"
-        } else if kind.is_char_device() {
-            "a character device"
-        } else if kind.is_block_device() {
-            "a block device"
-        } else if kind.is_socket() {
-            "a socket"
-        } else if kind.is_dir() {
-            "a folder"
-        } else {
-            "not a file"
-        };
+        let what = kind_name(kind);
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
             format!("is {what}, not a regular file; give a regular file there"),
@@ -64,6 +52,71 @@ pub fn read_at_most(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
         return Err(too_large(meta.len(), limit));
     }
     read_bounded(file, limit)
+}
+
+/// What a path that is not a regular file is, for a message (`is a FIFO, not ...`).
+fn kind_name(kind: std::fs::FileType) -> &'static str {
+    if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_char_device() {
+        "a character device"
+    } else if kind.is_block_device() {
+        "a block device"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_dir() {
+        "a folder"
+    } else if kind.is_file() {
+        "a file"
+    } else {
+        "not a file"
+    }
+}
+
+/// Whether a tool may use `path` as a folder it makes when missing (a scratch, a record
+/// folder): it is a folder (a symlink to one is followed), or it is missing and the nearest part
+/// of it that exists is a folder. Anything else (a file, a FIFO, a symlink to nothing, a file
+/// where a parent folder should be) is refused with what is there, so that the caller can say
+/// so before anything runs. A folder that cannot be made for another reason (permissions, a full
+/// disk) is found when it is made.
+pub fn check_folder(path: &Path) -> Result<(), String> {
+    let mut at = path;
+    loop {
+        match std::fs::metadata(at) {
+            Ok(meta) if meta.is_dir() => return Ok(()),
+            Ok(meta) if at == path => {
+                return Err(format!(
+                    "{} is not a folder but {}",
+                    path.display(),
+                    kind_name(meta.file_type())
+                ))
+            }
+            Ok(meta) => {
+                return Err(format!(
+                    "{} is not a folder but {}, so none can be made at {}",
+                    at.display(),
+                    kind_name(meta.file_type()),
+                    path.display()
+                ))
+            }
+            Err(e)
+                if e.kind() == io::ErrorKind::NotFound
+                    || e.raw_os_error() == Some(nix::libc::ENOTDIR) =>
+            {
+                if at.symlink_metadata().is_ok_and(|m| m.is_symlink()) {
+                    return Err(format!(
+                        "{} is not a folder but a symlink to nothing",
+                        at.display()
+                    ));
+                }
+                match at.parent() {
+                    Some(parent) if !parent.as_os_str().is_empty() => at = parent,
+                    _ => return Ok(()),
+                }
+            }
+            Err(_) => return Ok(()),
+        }
+    }
 }
 
 /// What `reader` gives, refused past `limit` bytes (a file that grew while read, or stdin).
@@ -90,6 +143,37 @@ fn too_large(size: u64, limit: u64) -> io::Error {
 mod tests {
     use super::*;
     use std::fs::File;
+
+    #[test]
+    fn a_folder_to_make_is_a_folder_or_missing_under_one() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let d = dir.path();
+        std::fs::write(d.join("f"), "").expect("write");
+        std::os::unix::fs::symlink(d.join("gone"), d.join("dangling")).expect("symlink");
+        std::os::unix::fs::symlink(d, d.join("up")).expect("symlink");
+        assert_eq!(check_folder(d), Ok(()));
+        assert_eq!(check_folder(&d.join("new/deeper")), Ok(()));
+        assert_eq!(check_folder(&d.join("up/new")), Ok(()));
+        assert_eq!(check_folder(Path::new("relative-and-missing")), Ok(()));
+        let f = d.join("f");
+        assert_eq!(
+            check_folder(&f),
+            Err(format!("{} is not a folder but a file", f.display()))
+        );
+        assert_eq!(
+            check_folder(&f.join("sub/x")),
+            Err(format!(
+                "{} is not a folder but a file, so none can be made at {}",
+                f.display(),
+                f.join("sub/x").display()
+            ))
+        );
+        let why = check_folder(&d.join("dangling")).expect_err("dangling");
+        assert!(why.contains("a symlink to nothing"), "{why}");
+        assert!(check_folder(Path::new("/dev/null"))
+            .expect_err("device")
+            .contains("a character device"));
+    }
 
     #[test]
     fn a_regular_file_is_read_whole() {

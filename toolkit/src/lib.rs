@@ -17,4 +17,4 @@ pub mod file;
 pub mod lock;
 pub mod shell;
 
-pub use exit::{exit, exit_status_help, Status, USAGE, USAGE_ROW};
+pub use exit::{exit, exit_status_help, Status, COMMAND_NOT_FOUND, USAGE, USAGE_ROW};

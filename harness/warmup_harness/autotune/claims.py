@@ -40,7 +40,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
-from . import atomic
+from . import atomic, safe_read
 from ..env import ProtocolError
 
 CLAIM_DIR = "WARMUP_HARNESS_CLAIM_DIR"
@@ -97,7 +97,7 @@ class Claims:
         """The published winner `{"kernel", "key", "config", "seconds", "record_dir"}` of this key,
         or None."""
         try:
-            doc = json.loads(self._winner(claim_name(kernel, key)).read_text(encoding="utf-8"))
+            doc = json.loads(safe_read.read_bytes(self._winner(claim_name(kernel, key))).decode("utf-8"))
         except (OSError, ValueError):
             return None
         ok = isinstance(doc, dict) and doc.get("kernel") == kernel and doc.get("key") == key \

@@ -26,9 +26,9 @@ from typing import Any, Callable
 
 from . import claims as claims_mod
 from . import records, resume
-from .configs import config_record, config_text, key_text
+from .configs import config_record, config_text, key_text, running_fingerprint
 from .policies import Recorder
-from .tuner_cache import TunerState, remember
+from .tuner_cache import TunerState, pruned_away, remember
 
 RECHECK_SECONDS = 1.0
 
@@ -67,6 +67,7 @@ class OnceRecorder(Recorder):
         self.untimed: set[tuple[str, str]] = set()
         self.resumed: set[tuple[str, str]] = set()
         self.carried = False  # the earlier record's keys are in this record
+        self._pruned: set[tuple[str, str]] = set()  # keys whose earlier config the pruning leaves out
 
     # The store view's policy (store.Policy).
     def contains(self, tuner, state, key, raw):
@@ -109,6 +110,9 @@ class OnceRecorder(Recorder):
     # What decides.
     def _pin(self, tuner: Any, state: TunerState, key: Any, recorded: dict) -> Any:
         config = state.config_index(tuner.configs).get(config_text(recorded))
+        if config is not None and pruned_away(tuner, state, config):
+            self._pruned.add((state.kernel, key_text(key)))
+            return None  # the tuner's pruning leaves it out now: tune the key
         if config is not None:
             remember(state.pinned, key, config)
         return config
@@ -128,8 +132,33 @@ class OnceRecorder(Recorder):
         if not self.carried:
             self.carried = True
             if not self.same_folder:
-                self.carried_keys = self._writer.carry(self.earlier.entries())
+                entries, unchecked = self._current(self.earlier.entries())
+                self.carried_keys = self._writer.carry(entries, unchecked)
         return True
+
+    def _current(self, entries: list) -> tuple[list, set[str]]:
+        """The earlier record's entries but those of a kernel whose fingerprint there differs from
+        the one this process runs (found by its name, met or not): keys tuned for the kernel as it
+        was are never carried, so no shard carries a stale key beside another's fresh one. A kernel
+        whose running fingerprint cannot be found is carried as it was, and returned among the
+        kernels no running one confirmed."""
+        running: dict[str, str | None] = {}
+        kept, dropped = [], {}
+        for entry in entries:
+            kernel, fingerprint = entry[0], entry[4]
+            if fingerprint is not None and kernel not in running:
+                running[kernel] = running_fingerprint(kernel)
+            now = running.get(kernel)
+            if fingerprint is not None and now is not None and now != fingerprint:
+                dropped[kernel] = dropped.get(kernel, 0) + 1
+                continue
+            kept.append(entry)
+        for kernel, count in dropped.items():
+            self._changed[kernel] = True
+            self._writer.explained.add(kernel)
+            self.notes.append(f"kernel {kernel} changed since {self.earlier.path} was recorded (source or "
+                              f"configs differ): its {count} key(s) are not carried, and are tuned again where met")
+        return kept, {kernel for kernel, now in running.items() if now is None}
 
     def _kernel_changed(self, tuner: Any, state: TunerState) -> bool:
         """Whether the earlier record's keys of this kernel were tuned for another version of it
@@ -217,6 +246,9 @@ class OnceRecorder(Recorder):
             held = ("it is this session's record: nothing carried" if self.same_folder
                     else f"{self.carried_keys} carried into this record")
             lines.append(f"resume: {len(self.resumed)} key(s) taken from {self.earlier.path}, not tuned again; {held}")
+        if self._pruned:
+            lines.append(f"resume: {len(self._pruned)} key(s) of {self.earlier.path if self.earlier else 'the record'} "
+                         f"tuned again: the kernel's pruning leaves their recorded config out")
         return lines + self.notes
 
 

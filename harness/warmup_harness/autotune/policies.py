@@ -8,8 +8,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 from . import records
+from .records import UNKNOWN, Made, Provenance, describe, made_here
 from .configs import config_record, config_text, key_text
-from .tuner_cache import Policy, TunerState, remember
+from .tuner_cache import Policy, TunerState, pruned_away, remember
 
 
 class Recorder(Policy):
@@ -72,10 +73,17 @@ class Replayer(Policy):
     goes to the tuner's sweep, counted."""
 
     def __init__(self, records: dict[str, dict[str, dict]], source: str, fail: bool,
-                 first_lookup: Callable[[], None], kernels: dict[str, str | None] | None = None):
+                 first_lookup: Callable[[], None], kernels: dict[str, str | None] | None = None,
+                 provenance: Provenance | None = None, here: Callable[[], Made] | None = None):
         super().__init__()
         self._records = records
         self._source = source
+        # Where each key was made (None: the record has no sidecar, nothing to check), and where
+        # this process runs, asked at the first lookup: a key made elsewhere is swept live.
+        self._provenance = provenance
+        self._here_of = here
+        self._here: Made = UNKNOWN
+        self.elsewhere: dict[Made, int] = {}  # keys met that were made elsewhere, by where
         self._kernels = kernels or {}  # the sidecar's fingerprints (records.fingerprints)
         self._changed: dict[str, bool] = {}  # kernel -> whether its fingerprint differs from the record's
         self.fail = fail  # a key the record cannot answer raises instead of being swept
@@ -97,7 +105,10 @@ class Replayer(Policy):
         return changed
 
     def closing(self) -> list[str]:
-        return self.notes
+        lines = [f"{count} key(s) of {self._source} were made on {describe(made)}, this process runs on "
+                 f"{describe(self._here)}: they are swept live, not replayed"
+                 for made, count in self.elsewhere.items()]
+        return lines + self.notes
 
     def _pin(self, tuner: Any, state: TunerState, key: Any) -> Any:
         try:
@@ -108,15 +119,25 @@ class Replayer(Policy):
         if self._first_lookup is not None:
             check, self._first_lookup = self._first_lookup, None
             check()
+            if self._here_of is not None:
+                self._here = self._here_of()
         text = key_text(key)
         if self._kernel_changed(tuner, state):
             return self._miss(state, key, text, "its kernel changed since it was recorded")
         recorded = self._records.get(state.kernel, {}).get(text)
         if recorded is None:
             return self._miss(state, key, text, "not in the record")
+        if self._provenance is not None:
+            made = self._provenance.made(state.kernel, text)
+            if not made_here(made, self._here):
+                if (state.kernel, text) not in self.missed:
+                    self.elsewhere[made] = self.elsewhere.get(made, 0) + 1
+                return self._miss(state, key, text, f"made on {describe(made)}")
         config = state.config_index(tuner.configs).get(config_text(recorded))
         if config is None:
             return self._miss(state, key, text, "its recorded config is not among the kernel's configs")
+        if pruned_away(tuner, state, config):
+            return self._miss(state, key, text, "the kernel's pruning leaves its recorded config out")
         self.replayed.add((state.kernel, text))
         remember(state.pinned, key, config)
         return config

@@ -16,10 +16,11 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from . import atomic
+from . import atomic, safe_read
 
 META_FORMAT = "warmup-harness-meta"
-META_VERSION = 1
+META_VERSION = 2  # what this harness writes: 2 added `foreign` (where each key was made)
+META_READS = (1, 2)  # what it reads: a version-1 sidecar's keys were all made where it names
 # The sidecar's signature of the last run that finished with nothing missing (protocol's
 # history::COMPLETE_FOR); the run's own is env.SIGNATURE, which warmup-plan sets.
 COMPLETE_FOR = "complete_for"
@@ -46,12 +47,16 @@ def short(value: Any) -> str:
 
 
 def _parse(path: Path, what: str) -> Any:
+    """The JSON at `path`; raises FileNotFoundError where there is none, RecordError for the rest
+    (a FIFO or a device there included: safe_read)."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = safe_read.read_bytes(path).decode("utf-8")
     except UnicodeDecodeError as exc:
         raise RecordError(f"{path}: {what} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except FileNotFoundError:
+        raise
     except OSError as exc:
-        raise RecordError(f"{path}: cannot read {what}: {exc.strerror}") from None
+        raise RecordError(f"{path}: cannot read {what}: {exc.strerror or exc}") from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
@@ -93,24 +98,25 @@ def check_records(doc: Any, path: Path) -> dict[str, dict[str, dict]]:
 
 
 def load_records(path: Path) -> dict[str, dict[str, dict]]:
-    """The record at `path`, checked."""
+    """The record at `path`, checked; raises RecordError, or FileNotFoundError where there is none."""
     return check_records(_parse(path, "the record"), path)
 
 
 def load_meta(path: Path) -> tuple[dict | None, str | None]:
     """The sidecar at `path` and None, or None and why it cannot be used (None, None if absent)."""
-    if not path.exists():
-        return None, None
     try:
         doc = _parse(path, "the sidecar")
+    except FileNotFoundError:
+        return None, None
     except RecordError as exc:
         return None, str(exc)
     if not (isinstance(doc, dict) and doc.get("format") == META_FORMAT):
         return None, f"{path}: not a {META_FORMAT} file; its versions and device are not checked"
-    # As the tools read it: the integer 1, not 1.0 nor true.
+    # As the tools read it: an integer they read, not 1.0 nor true.
     version = doc.get("version")
-    if type(version) is not int or version != META_VERSION:
-        return None, f"{path}: sidecar version {doc.get('version')!r}, expected {META_VERSION}; ignored"
+    if type(version) is not int or version not in META_READS:
+        reads = " or ".join(map(str, META_READS))
+        return None, f"{path}: sidecar version {version!r}, this harness reads {reads}; ignored"
     return doc, None
 
 
@@ -167,8 +173,67 @@ def changed(recorded: dict[str, str | None], kernel: str, fingerprint: str | Non
     return f"kernel {kernel} changed since {path} was recorded (source or configs differ): its {keys} key(s) are {then}"
 
 
+Made = tuple["str | None", "str | None"]  # (device, Triton version) a key was made with; None: unknown
+UNKNOWN: Made = (None, None)
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+class Provenance:
+    """Where each key of a record was made (docs/CONTRACT.md, "The record/replay harness",
+    `foreign`): the sidecar's own `device` and `triton`, but for the keys its `foreign` groups
+    name. With no sidecar, or one that cannot be read, every key's is unknown."""
+
+    def __init__(self, meta: dict | None):
+        self.known = isinstance(meta, dict)
+        self.own: Made = (_text(meta.get("device")), _text(meta.get("triton"))) if self.known else UNKNOWN
+        self.foreign: dict[tuple[str, str], Made] = {}
+        for group in (meta.get("foreign") if self.known else None) or []:
+            if not isinstance(group, dict) or not isinstance(group.get("keys"), dict):
+                continue
+            made = (_text(group.get("device")), _text(group.get("triton")))
+            for kernel, keys in group["keys"].items():
+                for key in keys if isinstance(keys, list) else []:
+                    if isinstance(key, str):
+                        self.foreign[kernel, key] = made
+
+    def made(self, kernel: str, key: str) -> Made:
+        return self.foreign.get((kernel, key), self.own)
+
+
+def foreign_groups(made: dict[tuple[str, str], Made], own: Made) -> list[dict]:
+    """The sidecar's `foreign`: the keys of `made` whose provenance is not `own`, grouped by
+    provenance in first-seen order."""
+    groups: dict[Made, dict[str, list[str]]] = {}
+    for (kernel, key), where in made.items():
+        if where != own:
+            groups.setdefault(where, {}).setdefault(kernel, []).append(key)
+    return [{"device": d, "triton": t, "keys": keys} for (d, t), keys in groups.items()]
+
+
+def describe(made: Made) -> str:
+    """`NVIDIA A100 with Triton 3.1.0`, unknown parts said so."""
+    device, triton = made
+    return f"{device or 'an unknown device'} with Triton {triton or 'unknown'}"
+
+
+def made_here(made: Made, here: Made) -> bool:
+    """Whether a key made with `made` answers in a process running `here`: the same device and
+    the same Triton, each known."""
+    return None not in made and made == here
+
+
 def sidecar_damage(meta: dict, path: Path) -> str | None:
-    """What makes a version-1 sidecar unfit to add keys to (a field of the wrong type), or None."""
+    """What makes a sidecar unfit to add keys to (a field of the wrong type), or None."""
+    foreign = meta.get("foreign", [])
+    if not isinstance(foreign, list) or not all(
+            isinstance(g, dict) and isinstance(g.get("keys"), dict) and all(
+                isinstance(v, list) and all(isinstance(k, str) for k in v) for v in g["keys"].values())
+            and all(g.get(f) is None or isinstance(g.get(f), str) for f in ("device", "triton"))
+            for g in foreign):
+        return f"{path}: \"foreign\" is {short(foreign)}, not a list of {{device, triton, keys: {{kernel: [key]}}}}"
     kernels = meta.get("kernels", {})
     if not isinstance(kernels, dict) or not all(v is None or isinstance(v, str) for v in kernels.values()):
         return f"{path}: \"kernels\" is {short(kernels)}, not an object {{kernel: fingerprint}}"

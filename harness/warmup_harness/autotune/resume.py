@@ -1,11 +1,12 @@
 """Resume: a key an earlier record already holds is not tuned again (docs/CONTRACT.md, "Resume").
 
 `WARMUP_HARNESS_RESUME_DIR` names the folder of an earlier record (scripts/warmup passes the
-RECORD_DIR it publishes into). Its `<op>.json` answers a key only when its sidecar `<op>.meta.json`
-names this process's Triton version and device model: a config tuned for another GPU or compiler
-is no answer, and neither is one tuned for another version of the kernel (the sidecar's
-`kernels` fingerprint differs from this one's: configs.fingerprint). `WARMUP_HARNESS_FRESH` (1,
-true, yes) turns it off. Such a key is pinned to the earlier config, not tuned.
+RECORD_DIR it publishes into). Its `<op>.json` answers a key only where its sidecar
+`<op>.meta.json` says the key was made with this process's Triton version on its device model
+(the sidecar's own `device` and `triton`, or its `foreign` group's: records.Provenance): a config
+tuned for another GPU or compiler is no answer, and neither is one tuned for another version of
+the kernel (the sidecar's `kernels` fingerprint differs from this one's: configs.fingerprint).
+`WARMUP_HARNESS_FRESH` (1, true, yes) turns it off. Such a key is pinned to the earlier config, not tuned.
 
 Two uses. The earlier record is the record this session writes (RESUME_DIR = RECORD_DIR, the
 record as a cache): its keys are there already, and nothing is carried. It is another folder's (a
@@ -27,7 +28,8 @@ from typing import Any, Callable
 
 from .. import env
 from ..env import ProtocolError
-from .records import RecordError, fingerprints, load_meta, load_records, meta_path, record_path
+from .records import (Made, Provenance, RecordError, describe, fingerprints, load_meta, load_records, made_here,
+                      meta_path, record_path)
 
 RESUME_DIR = "WARMUP_HARNESS_RESUME_DIR"
 FRESH = env.FRESH
@@ -41,46 +43,63 @@ class ResumeError(ProtocolError):
 
 
 class Earlier:
-    """The keys of an earlier record, usable once its device is known to be this process's."""
+    """The keys of an earlier record, each usable where it was made on this process's device and
+    Triton (the sidecar's `device` and `triton`, or its `foreign` group's: records.Provenance)."""
 
-    def __init__(self, path: Path, records: dict[str, dict[str, dict]], meta: dict):
+    def __init__(self, path: Path, records: dict[str, dict[str, dict]], meta: dict, triton: str | None = None):
         self.path = path
         self.records = records
         self.seconds: dict[str, dict[str, Any]] = meta.get("tune_seconds") or {}
-        self.triton = meta.get("triton")
+        self.provenance = Provenance(meta)
+        self.triton = triton  # this process's
         self.device = meta.get("device")
         self.kernels = fingerprints(meta)  # {kernel: fingerprint}; a kernel not named is trusted
         self.checked: bool | None = None  # the device was compared (at the first key)
+        self.here: tuple[str | None, str | None] = (None, triton)
+        self.elsewhere = 0  # keys made on another device or Triton, tuned again where met
 
     def usable(self, device_name: Callable[[], str | None], notes: list[str]) -> bool:
-        """Whether the earlier record was made on this device model; asked at the first key,
-        once the benchmark has set its device up."""
+        """Whether any key of the earlier record was made on this device model and Triton; asked at
+        the first key, once the benchmark has set its device up."""
         if self.checked is None:
-            here = device_name()
-            self.checked = here is not None and here == self.device
+            self.here = (device_name(), self.triton)
+            made = [self.provenance.made(kernel, key) for kernel, keys in self.records.items() for key in keys]
+            mine = sum(made_here(where, self.here) for where in made)
+            self.elsewhere = len(made) - mine
+            self.checked = mine > 0 or not made
             if not self.checked:
                 notes.append(f"resume: {self.path} was recorded on {self.device}, this process runs on "
-                             f"{here}: its keys are tuned again")
+                             f"{self.here[0]}: its keys are tuned again")
+            elif self.elsewhere:
+                notes.append(f"resume: {self.elsewhere} key(s) of {self.path} were made on another device or "
+                             f"Triton than {describe(self.here)} (its sidecar says where): they are tuned "
+                             f"again where met")
         return self.checked
 
-    def entries(self) -> list[tuple[str, str, dict, Any, str | None]]:
-        """Every (kernel, key, config, seconds, fingerprint) of the earlier record, as the record
-        writer carries them (writer.RecordWriter.carry)."""
+    def entries(self) -> list[tuple[str, str, dict, Any, str | None, Made]]:
+        """Every (kernel, key, config, seconds, fingerprint, made) of the earlier record, as the
+        record writer carries them (writer.RecordWriter.carry), each with where it was made."""
         out = []
         for kernel, keys in self.records.items():
             fingerprint = self.kernels.get(kernel)
             for key in keys:
-                config, seconds = self.lookup(kernel, key)
-                out.append((kernel, key, config, seconds, fingerprint))
+                config, seconds = self._found(kernel, key)
+                out.append((kernel, key, config, seconds, fingerprint, self.provenance.made(kernel, key)))
         return out
 
     def keys(self) -> int:
         return sum(len(v) for v in self.records.values())
 
     def lookup(self, kernel: str, key: str) -> tuple[dict, Any] | None:
-        config = self.records.get(kernel, {}).get(key)
-        if config is None:
+        """The key's config and seconds where it was made on this device and Triton, else None."""
+        if kernel not in self.records or key not in self.records[kernel]:
             return None
+        if not made_here(self.provenance.made(kernel, key), self.here):
+            return None
+        return self._found(kernel, key)
+
+    def _found(self, kernel: str, key: str) -> tuple[dict, Any]:
+        config = self.records[kernel][key]
         seconds = self.seconds.get(kernel, {}) if isinstance(self.seconds, dict) else {}
         value = seconds.get(key) if isinstance(seconds, dict) else None
         ok = isinstance(value, (int, float)) and not isinstance(value, bool)
@@ -111,11 +130,11 @@ def load(setting: Callable[[str], str | None], op: str, triton_version: str,
         return None
     directory = Path(folder.strip())
     path = record_path(directory, op)
-    if not path.exists():
+    try:  # read, not asked first: a folder this user cannot search is a warning too (EACCES)
+        records = load_records(path)
+    except FileNotFoundError:
         lines.append(f"resume: {path} does not exist yet: every key is tuned")
         return None
-    try:
-        records = load_records(path)
     except RecordError as exc:
         lines.append(f"WARNING resume: {exc}; every key is tuned")
         return None
@@ -124,14 +143,16 @@ def load(setting: Callable[[str], str | None], op: str, triton_version: str,
         why = problem or f"{meta_path(directory, op)} is missing"
         lines.append(f"resume: {why}: the Triton and device that made {path} are unknown, every key is tuned")
         return None
-    if meta.get("triton") != triton_version:
+    provenance = Provenance(meta)
+    made = [provenance.made(kernel, key) for kernel, keys in records.items() for key in keys]
+    if made and not any(triton == triton_version for _, triton in made):
         lines.append(f"resume: {path} was recorded with Triton {meta.get('triton')}, this is Triton "
                      f"{triton_version}: every key is tuned")
         return None
-    if not meta.get("device"):
+    if made and not any(device for device, _ in made):
         lines.append(f"resume: {meta_path(directory, op)} names no device: every key is tuned")
         return None
-    keys = sum(len(v) for v in records.values())
-    lines.append(f"resume: {keys} key(s) of {path} (Triton {triton_version}, {meta['device']}) are not "
+    keys = sum(triton == triton_version for _, triton in made)
+    lines.append(f"resume: {keys} key(s) of {path} (Triton {triton_version}, {meta.get('device')}) are not "
                  f"tuned again where the device is the same; {FRESH}=1 tunes every key")
-    return Earlier(path, records, meta)
+    return Earlier(path, records, meta, triton_version)

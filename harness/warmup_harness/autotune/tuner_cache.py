@@ -48,6 +48,29 @@ class TunerState:
         return self._index
 
 
+def pruned_away(tuner: Any, state: TunerState, config: Any) -> bool:
+    """Whether the tuner's own pruning (`prune_configs_by`), for the launch under way, leaves out
+    `config`, which a record would pin: a pin is only ever one of the configs the tuner itself
+    would have timed. A tuner that does not prune, or no launch under way, leaves nothing out;
+    pruning that fails leaves everything out (the tuner's own sweep then says why)."""
+    from ..triton_private import launch_kwargs, prunes
+
+    if not prunes(tuner):
+        return False
+    kwargs = launch_kwargs(tuner)
+    if kwargs is None:
+        return False
+    pending, state.pending = state.pending, None  # no precompile: nothing is timed for this
+    try:
+        kept = tuner.prune_configs(kwargs)
+    except Exception:
+        return True
+    finally:
+        state.pending = pending
+    want = config_text(config_record(config))
+    return not any(c is config or config_text(config_record(c)) == want for c in kept)
+
+
 class Policy:
     """What the store view does at a lookup, a miss and a decision; record and replay subclass it.
 

@@ -31,9 +31,10 @@ from pathlib import Path
 from typing import Any, Callable
 from collections.abc import Iterator
 
-from . import atomic
-from .records import (COMPLETE_FOR, META_FORMAT, META_VERSION, RecordError, fingerprints, load_meta, load_records,
-                      meta_path, record_path, sidecar_damage, versions)
+from . import atomic, safe_read
+from .records import (COMPLETE_FOR, META_FORMAT, META_VERSION, UNKNOWN, Made, Provenance, RecordError, describe,
+                      fingerprints, foreign_groups, load_meta, load_records, meta_path, record_path,
+                      sidecar_damage, versions)
 
 _UNASKED = object()
 
@@ -51,13 +52,15 @@ def sessions_path(directory: Path, op: str) -> Path:
     return directory / f".{op}.sessions"
 
 
-Entry = tuple[str, str, dict, Any, "str | None"]  # kernel, key, config, seconds, kernel fingerprint
+# kernel, key, config, seconds, kernel fingerprint, and where it was made (None: by the folding
+# process, for a journal line written before lines named it)
+Entry = tuple[str, str, dict, Any, "str | None", "Made | None"]
 
 
 def journal_entries(data: bytes) -> list[Entry]:
-    """The journal's (kernel, key, config, seconds, fingerprint), in order; a line that is not one
-    is skipped (a line cut short by a writer killed mid-append: the next append starts on a line
-    of its own), and the last piece, without its newline, was cut short (or is empty)."""
+    """The journal's (kernel, key, config, seconds, fingerprint, made), in order; a line that is
+    not one is skipped (a line cut short by a writer killed mid-append: the next append starts on
+    a line of its own), and the last piece, without its newline, was cut short (or is empty)."""
     entries = []
     for line in data.split(b"\n")[:-1]:
         try:
@@ -68,21 +71,31 @@ def journal_entries(data: bytes) -> list[Entry]:
         if isinstance(kernel, str) and isinstance(key, str) and isinstance(config, dict) \
                 and isinstance(config.get("kwargs"), dict):
             fingerprint = entry.get("fingerprint")
+            made = None
+            if "device" in entry or "triton" in entry:
+                made = tuple(v if isinstance(v, str) else None for v in (entry.get("device"), entry.get("triton")))
             entries.append((kernel, key, config, entry.get("seconds"),
-                            fingerprint if isinstance(fingerprint, str) else None))
+                            fingerprint if isinstance(fingerprint, str) else None, made))
     return entries
 
 
-def unfolded(directory: Path, op: str, records: dict) -> int:
+def unfolded(directory: Path, op: str, records: dict, provenance: Provenance | None = None) -> int:
     """Replay: adds to `records` the keys a record session journaled but did not fold (it was
-    killed), as the next record session would fold them; returns how many. Reads only."""
+    killed), as the next record session would fold them, and to `provenance` where each was made
+    (a line that says nothing: where the sidecar's own keys were); returns how many. Reads only."""
+    path = journal_path(directory, op)
     try:
-        data = journal_path(directory, op).read_bytes()
-    except OSError:
+        data = safe_read.read_bytes(path)
+    except FileNotFoundError:
         return 0
+    except OSError as exc:  # a FIFO or a device there included: its keys, if any, are not replayed
+        raise RecordError(f"{path}: cannot read the journal ({exc.strerror or exc}); its keys, if any, "
+                          f"are not replayed") from None
     entries = journal_entries(data)
-    for kernel, key, config, _, _ in entries:
+    for kernel, key, config, _, _, where in entries:
         records.setdefault(kernel, {})[key] = config
+        if provenance is not None:
+            provenance.foreign[kernel, key] = where if where is not None else provenance.own
     return len(entries)
 
 
@@ -100,7 +113,11 @@ class RecordWriter:
         self.seconds = 0.0
         self.notes: list[str] = []  # said at the end: a damaged sidecar replaced, a fold that failed
         self.explained: set[str] = set()  # kernels whose change a line said already (once_recorder.py)
+        self.foreign: dict[Made, int] = {}  # keys of the record made elsewhere, by where, at the last fold
+        self._foreign_here: Made = UNKNOWN
         self.folds = 0  # record rewrites by this writer (each one the whole record)
+        self.unwritten: list[tuple[str, str]] = []  # keys whose journal line could not be written
+        self._write_failure: str | None = None  # why the first of them could not
         self._sessions: int | None = None  # the descriptor holding LOCK_SH on `.<op>.sessions`
         self.extra_meta: Callable[[], dict] = dict  # the session's own sidecar fields, at each fold
         self._device_name = device_name
@@ -114,9 +131,14 @@ class RecordWriter:
     def _locked(self) -> Iterator[None]:
         self._busy = True
         try:
-            with open(self.directory / f".{self.op}.lock", "a") as lock:
+            # O_NONBLOCK: a FIFO in its place is refused (ENXIO), not waited on for a reader.
+            lock = os.open(self.directory / f".{self.op}.lock",
+                           os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC, 0o666)
+            try:
                 fcntl.flock(lock, fcntl.LOCK_EX)
                 yield
+            finally:
+                os.close(lock)
         finally:
             self._busy = False
             if self._stop_signal is not None:  # a SIGTERM came meanwhile: fold and die of it now
@@ -132,6 +154,12 @@ class RecordWriter:
                 load_records(self.path)
         except OSError as exc:
             raise self._unwritable(exc) from None
+        try:  # a journal every key would be appended to: a FIFO or a device there refuses the run
+            safe_read.check_file(self.journal)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            raise self._unreadable_journal(exc) from None
 
     def _go_live(self) -> None:
         """Before this session's first write: holds `.<op>.sessions` for the rest of its life and
@@ -146,7 +174,8 @@ class RecordWriter:
         """Holds `flock(LOCK_SH)` on `.<op>.sessions` until release(): warmup-publish, which takes
         LOCK_EX|LOCK_NB there before it removes a journal, leaves this session's journal alone."""
         if self._sessions is None:
-            fd = os.open(sessions_path(self.directory, self.op), os.O_RDONLY | os.O_CREAT, 0o644)
+            fd = os.open(sessions_path(self.directory, self.op),
+                         os.O_RDONLY | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
             try:
                 fcntl.flock(fd, fcntl.LOCK_SH)
             except BaseException:
@@ -168,12 +197,15 @@ class RecordWriter:
                  "seconds": round(seconds, 6) if seconds is not None else None}
         if fingerprint is not None:
             entry["fingerprint"] = fingerprint
+        entry["device"], entry["triton"] = self._here()
         line = (json.dumps(entry) + "\n").encode("utf-8")
+        journaled = False
         try:
             self._go_live()
             with self._locked():
-                fd = os.open(self.journal, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o666)
+                fd = os.open(self.journal, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC, 0o666)
                 try:
+                    safe_read.check_regular(fd)
                     size = os.fstat(fd).st_size
                     if size and os.pread(fd, 1, size - 1) != b"\n":
                         # A writer killed mid-append cut its line short: this one starts a line of
@@ -182,33 +214,48 @@ class RecordWriter:
                     view = memoryview(line)
                     while view:
                         view = view[os.write(fd, view):]
-                    journaled = os.fstat(fd).st_size
+                    journaled = True
+                    size = os.fstat(fd).st_size
                 finally:
                     os.close(fd)
                 try:
                     recorded = self.path.stat().st_size
                 except FileNotFoundError:
                     recorded = 0
-                if recorded < FOLD_EVERY_KEY_BELOW or journaled >= recorded:
+                if recorded < FOLD_EVERY_KEY_BELOW or size >= recorded:
                     self._fold()
-        except OSError as exc:
-            raise self._unwritable(exc) from None
+        except (OSError, RecordError) as exc:
+            # The record is a cache: a write that fails (a full disk) never fails the test, which
+            # runs on with the config it tuned. A fold that fails leaves the key in the journal.
+            if not journaled:
+                self.unwritten.append((kernel, key))
+                self._write_failure = self._write_failure or (exc.strerror if isinstance(exc, OSError) and
+                                                              exc.strerror else str(exc))
+                return
+            self._fold_failed(exc)
         self.decided.add((kernel, key))
         self.seconds += seconds or 0.0
 
-    def carry(self, entries: list[Entry]) -> int:
+    def _here(self) -> Made:
+        """Where this process makes its keys: its device (None until asked) and its Triton."""
+        device = None if self._device is _UNASKED else self._device
+        return device, versions()["triton"]
+
+    def carry(self, entries: list[Entry], unchecked: set[str] = frozenset()) -> int:
         """Puts an earlier record's keys into this one in one fold, however many (resume into
         another folder): a key the record holds already keeps its config, and a kernel whose
-        fingerprint there differs from the carried one keeps none of the carried keys. Returns how
-        many were carried; raises RecordError."""
+        fingerprint there differs from the carried one keeps none of the carried keys; `unchecked`
+        names the kernels whose carried fingerprint no running kernel confirmed (the sidecar's
+        `unchecked`). Returns how many were carried; raises RecordError."""
         if self._device is _UNASKED:
             self._device = self._device_name()
         try:
             self._go_live()
             with self._locked():
-                carried = self._fold(carried=entries)
-        except OSError as exc:
-            raise self._unwritable(exc) from None
+                carried = self._fold(carried=entries, unchecked=unchecked)
+        except (OSError, RecordError) as exc:  # a cache: the keys are pinned all the same
+            self._fold_failed(exc)
+            return 0
         for kernel, key, *_ in entries:
             self.decided.add((kernel, key))
         return carried
@@ -216,15 +263,29 @@ class RecordWriter:
     def close(self) -> None:
         """Folds what this session (and any other) journaled; a failure is a note, the journal kept.
         A session that wrote nothing folds nothing and takes no lock."""
+        unwritten = (f"WARNING {self.journal}: {len(self.unwritten)} key(s) tuned here could not be written "
+                     f"({self._write_failure}): their tests ran on with the configs tuned, the record holds "
+                     f"what it held, and the next record session tunes them again")
+        if self.unwritten and unwritten not in self.notes:
+            self.notes.append(unwritten)
         if self._sessions is None:
             return
         try:
             with self._locked():
                 self._fold()
         except (OSError, RecordError) as exc:
-            why = exc.strerror if isinstance(exc, OSError) else str(exc)
-            self.notes.append(f"WARNING {self.journal}: not folded into {self.path} ({why}); its keys "
-                              f"are kept there and folded by the next record session in that folder")
+            self._fold_failed(exc)
+
+    def _fold_failed(self, exc: OSError | RecordError) -> None:
+        why = (exc.strerror or str(exc)) if isinstance(exc, OSError) else str(exc)
+        note = (f"WARNING {self.journal}: not folded into {self.path} ({why}); its keys are kept there "
+                f"and folded by the next record session in that folder")
+        if note not in self.notes:
+            self.notes.append(note)
+
+    def _unreadable_journal(self, exc: OSError) -> RecordError:
+        return RecordError(f"{self.journal}: cannot read the journal ({exc.strerror or exc}): remove it, "
+                           f"or give a record folder of its own")
 
     def vouch(self, signature: str) -> None:
         """Names `signature` in the sidecar's `complete_for`: this session, which used the record
@@ -248,34 +309,49 @@ class RecordWriter:
         return RecordError(f"{self.path}: cannot write the record ({exc.strerror or exc}): the record "
                            f"folder must be a writable folder")
 
-    def _fold(self, carried: list[Entry] = ()) -> int:
+    def _fold(self, carried: list[Entry] = (), unchecked: set[str] = frozenset()) -> int:
         """Under the lock: the journal's keys, then the carried ones, into the record and the
-        sidecar (one rewrite of each), then no journal. Returns how many carried keys went in."""
+        sidecar (one rewrite of each), then no journal. Returns how many carried keys went in.
+
+        Every key keeps where it was made: a key already in the record keeps what the sidecar
+        there said of it, a journaled key what its line says (this process, for a line that names
+        nothing), a carried key its earlier record's; those not made as the sidecar's own `device`
+        and `triton` (this process's) are listed in its `foreign`, so that no sidecar vouches for
+        a key made on another device or Triton."""
         try:
-            data = self.journal.read_bytes()
+            data = safe_read.read_bytes(self.journal)
         except FileNotFoundError:
             data = None
+        except OSError as exc:  # a FIFO or a device there included
+            raise self._unreadable_journal(exc) from None
         entries = journal_entries(data) if data is not None else []
         added = 0
         if entries or carried:
             records = load_records(self.path) if self.path.exists() else {}
-            meta = self._sidecar_to_merge_into()
+            meta, known = self._sidecar_to_merge_into()
+            before = Provenance(meta if known else None)
+            made = {(kernel, key): before.made(kernel, key) for kernel, keys in records.items() for key in keys}
             meta.update(versions(), harness=_harness_version())
             self._add_process_seconds(meta)
             if self._device not in (None, _UNASKED) or "device" not in meta:
                 meta["device"] = None if self._device is _UNASKED else self._device
+            here = (meta.get("device"), meta.get("triton"))
+            mine = self._here() if self._device is not _UNASKED else here
             tune = meta.setdefault("tune_seconds", {})
             kernels = fingerprints(meta)
-            for kernel, key, config, seconds, fingerprint in entries:
+            doubtful = {k for k in meta.get("unchecked", []) if isinstance(k, str)} | set(unchecked)
+            for kernel, key, config, seconds, fingerprint, where in entries:
                 if fingerprint is not None:
+                    doubtful.discard(kernel)  # taken from the kernel that ran here
                     if kernel in kernels and kernels[kernel] != fingerprint:
-                        self._drop_changed(kernel, records, tune)
+                        self._drop_changed(kernel, records, tune, made)
                     kernels[kernel] = fingerprint
                 records.setdefault(kernel, {})[key] = config
                 tune.setdefault(kernel, {})[key] = seconds
-            for kernel, key, config, seconds, fingerprint in carried:
-                here = kernels.get(kernel, fingerprint)
-                if fingerprint is not None and here != fingerprint:
+                made[kernel, key] = where if where is not None else mine
+            for kernel, key, config, seconds, fingerprint, where in carried:
+                here_print = kernels.get(kernel, fingerprint)
+                if fingerprint is not None and here_print != fingerprint:
                     continue  # tuned here for the kernel as it is now: the earlier keys are stale
                 if fingerprint is not None:
                     kernels[kernel] = fingerprint
@@ -283,11 +359,25 @@ class RecordWriter:
                 if key not in keys:
                     keys[key] = config
                     tune.setdefault(kernel, {})[key] = seconds
+                    made[kernel, key] = where if where is not None else UNKNOWN
                     added += 1
             if kernels or "kernels" in meta:
                 meta["kernels"] = kernels
             if self._dropped:
                 meta.pop(COMPLETE_FOR, None)
+            doubtful &= {k for k, v in kernels.items() if v is not None}
+            if doubtful:
+                meta["unchecked"] = sorted(doubtful)
+            else:
+                meta.pop("unchecked", None)
+            foreign = foreign_groups(made, here)
+            if foreign:
+                meta["foreign"] = foreign
+                self._say_foreign(foreign, here)
+            else:
+                meta.pop("foreign", None)
+                self.foreign = {}
+            meta["version"] = META_VERSION
             atomic.write_bytes(self.path, (json.dumps(records) + "\n").encode("utf-8"))
             self.folds += 1
             # The record never waits on its sidecar: one that cannot be written is a note.
@@ -299,10 +389,24 @@ class RecordWriter:
             self.journal.unlink()
         return added
 
-    def _drop_changed(self, kernel: str, records: dict, tune: dict) -> None:
+    def _say_foreign(self, foreign: list[dict], here: Made) -> None:
+        """Keeps, for the closing lines, how many keys of the record were made elsewhere, by where."""
+        self.foreign = {(g["device"], g["triton"]): sum(len(keys) for keys in g["keys"].values()) for g in foreign}
+        self._foreign_here = here
+
+    def foreign_lines(self) -> list[str]:
+        """A line per place where keys this record holds beside this process's were made."""
+        return [f"{self.path}: {count} key(s) there were made on {describe(made)}, not on "
+                f"{describe(self._foreign_here)}: they stay, named so in {self.meta.name}, and are tuned "
+                f"again wherever the device or Triton differs" for made, count in self.foreign.items()]
+
+    def _drop_changed(self, kernel: str, records: dict, tune: dict, made: dict) -> None:
         """A key of `kernel` decided for another fingerprint than the record's: the record's keys of
         it were tuned for the kernel as it was, and answer nothing now."""
-        dropped = len(records.pop(kernel, {}))
+        gone = records.pop(kernel, {})
+        dropped = len(gone)
+        for key in gone:
+            made.pop((kernel, key), None)
         tune.pop(kernel, None)
         self._dropped = True  # the sidecar's complete_for vouches for keys no longer there
         if dropped and kernel not in self.explained:
@@ -327,17 +431,18 @@ class RecordWriter:
         else:
             meta["compile_seconds"] = old_compiled
 
-    def _sidecar_to_merge_into(self) -> dict:
-        """The sidecar there, or a new one where there is none or it cannot be merged into: the
-        record never waits on its sidecar being sound."""
+    def _sidecar_to_merge_into(self) -> tuple[dict, bool]:
+        """The sidecar there and True, or a new one and False where there is none or it cannot be
+        merged into (then nothing says where the record's keys were made): the record never waits
+        on its sidecar being sound."""
         meta, problem = load_meta(self.meta)
         if meta is not None:
             problem = sidecar_damage(meta, self.meta)
         if problem is not None and not any(problem in note for note in self.notes):
             self.notes.append(f"WARNING {problem}; it was replaced by this run's sidecar")
         if problem is not None or meta is None:
-            return {"format": META_FORMAT, "version": META_VERSION, "op": self.op, "tune_seconds": {}}
-        return meta
+            return {"format": META_FORMAT, "version": META_VERSION, "op": self.op, "tune_seconds": {}}, False
+        return meta, True
 
     # SIGTERM: fold, then die of it as the process would have.
     def fold_on_sigterm(self) -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .settings import LOCK_DIR
+from ..autotune import atomic
 from ..env import ProtocolError
 
 
@@ -82,9 +83,11 @@ class DeviceTimingLock:
         except OSError as exc:
             raise ProtocolError(f"{LOCK_DIR}={self.folder}: cannot make the device timing locks' folder "
                                 f"({exc.strerror or exc}); set {LOCK_DIR} to a folder you can write") from None
-        if not os.access(self.folder, os.W_OK | os.X_OK):
-            raise ProtocolError(f"{LOCK_DIR}={self.folder}: the device timing locks' folder cannot be written; "
-                                f"set {LOCK_DIR} to a folder you can write")
+        try:  # by making a file there, as the first lock will: access() would pass root through /proc
+            atomic.probe(self.folder)
+        except OSError as exc:
+            raise ProtocolError(f"{LOCK_DIR}={self.folder}: the device timing locks' folder cannot be written "
+                                f"({exc.strerror or exc}); set {LOCK_DIR} to a folder you can write") from None
 
     def _make_folder(self) -> None:
         if not self.folder.is_dir():
@@ -99,7 +102,8 @@ class DeviceTimingLock:
             path = self.path(token)
             try:
                 self._make_folder()
-                fd = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
+                # O_NONBLOCK: a FIFO in its place is opened at once, not waited on for a writer.
+                fd = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
             except OSError as exc:
                 raise RuntimeError(f"warmup-harness: {_lock_failure(path, exc)}") from None
             _readable_by_all(fd)

@@ -1,0 +1,66 @@
+//! warmup-plan as a process: whose name its messages carry, and what it answers before it
+//! decides anything.
+
+use predicates::prelude::*;
+
+fn plan() -> assert_cmd::Command {
+    testkit::tool(env!("CARGO_BIN_EXE_warmup-plan"))
+}
+
+#[test]
+fn run_for_a_driver_it_speaks_as_the_driver_and_run_directly_as_itself() {
+    // Issue 29: run by hand, its errors said `warmup:`.
+    plan()
+        .args(["--gpus", "x", "--", "true"])
+        .assert()
+        .code(2)
+        .stdout("")
+        .stderr(
+            predicate::str::starts_with("warmup-plan: error: invalid value 'x' for '--gpus <N>'")
+                .and(predicate::str::ends_with(
+                    "warmup-plan: run 'warmup-plan --help' for usage\n",
+                ))
+                .and(predicate::str::contains("\nwarmup:").not()),
+        );
+    for driver in ["warmup", "warmup-slurm"] {
+        plan()
+            .args(["--for", driver, "--bogus", "--", "true"])
+            .assert()
+            .code(2)
+            .stderr(format!(
+                "{driver}: unknown option '--bogus' (COMMAND goes after --)\n\
+                 {driver}: run '{driver} --help' for usage\n"
+            ));
+    }
+}
+
+#[test]
+fn a_command_that_cannot_run_is_exit_127_and_nothing_decided() {
+    plan()
+        .args(["--for", "warmup", "--gpus", "2", "--", "no-such-command-xyz"])
+        .env("PATH", "/usr/bin:/bin")
+        .assert()
+        .code(127)
+        .stdout("")
+        .stderr(
+            "warmup: COMMAND \"no-such-command-xyz\" not found in PATH (or not executable); give its path or fix PATH\n",
+        );
+}
+
+#[test]
+fn it_and_its_drivers_answer_version() {
+    let version = env!("CARGO_PKG_VERSION");
+    plan()
+        .arg("--version")
+        .assert()
+        .success()
+        .stdout(format!("warmup-plan {version}\n"));
+    // A driver's --version is text the driver prints, as its --help is.
+    for driver in ["warmup", "warmup-slurm"] {
+        plan()
+            .args(["--for", driver, "--version"])
+            .assert()
+            .success()
+            .stdout(format!("decision=help\ntext='{driver} {version}\n'\n"));
+    }
+}

@@ -1,0 +1,294 @@
+"""warmup_harness and the files it is given: what it does with a FIFO, a device, a folder it cannot
+read or a disk that fills, in record, replay and resume sessions (docs/CONTRACT.md, "File formats",
+"Resume", "Record mode"); and the rules it shares with the tools (an op as a file name).
+
+Real pytest sessions over tests/triton_fixture, as in test_harness.py. A session that would hang
+on a FIFO is caught by the subprocess timeout (support.HANG), a hang guard only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from support import BIN_DIR, HANG, run_tool
+from test_harness import (SCRIPT, SHAPES, SOURCE, Run, bench, bench_command, bench_env, copy_records, recorded,
+                          shape_file)
+
+sys.path.insert(0, str(SOURCE))
+from warmup_harness import env as harness_env  # noqa: E402
+from warmup_harness.autotune import resume, safe_read  # noqa: E402
+
+__all__ = ["recorded"]  # the module-scoped fixture, shared with test_harness.py's tests
+
+F16 = ["float16"] * 3
+
+
+def put(path: Path, kind: str) -> str:
+    """Puts a FIFO or a symlink to /dev/zero at `path`; returns what the harness must call it."""
+    if kind == "fifo":
+        os.mkfifo(path)
+        return "is a FIFO, not a regular file; give a regular file there"
+    path.symlink_to("/dev/zero")
+    return "is a character device, not a regular file; give a regular file there"
+
+
+KINDS = ["fifo", "dev-zero"]
+
+
+def test_the_harness_reads_a_file_by_the_tools_rule_a_regular_file_of_at_most_1_gib(tmp_path):
+    assert safe_read.MAX_BYTES == 1 << 30  # toolkit::file::MAX_BYTES
+    (tmp_path / "a.json").write_bytes(b"{}\n")
+    assert safe_read.read_bytes(tmp_path / "a.json") == b"{}\n"
+    big = tmp_path / "big.json"
+    with open(big, "wb") as f:  # sparse: refused by its size, before a byte is read
+        f.truncate(safe_read.MAX_BYTES + 1)
+    with pytest.raises(safe_read.Refused, match="over the 1073741824 this harness reads of one file"):
+        safe_read.read_bytes(big)
+    with pytest.raises(safe_read.Refused, match="over the 2 this harness"):
+        safe_read.read_bytes(tmp_path / "a.json", limit=2)
+    with pytest.raises(safe_read.Refused, match="is a folder, not a regular file"):
+        safe_read.read_bytes(tmp_path)
+    with pytest.raises(FileNotFoundError):
+        safe_read.read_bytes(tmp_path / "none.json")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("mode", ["RECORD", "REPLAY"])
+def test_a_record_that_is_a_fifo_or_a_device_is_refused_at_once_in_record_and_replay(recorded, tmp_path, kind,
+                                                                                   mode):
+    folder = copy_records(recorded[0], tmp_path / "rec")
+    (folder / "mm.json").unlink()
+    what = put(folder / "mm.json", kind)
+    run = bench(tmp_path, shape_file(tmp_path, SHAPES), **{f"FLAGGEMS_PERF_AUTOTUNE_{mode}_DIR": str(folder)})
+    assert run.returncode == 4, run.output  # a record that cannot be read refuses the run, as a torn one
+    assert f"warmup-harness: {folder / 'mm.json'}: cannot read the record: {what}" in run.stderr
+    assert run.sessions == [], "a test ran"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_replayed_sidecar_that_is_a_fifo_or_a_device_is_a_warning(recorded, tmp_path, kind):
+    folder = copy_records(recorded[0], tmp_path / "rec")
+    (folder / "mm.meta.json").unlink()
+    what = put(folder / "mm.meta.json", kind)
+    run = bench(tmp_path, shape_file(tmp_path, SHAPES), FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR=str(folder))
+    assert run.returncode == 0, run.output
+    assert f"WARNING {folder / 'mm.meta.json'}: cannot read the sidecar: {what}" in run.stderr
+    assert "replayed 12, swept 0 live" in run.stderr
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_recorded_sidecar_that_is_a_fifo_or_a_device_is_replaced_with_a_warning(tmp_path, kind):
+    folder = tmp_path / "rec"
+    folder.mkdir()
+    what = put(folder / "mm.meta.json", kind)
+    run = bench(tmp_path, shape_file(tmp_path, SHAPES[:1]), FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(folder))
+    assert run.returncode == 0, run.output
+    assert f"WARNING {folder / 'mm.meta.json'}: cannot read the sidecar: {what}; it was replaced" in run.stderr
+    assert json.loads((folder / "mm.meta.json").read_text())["format"] == "warmup-harness-meta"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_journal_that_is_a_fifo_or_a_device_refuses_a_record_session_and_warns_a_replay(recorded, tmp_path,
+                                                                                        kind):
+    folder = copy_records(recorded[0], tmp_path / "rec")
+    what = put(folder / ".mm.journal", kind)
+    shapes = shape_file(tmp_path, SHAPES)
+    run = bench(tmp_path, shapes, FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR=str(folder))
+    assert run.returncode == 0, run.output
+    assert f"WARNING {folder / '.mm.journal'}: cannot read the journal ({what}); its keys" in run.stderr
+    assert "replayed 12, swept 0 live" in run.stderr
+    run = bench(tmp_path, shapes, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(folder))
+    assert run.returncode == 4, run.output  # every key would be appended to it: refused before any test
+    assert f"warmup-harness: {folder / '.mm.journal'}: cannot read the journal ({what})" in run.stderr
+    assert run.sessions == []
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("which", ["mm.json", "mm.meta.json"])
+def test_an_earlier_record_or_sidecar_that_is_a_fifo_or_a_device_resumes_nothing_with_a_line(recorded, tmp_path,
+                                                                                           which, kind):
+    earlier = copy_records(recorded[0], tmp_path / "earlier")
+    (earlier / which).unlink()
+    what = put(earlier / which, kind)
+    run = bench(tmp_path, shape_file(tmp_path, SHAPES[:1]), FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "rec"),
+                WARMUP_HARNESS_RESUME_DIR=str(earlier))
+    assert run.returncode == 0, run.output
+    said = "cannot read the record" if which == "mm.json" else "cannot read the sidecar"
+    assert f"resume: {earlier / which}: {said}: {what}" in run.stderr
+    assert "every key is tuned" in run.stderr and sum(run.session["timed"].values()) > 0
+
+
+def test_the_record_as_a_cache_with_a_fifo_sidecar_tunes_every_key_and_replaces_it(recorded, tmp_path):
+    # The issue's reproduction: a good record, a FIFO sidecar, RECORD_DIR = RESUME_DIR.
+    folder = copy_records(recorded[0], tmp_path / "rec")
+    (folder / "mm.meta.json").unlink()
+    os.mkfifo(folder / "mm.meta.json")
+    run = bench(tmp_path, shape_file(tmp_path, SHAPES), FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(folder),
+                WARMUP_HARNESS_RESUME_DIR=str(folder))
+    assert run.returncode == 0, run.output
+    assert "is a FIFO, not a regular file" in run.stderr and "every key is tuned" in run.stderr
+    assert json.loads((folder / "mm.meta.json").read_text())["format"] == "warmup-harness-meta"
+
+
+@pytest.mark.parametrize("children", ["sweep", "crash"])
+def test_warmup_with_a_fifo_sidecar_in_the_record_folder_sweeps_and_measures_to_the_end(recorded, tmp_path,
+                                                                                       children):
+    # End to end: the children resume from the record folder, and a measurement the gate sends
+    # live (the children crash) records into it, folding at its first key; none waits on the FIFO
+    # (before, the children hung to --timeout, and the live measurement at its fold for ever).
+    folder = copy_records(recorded[0], tmp_path / "records")
+    (folder / "mm.meta.json").unlink()
+    os.mkfifo(folder / "mm.meta.json")
+    env = bench_env(tmp_path, WARMUP_BIN_DIR=str(BIN_DIR), FLAGGEMS_VENDOR="nvidia", TMPDIR=str(tmp_path),
+                    FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(folder))
+    if children == "crash":
+        env.update(FIXTURE_CHILD_HOLD="crash", FIXTURE_EVENTS=str(tmp_path / "events"))
+    proc = subprocess.run([str(SCRIPT), "--gpus", "2", "--devices", "0,1", "--",
+                           *bench_command(shape_file(tmp_path, SHAPES))],
+                          env=env, cwd=tmp_path, capture_output=True, text=True, timeout=HANG)
+    run = Run(proc, tmp_path / "trace.jsonl")
+    assert run.returncode == 0, run.output
+    measured = [s for s in run.sessions if s["worker"] is None]
+    assert len(measured) == 1, f"no measurement ran\n{run.output}"
+    if children == "crash":
+        assert "the sweep recovered no configs: tuning live" in run.stderr, run.stderr
+        assert f"WARNING {folder / 'mm.meta.json'}: cannot read the sidecar: is a FIFO" in run.stderr, run.stderr
+    else:
+        assert "op mm: replayed 12, swept 0 live" in run.stderr, run.stderr
+    assert json.loads((folder / "mm.meta.json").read_text())["format"] == "warmup-harness-meta"
+
+
+def test_a_resume_folder_whose_files_cannot_be_looked_up_is_a_warning_not_an_internal_error(recorded, tmp_path):
+    # A lookup in the folder fails for root as for anyone (the tests run as root, whom EACCES never
+    # stops): a name over NAME_MAX, ENAMETOOLONG, an error Path.exists() raises as it raises EACCES.
+    earlier = tmp_path / ("r" * 300)
+    run = bench(tmp_path, shape_file(tmp_path, SHAPES[:1]), FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "rec"),
+                WARMUP_HARNESS_RESUME_DIR=str(earlier))
+    assert run.returncode == 0, run.output
+    assert "INTERNALERROR" not in run.output
+    assert f"WARNING resume: {earlier / 'mm.json'}: cannot read the record: File name too long" in run.stderr
+    assert "every key is tuned" in run.stderr
+
+
+def test_a_replay_folder_whose_files_cannot_be_looked_up_is_one_usage_error_line(tmp_path):
+    folder = tmp_path / ("r" * 300)
+    run = bench(tmp_path, shape_file(tmp_path, SHAPES[:1]), FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR=str(folder))
+    assert run.returncode == 4 and "INTERNALERROR" not in run.output, run.output
+    assert f"warmup-harness: {folder / 'mm.json'}: cannot read the record: File name too long" in run.stderr
+
+
+def test_a_resume_folder_this_user_cannot_search_is_a_warning(tmp_path, monkeypatch):
+    # EACCES itself, which root never meets: every stat or open under the folder fails as it fails
+    # for a user without search permission there (Path.exists() raised it: INTERNALERROR, exit 3).
+    closed = tmp_path / "closed"
+    real_stat, real_open = os.stat, os.open
+
+    def denied(call):
+        def wrapper(path, *args, **kwargs):
+            if str(path).startswith(f"{closed}/"):
+                raise PermissionError(13, "Permission denied", str(path))
+            return call(path, *args, **kwargs)
+        return wrapper
+
+    monkeypatch.setattr(os, "stat", denied(real_stat))
+    monkeypatch.setattr(os, "open", denied(real_open))
+    lines: list[str] = []
+    assert resume.load({"WARMUP_HARNESS_RESUME_DIR": str(closed)}.get, "mm", "3.6.0", lines) is None
+    assert lines == [f"WARNING resume: {closed / 'mm.json'}: cannot read the record: Permission denied; "
+                     f"every key is tuned"]
+
+
+@pytest.mark.parametrize("fails", ["the journal", "the fold"])
+def test_a_write_that_fails_while_recording_is_a_warning_and_the_tests_run_on(recorded, tmp_path, fails):
+    # A full disk, for real and for root too: RLIMIT_FSIZE makes every write past the limit fail
+    # with EFBIG (Python ignores SIGXFSZ): past 100 bytes no journal line fits; past the record's
+    # size the journal takes the keys but no fold can rewrite the record with them.
+    folder = copy_records(recorded[0], tmp_path / "rec")
+    before = {name: (folder / name).read_bytes() for name in ("mm.json", "mm.meta.json")}
+    limit = 100 if fails == "the journal" else len(before["mm.json"]) + 64
+    shapes = shape_file(tmp_path, [[96, 32, 16], [80, 48, 16]])  # keys the record lacks
+    # The limit holds for every file the session writes: the fixture's own store is kept in memory,
+    # and its trace is not written.
+    env = bench_env(tmp_path, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(folder), FLAGGEMS_DB_URL="sqlite:///:memory:")
+    del env["FIXTURE_TRACE"]
+    proc = subprocess.run(bench_command(shapes), env=env, cwd=tmp_path, capture_output=True, text=True,
+                          timeout=HANG, preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit)))
+    assert proc.returncode == 0 and "2 passed" in proc.stdout, proc.stdout + proc.stderr  # no test failed
+    if fails == "the journal":
+        assert (f"WARNING {folder / '.mm.journal'}: 6 key(s) tuned here could not be written (File too large): "
+                f"their tests ran on with the configs tuned") in proc.stderr, proc.stderr
+    else:
+        assert f"WARNING {folder / '.mm.journal'}: not folded into {folder / 'mm.json'} (File too large)" in proc.stderr
+    # Nothing already written was lost or torn: the record and sidecar are as they were.
+    assert {name: (folder / name).read_bytes() for name in before} == before
+    assert not list(folder.glob(".*.tmp*"))
+    # The next session, with room, adds the keys and keeps the earlier ones.
+    run = bench(tmp_path, shapes, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(folder))
+    assert run.returncode == 0 and "WARNING" not in run.stderr, run.output
+    now = json.loads((folder / "mm.json").read_text())
+    earlier = json.loads(before["mm.json"])
+    assert all(now[k].items() >= earlier[k].items() for k in earlier)
+    assert json.dumps([96, 32, 16, *F16]) in now["kernels_plain:mm_kernel_general"]
+
+
+NO_TRITON = """
+import sys
+class NoTriton:  # as where Triton is not installed: every import of it finds nothing
+    def find_spec(self, name, path=None, target=None):
+        if name == "triton" or name.startswith("triton."):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+sys.meta_path.insert(0, NoTriton())
+sys.modules.pop("triton", None)
+import pytest
+sys.exit(pytest.main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize("mode", ["RECORD", "REPLAY"])
+def test_a_session_without_triton_is_one_usage_error_line_naming_it(tmp_path, mode):
+    (tmp_path / "test_plain.py").write_text("def test_plain():\n    pass\n")
+    (tmp_path / "rec").mkdir()
+    (tmp_path / "rec" / "mm.json").write_text("{}\n")
+    variable = f"FLAGGEMS_PERF_AUTOTUNE_{mode}_DIR"
+    proc = subprocess.run([sys.executable, "-c", NO_TRITON, "-q", "-p", "no:cacheprovider", "-p", "warmup_harness",
+                           "test_plain.py"], env=bench_env(tmp_path, **{variable: str(tmp_path / "rec")}),
+                          cwd=tmp_path, capture_output=True, text=True, timeout=HANG)
+    assert proc.returncode == 4, proc.stdout + proc.stderr  # was 3, a 31-line INTERNALERROR
+    assert "INTERNALERROR" not in proc.stdout + proc.stderr
+    errors = [ln for ln in (proc.stdout + proc.stderr).splitlines() if ln.startswith("ERROR")]
+    assert errors == [f"ERROR: warmup-harness: {variable} is set ({mode.lower()} mode), but Triton cannot be "
+                      f"imported in this Python (No module named 'triton'): install Triton where "
+                      f"{sys.executable} finds it, or unset {variable}"], proc.stdout + proc.stderr
+
+
+# Ops both ends must judge alike: plain ones, and ones whose <op>.json would be another file of
+# the folder (another op's sidecar or costs), a folder, or outside it.
+OPS = ["mm", "default", "a..b", ".mm", "mm.json", "meta", "mm.metadata", "mm.costsheet", " mm.meta ", "mm.meta",
+       "mm.costs", "mm.meta.costs", ".", "..", "a/b", "../mm", "/abs"]
+
+
+def test_the_harness_refuses_exactly_the_ops_warmup_publish_refuses(tmp_path):
+    merged = tmp_path / "merged.json"
+    merged.write_text(json.dumps({"m:k": {"[1]": {"kwargs": {"B": 1}}}}) + "\n")
+    verdicts = {}
+    for i, op in enumerate(OPS):
+        published = run_tool("publish", "--op", op, "--record-dir", tmp_path / f"rec{i}", merged)
+        refused = "cannot be a file name" in published.stderr
+        assert published.returncode == (2 if refused else 0), (op, published.stderr)
+        try:
+            harness_env.mode_from_env({"FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR": str(tmp_path / f"rec{i}"),
+                                       "FLAGGEMS_PERF_CURRENT_OP": op})
+            harness = False
+        except harness_env.ProtocolError:
+            harness = True
+        verdicts[op] = (refused, harness)
+    assert {op: v for op, v in verdicts.items() if v[0] != v[1]} == {}, "the two rules differ (publish, harness)"
+    assert {op for op, (refused, _) in verdicts.items() if refused} == \
+        {" mm.meta ", "mm.meta", "mm.costs", "mm.meta.costs", ".", "..", "a/b", "../mm", "/abs"}
