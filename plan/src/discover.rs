@@ -77,11 +77,7 @@ pub fn record_dir(raw: Option<&std::ffi::OsStr>, cwd: &Path) -> Result<Option<Pa
     let Some(dir) = names::record_dir_of(raw) else {
         return Ok(None);
     };
-    let dir = if dir.is_absolute() {
-        dir
-    } else {
-        cwd.join(dir)
-    };
+    let dir = toolkit::file::absolute_in(&dir, cwd);
     if let Err(why) = toolkit::file::check_folder(&dir) {
         bail!(
             "{}={}: {why}: point it at the folder the op's record is published into",
@@ -99,9 +95,9 @@ pub fn discover(args: &Warmup, world: &World) -> Result<Discovery> {
         (Some(n), _) => Gpus::Count(n),
         (None, None) => Gpus::Unset,
         (None, Some(text)) if text.trim().is_empty() => Gpus::Unset,
-        (None, Some(text)) => match text.trim().parse::<u64>() {
-            Ok(n) if text.trim().bytes().all(|b| b.is_ascii_digit()) => Gpus::Count(n),
-            _ => Gpus::Invalid(text.to_owned()),
+        (None, Some(text)) => match toolkit::cli::whole(text) {
+            Some(n) => Gpus::Count(n),
+            None => Gpus::Invalid(text.to_owned()),
         },
     };
     let raw_dir = world.env.get_os(names::RECORD_DIR);
@@ -224,7 +220,7 @@ fn harness_runs(
 /// device unknown on either side is the harness's to check, key by key), and its `complete_for`
 /// is this run's signature: the last run that finished with nothing missing was this one.
 fn answers(dir: &Path, op: &str, platform: &Platform, signature: &str) -> Record {
-    let record = dir.join(format!("{op}.json"));
+    let record = protocol::layout::record_file(dir, op);
     if !record.metadata().is_ok_and(|m| m.is_file()) {
         return Record::Misses(format!("no {}", record.display()));
     }
