@@ -8,7 +8,8 @@
 #   addmm  pytest benchmark/test_blas_perf.py -m addmm --dtypes bfloat16 --level core
 #
 # `--record log` is added to both sides: without it FlagGems 5.0.2's benchmark ends every test
-# FAILED after its last shape (its record logger's AttributeError under pytest), plain or not.
+# FAILED after its last shape (its record logger's AttributeError under pytest), plain or not; and
+# `-s`, so that its latency table reaches the log (e2e_report.py compares the picks from it).
 # From the repo root with .bin, .whl and a FlagGems tree carried (as bench_e2e.sh); everything
 # lands in $OUT: line.log, runs.jsonl, line.md (e2e_report.py's tables), logs.tar.gz.
 #
@@ -80,7 +81,7 @@ for rep in $(seq 1 "$repeat"); do
     for case in "${case_list[@]}"; do
         dtype=float16
         [ "$case" != addmm ] || dtype=bfloat16
-        line=(pytest benchmark/test_blas_perf.py -m "$case" --dtypes "$dtype" --level core --record log)
+        line=(pytest benchmark/test_blas_perf.py -m "$case" --dtypes "$dtype" --level core --record log -s)
         for mode in "${mode_list[@]}"; do
             if [ $((SECONDS - start)) -gt "$budget" ]; then say "budget spent: $case $mode (repetition $rep) not run"; continue; fi
             run "plain_${case}_${mode}_r$rep" "$case" plain "$mode" "$rep" "$base/plain_${case}_r$rep" "${line[@]}"
