@@ -165,6 +165,22 @@ def test_record_sidecar_counts_the_start_up_from_the_interpreters_start_to_the_f
     assert json.loads((tmp_path / "rec" / "mm.meta.json").read_text())["startup_seconds"] >= 1.5
 
 
+def test_the_session_is_unregistered_once_its_config_is_unconfigured(tmp_path):
+    """The session is the config's plugin for that run only: a plugin unconfigured after it (trylast)
+    no longer finds it."""
+    said = tmp_path / "registered"
+    (tmp_path / "after_session.py").write_text(
+        "import pytest\n"
+        "@pytest.hookimpl(trylast=True)\n"
+        "def pytest_unconfigure(config):\n"
+        "    from warmup_harness.session import PLUGIN_NAME\n"
+        f"    open({str(said)!r}, 'w').write(str(config.pluginmanager.get_plugin(PLUGIN_NAME) is not None))\n")
+    run = bench(tmp_path, shape_file(tmp_path, SHAPES[:1]), "-p", "after_session",
+                FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "rec"), PYTHONPATH=f"{SOURCE}:{tmp_path}")
+    assert run.returncode == 0, run.output
+    assert said.read_text() == "False"
+
+
 def test_record_keeps_every_key_decided_before_a_crash(tmp_path):
     shapes = shape_file(tmp_path, SHAPES)
     run = bench(tmp_path, shapes, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "rec"),

@@ -413,3 +413,36 @@ def test_a_read_only_scratch_is_refused_saying_what_to_do(tmp_path):
     assert "make the scratch writable" in done.stderr
     assert "removing the stale" not in done.stderr
     assert not (scratch / "w0" / "worker.log").exists()
+
+
+def test_warmup_spawn_and_the_scripts_look_in_warmup_bin_dir_before_their_own_folder(tmp_path):
+    """One lookup order (spawn/src/tools.rs, scripts/lib/warmup-common.sh): WARMUP_BIN_DIR, then
+    where the caller is. Real tools lie beside warmup-spawn and beside the copied script; the fake
+    ones in WARMUP_BIN_DIR must be the ones that run."""
+    fake = tmp_path / "fake"
+    fake.mkdir()
+    said = tmp_path / "said"
+    for name in ("warmup-merge", "warmup-plan"):
+        script = fake / name
+        answer = "printf \"decision=plain\\nreason='fake plan'\\ncommand=(true)\\n\""
+        answer = f"[ \"$1\" != --format ] || {{ {answer}; exit 0; }}"
+        script.write_text(f"#!/bin/sh\necho {name} >> '{said}'\n{answer}\nexit 1\n")
+        script.chmod(0o755)
+    scratch = tmp_path / "s"
+    write_plan(scratch, SHARDS[:1])
+    env = clean_env(WARMUP_BIN_DIR=str(fake))
+    spawned = subprocess.run([tool("spawn"), "--plan", str(scratch), "--measure", "--devices", "0",
+                              "--backend", "cuda", "--", "true"],
+                             env=env, capture_output=True, text=True, timeout=HANG)
+    assert spawned.returncode == 0, spawned.stderr
+    # The script, installed beside real tools (its own folder), still asks the fake warmup-plan.
+    installed = tmp_path / "bin"
+    (installed / "lib").mkdir(parents=True)
+    for name in ("warmup", "lib/warmup-common.sh"):
+        (installed / name).write_bytes((ROOT / "scripts" / name).read_bytes())
+    (installed / "warmup").chmod(0o755)
+    (installed / "warmup-plan").symlink_to(tool("plan"))
+    script = subprocess.run([str(installed / "warmup"), "--", "true"], env=env,
+                            capture_output=True, text=True, timeout=HANG)
+    assert script.returncode == 0 and "fake plan" in script.stderr, script.stderr
+    assert said.read_text().split() == ["warmup-merge", "warmup-plan"]

@@ -5,7 +5,9 @@
 use crate::{Args, TOOL};
 use anyhow::{Context, Result};
 use protocol::predict::{self, Figures};
+use protocol::summary::{key, Summary};
 use std::io::Write;
+use std::path::Path;
 use toolkit::Status;
 
 /// `--predict`: the run summary on stdout, a line on stderr; exit 0 when the warmup saves at
@@ -24,7 +26,10 @@ pub fn run(args: &Args) -> Result<Status> {
         Ok(found) => found,
         Err(why) => {
             eprintln!("{TOOL}: op {op}: no usable history ({why}): nothing to predict from, the warmup runs");
-            write!(out, "version 1\nop {op}\ndecision warmup\n")
+            let mut text = Summary::new();
+            text.path(key::OP, &[], Path::new(op))?
+                .value(key::DECISION, "warmup");
+            out.write_all(text.bytes())
                 .and_then(|()| out.flush())
                 .context("writing to stdout")?;
             return Ok(Status::Done);
@@ -41,8 +46,8 @@ pub fn run(args: &Args) -> Result<Status> {
             );
         }
     }
-    let text = summary(op, &f, &history.meta.path.display().to_string());
-    out.write_all(text.as_bytes())
+    let text = summary(op, &f, &history.meta.path)?;
+    out.write_all(text.bytes())
         .and_then(|()| out.flush())
         .context("writing to stdout")?;
     let verdict = if f.worth() {
@@ -67,22 +72,25 @@ pub fn run(args: &Args) -> Result<Status> {
 }
 
 /// The prediction as a run summary (docs/CONTRACT.md, "Run summaries").
-fn summary(op: &str, f: &Figures, history: &str) -> String {
-    format!(
-        "version 1\nop {op}\nplain_seconds {:.2}\nwarmup_seconds {:.2}\nsaving {:.3}\n\
-         decision {}\nstartup_seconds {:.2}\ntiming_seconds {:.2}\nmeasure_seconds {:.2}\n\
-         sweep_seconds {:.2}\nchildren {}\ndevices {}\nhistory {history}\n",
-        f.plain,
-        f.warmup,
-        f.saving,
-        if f.worth() { "warmup" } else { "plain" },
-        f.startup,
-        f.timing,
-        f.measure,
-        f.makespan.max(f.timing / f.devices as f64),
-        f.children,
-        f.devices,
-    )
+fn summary(op: &str, f: &Figures, history: &Path) -> Result<Summary> {
+    let seconds = |s: f64| format!("{s:.2}");
+    let mut out = Summary::new();
+    out.path(key::OP, &[], Path::new(op))?
+        .value(key::PLAIN_SECONDS, seconds(f.plain))
+        .value(key::WARMUP_SECONDS, seconds(f.warmup))
+        .value(key::SAVING, format!("{:.3}", f.saving))
+        .value(key::DECISION, if f.worth() { "warmup" } else { "plain" })
+        .value(key::STARTUP_SECONDS, seconds(f.startup))
+        .value(key::TIMING_SECONDS, seconds(f.timing))
+        .value(key::MEASURE_SECONDS, seconds(f.measure))
+        .value(
+            key::SWEEP_SECONDS,
+            seconds(f.makespan.max(f.timing / f.devices as f64)),
+        )
+        .value(key::CHILDREN, f.children)
+        .value(key::DEVICES, f.devices)
+        .path(key::HISTORY, &[], history)?;
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -102,7 +110,8 @@ mod tests {
             children: 4,
             devices: 4,
         };
-        let text = summary("mm", &f, "/r/mm.meta.json");
+        let text = summary("mm", &f, Path::new("/r/mm.meta.json")).expect("no newline");
+        let text = String::from_utf8_lossy(text.bytes());
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines[0], "version 1");
         assert!(lines.contains(&"decision warmup"), "{text}");

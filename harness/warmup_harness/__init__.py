@@ -30,13 +30,10 @@ Triton's and pytest's that the harness touches (`triton_private`, `pytest_privat
 
 docs/CONTRACT.md ("The record/replay harness") is the surface; README.md shows how to run a
 benchmark under `scripts/warmup`. Importing the package changes nothing and imports only the
-standard library. `setting(config, NAME)` reads a harness setting (the environment variable, else
-the ini option `name`) for every module.
+standard library.
 """
 
 from __future__ import annotations
-
-from .env import setting  # noqa: F401  (the settings' getter, for the harness's other modules)
 
 __version__ = "0.1.0"
 

@@ -9,8 +9,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from . import env, versions
 from .autotune import records
 from .autotune.clocks import CompileClock, process_age
@@ -21,7 +19,6 @@ from .precompile.settings import compile_settings
 
 TAG = "[warmup-harness]"
 PLUGIN_NAME = "warmup-harness-session"
-SESSION = pytest.StashKey["Session"]()
 
 
 def say(config: Any, lines: list[str | None]) -> None:
@@ -69,7 +66,6 @@ class Session:
 
     def register(self, store_note: str) -> None:
         """Makes this session the config's plugin, and says how it runs."""
-        self.config.stash[SESSION] = self
         self.config.pluginmanager.register(self, PLUGIN_NAME)
         say(self.config, [*self.opening_lines(), versions.warning(), store_note,
                           env.late_store(sys.modules, os.environ)])
@@ -87,6 +83,9 @@ class Session:
         # Without the terminal reporter (-p no:terminal) the summary is said here.
         self._close()
         self.stop()
+        # Registered for this config's run only: a later run in the same process gets its own.
+        if config.pluginmanager.is_registered(self):
+            config.pluginmanager.unregister(self)
 
     def _close(self) -> None:
         if not self.closed:

@@ -11,8 +11,8 @@ use protocol::layout::Scratch;
 use protocol::op::OpArg;
 use protocol::records::{Counts, Records, Unreadable};
 use protocol::status::Outcome;
-use protocol::summary::Summary;
-use std::path::PathBuf;
+use protocol::summary::{MergeSummary, ShardLine};
+use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use toolkit::Status;
 
@@ -114,18 +114,22 @@ pub fn run(args: &Args) -> Result<Status> {
     };
     let skipped = sources.len() - read;
     let said = format!("{read} input(s) read, {skipped} skipped; {counts}");
-    let mut summary = Summary::new();
-    summary
-        .value("inputs", sources.len())
-        .value("recovered", read)
-        .value("kernels", counts.kernels)
-        .value("configs", counts.configs)
-        .value("conflicts", merged.conflicts().len());
+    let mut summary = MergeSummary {
+        inputs: sources.len(),
+        recovered: read,
+        kernels: counts.kernels,
+        configs: counts.configs,
+        conflicts: merged.conflicts().len(),
+        ..MergeSummary::default()
+    };
+    // Declared before the outputs, which borrow it until they are committed.
+    let text;
     let mut outputs = output::Outputs::default();
     if counts.configs == 0 {
         if let Some(target) = &targets.summary {
-            shard_lines(&mut summary, &sources)?;
-            outputs.add(target, |out| out.write_all(summary.bytes()))?;
+            summary.shards = shard_lines(&sources);
+            text = summary.to_summary()?;
+            outputs.add(target, |out| out.write_all(text.bytes()))?;
         }
         outputs.commit()?;
         eprintln!("{TOOL}: {said}; no configs recovered, nothing written");
@@ -137,17 +141,15 @@ pub fn run(args: &Args) -> Result<Status> {
         outputs.add(target, |out| merged.write_conflicts(out, &sources))?;
     }
     if let Some(target) = &targets.summary {
-        let written = [
-            ("merged", Some(&targets.merged)),
-            ("conflicts_file", targets.conflicts.as_ref()),
-        ];
-        for (name, file) in written {
-            if let Some(file) = file.and_then(output::Target::file) {
-                summary.path(name, &[], file)?;
-            }
-        }
-        shard_lines(&mut summary, &sources)?;
-        outputs.add(target, |out| out.write_all(summary.bytes()))?;
+        summary.merged = targets.merged.file().map(Path::to_path_buf);
+        summary.conflicts_file = targets
+            .conflicts
+            .as_ref()
+            .and_then(output::Target::file)
+            .map(Path::to_path_buf);
+        summary.shards = shard_lines(&sources);
+        text = summary.to_summary()?;
+        outputs.add(target, |out| out.write_all(text.bytes()))?;
     }
     outputs.commit()?;
     let conflict_note = match (merged.conflicts().len(), &targets.conflicts) {
@@ -166,7 +168,8 @@ pub fn run(args: &Args) -> Result<Status> {
 /// its status.json by the one rule every run summary uses ([`Outcome`]): what a script that
 /// finishes a run (warmup-slurm's finishing job) reports and re-runs by, from this one summary.
 /// A status file that cannot be read counts as `failed`, with a line.
-fn shard_lines(summary: &mut Summary, sources: &[input::Source]) -> Result<()> {
+fn shard_lines(sources: &[input::Source]) -> Vec<ShardLine> {
+    let mut lines = Vec::new();
     for source in sources {
         let (Some(shard), Some((log, status))) = (source.shard, &source.clues) else {
             continue;
@@ -175,9 +178,13 @@ fn shard_lines(summary: &mut Summary, sources: &[input::Source]) -> Result<()> {
             eprintln!("{TOOL}: {e:#}; shard {shard} counted as failed");
             Outcome::Failed
         });
-        summary.path("shard", &[&shard, &outcome.word()], log)?;
+        lines.push(ShardLine {
+            index: shard,
+            outcome: outcome.word().to_owned(),
+            log: log.clone(),
+        });
     }
-    Ok(())
+    lines
 }
 
 /// The union of the inputs' records, and how reading them went.

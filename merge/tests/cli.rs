@@ -283,6 +283,43 @@ fn in_scratch_writes_the_layouts_files_and_the_summary_on_stdout() {
         .assert(predicate::str::contains("\"shard\": 1"));
 }
 
+#[test]
+fn the_summary_reads_back_by_the_type_warmup_spawn_reads_it_with() {
+    let dir = TempDir::new().expect("tempdir");
+    scratch(&dir, "mm");
+    dir.child("w1/status.json")
+        .write_str(&status_json(1, false))
+        .expect("status");
+    let out = merge()
+        .args([
+            "--in-scratch",
+            &dir.path().display().to_string(),
+            "--summary",
+            "-",
+        ])
+        .output()
+        .expect("runs");
+    let read = protocol::summary::MergeSummary::read(&out.stdout).expect("a merge summary");
+    assert_eq!(
+        (
+            read.inputs,
+            read.recovered,
+            read.kernels,
+            read.configs,
+            read.conflicts
+        ),
+        (3, 2, 1, 3, 1)
+    );
+    assert_eq!(read.merged, Some(dir.path().join("merged.json")));
+    assert_eq!(read.conflicts_file, Some(dir.path().join("conflicts.json")));
+    let shards: Vec<(usize, &str)> = read
+        .shards
+        .iter()
+        .map(|s| (s.index, s.outcome.as_str()))
+        .collect();
+    assert_eq!(shards, [(0, "not_started"), (1, "ok"), (2, "not_started")]);
+}
+
 /// Shard i's status.json as warmup-spawn writes it for a child that exited 0.
 fn status_json(i: usize, interrupted: bool) -> String {
     format!(

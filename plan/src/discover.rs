@@ -72,11 +72,7 @@ pub fn record_dir(raw: Option<&std::ffi::OsStr>, cwd: &Path) -> Result<Option<Pa
     let Some(dir) = names::record_dir_of(raw) else {
         return Ok(None);
     };
-    let dir = if dir.is_absolute() {
-        dir
-    } else {
-        cwd.join(dir)
-    };
+    let dir = toolkit::file::absolute_in(&dir, cwd);
     if let Err(why) = toolkit::file::check_folder(&dir) {
         bail!(
             "{}={}: {why}: point it at the folder the op's record is published into",
@@ -94,9 +90,9 @@ pub fn discover(args: &Warmup, world: &World) -> Result<Discovery> {
         (Some(n), _) => Gpus::Count(n),
         (None, None) => Gpus::Unset,
         (None, Some(text)) if text.trim().is_empty() => Gpus::Unset,
-        (None, Some(text)) => match text.trim().parse::<u64>() {
-            Ok(n) if text.trim().bytes().all(|b| b.is_ascii_digit()) => Gpus::Count(n),
-            _ => Gpus::Invalid(text.to_owned()),
+        (None, Some(text)) => match toolkit::cli::whole(text) {
+            Some(n) => Gpus::Count(n),
+            None => Gpus::Invalid(text.to_owned()),
         },
     };
     let raw_dir = world.env.get(names::RECORD_DIR).map(std::ffi::OsStr::new);
@@ -212,7 +208,7 @@ fn harness_runs(
 
 /// Whether `dir` holds the op's record for this Triton and device model.
 fn answers(dir: &Path, op: &str, platform: &Platform) -> Record {
-    let record = dir.join(format!("{op}.json"));
+    let record = protocol::layout::record_file(dir, op);
     if !record.metadata().is_ok_and(|m| m.is_file()) {
         return Record::Misses(format!("no {}", record.display()));
     }

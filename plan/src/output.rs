@@ -59,21 +59,6 @@ impl Output {
         out
     }
 
-    /// The value of `name`, for tests.
-    pub fn get(&self, name: &str) -> Option<String> {
-        self.entries
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| match v {
-                Value::Text(t) | Value::Export(t) => t.to_string_lossy().into_owned(),
-                Value::List(l) => l
-                    .iter()
-                    .map(|w| w.to_string_lossy().into_owned())
-                    .collect::<Vec<_>>()
-                    .join(" "),
-            })
-    }
-
     pub fn render(&self, format: Format) -> Vec<u8> {
         match format {
             Format::Sh => self.sh(),
@@ -188,10 +173,8 @@ pub fn warmup(args: &Warmup, found: &Discovery, decision: &Decision) -> Output {
         Decision::Record { dir, .. } => {
             let dir = dir.as_deref().map(path).unwrap_or_default();
             out.export(names::RECORD_DIR, &dir);
-            if args.fresh {
-                out.export(names::FRESH, "1");
-            } else {
-                out.export(names::RESUME_DIR, &dir);
+            if let Some((name, value)) = protocol::env::resume_env(args.fresh, Some(&dir)) {
+                out.export(name, &value);
             }
         }
         Decision::Sweep {
@@ -263,7 +246,28 @@ fn sweep(
         .set("by_key", if by_key { "1" } else { "0" })
         .set("fresh", if args.fresh { "1" } else { "0" })
         .list("shard_argv", shard)
-        .list("spawn_argv", args.spawn.argv());
+        .list("spawn_argv", measure_argv(args, found));
+    // The record cache is the run's record folder as a named one would be: the measurement gets
+    // it too, so that a key it tunes live (a failed shard's) is kept for the next run.
+    if let (crate::cache::Cache::Folder(_), Some(dir)) = (&found.cache, &found.facts.record_dir) {
+        out.export(names::RECORD_DIR, path(dir));
+    }
+}
+
+/// warmup-spawn's options for the sweep and the measurement: the ones given, then `--measure`,
+/// the record folder, and the children's fresh/resume choice (`--fresh`, `--resume-dir`), which
+/// warmup-spawn turns into their environment by `protocol::env::resume_env`.
+fn measure_argv(args: &Warmup, found: &Discovery) -> Vec<OsString> {
+    let mut argv = args.spawn.argv();
+    argv.push("--measure".into());
+    if let Some(dir) = &found.facts.record_dir {
+        argv.extend(["--record-dir".into(), path(dir)]);
+        argv.extend(["--resume-dir".into(), path(dir)]);
+    }
+    if args.fresh {
+        argv.push("--fresh".into());
+    }
+    argv
 }
 
 #[cfg(test)]

@@ -57,19 +57,9 @@ pub fn plan(args: &Slurm, world: &World) -> Result<Output> {
     Ok(out)
 }
 
+/// `path` made absolute against `cwd`, without a trailing `/`, byte for byte.
 fn absolute(path: &Path, cwd: &Path) -> PathBuf {
-    let p = if path.is_absolute() {
-        path.to_path_buf()
-    } else {
-        cwd.join(path)
-    };
-    let text = p.as_os_str().as_encoded_bytes();
-    match text.strip_suffix(b"/").filter(|t| !t.is_empty()) {
-        Some(t) => PathBuf::from(std::ffi::OsStr::new(
-            &String::from_utf8_lossy(t).into_owned(),
-        )),
-        None => p,
-    }
+    toolkit::file::without_trailing_slash(toolkit::file::absolute_in(path, cwd))
 }
 
 /// `--rerun LIST`: checked against the plan, as each task will read it.
@@ -112,9 +102,9 @@ fn submit(
     }
     let shards = match args.shards.as_deref() {
         None => bail!("--shards N is required: how many array tasks to split the shapes over"),
-        Some(text) => match text.trim().parse::<u64>() {
-            Ok(n) if text.trim().bytes().all(|b| b.is_ascii_digit()) => n,
-            _ => bail!("--shards '{text}' is not a whole number"),
+        Some(text) => match toolkit::cli::whole(text) {
+            Some(n) => n,
+            None => bail!("--shards '{text}' is not a whole number"),
         },
     };
     if shards < 2 {

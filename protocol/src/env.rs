@@ -1,8 +1,9 @@
-//! The benchmark harness's environment variables (docs/CONTRACT.md, "The harness protocol").
+//! The benchmark harness's environment variables (docs/CONTRACT.md, "The harness protocol"), and
+//! the rules that read or choose them (the record folder a value names, fresh or resume).
 //!
 //! These are the harness's names; the tools take them as defaults, never as the only way in.
 
-/// Op name, trimmed; empty or unset means [`DEFAULT_OP`] (the rule: `cli::OpArg`).
+/// Op name, trimmed; empty or unset means [`DEFAULT_OP`] (the rule: [`crate::op::OpArg`]).
 pub const CURRENT_OP: &str = "FLAGGEMS_PERF_CURRENT_OP";
 /// GPUs asked for; unset, not an integer, or < 2 disables the warmup.
 pub const GPUS: &str = "PARALLEL_WARMUP_GPUS";
@@ -56,6 +57,21 @@ pub fn record_dir_of(value: Option<&std::ffi::OsStr>) -> Option<std::path::PathB
     }
 }
 
+/// The fresh/resume rule for a record session of the op (docs/CONTRACT.md, "Resume"): `--fresh`
+/// gives it [`FRESH`]`=1`, every key tuned again; else it resumes from `record_dir`
+/// ([`RESUME_DIR`]); neither without one. warmup-plan applies it to a one-device record run,
+/// warmup-spawn to a sweep's children (never to the measurement).
+pub fn resume_env(
+    fresh: bool,
+    record_dir: Option<&std::ffi::OsStr>,
+) -> Option<(&'static str, std::ffi::OsString)> {
+    if fresh {
+        Some((FRESH, "1".into()))
+    } else {
+        record_dir.map(|dir| (RESUME_DIR, dir.to_os_string()))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -68,5 +84,13 @@ mod tests {
         assert_eq!(dir(" \t\n"), None);
         assert_eq!(dir("/a\nb"), Some("/a\nb".into()));
         assert_eq!(record_dir_of(None), None);
+    }
+
+    #[test]
+    fn fresh_wins_over_a_record_folder_and_without_either_nothing_is_set() {
+        let dir = Some(OsStr::new("/r"));
+        assert_eq!(resume_env(true, dir), Some((FRESH, "1".into())));
+        assert_eq!(resume_env(false, dir), Some((RESUME_DIR, "/r".into())));
+        assert_eq!(resume_env(false, None), None);
     }
 }

@@ -17,6 +17,9 @@ use std::path::{Path, PathBuf};
 pub const PLAN: &str = "plan.json";
 /// `SCRATCH/merged.json`, relative to the scratch folder.
 pub const MERGED: &str = "merged.json";
+/// `SCRATCH/merged`, relative to the scratch folder: the record folder a run publishes into when
+/// it is given none (beside `merged.json`, which is warmup-merge's output, not a record folder).
+pub const FALLBACK_RECORDS: &str = "merged";
 /// `SCRATCH/conflicts.json`, relative to the scratch folder.
 pub const CONFLICTS: &str = "conflicts.json";
 /// `SCRATCH/.lock`, relative to the scratch folder: the scratch lock's file.
@@ -28,6 +31,12 @@ pub const CLAIMS: &str = "claims";
 
 /// A shard's shape file name inside its `w<i>` folder.
 const SHAPES: &str = "shapes.yaml";
+
+/// `DIR/<op>.json`: the op's record file in a record folder (a shard's `w<i>/rec`, or the one
+/// published into), the name every tool and the harness give it.
+pub fn record_file(dir: &Path, op: &str) -> PathBuf {
+    dir.join(format!("{op}.json"))
+}
 
 /// The scratch folder of one run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,6 +62,16 @@ impl Scratch {
     /// SCRATCH` publishes.
     pub fn merged(&self) -> PathBuf {
         self.root.join(MERGED)
+    }
+
+    /// `SCRATCH/merged`: the record folder a run given none publishes into.
+    pub fn fallback_records(&self) -> PathBuf {
+        self.root.join(FALLBACK_RECORDS)
+    }
+
+    /// `SCRATCH/slurm`: warmup-slurm's batch scripts, job ids and Slurm's output files.
+    pub fn slurm(&self) -> PathBuf {
+        self.root.join("slurm")
     }
 
     /// `SCRATCH/conflicts.json`: the conflicts list `warmup-merge --in-scratch` writes.
@@ -103,7 +122,7 @@ impl Scratch {
 
     /// `SCRATCH/w<i>/rec/<op>.json`: child i's record file.
     pub fn record_file(&self, shard: usize, op: &str) -> PathBuf {
-        self.record_dir(shard).join(format!("{op}.json"))
+        record_file(&self.record_dir(shard), op)
     }
 
     /// `SCRATCH/w<i>/worker.log`: child i's stdout and stderr.

@@ -21,7 +21,7 @@
 //!   shards asks for (`--only`, `--index-from-env`);
 //! - [`records`]: the `{kernel: {key: config}}` shape check and counts that warmup-merge and
 //!   warmup-publish both report;
-//! - [`summary`]: the run-summary lines scripts read;
+//! - [`summary`]: the run-summary lines scripts read, and [`replay`]: warmup-publish's JSON;
 //! - [`cache_dir`]: the record cache, where records go when no record folder is named.
 //!
 //! Python's `json`, which the record files are written with, is the `pyjson` crate's.
@@ -41,5 +41,6 @@ pub mod predict;
 pub mod probe;
 pub mod python;
 pub mod records;
+pub mod replay;
 pub mod status;
 pub mod summary;

@@ -143,12 +143,17 @@ pub fn held_by_caller(path: &Path) -> bool {
     lent_fd(path).is_some()
 }
 
-/// The descriptor [`LOCK_FD`] names, when it is open in this process on `path` itself.
-fn lent_fd(path: &Path) -> Option<i32> {
-    let fd = std::env::var(LOCK_FD)
+/// The descriptor number [`LOCK_FD`] holds, trimmed; `None` when unset or not a number.
+pub fn lent_fd_number() -> Option<i32> {
+    std::env::var(LOCK_FD)
         .ok()
         .and_then(|fd| fd.trim().parse::<i32>().ok())
-        .filter(|fd| *fd >= 0)?;
+        .filter(|fd| *fd >= 0)
+}
+
+/// The descriptor [`LOCK_FD`] names, when it is open in this process on `path` itself.
+fn lent_fd(path: &Path) -> Option<i32> {
+    let fd = lent_fd_number()?;
     // The /proc entry follows to the open file, so no descriptor needs borrowing.
     match (
         std::fs::metadata(format!("/proc/self/fd/{fd}")),

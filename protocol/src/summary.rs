@@ -4,10 +4,12 @@
 //! would break a line.
 
 use anyhow::{bail, Result};
+use std::ffi::{OsStr, OsString};
 use std::fmt::Display;
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
 
 /// The summary format this build writes.
 pub const VERSION: u32 = 1;
@@ -21,7 +23,7 @@ pub struct Summary {
 impl Default for Summary {
     fn default() -> Self {
         Summary {
-            text: format!("version {VERSION}\n").into_bytes(),
+            text: format!("{} {VERSION}\n", key::VERSION).into_bytes(),
         }
     }
 }
@@ -80,21 +82,188 @@ pub fn check_path(path: &Path) -> Result<()> {
     Ok(())
 }
 
-/// A summary read back: each name's line, its fields as the rest of the line (the last one wins
-/// where a name repeats; `shard` lines are left out). `None` unless it is [`VERSION`].
-pub fn read(text: &[u8]) -> Option<std::collections::HashMap<String, String>> {
-    let text = String::from_utf8_lossy(text);
-    let mut lines = text.lines();
-    if lines.next()? != format!("version {VERSION}") {
-        return None;
+/// The names of the lines, one constant a key, for every writer and every reader
+/// (docs/CONTRACT.md, "Run summaries"); the outcome counts are [`crate::status::Outcome::word`]s.
+pub mod key {
+    /// The first line: the format's version.
+    pub const VERSION: &str = "version";
+    /// warmup-spawn: the plan's op (the rest of the line).
+    pub const OP: &str = "op";
+    pub const SHARDS: &str = "shards";
+    pub const WALL_SECONDS: &str = "wall_seconds";
+    pub const SUMMED_SECONDS: &str = "summed_seconds";
+    /// `shard INDEX OUTCOME LOG`, one line a shard (warmup-spawn, warmup-merge).
+    pub const SHARD: &str = "shard";
+    /// warmup-merge (and `warmup-spawn --measure`).
+    pub const INPUTS: &str = "inputs";
+    pub const RECOVERED: &str = "recovered";
+    pub const KERNELS: &str = "kernels";
+    pub const CONFIGS: &str = "configs";
+    pub const CONFLICTS: &str = "conflicts";
+    pub const MERGED: &str = "merged";
+    pub const CONFLICTS_FILE: &str = "conflicts_file";
+    /// `warmup-spawn --measure` only.
+    pub const PUBLISHED: &str = "published";
+    pub const GATE: &str = "gate";
+    pub const MEASUREMENT: &str = "measurement";
+    pub const MEASUREMENT_STATUS: &str = "measurement_status";
+    pub const STOP_SIGNAL: &str = "stop_signal";
+    /// `warmup-costs --predict`.
+    pub const PLAIN_SECONDS: &str = "plain_seconds";
+    pub const WARMUP_SECONDS: &str = "warmup_seconds";
+    pub const SAVING: &str = "saving";
+    pub const DECISION: &str = "decision";
+    pub const STARTUP_SECONDS: &str = "startup_seconds";
+    pub const TIMING_SECONDS: &str = "timing_seconds";
+    pub const MEASURE_SECONDS: &str = "measure_seconds";
+    pub const SWEEP_SECONDS: &str = "sweep_seconds";
+    pub const CHILDREN: &str = "children";
+    pub const DEVICES: &str = "devices";
+    pub const HISTORY: &str = "history";
+}
+
+/// One `shard INDEX OUTCOME LOG` line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShardLine {
+    pub index: usize,
+    /// An [`crate::status::Outcome::word`].
+    pub outcome: String,
+    pub log: PathBuf,
+}
+
+/// A summary read back, the one reader: each name's fields as the rest of its line (the last one
+/// wins where a name repeats), and the `shard` lines in their order. The rest of a line is kept
+/// as bytes, so a path that is not UTF-8 reads back as it was written.
+#[derive(Debug, Clone, Default)]
+pub struct Read {
+    fields: Vec<(String, OsString)>,
+    pub shards: Vec<ShardLine>,
+}
+
+impl Read {
+    /// `None` unless `text` is a summary of [`VERSION`].
+    pub fn parse(text: &[u8]) -> Option<Read> {
+        let mut lines = text.split(|b| *b == b'\n');
+        if lines.next()? != format!("{} {VERSION}", key::VERSION).as_bytes() {
+            return None;
+        }
+        let mut read = Read::default();
+        for line in lines {
+            let Some(space) = line.iter().position(|b| *b == b' ') else {
+                continue;
+            };
+            let name = String::from_utf8_lossy(&line[..space]).into_owned();
+            let rest = &line[space + 1..];
+            if name == key::SHARD {
+                read.shards.extend(shard_line(rest));
+            } else {
+                read.fields.retain(|(n, _)| *n != name);
+                read.fields
+                    .push((name, OsStr::from_bytes(rest).to_os_string()));
+            }
+        }
+        Some(read)
     }
-    Some(
-        lines
-            .filter_map(|line| line.split_once(' '))
-            .filter(|(name, _)| *name != "shard")
-            .map(|(name, rest)| (name.to_owned(), rest.to_owned()))
-            .collect(),
-    )
+
+    /// The rest of `name`'s line, where it is text.
+    pub fn text(&self, name: &str) -> Option<&str> {
+        self.raw(name)?.to_str()
+    }
+
+    /// The rest of `name`'s line as a path, byte for byte.
+    pub fn path(&self, name: &str) -> Option<PathBuf> {
+        self.raw(name).map(PathBuf::from)
+    }
+
+    /// `name`'s value as a number (a count, seconds).
+    pub fn number<T: FromStr>(&self, name: &str) -> Option<T> {
+        self.text(name)?.parse().ok()
+    }
+
+    fn raw(&self, name: &str) -> Option<&OsStr> {
+        self.fields
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_os_str())
+    }
+}
+
+/// `INDEX OUTCOME LOG`, the fields after `shard`.
+fn shard_line(rest: &[u8]) -> Option<ShardLine> {
+    let mut fields = rest.splitn(3, |b| *b == b' ');
+    let index = std::str::from_utf8(fields.next()?).ok()?.parse().ok()?;
+    let outcome = std::str::from_utf8(fields.next()?).ok()?.to_owned();
+    let log = PathBuf::from(OsStr::from_bytes(fields.next()?));
+    Some(ShardLine {
+        index,
+        outcome,
+        log,
+    })
+}
+
+/// warmup-merge's run summary, as it writes it and as `warmup-spawn --measure` reads it back: one
+/// type for both ends.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MergeSummary {
+    pub inputs: usize,
+    /// Inputs read as record files.
+    pub recovered: usize,
+    pub kernels: usize,
+    pub configs: usize,
+    pub conflicts: usize,
+    /// The merged record file, when one was written.
+    pub merged: Option<PathBuf>,
+    /// The conflict list, when one was written.
+    pub conflicts_file: Option<PathBuf>,
+    /// Each SCRATCH input's shard, with its outcome.
+    pub shards: Vec<ShardLine>,
+}
+
+impl MergeSummary {
+    /// Adds its lines to `summary`: the counts, the files, the shards.
+    pub fn add_to(&self, summary: &mut Summary) -> Result<()> {
+        summary
+            .value(key::INPUTS, self.inputs)
+            .value(key::RECOVERED, self.recovered)
+            .value(key::KERNELS, self.kernels)
+            .value(key::CONFIGS, self.configs)
+            .value(key::CONFLICTS, self.conflicts);
+        for (name, file) in [
+            (key::MERGED, &self.merged),
+            (key::CONFLICTS_FILE, &self.conflicts_file),
+        ] {
+            if let Some(file) = file {
+                summary.path(name, &[], file)?;
+            }
+        }
+        for shard in &self.shards {
+            summary.path(key::SHARD, &[&shard.index, &shard.outcome], &shard.log)?;
+        }
+        Ok(())
+    }
+
+    /// The summary warmup-merge writes.
+    pub fn to_summary(&self) -> Result<Summary> {
+        let mut summary = Summary::new();
+        self.add_to(&mut summary)?;
+        Ok(summary)
+    }
+
+    /// Reads back what [`MergeSummary::to_summary`] wrote; `None` when it is not a summary of
+    /// this version or a count is missing.
+    pub fn read(text: &[u8]) -> Option<MergeSummary> {
+        let read = Read::parse(text)?;
+        Some(MergeSummary {
+            inputs: read.number(key::INPUTS)?,
+            recovered: read.number(key::RECOVERED)?,
+            kernels: read.number(key::KERNELS)?,
+            configs: read.number(key::CONFIGS)?,
+            conflicts: read.number(key::CONFLICTS)?,
+            merged: read.path(key::MERGED),
+            conflicts_file: read.path(key::CONFLICTS_FILE),
+            shards: read.shards,
+        })
+    }
 }
 
 #[cfg(test)]
@@ -109,11 +278,19 @@ mod tests {
             .expect("no newline");
         s.path("shard", &[&0, &"ok"], Path::new("/tmp/w0/worker.log"))
             .expect("no newline");
-        let read = read(s.bytes()).expect("version 1");
-        assert_eq!(read["recovered"], "3");
-        assert_eq!(read["merged"], "/tmp/a b/merged.json");
-        assert!(!read.contains_key("shard"));
-        assert_eq!(super::read(b"version 2\nrecovered 3\n"), None);
+        let read = Read::parse(s.bytes()).expect("version 1");
+        assert_eq!(read.number::<usize>("recovered"), Some(3));
+        assert_eq!(read.text("merged"), Some("/tmp/a b/merged.json"));
+        assert_eq!(read.text("shard"), None);
+        assert_eq!(
+            read.shards,
+            [ShardLine {
+                index: 0,
+                outcome: "ok".into(),
+                log: "/tmp/w0/worker.log".into()
+            }]
+        );
+        assert!(Read::parse(b"version 2\nrecovered 3\n").is_none());
     }
 
     #[test]
@@ -136,5 +313,26 @@ mod tests {
             .path("merged", &[], Path::new("/tmp/a\nb"))
             .expect_err("newline");
         assert!(format!("{err:#}").contains("newline"), "{err:#}");
+    }
+
+    #[test]
+    fn a_merge_summary_reads_back_as_written_non_utf8_paths_included() {
+        let merge = MergeSummary {
+            inputs: 3,
+            recovered: 2,
+            kernels: 1,
+            configs: 12,
+            conflicts: 1,
+            merged: Some("/s/merged.json".into()),
+            conflicts_file: Some(PathBuf::from(OsStr::from_bytes(b"/s/\xff c.json"))),
+            shards: vec![ShardLine {
+                index: 2,
+                outcome: "not_started".into(),
+                log: "/s/w 2/worker.log".into(),
+            }],
+        };
+        let text = merge.to_summary().expect("no newline");
+        assert_eq!(MergeSummary::read(text.bytes()), Some(merge));
+        assert_eq!(MergeSummary::read(b"version 1\ninputs 3\n"), None);
     }
 }

@@ -91,7 +91,7 @@ pub fn run(args: &Args) -> Result<Status> {
         return Ok(Status::NothingToDo);
     }
     let dir = absolute_record_dir(args)?;
-    let file = dir.join(format!("{op}.json"));
+    let file = protocol::layout::record_file(&dir, op);
     // Rendered first: a path the format cannot carry must fail before anything is written.
     let env = replay::render(args.format, &dir, &file)?;
     let combined = match &scratch {

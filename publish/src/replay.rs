@@ -27,13 +27,7 @@ pub fn render(format: Format, dir: &Path, file: &Path) -> Result<Vec<u8>> {
     }
 }
 
-/// Quoted by the shell rule `warmup-spawn --dry-run` uses too, for `eval`.
-fn sh(path: &[u8]) -> Vec<u8> {
-    let mut out = format!("unset {RECORD_DIR}\nexport {REPLAY_DIR}=").into_bytes();
-    out.extend(toolkit::shell::quote_bytes(path));
-    out.push(b'\n');
-    out
-}
+use protocol::replay::sh;
 
 /// `$` doubles, `#` (and the backslashes before it) is escaped; a newline, carriage return or
 /// trailing backslash cannot be carried by a make assignment, so those paths are refused.
@@ -70,14 +64,7 @@ fn json(dir: &Path, file: &Path) -> Result<Vec<u8>> {
             dir.display()
         );
     };
-    let doc = serde_json::json!({
-        "unset": [RECORD_DIR],
-        "set": { REPLAY_DIR: dir },
-        "file": file,
-    });
-    let mut out = serde_json::to_vec_pretty(&doc)?;
-    out.push(b'\n');
-    Ok(out)
+    Ok(protocol::replay::ReplayEnv::new(dir, file).to_json()?)
 }
 
 #[cfg(test)]

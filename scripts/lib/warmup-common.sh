@@ -3,13 +3,13 @@
 # what it fills in (shellcheck follows it from each script, where they are checked).
 # shellcheck disable=SC2034,SC2154
 # warmup-common.sh: what scripts/warmup and scripts/warmup-slurm share, sourced by both (it runs
-# nothing of its own): their messages, where the tools are, and the one reader of the tools' run
-# summaries. Each script sets PROG (its name, for usage errors) and TAG (its prefix, for what it
-# says) before sourcing this, and `here` (its own folder).
+# nothing of its own): their messages and where the tools are. Each script sets PROG (its name,
+# for usage errors) and TAG (its prefix, for what it says) before sourcing this, and `here` (its
+# own folder).
 #
 # Every decision is a tool's: warmup-plan parses both scripts' options and decides
-# (docs/CONTRACT.md, "warmup-plan"); the scripts eval its answer and compose the steps it names,
-# and scripts/warmup ends in warmup-spawn --measure.
+# (docs/CONTRACT.md, "warmup-plan"); the scripts eval its answer and compose the steps it names;
+# scripts/warmup ends in warmup-spawn --measure, warmup-slurm's finish is warmup-spawn --finish.
 
 say() { printf '%s %s\n' "$TAG" "$*" >&2; }
 
@@ -27,7 +27,9 @@ die_not_found() {
 }
 
 # Prints the folder of the warmup-* tools: WARMUP_BIN_DIR, beside the script (installed), the
-# repository's target/release or target/debug, else PATH. Fails when there are none.
+# repository's target/release or target/debug, else PATH. Fails when there are none. The order
+# warmup-spawn finds its tools in (spawn/src/tools.rs): the one set by hand first, then where
+# the caller itself is (tests/test_warmup.py checks that both follow WARMUP_BIN_DIR first).
 find_bin_dir() {
     local d
     for d in "${WARMUP_BIN_DIR-}" "$here" "$here/../target/release" "$here/../target/debug"; do
@@ -37,26 +39,4 @@ find_bin_dir() {
         fi
     done
     d=$(command -v warmup-plan) && dirname -- "$d"
-}
-
-# --- run summaries ------------------------------------------------------------------------------
-# Reads a run summary (docs/CONTRACT.md, "Run summaries") from stdin: `summary[NAME]` is the rest
-# of NAME's line; each `shard INDEX OUTCOME LOG` line sets `shard_outcome[INDEX]` and
-# `shard_log[INDEX]`. Each line is split at spaces up to its last field only, so a path keeps
-# all it holds. Fails unless it is version 1.
-declare -A summary=() shard_outcome=() shard_log=()
-read_summary() {
-    summary=() shard_outcome=() shard_log=()
-    local line name rest index
-    while IFS= read -r line; do
-        name=${line%% *} rest=${line#* }
-        case $name in
-            shard)
-                index=${rest%% *} rest=${rest#* }
-                shard_outcome[$index]=${rest%% *} shard_log[$index]=${rest#* }
-                ;;
-            *) summary[$name]=$rest ;;
-        esac
-    done
-    [ "${summary[version]-}" = 1 ]
 }

@@ -22,6 +22,8 @@ pub struct RunSettings {
     pub cache_per_child: bool,
     /// By-key mode: the claim folder (`SCRATCH/claims`), the children's `WARMUP_HARNESS_CLAIM_DIR`.
     pub claims: Option<PathBuf>,
+    /// `--fresh` or `--resume-dir`: the children's variable for it, and its value.
+    pub resume: Option<(&'static str, String)>,
     /// The plan's op, each child's `FLAGGEMS_PERF_CURRENT_OP`: a child records under the op its
     /// shards and its run's merge are for, whatever the caller's environment says.
     pub op: String,
@@ -79,6 +81,9 @@ impl Job {
         set.push((env::PROGRESS.to_owned(), path(scratch.progress(shard))));
         if let Some(claims) = &settings.claims {
             set.push((env::CLAIM_DIR.to_owned(), path(claims.clone())));
+        }
+        if let Some((name, value)) = &settings.resume {
+            set.push(((*name).to_owned(), value.clone()));
         }
         if settings.cache_per_child {
             let cache = path(scratch.triton_cache(shard));
@@ -155,6 +160,7 @@ mod tests {
         children: 2,
         cache_per_child: false,
         claims: None,
+        resume: None,
         op: String::new(),
     };
 

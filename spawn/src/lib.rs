@@ -4,29 +4,33 @@
 //!
 //! Linux only: it relies on signalfd, PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER and `/proc`.
 //!
-//! The modules: `job` (a shard's child, resolved), `supervisor` (the run's
-//! loop) over `child` (one child's life), `process` (groups, markers, orphans), `signal`,
-//! `watchdog` (what stops the children if warmup-spawn is killed), `log` (a child's output),
-//! `status` (a child's status.json as it starts, and the run summary; the file's type and the
-//! outcome rule are `protocol::status`'s), `progress` (what a person sees), `shell`
-//! (`--dry-run` lines), `select` (which shards run: `--only`, `--index-from-env`, and what such a
-//! run holds on the scratch). With `--measure`: `flow` (the run after the plan, the measurement
-//! included), `measurement` (the measurement as a supervised job), `gate` (its pipe, and what it
-//! is told) and `tools` (warmup-merge, warmup-publish, warmup-costs, run as a caller would). The
-//! devices (`protocol::backend`) and what COMMAND runs (`protocol::command`: whether it can start
-//! with the sweep, and how) are protocol's: warmup-plan reads them alike. Nothing here is public
-//! but [`Args`] and [`run`].
-//!
-//! [`run`] parses nothing: [`Command::of`] says which of the five things this invocation does,
-//! and each is one function.
+//! This file is the command line and the dispatch, nothing more: [`Command::of`] says which of
+//! the five things this invocation does, and [`run`] routes it. The modules:
+//! `prepare` (what a run is, read and checked before anything is written: the plan, the
+//! scratch, one `job` per shard, the devices), `sweep` (the children supervised to their end:
+//! `supervisor`'s loop over `child`, one child's life; `process`, groups, markers, orphans;
+//! `signal`; `watchdog`, what stops the children if warmup-spawn is killed; `log`, a child's
+//! output; `status`, a child's status.json as it starts, and the run summary, whose type and
+//! outcome rule are `protocol::status`'s; `progress`, what a person sees), `shell` (`--dry-run`
+//! lines), `select` (which shards run: `--only`, `--index-from-env`, and what such a run holds on
+//! the scratch). With `--measure`: `flow` (the run after the plan, as typed phases: its module
+//! doc), `measurement` (the measurement as a supervised job), `gate` (its pipe), `judgment`
+//! (what the gate is told, and why) and `tools` (warmup-merge, warmup-publish, warmup-costs, run
+//! as a caller would). The devices (`protocol::backend`) and what COMMAND runs
+//! (`protocol::command`: whether it can start with the sweep, and how) are protocol's:
+//! warmup-plan reads them alike. Nothing here is public but [`Args`] and [`run`]; no module
+//! names [`Args`]: each takes what it needs of it, typed.
 
 mod by_key;
 mod child;
+mod finish;
 mod flow;
 mod gate;
 mod job;
+mod judgment;
 mod log;
 mod measurement;
+mod prepare;
 mod process;
 mod progress;
 mod select;
@@ -34,17 +38,17 @@ mod shell;
 mod signal;
 mod status;
 mod supervisor;
+mod sweep;
 mod tools;
 mod watchdog;
 
 use anyhow::{bail, Context, Result};
 use protocol::backend;
 use protocol::layout::Scratch;
-use protocol::plan::Plan;
 use std::ffi::OsString;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use toolkit::Status;
 
 pub const TOOL: &str = "warmup-spawn";
@@ -107,10 +111,7 @@ const EXIT_STATUS: [(&str, &str); 5] = [
         "the shards ran and some failed: exited non-zero, timed out or did not start",
     ),
     toolkit::USAGE_ROW,
-    (
-        "3",
-        "nothing to do: the plan has no shard to run (or a --print-* query has no answer)",
-    ),
+    ("3", "nothing to do: the plan has no shard to run"),
     (
         "128+N",
         "stopped by signal N, after every child was stopped and reaped",
@@ -123,7 +124,8 @@ const EXIT_STATUS: [(&str, &str); 5] = [
     name = TOOL,
     version,
     about,
-    after_long_help = toolkit::cli::after_help(EXAMPLES, &toolkit::exit_status_help(&EXIT_STATUS))
+    after_long_help = toolkit::cli::after_help(EXAMPLES, &toolkit::exit_status_help(&EXIT_STATUS)),
+    group = clap::ArgGroup::new("publishing").args(["measure", "finish"])
 )]
 pub struct Args {
     #[command(flatten)]
@@ -176,6 +178,16 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     pub summary: Option<PathBuf>,
 
+    /// Each child resumes from the record in DIR (WARMUP_HARNESS_RESUME_DIR=DIR): a key it holds
+    /// for this Triton and device is not tuned again; the measurement is not given it
+    #[arg(long, value_name = "DIR", requires = "plan")]
+    pub resume_dir: Option<PathBuf>,
+
+    /// Each child tunes every key again (WARMUP_HARNESS_FRESH=1), whatever --resume-dir names;
+    /// the measurement is not given it
+    #[arg(long, requires = "plan")]
+    pub fresh: bool,
+
     /// Run only these shards: indices and ranges, e.g. 3, 0,4,8, 2-5; only their outputs are
     /// cleared and written
     #[arg(long, value_name = "LIST", requires = "plan")]
@@ -208,9 +220,17 @@ pub struct Args {
     #[arg(long, requires = "plan", conflicts_with_all = ["dry_run", "only", "index_from_env"])]
     pub measure: bool,
 
-    /// With --measure: publish into DIR (and keep the sweep's costs there) [default:
-    /// $FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR when not blank, else SCRATCH/merged]
-    #[arg(long, value_name = "DIR", requires = "measure")]
+    /// Finish a sweep whose shards ran elsewhere (warmup-slurm's finishing job): merge their
+    /// records, name each shard that did not finish, publish, and print the run summary the
+    /// script relays (`say`, `rerun`, `env`, `error` lines); exit 0 every shard finished, 1 some
+    /// did not, 3 no configs recovered
+    #[arg(long, requires = "plan", conflicts_with_all = ["dry_run", "measure", "only", "index_from_env", "summary", "command"])]
+    pub finish: bool,
+
+    /// With --measure or --finish: publish into DIR (and keep the sweep's costs there);
+    /// blank is none [default: $FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR when not blank, else
+    /// SCRATCH/merged]
+    #[arg(long, value_name = "DIR", requires = "publishing")]
     pub record_dir: Option<PathBuf>,
 
     /// With --measure: remove SCRATCH once the measurement has ended, when nothing in it is
@@ -239,6 +259,8 @@ pub enum Command<'a> {
     Run(&'a Args),
     /// `--measure`: run the shards, merge, publish and measure.
     Measure(&'a Args),
+    /// `--finish`: merge, judge and publish shards that ran elsewhere.
+    Finish(&'a Args),
 }
 
 impl<'a> Command<'a> {
@@ -252,6 +274,8 @@ impl<'a> Command<'a> {
             Command::DryRun(args)
         } else if args.measure {
             Command::Measure(args)
+        } else if args.finish {
+            Command::Finish(args)
         } else {
             Command::Run(args)
         }
@@ -268,46 +292,96 @@ pub fn run(args: &Args) -> Result<Status> {
             Ok(Status::Done)
         }
         Command::ListDevices(args) => list_devices(args, &env),
-        Command::DryRun(args) => match prepare(args, &env)? {
-            Some(prepared) => dry_run(&prepared),
+        Command::DryRun(args) => match prepare::prepare(&request(args), &env)? {
+            Some(prepared) => shell::dry_run(&prepared),
             None => Ok(Status::NothingToDo),
         },
-        Command::Run(args) => match prepare(args, &env)? {
-            Some(prepared) => supervise(args, &prepared, parent),
+        Command::Run(args) => match prepare::prepare(&request(args), &env)? {
+            Some(prepared) => {
+                sweep::alone(&prepared, limits(args), args.summary.as_deref(), parent)
+            }
             None => Ok(Status::NothingToDo),
         },
-        Command::Measure(args) => {
-            if args.summary.as_deref() == Some(Path::new("-")) {
-                bail!("--measure: stdout is the measurement's; give --summary a file, not -");
-            }
-            // What keeps the sweep from running is a reason to measure COMMAND plain, as the
-            // caller would have run it: --measure always ends in COMMAND's status.
-            match prepare(args, &env) {
-                Ok(Some(prepared)) => flow::run(args, &prepared, parent),
-                Ok(None) => Ok(flow::plain(args, "the plan has no shards to sweep")),
-                Err(e) if args.command.is_empty() || e.is::<OpConflict>() => Err(e),
-                Err(e) => {
-                    eprintln!("{TOOL}: {e:#}");
-                    Ok(flow::plain(args, "the sweep could not run (see above)"))
-                }
-            }
+        Command::Measure(args) => measure(args, &env, parent),
+        Command::Finish(args) => finish(args),
+    }
+}
+
+/// `--finish`: the plan's scratch and op, checked as a run's are.
+fn finish(args: &Args) -> Result<Status> {
+    let plan_arg = args
+        .plan
+        .as_deref()
+        .context("--finish needs --plan SCRATCH")?;
+    let plan_file = plan_arg.is_dir().then(|| Scratch::new(plan_arg).plan());
+    let plan_path = plan_file.as_deref().unwrap_or(plan_arg);
+    let (plan, scratch) = protocol::plan::Plan::load(plan_path)?;
+    let op = args.op.for_plan(&plan, plan_path)?;
+    finish::run(&finish::Request {
+        scratch: scratch.root(),
+        op,
+        record_dir: args.record_dir.as_deref(),
+    })
+}
+
+/// `--measure`: what keeps the sweep from running is a reason to measure COMMAND plain, as the
+/// caller would have run it: `--measure` always ends in COMMAND's status.
+fn measure(args: &Args, env: &backend::Environment, parent: nix::unistd::Pid) -> Result<Status> {
+    if args.summary.as_deref() == Some(Path::new("-")) {
+        bail!("--measure: stdout is the measurement's; give --summary a file, not -");
+    }
+    let opts = flow::Options {
+        command: &args.command,
+        limits: limits(args),
+        record_dir: args.record_dir.as_deref(),
+        discard_scratch: args.discard_scratch,
+        summary: args.summary.as_deref(),
+        fresh: args.fresh,
+    };
+    match prepare::prepare(&request(args), env) {
+        Ok(Some(prepared)) => flow::run(&opts, &prepared, parent),
+        Ok(None) => Ok(flow::plain(
+            &args.command,
+            "the plan has no shards to sweep",
+        )),
+        Err(e) if args.command.is_empty() || e.is::<prepare::OpConflict>() => Err(e),
+        Err(e) => {
+            eprintln!("{TOOL}: {e:#}");
+            Ok(flow::plain(
+                &args.command,
+                "the sweep could not run (see above)",
+            ))
         }
     }
 }
 
-/// A caller's op (`--op`, else `FLAGGEMS_PERF_CURRENT_OP`) that is not the plan's: a usage error
-/// (exit 2) even with `--measure`, which otherwise runs COMMAND when the sweep cannot run, since
-/// COMMAND would measure one op while the children recorded another.
-#[derive(Debug)]
-struct OpConflict(String);
-
-impl std::fmt::Display for OpConflict {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+/// What `args` asks of the run's preparation.
+fn request(args: &Args) -> prepare::Request<'_> {
+    prepare::Request {
+        op: &args.op,
+        plan: args.plan.as_deref(),
+        devices: args.devices.as_deref(),
+        backend: &args.backend,
+        cache_per_child: args.cache_per_child,
+        summary: args.summary.as_deref(),
+        only: args.only.as_deref(),
+        index_from_env: args.index_from_env.as_deref(),
+        measure: args.measure,
+        command: &args.command,
+        resume: protocol::env::resume_env(
+            args.fresh,
+            args.resume_dir.as_deref().map(Path::as_os_str),
+        ),
     }
 }
 
-impl std::error::Error for OpConflict {}
+fn limits(args: &Args) -> supervisor::Limits {
+    supervisor::Limits {
+        timeout: args.timeout,
+        grace: args.grace,
+        max_log: args.max_log,
+    }
+}
 
 fn list_devices(args: &Args, env: &backend::Environment) -> Result<Status> {
     let backend = backend::select(&args.backend, env)?;
@@ -317,303 +391,6 @@ fn list_devices(args: &Args, env: &backend::Environment) -> Result<Status> {
         writeln!(out, "{d}").context("writing to stdout")?;
     }
     Ok(Status::Done)
-}
-
-/// What a dry run prints and a run starts: the plan (narrowed to the chosen shards), its
-/// scratch, one job per shard in start order, and the devices.
-struct PreparedRun {
-    plan: Plan,
-    scratch: Scratch,
-    choice: Option<select::Choice>,
-    jobs: Vec<job::Job>,
-    devices: Vec<String>,
-    run_id: String,
-}
-
-/// Takes the scratch for the run `prepared`, and clears the chosen shards' outputs: the whole
-/// scratch, or a shared hold on it and each chosen shard (`select`).
-fn hold_scratch(prepared: &PreparedRun) -> Result<select::ScratchHold> {
-    let (scratch, jobs) = (&prepared.scratch, &prepared.jobs);
-    for job in jobs {
-        check_writable(&scratch.worker(job.shard), job.shard)?;
-    }
-    let some: Option<Vec<usize>> = prepared
-        .choice
-        .as_ref()
-        .map(|_| prepared.plan.shards.iter().map(|s| s.index).collect());
-    let hold = select::ScratchHold::take(scratch, some.as_deref())?;
-    // Before any child starts, so that a shard a signal keeps from starting leaves nothing
-    // of an earlier run behind either: a missing status.json means "not started".
-    for job in jobs {
-        scratch.clear_outputs(job.shard).with_context(|| {
-            format!("clearing what an earlier run left for shard {}", job.shard)
-        })?;
-    }
-    if prepared.plan.by_key() {
-        by_key::ready_claims(scratch, prepared.choice.is_none())?;
-    }
-    Ok(hold)
-}
-
-/// Reads and checks everything a run needs, writing nothing; `None` (after saying so, and
-/// writing the summary) when the plan has no shards.
-fn prepare(args: &Args, env: &backend::Environment) -> Result<Option<PreparedRun>> {
-    let plan_arg = args
-        .plan
-        .as_deref()
-        .context("--plan is required: give the plan.json warmup-shard wrote")?;
-    // A SCRATCH folder stands for its plan: a script composing the tools names no file in it.
-    let plan_file = plan_arg.is_dir().then(|| Scratch::new(plan_arg).plan());
-    let plan_path = plan_file.as_deref().unwrap_or(plan_arg);
-    let (mut plan, scratch) = Plan::load(plan_path)?;
-    args.op
-        .for_plan(&plan, plan_path)
-        .map_err(|e| OpConflict(format!("{e:#}")))?;
-    let root = std::path::absolute(scratch.root())
-        .with_context(|| format!("resolving {}", scratch.root().display()))?;
-    let scratch = Scratch::new(root);
-    let choice = select::Choice::from_args(
-        args.only.as_deref(),
-        args.index_from_env.as_deref(),
-        |var| std::env::var_os(var),
-    )?;
-    if let Some(choice) = &choice {
-        choice.narrow(&mut plan, plan_path)?;
-    }
-    if args.command.is_empty() {
-        bail!(
-            "no COMMAND: give it after --, e.g. warmup-spawn --plan {} -- pytest ...",
-            plan_path.display()
-        );
-    }
-    protocol::command::check_program(&args.command[0], std::env::var_os("PATH").as_deref())?;
-    let backend = backend::select(&args.backend, env)?;
-    let devices = backend::devices(backend, args.devices.as_deref(), env)?;
-    if plan.by_key() {
-        by_key::check_devices(&plan, plan_path, &devices)?;
-    }
-    let run_id = process::run_id();
-    let settings = job::RunSettings {
-        children: plan.shards.len().min(devices.len()),
-        cache_per_child: args.cache_per_child,
-        claims: plan.by_key().then(|| scratch.claims()),
-        op: plan.op.clone(),
-    };
-    let mut jobs = jobs(
-        &plan,
-        &scratch,
-        plan_path,
-        &args.command,
-        backend,
-        &run_id,
-        settings,
-    )?;
-    if let Some(choice) = &choice {
-        select::place(choice, &mut jobs, args.devices.is_some(), &devices);
-    }
-    if let Some(target) = &args.summary {
-        check_summary(target, &plan, &jobs)?;
-    }
-    if jobs.is_empty() {
-        eprintln!(
-            "{TOOL}: {}: the plan has no shards; nothing to run",
-            plan_path.display()
-        );
-        if !args.measure {
-            write_summary(args, &plan, &jobs, &[], Duration::ZERO)?;
-        }
-        return Ok(None);
-    }
-    Ok(Some(PreparedRun {
-        plan,
-        scratch,
-        choice,
-        jobs,
-        devices,
-        run_id,
-    }))
-}
-
-/// Prints each shard's device and its `env` line; runs nothing.
-fn dry_run(prepared: &PreparedRun) -> Result<Status> {
-    let devices = &prepared.devices;
-    let mut out = std::io::stdout().lock();
-    for (i, job) in prepared.jobs.iter().enumerate() {
-        let device = &devices[i % devices.len()];
-        writeln!(out, "# shard {} on device {device}", job.shard)
-            .and_then(|()| {
-                let argv = job::lossy(&job.argv);
-                writeln!(out, "{}", shell::env_line(&job.env_on(device), &argv))
-            })
-            .context("writing to stdout")?;
-    }
-    Ok(Status::Done)
-}
-
-/// Takes the scratch, clears the chosen shards' outputs, and runs and supervises their
-/// children to the end; `parent` is the caller whose death stops the run.
-fn supervise(args: &Args, prepared: &PreparedRun, parent: nix::unistd::Pid) -> Result<Status> {
-    let (jobs, devices) = (&prepared.jobs, &prepared.devices);
-    let _hold = hold_scratch(prepared)?;
-
-    // The watchdog first, while this is the only thread and no signal is blocked yet.
-    let mut watchdog = watchdog::Watchdog::start(&prepared.run_id)?;
-    let signals = signal::Signals::install(parent)?;
-    let mut shutdown = signal::Shutdown::default();
-    let mut progress = progress::Progress::new(devices);
-    let t0 = Instant::now();
-    let outcome = sweep(
-        args,
-        prepared,
-        &signals,
-        &mut shutdown,
-        None,
-        &mut watchdog,
-        &mut progress,
-    )?;
-    watchdog.finish();
-    let wall = t0.elapsed();
-    progress.summary(&outcome.statuses, jobs.len(), wall);
-    write_summary(args, &prepared.plan, jobs, &outcome.statuses, wall)?;
-    Ok(match outcome.stopped_by {
-        Some(sig) => Status::Signalled(sig as i32),
-        None if outcome.write_failed || outcome.statuses.iter().any(|s| !s.ok()) => Status::Partial,
-        None => Status::Done,
-    })
-}
-
-/// Runs and supervises every job of `prepared` to the end, on its devices and within the
-/// limits `args` gives, with `measurement` (`--measure`'s, started with the sweep) supervised
-/// alongside: the sweep of a plain run and of a `--measure` run alike.
-pub(crate) fn sweep(
-    args: &Args,
-    prepared: &PreparedRun,
-    signals: &signal::Signals,
-    shutdown: &mut signal::Shutdown,
-    measurement: Option<&mut measurement::Measurement>,
-    watchdog: &mut watchdog::Watchdog,
-    progress: &mut progress::Progress,
-) -> Result<supervisor::Outcome> {
-    supervisor::supervise(
-        &prepared.jobs,
-        supervisor::Run {
-            devices: &prepared.devices,
-            limits: supervisor::Limits {
-                timeout: args.timeout,
-                grace: args.grace,
-                max_log: args.max_log,
-            },
-            signals,
-            shutdown,
-            measurement,
-            watchdog,
-            progress,
-            run_id: &prepared.run_id,
-        },
-    )
-}
-
-/// One job per shard, its shape file checked to exist, in the order the pool starts them:
-/// longest expected cost first where the plan has costs (so that with more shards than devices
-/// the long ones do not start last), else shard order.
-fn jobs(
-    plan: &Plan,
-    scratch: &Scratch,
-    plan_path: &Path,
-    command: &[OsString],
-    backend: &'static backend::Backend,
-    run_id: &str,
-    settings: job::RunSettings,
-) -> Result<Vec<job::Job>> {
-    let mut order: Vec<&protocol::plan::Shard> = plan.shards.iter().collect();
-    order.sort_by(|a, b| {
-        let cost = |s: &protocol::plan::Shard| s.expected_cost.unwrap_or(0.0);
-        cost(b).total_cmp(&cost(a))
-    });
-    order
-        .into_iter()
-        .map(|shard| {
-            let shape = (!plan.by_key()).then(|| scratch.root().join(&shard.shape_file));
-            if let Some(shape) = shape.as_ref().filter(|s| !s.is_file()) {
-                bail!(
-                    "{}: shard {}'s shape file {} is missing; rewrite the plan with warmup-shard",
-                    plan_path.display(),
-                    shard.index,
-                    shape.display()
-                );
-            }
-            let marker = process::Marker::new(run_id, shard.index);
-            let mut job = job::Job::new(
-                scratch,
-                shard.index,
-                shape,
-                command,
-                backend,
-                marker,
-                settings.clone(),
-            );
-            // Costs in seconds (the history's, or a cost file's): the progress lines' ETA.
-            if plan.cost_source.as_deref() == Some("file") {
-                job.expected_seconds = shard.expected_cost;
-            }
-            Ok(job)
-        })
-        .collect()
-}
-
-/// Refuses, before anything runs, a summary that could not be written or could not name
-/// everything it must.
-fn check_summary(target: &Path, plan: &Plan, jobs: &[job::Job]) -> Result<()> {
-    use protocol::summary::check_path;
-    if target.as_os_str() != "-" {
-        check_path(target)?;
-        let folder = match target.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p,
-            _ => Path::new("."),
-        };
-        if !folder.is_dir() {
-            bail!(
-                "--summary {}: folder {} does not exist; create it or write the summary elsewhere",
-                target.display(),
-                folder.display()
-            );
-        }
-    }
-    if plan.op.contains('\n') {
-        bail!(
-            "the plan's op {:?} holds a newline, which a run summary cannot carry; drop --summary",
-            plan.op
-        );
-    }
-    jobs.iter().try_for_each(|job| check_path(&job.log))
-}
-
-fn write_summary(
-    args: &Args,
-    plan: &Plan,
-    jobs: &[job::Job],
-    statuses: &[protocol::status::ShardStatus],
-    wall: Duration,
-) -> Result<()> {
-    match &args.summary {
-        Some(target) => status::summary(&plan.op, jobs, statuses, wall)?
-            .write(target)
-            .with_context(|| format!("writing the run summary to {}", target.display())),
-        None => Ok(()),
-    }
-}
-
-/// Refuses a shard folder the children's logs, records and status cannot be written in, before
-/// anything is cleared or started.
-fn check_writable(folder: &Path, shard: usize) -> Result<()> {
-    nix::unistd::access(folder, nix::unistd::AccessFlags::W_OK).with_context(|| {
-        format!(
-            "shard {shard}'s folder {} cannot be written: warmup-spawn writes each shard's log, \
-             records and status there; make the scratch writable, or shard into a writable folder \
-             (warmup-shard --out DIR)",
-            folder.display()
-        )
-    })
 }
 
 #[cfg(test)]
@@ -641,5 +418,6 @@ mod tests {
             command(&[spawn, "--plan", "p", "--measure", "--", "pytest"]),
             "Measure"
         );
+        assert_eq!(command(&[spawn, "--plan", "p", "--finish"]), "Finish");
     }
 }

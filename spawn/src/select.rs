@@ -154,6 +154,7 @@ mod tests {
                 children: 1,
                 cache_per_child: false,
                 claims: None,
+                resume: None,
                 op: "mm".into(),
             },
         )];

@@ -23,6 +23,24 @@ pub fn env_line(env: &EnvChanges, argv: &[String]) -> String {
     words.join(" ")
 }
 
+/// `--dry-run`: prints each shard's device and its `env` line; runs nothing.
+pub fn dry_run(prepared: &crate::prepare::PreparedRun) -> anyhow::Result<toolkit::Status> {
+    use anyhow::Context;
+    use std::io::Write;
+    let devices = &prepared.devices;
+    let mut out = std::io::stdout().lock();
+    for (i, job) in prepared.jobs.iter().enumerate() {
+        let device = &devices[i % devices.len()];
+        writeln!(out, "# shard {} on device {device}", job.shard)
+            .and_then(|()| {
+                let argv = crate::job::lossy(&job.argv);
+                writeln!(out, "{}", env_line(&job.env_on(device), &argv))
+            })
+            .context("writing to stdout")?;
+    }
+    Ok(toolkit::Status::Done)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

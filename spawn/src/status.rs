@@ -8,7 +8,7 @@
 use crate::job::{lossy, Job};
 use anyhow::Result;
 use protocol::status::{EnvChanges, Outcome, ShardStatus};
-use protocol::summary::Summary;
+use protocol::summary::{key, Summary};
 use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -43,20 +43,20 @@ pub fn summary(
 ) -> Result<Summary> {
     let outcome = |job: &Job| Outcome::of(statuses.iter().find(|s| s.shard == job.shard));
     let mut out = Summary::new();
-    out.path("op", &[], Path::new(op))?
-        .value("shards", jobs.len());
+    out.path(key::OP, &[], Path::new(op))?
+        .value(key::SHARDS, jobs.len());
     for kind in Outcome::ALL {
         let n = jobs.iter().filter(|j| outcome(j) == kind).count();
         out.value(kind.word(), n);
     }
     let summed: f64 = statuses.iter().map(|s| s.seconds).sum();
-    out.value("wall_seconds", format!("{:.2}", wall.as_secs_f64()))
-        .value("summed_seconds", format!("{summed:.2}"));
+    out.value(key::WALL_SECONDS, format!("{:.2}", wall.as_secs_f64()))
+        .value(key::SUMMED_SECONDS, format!("{summed:.2}"));
     // In index order, whatever order the pool started them in.
     let mut ordered: Vec<&Job> = jobs.iter().collect();
     ordered.sort_by_key(|job| job.shard);
     for job in ordered {
-        out.path("shard", &[&job.shard, &outcome(job).word()], &job.log)?;
+        out.path(key::SHARD, &[&job.shard, &outcome(job).word()], &job.log)?;
     }
     Ok(out)
 }

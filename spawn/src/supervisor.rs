@@ -67,155 +67,218 @@ pub struct Run<'a> {
 
 /// Runs every job on the device pool; returns when nothing of any child is left.
 pub fn supervise(jobs: &[Job], run: Run<'_>) -> Result<Outcome> {
-    let Run {
-        devices,
-        limits,
-        signals,
-        shutdown,
-        mut measurement,
-        watchdog,
-        progress,
-        run_id,
-    } = run;
-    let mut free: VecDeque<usize> = (0..devices.len()).collect();
-    let mut next = 0;
-    let mut running: Vec<Child> = Vec::new();
-    let mut statuses: Vec<ShardStatus> = Vec::new();
-    let mut write_failed = false;
-
+    let mut pool = Pool {
+        jobs,
+        run,
+        free: VecDeque::new(),
+        next: 0,
+        running: Vec::new(),
+        statuses: Vec::new(),
+        write_failed: false,
+    };
+    pool.free = (0..pool.run.devices.len()).collect();
     loop {
-        if shutdown.stopped_by().is_none() {
-            while next < jobs.len() {
-                let Some(slot) = free.pop_front() else { break };
-                let job = &jobs[next];
-                match start(job, next, slot, &devices[slot], signals, limits) {
-                    Ok(child) => {
-                        watchdog.watch(child.pid);
-                        progress.started(slot, job, child.pid.as_raw().unsigned_abs());
-                        running.push(child);
-                    }
-                    Err(status) => {
-                        write_failed |= !write_status(job, &status, progress);
-                        progress.finished(slot, &status);
-                        statuses.push(*status);
-                        free.push_back(slot);
-                    }
-                }
-                next += 1;
-            }
+        if pool.run.shutdown.stopped_by().is_none() {
+            pool.start_ready();
         }
-        if running.is_empty() && (shutdown.stopped_by().is_some() || next == jobs.len()) {
+        let all_started = pool.next == jobs.len();
+        if pool.running.is_empty() && (pool.run.shutdown.stopped_by().is_some() || all_started) {
             break;
         }
+        let stop_signals = pool.wait_and_reap()?;
+        // One look at /proc per pass serves every child, and only when one needs it.
+        let mut census = Census {
+            run_id: pool.run.run_id,
+            jobs,
+            pids: None,
+        };
+        pool.stop(stop_signals, &mut census);
+        pool.tick(&mut census);
+        pool.run.progress.tick();
+    }
+    Ok(pool.end())
+}
 
+/// The pool while it runs: the free devices (slots), the next job to start, the children running
+/// and the statuses of those that ended.
+struct Pool<'j, 'r> {
+    jobs: &'j [Job],
+    run: Run<'r>,
+    free: VecDeque<usize>,
+    next: usize,
+    running: Vec<Child>,
+    statuses: Vec<ShardStatus>,
+    write_failed: bool,
+}
+
+/// The processes that carry each shard's marker, looked up once a pass and only when asked.
+struct Census<'a> {
+    run_id: &'a str,
+    jobs: &'a [Job],
+    pids: Option<HashMap<usize, Vec<Pid>>>,
+}
+
+impl Census<'_> {
+    /// The marked processes of job `job`'s shard.
+    fn marked(&mut self, job: usize) -> Vec<Pid> {
+        self.pids
+            .get_or_insert_with(|| process::census(self.run_id))
+            .get(&self.jobs[job].shard)
+            .cloned()
+            .unwrap_or_default()
+    }
+}
+
+impl Pool<'_, '_> {
+    /// Starts the next jobs on the free devices.
+    fn start_ready(&mut self) {
+        let Run {
+            devices,
+            limits,
+            signals,
+            ..
+        } = self.run;
+        while self.next < self.jobs.len() {
+            let Some(slot) = self.free.pop_front() else {
+                break;
+            };
+            let job = &self.jobs[self.next];
+            match start(job, self.next, slot, &devices[slot], signals, limits) {
+                Ok(child) => {
+                    self.run.watchdog.watch(child.pid);
+                    let pid = child.pid.as_raw().unsigned_abs();
+                    self.run.progress.started(slot, job, pid);
+                    self.running.push(child);
+                }
+                Err(status) => {
+                    self.write_failed |= !write_status(job, &status, self.run.progress);
+                    self.run.progress.finished(slot, &status);
+                    self.statuses.push(*status);
+                    self.free.push_back(slot);
+                }
+            }
+            self.next += 1;
+        }
+    }
+
+    /// Waits for the next event, copies the logs, reaps what exited; the stop signals that came.
+    fn wait_and_reap(&mut self) -> Result<Vec<Signal>> {
+        let signals = self.run.signals;
         wait(
             signals,
-            &running,
-            measurement.as_deref(),
-            progress.refresh(),
+            &self.running,
+            self.run.measurement.as_deref(),
+            self.run.progress.refresh(),
         )?;
         // The signals are read, which drains every pending SIGCHLD, before the children are
         // reaped: read after, a child that exits between the two would have its SIGCHLD drained
         // unseen and stay a zombie, with nothing left to wake the next wait (seen once: a sweep
         // sat 11 minutes in poll with no deadline to wake it).
         let stop_signals = signals.read()?;
-        for child in &mut running {
+        for child in &mut self.running {
             child.log.pump();
         }
         for (pid, exit) in process::reap().context("reaping children")? {
-            if let Some(child) = running.iter_mut().find(|c| c.pid == pid) {
+            if let Some(child) = self.running.iter_mut().find(|c| c.pid == pid) {
                 child.exited(exit);
-            } else if let Some(m) = measurement.as_deref_mut().filter(|m| m.pid == pid) {
+            } else if let Some(m) = self.run.measurement.as_deref_mut().filter(|m| m.pid == pid) {
                 m.exited(exit);
             }
         }
+        Ok(stop_signals)
+    }
 
-        // One look at /proc per pass serves every child, and only when one needs it.
-        let mut census: Option<HashMap<usize, Vec<Pid>>> = None;
-        let mut marked_of = |job: usize| -> Vec<Pid> {
-            census
-                .get_or_insert_with(|| process::census(run_id))
-                .get(&jobs[job].shard)
-                .cloned()
-                .unwrap_or_default()
-        };
-
+    /// Each stop signal: the running children stopped (SIGTERM, SIGKILL after the grace; at
+    /// once on a second one), the measurement told.
+    fn stop(&mut self, stop_signals: Vec<Signal>, census: &mut Census<'_>) {
+        let limits = self.run.limits;
         let now = Instant::now();
         for sig in stop_signals {
-            let request = shutdown.request(sig);
+            let request = self.run.shutdown.request(sig);
             let grace = match request {
                 ShutdownRequest::Once(_) => {
-                    progress.note(&format!(
+                    self.run.progress.note(&format!(
                         "got {sig}: stopping {} running shard(s), SIGKILL after {:.1}s (send it again to skip the wait)",
-                        running.len(),
+                        self.running.len(),
                         limits.grace.as_secs_f64()
                     ));
                     limits.grace
                 }
                 ShutdownRequest::Twice(_) => {
-                    progress.note(&format!("got {sig} again: killing every shard now"));
+                    self.run
+                        .progress
+                        .note(&format!("got {sig} again: killing every shard now"));
                     Duration::ZERO
                 }
             };
-            if let Some(m) = measurement.as_deref_mut() {
+            if let Some(m) = self.run.measurement.as_deref_mut() {
                 m.stop(request, now, limits.grace);
             }
-            for child in &mut running {
-                let marked = marked_of(child.job);
+            for child in &mut self.running {
+                let marked = census.marked(child.job);
                 if child.stop(Stop::Interrupted, now, grace, &marked) {
-                    progress.stopping(child.slot, Stop::Interrupted.words());
+                    self.run
+                        .progress
+                        .stopping(child.slot, Stop::Interrupted.words());
                 }
             }
         }
+    }
 
+    /// The deadlines: timeouts and kills due; a child that is gone gives its device back.
+    fn tick(&mut self, census: &mut Census<'_>) {
         let now = Instant::now();
-        if let Some(m) = measurement.as_deref_mut() {
+        if let Some(m) = self.run.measurement.as_deref_mut() {
             m.tick(now);
         }
+        let grace = self.run.limits.grace;
         let mut i = 0;
-        while i < running.len() {
-            let child = &mut running[i];
+        while i < self.running.len() {
+            let child = &mut self.running[i];
             let marked = if child.lingers() {
-                marked_of(child.job)
+                census.marked(child.job)
             } else {
                 Vec::new()
             };
-            if let Some(why) = child.tick(now, limits.grace, &marked) {
-                progress.stopping(child.slot, why.words());
+            if let Some(why) = child.tick(now, grace, &marked) {
+                self.run.progress.stopping(child.slot, why.words());
             }
             if child.gone(&marked) {
-                let child = running.swap_remove(i);
-                watchdog.forget(child.pid);
+                let child = self.running.swap_remove(i);
+                self.run.watchdog.forget(child.pid);
                 let (job, slot, status) = child.finish();
-                write_failed |= !write_status(&jobs[job], &status, progress);
-                progress.finished(slot, &status);
-                free.push_back(slot);
-                statuses.push(status);
+                self.write_failed |= !write_status(&self.jobs[job], &status, self.run.progress);
+                self.run.progress.finished(slot, &status);
+                self.free.push_back(slot);
+                self.statuses.push(status);
             } else {
                 i += 1;
             }
         }
-        progress.tick();
     }
 
-    let grace = if shutdown.stopped_by().is_some() {
-        Duration::ZERO
-    } else {
-        limits.grace
-    };
-    let mut keep = vec![watchdog.pid()];
-    keep.extend(measurement.as_deref().map(|m| m.pid));
-    for (pid, exit) in process::sweep_orphans(grace, &keep) {
-        if let Some(m) = measurement.as_deref_mut().filter(|m| m.pid == pid) {
-            m.exited(exit);
+    /// Once no child is left: the orphans they left swept, the statuses in shard order.
+    fn end(mut self) -> Outcome {
+        let stopped_by = self.run.shutdown.stopped_by();
+        let grace = if stopped_by.is_some() {
+            Duration::ZERO
+        } else {
+            self.run.limits.grace
+        };
+        let mut keep = vec![self.run.watchdog.pid()];
+        keep.extend(self.run.measurement.as_deref().map(|m| m.pid));
+        for (pid, exit) in process::sweep_orphans(grace, &keep) {
+            if let Some(m) = self.run.measurement.as_deref_mut().filter(|m| m.pid == pid) {
+                m.exited(exit);
+            }
+        }
+        self.statuses.sort_by_key(|s| s.shard);
+        Outcome {
+            statuses: self.statuses,
+            stopped_by,
+            write_failed: self.write_failed,
         }
     }
-    statuses.sort_by_key(|s| s.shard);
-    Ok(Outcome {
-        statuses,
-        stopped_by: shutdown.stopped_by(),
-        write_failed,
-    })
 }
 
 /// Starts job `index`'s child on `device`; on failure, the status that says why.

@@ -1,6 +1,7 @@
 //! The tools a `--measure` run calls once the sweep is over (warmup-merge, warmup-publish,
-//! warmup-costs), as a caller would: found beside warmup-spawn's own executable, else in
-//! `WARMUP_BIN_DIR`, else on `PATH`; each in a process group of its own that dies with
+//! warmup-costs), as a caller would: found in `WARMUP_BIN_DIR`, else beside warmup-spawn's own
+//! executable, else on `PATH` (the order scripts/lib/warmup-common.sh's `find_bin_dir` looks
+//! in: the one set by hand first, then where the caller itself is); each in a process group of its own that dies with
 //! warmup-spawn, under the run's scratch lock (lent in `WARMUP_SCRATCH_LOCK_FD`), its stdout kept
 //! for warmup-spawn to read and its stderr the caller's.
 
@@ -15,7 +16,7 @@ use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-/// Where a tool named `name` is: beside this executable, in `WARMUP_BIN_DIR`, on `PATH`.
+/// Where a tool named `name` is: in `WARMUP_BIN_DIR`, beside this executable, on `PATH`.
 pub fn find(name: &str) -> Result<PathBuf> {
     let beside = std::env::current_exe()
         .ok()
@@ -24,15 +25,16 @@ pub fn find(name: &str) -> Result<PathBuf> {
     let path = std::env::var_os("PATH").unwrap_or_default();
     let runnable =
         |p: &Path| p.is_file() && nix::unistd::access(p, nix::unistd::AccessFlags::X_OK).is_ok();
-    beside
+    bin_dir
+        .map(PathBuf::from)
         .into_iter()
-        .chain(bin_dir.map(PathBuf::from))
+        .chain(beside)
         .chain(std::env::split_paths(&path))
         .map(|dir| dir.join(name))
         .find(|p| runnable(p))
         .with_context(|| {
             format!(
-                "{name} not found beside warmup-spawn, in WARMUP_BIN_DIR or on PATH; install the \
+                "{name} not found in WARMUP_BIN_DIR, beside warmup-spawn or on PATH; install the \
                  tools together (make install) or set WARMUP_BIN_DIR"
             )
         })

@@ -91,6 +91,36 @@ fn children_get_the_shard_file_and_the_contract_environment() {
 }
 
 #[test]
+fn the_children_alone_get_the_fresh_or_resume_choice_and_fresh_wins() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let plan = plan(dir.path(), 1);
+    let line = |extra: &[&str]| {
+        let text = stdout_of(
+            spawn_cmd()
+                .args(["--plan", plan.to_str().expect("utf-8"), "--dry-run"])
+                .args(["--devices", "0", "--backend", "cuda"])
+                .args(extra)
+                .args(["--", "true"]),
+        );
+        text.lines().nth(1).expect("an env line").to_owned()
+    };
+    let resume = line(&["--resume-dir", "/r d"]);
+    assert!(
+        resume.contains(" WARMUP_HARNESS_RESUME_DIR='/r d' "),
+        "{resume}"
+    );
+    assert!(!resume.contains("WARMUP_HARNESS_FRESH"), "{resume}");
+    let fresh = line(&["--resume-dir", "/r", "--fresh"]);
+    assert!(fresh.contains(" WARMUP_HARNESS_FRESH=1 "), "{fresh}");
+    assert!(!fresh.contains("WARMUP_HARNESS_RESUME_DIR"), "{fresh}");
+    let neither = line(&[]);
+    assert!(
+        !neither.contains("WARMUP_HARNESS_RESUME_DIR") && !neither.contains("WARMUP_HARNESS_FRESH"),
+        "{neither}"
+    );
+}
+
+#[test]
 fn dry_run_prints_env_lines_and_writes_nothing() {
     let dir = tempfile::tempdir().expect("tempdir");
     let plan = plan(dir.path(), 3);

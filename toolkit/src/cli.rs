@@ -223,13 +223,23 @@ pub fn non_negative(text: &str) -> Result<f64, String> {
     }
 }
 
+/// A whole number as a person or a variable gives it: trimmed of spaces at both ends, then
+/// decimal digits only (no sign), that fits a `u64`; the one rule every count is read by.
+pub fn whole(text: &str) -> Option<u64> {
+    let t = text.trim();
+    if t.is_empty() || !t.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    t.parse().ok()
+}
+
 /// A command-line count of 1 or more (`--shards`): clap's `value_parser`. Its refusal names the
 /// bound a person can act on, not `u64::MAX` as clap's ranged parser does.
 pub fn at_least_one(text: &str) -> Result<u64, String> {
-    match text.trim().parse::<u64>() {
-        Ok(n) if n >= 1 => Ok(n),
-        Ok(_) => Err(format!("{text:?}: give at least 1")),
-        Err(_) => Err(format!("{text:?}: give a whole number, at least 1")),
+    match whole(text) {
+        Some(n) if n >= 1 => Ok(n),
+        Some(_) => Err(format!("{text:?}: give at least 1")),
+        None => Err(format!("{text:?}: give a whole number, at least 1")),
     }
 }
 
@@ -328,6 +338,23 @@ mod tests {
         assert!(page.contains(".SH \"SEE ALSO\""), "{page}");
         assert!(page.contains("CONTRACT.md"), "{page}");
         assert!(!page.contains("docs/CONTRACT.md"), "{page}");
+    }
+
+    #[test]
+    fn a_whole_number_is_trimmed_digits_only() {
+        assert_eq!(whole(" 12\n"), Some(12));
+        for not in [
+            "",
+            " ",
+            "+3",
+            "-1",
+            "1.0",
+            "1 2",
+            "0x1",
+            "99999999999999999999",
+        ] {
+            assert_eq!(whole(not), None, "{not:?}");
+        }
     }
 
     #[test]

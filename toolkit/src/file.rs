@@ -11,6 +11,26 @@ use std::path::Path;
 /// under what a 2-core box can hold twice.
 pub const MAX_BYTES: u64 = 1 << 30;
 
+/// `path` made absolute against `cwd` (no link resolved, nothing normalised), byte for byte: a
+/// name that is not UTF-8 is kept as it is. The one rule for a path given relative to where a
+/// tool was started.
+pub fn absolute_in(path: &Path, cwd: &Path) -> std::path::PathBuf {
+    if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        cwd.join(path)
+    }
+}
+
+/// `path` without one trailing `/` (`/` itself is kept), byte for byte.
+pub fn without_trailing_slash(path: std::path::PathBuf) -> std::path::PathBuf {
+    use std::os::unix::ffi::OsStrExt;
+    match path.as_os_str().as_bytes().strip_suffix(b"/") {
+        Some(t) if !t.is_empty() => std::ffi::OsStr::from_bytes(t).into(),
+        _ => path,
+    }
+}
+
 /// The bytes of the regular file at `path` (a symlink is followed); an error of kind
 /// `InvalidInput` for anything else (a FIFO, a device, a socket, a folder), of kind
 /// `InvalidData` for a file over `MAX_BYTES`; the message says what the path is and what to do.
@@ -143,6 +163,19 @@ fn too_large(size: u64, limit: u64) -> io::Error {
 mod tests {
     use super::*;
     use std::fs::File;
+
+    #[test]
+    fn a_relative_path_is_made_absolute_byte_for_byte_and_loses_one_trailing_slash() {
+        use std::os::unix::ffi::OsStrExt;
+        let odd = Path::new(std::ffi::OsStr::from_bytes(b"r\xff/"));
+        let abs = without_trailing_slash(absolute_in(odd, Path::new("/w")));
+        assert_eq!(abs.as_os_str().as_bytes(), b"/w/r\xff");
+        assert_eq!(
+            absolute_in(Path::new("/a/"), Path::new("/w")),
+            Path::new("/a/")
+        );
+        assert_eq!(without_trailing_slash("/".into()), Path::new("/"));
+    }
 
     #[test]
     fn a_folder_to_make_is_a_folder_or_missing_under_one() {

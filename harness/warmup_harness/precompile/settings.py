@@ -61,9 +61,6 @@ class CompileSettings:
         return compile_settings(environ.get)
 
 
-Settings = CompileSettings
-
-
 def compile_settings(get: Callable[[str], str | None]) -> CompileSettings:
     """Reads the settings through `get(name)`, the raw value of the setting `name` (an environment
     variable) or None; raises ProtocolError naming a setting whose value is unusable."""

@@ -1,0 +1,115 @@
+//! The third phase: `warmup-publish --format json` into the record folder (else
+//! `SCRATCH/merged`), where it went read back by the type it was written with; then
+//! `warmup-costs`, the sweep's costs kept with the records for the next run's split. A stopped
+//! sweep publishes too, with a record folder, for the next run to resume from.
+
+use super::report::Report;
+use super::rest::{Rest, ToolEnd};
+use super::{say, Place};
+use crate::judgment::Merged;
+use protocol::plan::Plan;
+use protocol::replay::ReplayEnv;
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+
+/// Where the configs went.
+#[derive(Debug)]
+pub struct Published {
+    pub merged: Merged,
+    /// Where warmup-publish published (`None`: it failed, or did not run).
+    pub dir: Option<PathBuf>,
+}
+
+impl Published {
+    /// Publishes what was merged, unless nothing was or a stop came.
+    pub fn run(rest: &mut Rest<'_>, merged: Merged, place: &Place<'_>) -> Published {
+        let mut dir = None;
+        if matches!(merged, Merged::Configs(_)) && rest.stopped().is_none() {
+            if let ToolEnd::Done(out) = publish(rest, &place.publish_dir, place) {
+                dir = ReplayEnv::replay_dir(&out);
+            }
+        }
+        Published { merged, dir }
+    }
+
+    /// `warmup-costs --op OP --record-dir DIR SCRATCH`, where the configs went to the record
+    /// folder and the plan is not by key: its exit 3 is silent, any other failure a warning, and
+    /// neither stops the measurement.
+    pub fn keep_costs(&self, rest: &mut Rest<'_>, place: &Place<'_>, plan: &Plan) {
+        let (Some(dir), Some(to)) = (&place.record_dir, &self.dir) else {
+            return;
+        };
+        if dir != to || plan.by_key() {
+            return;
+        }
+        let args = [
+            OsStr::new("--op"),
+            OsStr::new(&plan.op),
+            OsStr::new("--record-dir"),
+            dir.as_os_str(),
+            OsStr::new("--"),
+            place.scratch.root().as_os_str(),
+        ];
+        match rest.tool("warmup-costs", &args, place.lock.as_ref()) {
+            ToolEnd::Done(_) | ToolEnd::Failed(Some((3, _))) => {}
+            ToolEnd::Failed(_) => say(&format!(
+                "WARNING the sweep's costs could not be kept in {} (see above); the next run splits by the cost model",
+                dir.display()
+            )),
+        }
+    }
+
+    /// What the run summary says of merging and publishing.
+    pub fn report(&self, place: &Place<'_>) -> Report {
+        Report {
+            scratch: Some(place.scratch.root().to_path_buf()),
+            merge: self.merged.summary().cloned(),
+            published: self.dir.clone(),
+            ..Report::default()
+        }
+    }
+}
+
+/// A stopped sweep's records, merged and published into the record folder for the next run to
+/// resume from; nothing without a record folder.
+pub fn after_stop(rest: &mut Rest<'_>, place: &Place<'_>) -> Published {
+    let mut published = Published {
+        merged: Merged::Failed,
+        dir: None,
+    };
+    let Some(dir) = &place.record_dir else {
+        return published;
+    };
+    let scratch = place.scratch.root().as_os_str();
+    let merged = matches!(
+        rest.tool(
+            "warmup-merge",
+            &[OsStr::new("--in-scratch"), scratch],
+            place.lock.as_ref()
+        ),
+        ToolEnd::Done(_)
+    );
+    if merged && matches!(publish(rest, dir, place), ToolEnd::Done(_)) {
+        say(&format!(
+            "the sweep was stopped: what its children recorded is published in {}; the next run resumes from it (--fresh: tunes every key again)",
+            dir.display()
+        ));
+        published.dir = Some(dir.clone());
+    } else {
+        say("the sweep was stopped before any child recorded a key; nothing to resume from");
+    }
+    published
+}
+
+/// `warmup-publish --format json --record-dir DIR -- SCRATCH`.
+fn publish(rest: &mut Rest<'_>, dir: &Path, place: &Place<'_>) -> ToolEnd {
+    let args = [
+        OsStr::new("--format"),
+        OsStr::new("json"),
+        OsStr::new("--record-dir"),
+        dir.as_os_str(),
+        OsStr::new("--"),
+        place.scratch.root().as_os_str(),
+    ];
+    rest.tool("warmup-publish", &args, place.lock.as_ref())
+}

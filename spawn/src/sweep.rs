@@ -1,0 +1,82 @@
+//! The sweep: every job of a prepared run supervised to its end on its devices, within the
+//! run's limits. `warmup-spawn --plan` is this alone ([`alone`]); `--measure` runs it with the
+//! measurement alongside ([`sweep`]), then goes on (`flow`).
+
+use crate::measurement::Measurement;
+use crate::prepare::{self, PreparedRun};
+use crate::progress::Progress;
+use crate::signal::{Shutdown, Signals};
+use crate::supervisor::{self, Limits, Outcome};
+use crate::watchdog::Watchdog;
+use anyhow::Result;
+use std::path::Path;
+use std::time::Instant;
+use toolkit::Status;
+
+/// What watches a sweep: the run's signals and stops, the watchdog, what a person sees.
+#[derive(Debug)]
+pub struct Watch<'a> {
+    pub signals: &'a Signals,
+    pub shutdown: &'a mut Shutdown,
+    pub watchdog: &'a mut Watchdog,
+    pub progress: &'a mut Progress,
+}
+
+/// Runs and supervises every job of `prepared` to the end, with `measurement` (`--measure`'s,
+/// started with the sweep) supervised alongside.
+pub fn sweep(
+    prepared: &PreparedRun,
+    limits: Limits,
+    watch: &mut Watch<'_>,
+    measurement: Option<&mut Measurement>,
+) -> Result<Outcome> {
+    supervisor::supervise(
+        &prepared.jobs,
+        supervisor::Run {
+            devices: &prepared.devices,
+            limits,
+            signals: watch.signals,
+            shutdown: &mut *watch.shutdown,
+            measurement,
+            watchdog: &mut *watch.watchdog,
+            progress: &mut *watch.progress,
+            run_id: &prepared.run_id,
+        },
+    )
+}
+
+/// `warmup-spawn --plan`: takes the scratch, clears the chosen shards' outputs, runs and
+/// supervises their children to the end and writes the summary to `summary`; `parent` is the
+/// caller whose death stops the run.
+pub fn alone(
+    prepared: &PreparedRun,
+    limits: Limits,
+    summary: Option<&Path>,
+    parent: nix::unistd::Pid,
+) -> Result<Status> {
+    let jobs = &prepared.jobs;
+    let _hold = prepare::hold_scratch(prepared)?;
+
+    // The watchdog first, while this is the only thread and no signal is blocked yet.
+    let mut watchdog = Watchdog::start(&prepared.run_id)?;
+    let signals = Signals::install(parent)?;
+    let mut shutdown = Shutdown::default();
+    let mut progress = Progress::new(&prepared.devices);
+    let t0 = Instant::now();
+    let mut watch = Watch {
+        signals: &signals,
+        shutdown: &mut shutdown,
+        watchdog: &mut watchdog,
+        progress: &mut progress,
+    };
+    let outcome = sweep(prepared, limits, &mut watch, None)?;
+    watchdog.finish();
+    let wall = t0.elapsed();
+    progress.summary(&outcome.statuses, jobs.len(), wall);
+    prepare::write_summary(summary, &prepared.plan, jobs, &outcome.statuses, wall)?;
+    Ok(match outcome.stopped_by {
+        Some(sig) => Status::Signalled(sig as i32),
+        None if outcome.write_failed || outcome.statuses.iter().any(|s| !s.ok()) => Status::Partial,
+        None => Status::Done,
+    })
+}
