@@ -883,3 +883,57 @@ def test_the_example_benchmark_compiles_and_its_shapes_shard(tmp_path):
                          env=clean_env(), capture_output=True, text=True, timeout=HANG)
     assert run.returncode == 0, run.stderr
     assert len(yaml.safe_load((tmp_path / "s" / "w0" / "shapes.yaml").read_text())["rowsum"]["shapes"]) == 3
+
+
+def test_record_with_racing_keeps_the_winners_times_fewer_configs_in_full_and_says_what_each_key_cost(
+        recorded, tmp_path):
+    run = bench(tmp_path, shape_file(tmp_path, SHAPES), "-s",  # -s: Triton's and the race's prints uncaptured
+                FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "rec"), WARMUP_HARNESS_RACE="1",
+                TRITON_PRINT_AUTOTUNING="1")
+    assert run.returncode == 0, run.output
+    records = json.loads((tmp_path / "rec" / "mm.json").read_text())
+    assert records == json.loads((recorded[0] / "mm.json").read_text()), "the fake device's timings are exact"
+    race = json.loads((tmp_path / "rec" / "mm.meta.json").read_text())["race"]
+    assert race.keys() == {PLAIN_MM, STORE_MM, ADD} and race[PLAIN_MM].keys() == records[PLAIN_MM].keys()
+    # No noise on the fake device: only the best config is timed in full.
+    assert all(v["raced"] == 24 and v["retimed"] == 1 and v["skipped"] == 0 for v in race[PLAIN_MM].values()), race
+    # Each key: 24 short timings, 4 more of the best (its noise), 1 in full.
+    assert run.session["timed"][PLAIN_MM] == 4 * (24 + 4 + 1), run.session["timed"]
+    printed = [ln for ln in run.stdout.splitlines() if ln.startswith(f"warmup-harness race {PLAIN_MM} key ")]
+    assert len(printed) == 4 and ": 24 configs raced in " in printed[0] and "1 re-timed in full in" in printed[0]
+    closing = [ln for ln in run.harness_lines() if ln.startswith("[warmup-harness] race: ")]
+    assert len(closing) == 1 and closing[0].startswith("[warmup-harness] race: 12 key(s), "), run.stderr
+    assert " re-timed in full in " in closing[0]
+
+
+def test_replay_never_races_a_key_it_sweeps_live(recorded, tmp_path):
+    folder = copy_records(recorded[0], tmp_path / "rec")
+    run = bench(tmp_path, shape_file(tmp_path, [*SHAPES, [96, 32, 16]]),
+                FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR=str(folder), WARMUP_HARNESS_RACE="1")
+    assert run.returncode == 0, run.output
+    assert run.session["timed"][PLAIN_MM] == 24, "every config timed once, in full"
+    assert not any(ln.startswith("[warmup-harness] race") for ln in run.harness_lines()), run.stderr
+    assert "warmup-harness race" not in run.stdout
+
+
+def test_racing_with_history_skips_the_configs_never_near_the_best_and_keeps_the_winners(recorded, tmp_path):
+    rec = tmp_path / "rec"
+    shapes = shape_file(tmp_path, SHAPES)
+    first = bench(tmp_path, shapes, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(rec), WARMUP_HARNESS_RACE="1")
+    assert first.returncode == 0, first.output
+    near = {i for v in json.loads((rec / "mm.meta.json").read_text())["race"][PLAIN_MM].values() for i in v["near"]}
+    assert 0 < len(near) < 24, near
+    again = bench(tmp_path, shapes, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(rec), WARMUP_HARNESS_RACE="1",
+                  WARMUP_HARNESS_RACE_HISTORY="4", WARMUP_HARNESS_FRESH="1")
+    assert again.returncode == 0, again.output
+    assert json.loads((rec / "mm.json").read_text()) == json.loads((recorded[0] / "mm.json").read_text())
+    race = json.loads((rec / "mm.meta.json").read_text())["race"]
+    assert all(v["skipped"] == 24 - len(near) and v["raced"] == len(near) for v in race[PLAIN_MM].values()), race
+    assert again.session["timed"][PLAIN_MM] == 4 * (len(near) + 4 + 1), "a skipped config is never timed"
+    closing = [ln for ln in again.harness_lines() if ln.startswith("[warmup-harness] race: ")]
+    assert " skipped by history (neither compiled nor timed)" in closing[0], closing
+    short = bench(tmp_path, shapes, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(rec), WARMUP_HARNESS_RACE="1",
+                  WARMUP_HARNESS_RACE_HISTORY="5", WARMUP_HARNESS_FRESH="1")
+    assert short.returncode == 0, short.output
+    assert short.session["timed"][PLAIN_MM] == 4 * (24 + 4 + 1), "4 raced keys are short of a history of 5"
+    assert not any("skipped by history" in ln for ln in short.harness_lines()), short.stderr

@@ -409,3 +409,239 @@ def test_a_kernels_fingerprint_follows_its_source_and_its_configs_in_order(tmp_p
     assert configs.fingerprint(tuner(one, (128, 64))) != base, "the configs in another order"
     assert configs.fingerprint(tuner(one, (64, 128, 256))) != base, "another config"
     assert configs.fingerprint(make_tuner()) is None, "no triton.jit function under it: nothing to compare"
+
+
+# --- racing (autotune/race.py) -----------------------------------------------------------------
+
+
+class RaceBench:
+    """A do_bench that tells a short timing (the race's: a warm-up and a repetition budget) from a
+    full one (the tuner's: neither), and answers each config's from a table: `short[block]` a list
+    of the short timings it gives one after another (the last repeated), `full[block]` one value."""
+
+    def __init__(self, launcher, short: dict, full: dict):
+        self.launcher, self.short, self.full = launcher, short, full
+        self.calls: list[tuple[int, str]] = []
+
+    def __call__(self, kernel_call, quantiles=None, warmup=None, rep=None):
+        kernel_call()
+        block = self.launcher.launches[-1]["BLOCK"]
+        if warmup is None and rep is None:
+            self.calls.append((block, "full"))
+            ms = self.full[block]
+        else:
+            self.calls.append((block, "short"))
+            left = self.short[block]
+            ms = left.pop(0) if len(left) > 1 else left[0]
+        return [ms] * len(quantiles) if quantiles else ms
+
+    def timed(self, how: str) -> set[int]:
+        return {block for block, kind in self.calls if kind == how}
+
+
+def race_tuner(short: dict, full: dict, cls=Autotuner, **kw):
+    launcher = Launcher(body)
+    configs = [triton.Config({"BLOCK": b}, num_warps=4) for b in (64, 128, 256)]
+    timer = RaceBench(launcher, short, full)
+    tuner = cls(launcher, ["x", "n"], configs, ["n"], None, None, do_bench=timer, **kw)
+    return tuner, timer
+
+
+def raced(tuner, n=10):
+    """Records one key of `tuner` with racing on: (the recorded config's BLOCK, the racer)."""
+    from warmup_harness.autotune import race
+
+    decided = []
+    racer = race.Racer(lambda line: None)
+    tuners.install(policies.Recorder(lambda kernel, key, config, seconds, fp: decided.append(config)), racer=racer)
+    try:
+        tuner.run(object(), n)
+    finally:
+        tuners.uninstall()
+    return decided[0]["kwargs"]["BLOCK"], racer
+
+
+QUIET = [1.0, 1.01, 0.99, 1.0, 1.02]  # the best config's short timings: 3% of spread
+
+
+def test_race_a_config_three_times_slower_on_the_short_timing_is_never_timed_in_full():
+    tuner, timer = race_tuner({64: list(QUIET), 128: [3.0], 256: [1.01]}, {64: 1.0, 128: 0.5, 256: 1.02})
+    winner, racer = raced(tuner)
+    assert timer.timed("short") == {64, 128, 256}
+    assert 128 not in timer.timed("full"), timer.calls
+    assert winner == 64
+    assert racer.keys == {f"{__name__}:body": {"[10]": {"raced": 3, "retimed": 2, "skipped": 0, "near": [0, 2]}}}
+    assert racer.summary().startswith("race: 1 key(s), 3 configs raced in "), racer.summary()
+    assert " 2 re-timed in full in " in racer.summary()
+
+
+def test_race_two_configs_within_the_noise_are_both_timed_in_full_and_the_faster_full_timing_wins():
+    tuner, timer = race_tuner({64: list(QUIET), 128: [1.01], 256: [5.0]}, {64: 1.0, 128: 0.9, 256: 0.1})
+    winner, racer = raced(tuner)
+    assert timer.timed("full") == {64, 128}, timer.calls
+    assert winner == 128, "the winner is the fastest full timing, not the fastest short one"
+    assert tuner.configs_timings[tuner.configs[2]][0] == float("inf"), "a dropped config never wins"
+
+
+def test_race_noise_is_measured_a_noisy_device_keeps_more_contenders():
+    full = {64: 1.0, 128: 0.9, 256: 1.1}
+    quiet, quiet_timer = race_tuner({64: [1.0], 128: [1.05], 256: [2.0]}, full)
+    noisy, noisy_timer = race_tuner({64: [1.0, 1.1, 0.95, 1.05, 1.0], 128: [1.05], 256: [2.0]}, full)
+    assert raced(quiet)[0] == 64
+    assert quiet_timer.timed("full") == {64}, "no spread: a config slower on the short timing is dropped"
+    assert raced(noisy)[0] == 128
+    assert noisy_timer.timed("full") == {64, 128}, "the spread measured keeps the config within it"
+    assert noisy_timer.calls.count((64, "short")) == 5, "the best config's short timing is repeated"
+
+
+class OwnRunTuner(Autotuner):
+    """Replaces `run` as FlagGems' LibTuner does: its own key (rounded) and its own store."""
+
+    def __init__(self, *args, **kw):
+        super().__init__(*args, **kw)
+        self.cache = {}
+
+    def run(self, *args, **kwargs):
+        self.nargs = dict(zip(self.arg_names, args))
+        key = (self.nargs["n"] // 100,)
+        if key not in self.cache:
+            pruned = self.prune_configs(kwargs)
+            timings = {config: self._bench(*args, config=config, **kwargs) for config in pruned}
+            self.cache[key] = min(timings, key=timings.get)
+        config = self.cache[key]
+        self.fn.run(*args, **kwargs, **config.all_kwargs())
+
+
+def test_race_a_tuner_that_replaces_run_races_too():
+    tuner, timer = race_tuner({64: [2.0], 128: list(QUIET), 256: [9.0]}, {64: 1.0, 128: 1.0, 256: 1.0},
+                              cls=OwnRunTuner)
+    winner, racer = raced(tuner, n=250)
+    assert winner == 128
+    assert timer.timed("full") == {128} and timer.timed("short") == {64, 128, 256}, timer.calls
+    assert racer.keys == {f"{__name__}:body": {"[2]": {"raced": 3, "retimed": 1, "skipped": 0, "near": [1]}}}
+
+
+def test_race_a_tuner_whose_bench_never_calls_do_bench_is_timed_in_full_and_said():
+    from warmup_harness.autotune import race
+
+    class OwnBench(Autotuner):
+        def _bench(self, *args, config, **meta):
+            timed.append(config.kwargs["BLOCK"])
+            return [float(config.kwargs["BLOCK"])] * 3
+
+    timed, lines = [], []
+    tuner = OwnBench(Launcher(body), ["x", "n"], [triton.Config({"BLOCK": b}) for b in (64, 128, 256)], ["n"],
+                     None, None, do_bench=lambda kernel_call, quantiles, **kw: [1.0] * 3)
+    racer = race.Racer(lines.append)
+    tuners.install(policies.Recorder(lambda *a: None), racer=racer)
+    try:
+        tuner.run(object(), 10)
+    finally:
+        tuners.uninstall()
+    assert timed == [64, 128, 256] and tuner.best_config.kwargs["BLOCK"] == 64
+    assert racer.keys == {} and len(lines) == 1 and "is not raced (its _bench times without do_bench)" in lines[0]
+
+
+def test_race_a_tuner_with_the_deprecated_warmup_and_rep_is_timed_briefly_by_the_drivers_benchmarker(
+        monkeypatch):
+    """As FlagGems' LibTuner is made (`warmup=5, rep=10`): its do_bench takes no budget, so the
+    short timings are the driver's benchmarker's, and the full ones its own, with its budget."""
+    import warnings
+
+    import triton.testing
+    from warmup_harness import triton_private
+
+    launcher = Launcher(body)
+    calls = []
+    short = {64: 1.0, 128: 4.0, 256: 1.0}
+
+    def do_bench(kernel_call, warmup=25, rep=100, quantiles=None, **kw):
+        kernel_call()
+        block = launcher.launches[-1]["BLOCK"]
+        calls.append((block, warmup, rep))
+        ms = short[block] if (warmup, rep) == (1, 2) else {64: 1.0, 128: 0.1, 256: 0.5}[block]
+        return [ms] * len(quantiles)
+
+    monkeypatch.setattr(triton.testing, "do_bench", do_bench)  # what the tuner's own lambda calls
+    monkeypatch.setattr(triton_private, "device_benchmarker", lambda: do_bench)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        tuner = Autotuner(launcher, ["x", "n"], [triton.Config({"BLOCK": b}) for b in (64, 128, 256)], ["n"],
+                          None, None, warmup=5, rep=10)
+    winner, racer = raced(tuner)
+    assert winner == 256
+    assert {(b, w, r) for b, w, r in calls if (w, r) == (5, 10)} == {(64, 5, 10), (256, 5, 10)}, calls
+    assert all((w, r) in ((1, 2), (5, 10)) for _, w, r in calls), calls
+
+
+def other(x, n):
+    pass
+
+
+def test_race_a_tuner_with_no_do_bench_that_takes_a_budget_is_timed_in_full_and_said_the_others_race(
+        monkeypatch):
+    from warmup_harness import triton_private
+    from warmup_harness.autotune import race
+
+    monkeypatch.setattr(triton_private, "device_benchmarker", lambda: None)
+    plain_calls = []
+
+    def no_budget(kernel_call, quantiles):
+        kernel_call()
+        plain_calls.append(True)
+        return [1.0] * len(quantiles)
+
+    configs = [triton.Config({"BLOCK": b}) for b in (64, 128, 256)]
+    unraced = Autotuner(Launcher(other), ["x", "n"], configs, ["n"], None, None, do_bench=no_budget)
+    raceable, timer = race_tuner({64: list(QUIET), 128: [3.0], 256: [3.0]}, {64: 1.0, 128: 1.0, 256: 1.0})
+    lines = []
+    racer = race.Racer(lines.append)
+    tuners.install(policies.Recorder(lambda *a: None), racer=racer)
+    try:
+        for n in (10, 20):
+            unraced.run(object(), n)
+        raceable.run(object(), 10)
+    finally:
+        tuners.uninstall()
+    assert len(plain_calls) == 6, "each config of each key timed once, in full"
+    assert lines == [f"race: {__name__}:other is not raced (no do_bench of its own or of the driver takes a "
+                     f"warm-up and a repetition budget): its configs are each timed in full"]
+    assert racer.keys == {f"{__name__}:body": {"[10]": {"raced": 3, "retimed": 1, "skipped": 0, "near": [0]}}}
+    assert timer.timed("full") == {64}
+
+
+def test_race_history_keeps_the_configs_it_rules_out_from_compiling_and_timing(monkeypatch):
+    from warmup_harness.autotune import race, tuner_cache
+
+    compiled = []
+    monkeypatch.setattr(tuners.Hooks, "before_timing",
+                        lambda self, tuner, configs, kwargs: compiled.append([c.kwargs["BLOCK"] for c in configs]))
+    monkeypatch.setattr(tuner_cache, "fingerprint", lambda tuner: "fp-now")
+    kernel = f"{__name__}:body"
+    meta = {"device": "dev", "kernels": {kernel: "fp-now"},
+            "race": {kernel: {"[1]": {"near": [0]}, "[2]": {"near": [0, 2]}}}}
+
+    def run(meta, min_keys, device="dev"):
+        tuner, timer = race_tuner({64: list(QUIET), 128: [0.5], 256: [1.0]}, {64: 1.0, 128: 0.5, 256: 1.0})
+        compiled.clear()
+        winner, racer = raced_with(tuner, race.Racer(lambda line: None, history=race.History(meta, min_keys,
+                                                                                             lambda: device)))
+        return compiled[0], timer, racer
+
+    blocks, timer, racer = run(meta, 2)
+    assert blocks == [64, 256] and 128 not in timer.timed("short") | timer.timed("full"), timer.calls
+    assert racer.keys[kernel]["[10]"]["skipped"] == 1
+    for changed, min_keys, device in (({**meta, "kernels": {kernel: "fp-then"}}, 2, "dev"), (meta, 3, "dev"),
+                                      (meta, 2, "another")):
+        blocks, timer, racer = run(changed, min_keys, device)
+        assert blocks == [64, 128, 256], "another fingerprint, too few keys or another device: nothing skipped"
+
+
+def raced_with(tuner, racer):
+    decided = []
+    tuners.install(policies.Recorder(lambda kernel, key, config, seconds, fp: decided.append(config)), racer=racer)
+    try:
+        tuner.run(object(), 10)
+    finally:
+        tuners.uninstall()
+    return decided[0]["kwargs"]["BLOCK"], racer

@@ -112,8 +112,10 @@ def scale_launch(n=1000) -> tuple[tuple, dict]:
     return args, {"x_ptr": args[0], "y_ptr": args[1], "n": n, "grid": (1,)}
 
 
-def settings(mode: str, workers: int, lock_dir: Path, start: str = "fork") -> cs.CompileSettings:
-    return cs.CompileSettings(mode, workers, (), lock_dir, False, start=start)
+def settings(mode: str, workers: int, lock_dir: Path, start: str = "fork", overlap: bool = False) -> cs.CompileSettings:
+    """A session's settings; a key's compiles are waited for whole before its timings unless `overlap`
+    (the default of a session, tested on its own: most tests here look at one key's compiles)."""
+    return cs.CompileSettings(mode, workers, (), lock_dir, False, start=start, overlap=overlap)
 
 
 def pool_pays_from(monkeypatch, seconds: float) -> None:
@@ -823,11 +825,17 @@ def test_settings_default_to_processes_sharing_the_cpus_among_the_children(monke
     assert chosen.lock_dir == Path.cwd() / "locks" and not chosen.shared_lock_dir
     assert cs.CompileSettings.from_env({cs.PRELOAD: ""}).preload == ()
     assert (s.start, cs.CompileSettings.from_env({cs.START: " Spawn "}).start) == ("fork", "spawn")
+    assert (s.race, s.overlap) == (False, True), "racing is opt-in, timing as compiled is not"
+    on = cs.CompileSettings.from_env({cs.RACE: " Yes", cs.OVERLAP: "0", cs.RACE_HISTORY: "20", cs.RACE_NEAR: "2.5"})
+    assert (on.race, on.overlap, on.race_history, on.race_near) == (True, False, 20, 0.025)
+    assert (s.race_history, s.race_near) == (None, 0.10), "no history unless asked; near is 10% by default"
 
 
 @pytest.mark.parametrize("name, value", [(cs.MODE, "fast"), (cs.WORKERS, "0"), (cs.WORKERS, "x"),
                                          (cs.WORKERS, "\u00b2"), (cs.WORKERS, "\u0663"), (cs.WORKERS, "000"),
-                                         (cs.CHILDREN, "-2"), (cs.CHILDREN, "\u00b2"), (cs.START, "forkserver")])
+                                         (cs.CHILDREN, "-2"), (cs.CHILDREN, "\u00b2"), (cs.START, "forkserver"),
+                                         (cs.RACE, "on"), (cs.OVERLAP, "2"), (cs.RACE_HISTORY, "0"),
+                                         (cs.RACE_NEAR, "0"), (cs.RACE_NEAR, "5%")])
 def test_unusable_settings_are_named(name, value):
     with pytest.raises(ProtocolError, match=f"{name}={value!r}"):
         cs.CompileSettings.from_env({name: value})
@@ -1048,3 +1056,86 @@ def test_a_tuner_with_its_own_bench_is_timed_holding_the_device_lock_too(cpu, mo
         compiler.close()
     assert held == [True] * len(SCALE_CONFIGS)
     assert OwnBench.__dict__["_bench"].__qualname__.endswith("OwnBench._bench"), "not taken off"
+
+
+def test_a_config_is_timed_while_the_last_one_still_compiles(cpu, monkeypatch):
+    """The last config's compile, in a worker, waits until a config was timed (at most 60 s): a
+    session that waited for the whole key before timing would meet that bound first."""
+    timed, seen = cpu / "timed", cpu / "seen"
+    last = capture.config_label(SCALE_CONFIGS[-1])
+    compile_here = compile_worker.compile_job
+
+    def compile_last_after_a_timing(fn, job, wait):  # the forked workers have it
+        if job.label == last:
+            deadline = time.monotonic() + 60
+            while not timed.exists() and time.monotonic() < deadline:
+                time.sleep(0.02)
+            seen.write_text("timed first" if timed.exists() else "compiled first")
+        return compile_here(fn, job, wait)
+
+    def timer(kernel_call, quantiles):  # a launch needs a GPU driver: kernel_call is not called
+        timed.touch()
+        return [1.0, 1.0, 1.0]
+
+    monkeypatch.setattr(compile_worker, "compile_job", compile_last_after_a_timing)
+    monkeypatch.setattr(pc.CompilePool, "_started", lambda self: True)  # the caller leaves every job to them
+    pool_pays_from(monkeypatch, 0.0)
+    lines: list[str] = []
+    compiler = pc.Precompiler(settings("processes", 2, cpu / "locks", overlap=True), lines.append)
+    tuner = triton.autotune(configs=SCALE_CONFIGS, key=["n"], do_bench=timer)(pc.jit_function(scale_kernel))
+    forget_compiled(tuner)
+    try:
+        tuners.install(tuners.Recorder(lambda *a: None), compiler)
+        with pytest.raises(AttributeError):  # the winner's real launch
+            tuner.run(*scale_launch()[0], grid=(1,), warmup=False)
+    finally:
+        compiler.close()
+    assert seen.read_text() == "timed first"
+    reports = parse_reports("\n".join(lines))
+    assert [(r["compiled"], r["left"]) for r in reports] == [(len(SCALE_CONFIGS), 0)], lines
+    assert lines[-1].endswith("; each config timed as its compile finished"), lines
+
+
+def test_a_race_times_its_configs_in_the_order_their_compiles_finish(cpu, monkeypatch):
+    """The second config's compile, in a worker, waits until every other config was timed (at most
+    60 s): a race that took the configs in their own order would wait out that bound first."""
+    from warmup_harness.autotune import race
+
+    released = cpu / "released"
+    held = capture.config_label(SCALE_CONFIGS[1])
+    compile_here = compile_worker.compile_job
+
+    def compile_held_last(fn, job, wait):  # the forked workers have it
+        if job.label == held:
+            deadline = time.monotonic() + 60
+            while not released.exists() and time.monotonic() < deadline:
+                time.sleep(0.02)
+        return compile_here(fn, job, wait)
+
+    order: list[int] = []
+    original = pc.Precompiler.bench
+
+    def bench(self, tuner, args, config, meta, time_it):
+        order.append(SCALE_CONFIGS.index(config))
+        if sorted(order) == [0, 2, 3]:
+            released.touch()
+        return original(self, tuner, args, config, meta, time_it)
+
+    def timer(kernel_call, quantiles=None, warmup=None, rep=None):  # no GPU: kernel_call is not called
+        return [1.0, 1.0, 1.0]
+
+    monkeypatch.setattr(compile_worker, "compile_job", compile_held_last)
+    monkeypatch.setattr(pc.Precompiler, "bench", bench)
+    pool_pays_from(monkeypatch, 0.0)
+    compiler = pc.Precompiler(settings("processes", 2, cpu / "locks", overlap=True), lambda line: None)
+    tuner = triton.autotune(configs=SCALE_CONFIGS, key=["n"], do_bench=timer)(pc.jit_function(scale_kernel))
+    forget_compiled(tuner)
+    racer = race.Racer(lambda line: None, compiler.as_compiled)
+    try:
+        tuners.install(tuners.Recorder(lambda *a: None), compiler, racer=racer)
+        with pytest.raises(AttributeError):  # the winner's real launch
+            tuner.run(*scale_launch()[0], grid=(1,), warmup=False)
+    finally:
+        compiler.close()
+    assert order[:4] == [0, 2, 3, 1], order
+    assert [v["raced"] for v in racer.keys[next(iter(racer.keys))].values()] == [len(SCALE_CONFIGS)]

@@ -755,6 +755,21 @@ def test_one_gpu_runs_one_process_that_records_where_the_harness_is(work):
     assert "below 2" in plain.lines()[0] and "skipping" in plain.lines()[0], plain.stderr
 
 
+def test_race_is_in_the_environment_of_the_process_that_records_and_of_every_sweep_child(work):
+    env = {"FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR": str(work / "records"), "PYTHONPATH": str(fake_harness(work))}
+    one = warmup(work, "--gpus", "1", "--race", command=harness_command(), **env)
+    assert one.returncode == 0, one.stderr
+    assert [s["env"]["WARMUP_HARNESS_RACE"] for s in one.sessions] == ["1"]
+    (work / "sweep").mkdir()
+    swept = warmup(work / "sweep", "--gpus", "2", "--devices", "0,1", "--race",
+                   FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(work / "sweep" / "records"))
+    assert swept.returncode == 0 and len(swept.children) == 2, swept.stderr
+    assert [c["env"]["WARMUP_HARNESS_RACE"] for c in swept.children] == ["1", "1"]
+    (work / "without").mkdir()
+    plain = warmup(work / "without", "--gpus", "1", command=harness_command(), **env)
+    assert [s["env"]["WARMUP_HARNESS_RACE"] for s in plain.sessions] == [None], "opt-in"
+
+
 @pytest.mark.parametrize("command, line", [
     (["nosuchcmd", "--shape_file", str(EXAMPLE)],
      'warmup: COMMAND "nosuchcmd" not found in PATH (or not executable); give its path or fix PATH'),

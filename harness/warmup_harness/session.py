@@ -48,6 +48,7 @@ class Session:
         self.finished = False  # record mode: the journal was folded at the end
         self.stopped = False  # the hooks are out
         self.startup_seconds: float | None = None  # from the interpreter's start to the first test
+        self.racer: Any = None  # record mode with racing on: autotune.race.Racer
 
     @classmethod
     def start(cls, config: Any, mode: env.Mode, miss_policy: env.MissPolicy) -> Session:
@@ -114,12 +115,23 @@ class Session:
             raise
         policy.progress = progress.from_env(os.environ)
         clock = CompileClock()
-        hooks = tuners.install(policy, compiler, clock)
+        racer = None
+        if compiler.settings.race:  # only a record session races: a replay's live sweep times every config
+            from .autotune.race import History, Racer
+
+            history = None
+            if compiler.settings.race_history is not None:  # the record's sidecar as the session found it
+                meta, _ = records.load_meta(records.meta_path(mode.directory, mode.op))
+                history = History(meta, compiler.settings.race_history, device_name)
+            racer = Racer(lambda line: say(config, [line]), compiler.as_compiled, history, compiler.settings.race_near)
+        hooks = tuners.install(policy, compiler, clock, racer)
         if not (isinstance(policy, once_recorder.OnceRecorder) and policy.same_folder):  # a cache may tune nothing
             compiler.start_early()  # its workers' imports overlap pytest's collection
         session = cls(config, mode, policy, [], compiler, hooks, writer=writer)
+        session.racer = racer
         writer.extra_meta = lambda: {"startup_seconds": session.startup_seconds,
-                                     "compile_seconds": clock.total(compiler)}
+                                     "compile_seconds": clock.total(compiler),
+                                     "race": racer.keys if racer is not None else None}
         writer.fold_on_sigterm()  # last: nothing after it can fail and leave the handler in
         return session
 
@@ -163,8 +175,12 @@ class Session:
             what = f"record mode, op {self.mode.op}: every autotuner decision goes to {path}"
         else:
             what = f"replay mode, op {self.mode.op}: configs pinned from {path}"
+        racing = None
+        if self.racer is not None:
+            racing = ("racing on: each swept key's configs are timed briefly first, and only those the short timing's "
+                      "measured noise cannot rule out are timed in full")
         return [what, "Triton's on-disk autotune cache is off: no config from an earlier run answers a key",
-                self.compiler.describe(), *getattr(self.policy, "opening", [])]  # once_recorder.py's lines
+                self.compiler.describe(), racing, *getattr(self.policy, "opening", [])]  # once_recorder.py's lines
 
     def finish(self) -> None:
         """Record mode: folds the journal into the record, once, before the closing lines."""
@@ -196,7 +212,8 @@ class Session:
             )
         notes = self.notes + (self.writer.foreign_lines() + self.writer.notes if self.writer is not None else [])
         once_lines = self.policy.closing() if hasattr(self.policy, "closing") else []  # once_recorder.py's
-        return [line, *once_lines, self.compiler.summary(), *notes]
+        race = self.racer.summary() if self.racer is not None else None
+        return [line, *once_lines, self.compiler.summary(), race, *notes]
 
     def stop(self) -> None:
         if self.stopped:

@@ -332,3 +332,44 @@ def driver_exists(config: Any = None) -> bool:
         return state["_active"] is not None
     active = state.get("active")  # 3.4: the default is a LazyProxy, empty until first used
     return active is not None and (active is not state.get("default") or vars(active).get("_obj") is not None)
+
+
+# --- racing (autotune/race.py) ------------------------------------------------------------------
+# `Autotuner.do_bench`, a cached_property (3.4 to 3.9): the tuner's `do_bench=` argument, a lambda
+# over testing.do_bench with its deprecated `warmup`/`rep`, else the driver's benchmarker
+# (`driver.active.get_benchmarker()`, testing.do_bench on CUDA and HIP), which `_bench` calls as
+# `self.do_bench(kernel_call, quantiles=...)`. Being a non-data descriptor, an instance's own
+# `do_bench` shadows it for one timing.
+
+
+def tuner_do_bench(tuner: Any) -> Any:
+    """The tuner's own do_bench, or None where asking fails."""
+    try:
+        return tuner.do_bench
+    except Exception:
+        return None
+
+
+def device_benchmarker() -> Any:
+    """The active driver's benchmarker, or None where it has none."""
+    try:
+        return driver.active.get_benchmarker()
+    except Exception:
+        return None
+
+
+@contextlib.contextmanager
+def do_bench_as(tuner: Any, bench: Callable[..., Any]) -> Iterator[None]:
+    """`tuner.do_bench` is `bench` for the duration (an instance attribute shadowing the class's)."""
+    saved = tuner.__dict__.get("do_bench", _NOTHING)
+    tuner.__dict__["do_bench"] = bench
+    try:
+        yield
+    finally:
+        if saved is _NOTHING:
+            tuner.__dict__.pop("do_bench", None)
+        else:
+            tuner.__dict__["do_bench"] = saved
+
+
+_NOTHING = object()

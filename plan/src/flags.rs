@@ -90,6 +90,10 @@ pub struct Warmup {
     /// same device model) is replayed or not tuned again
     #[arg(long)]
     pub fresh: bool,
+    /// Race each swept key's configs: time each briefly, then in full only those the short
+    /// timing's measured noise cannot rule out (WARMUP_HARNESS_RACE=1 in COMMAND's environment)
+    #[arg(long)]
+    pub race: bool,
     /// The benchmark command, after --
     #[arg(value_name = "COMMAND", last = true, required = true)]
     pub command: Vec<OsString>,

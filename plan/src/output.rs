@@ -184,6 +184,9 @@ pub fn warmup(args: &Warmup, found: &Discovery, decision: &Decision) -> Output {
             ..
         } => sweep(&mut out, args, found, devices, *by_history, *by_key),
     }
+    if args.race && !matches!(decision, Decision::Plain { .. }) {
+        out.export(names::RACE, "1");
+    }
     out.list("command", args.command.clone());
     out
 }

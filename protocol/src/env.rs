@@ -37,6 +37,9 @@ pub const PROGRESS: &str = "WARMUP_HARNESS_PROGRESS";
 pub const RESUME_DIR: &str = "WARMUP_HARNESS_RESUME_DIR";
 /// `1`: a record session tunes every key again, whatever an earlier record holds.
 pub const FRESH: &str = "WARMUP_HARNESS_FRESH";
+/// `1`: a record session races a swept key's configs, timing in full only those a short timing
+/// cannot rule out (scripts/warmup `--race`).
+pub const RACE: &str = "WARMUP_HARNESS_RACE";
 /// The vendor FlagGems runs on; `warmup-spawn --backend auto` follows it when set.
 pub const VENDOR: &str = "FLAGGEMS_VENDOR";
 

@@ -45,7 +45,7 @@ pub struct Combined {
 }
 
 /// Combines the sidecars of the plan's shards (`SCRATCH/w<i>/rec/<op>.meta.json`): the
-/// `tune_seconds` of every shard (a key several shards decided keeps the first shard's), their
+/// `tune_seconds` and `race` of every shard (a key several shards decided keeps the first shard's), their
 /// `kernels` fingerprints (the union; one two shards disagree on is `null`: [`kernels`]), each
 /// of FIELDS where all shards agree, else `null`, which the replay checks nothing against, and
 /// PROCESS_SECONDS folded. A
@@ -89,7 +89,14 @@ pub fn combine(scratch: &Scratch, op: &str) -> Result<Combined> {
     out.insert("format".into(), FORMAT.into());
     out.insert("version".into(), VERSION.into());
     out.insert("op".into(), op.into());
-    out.insert("tune_seconds".into(), Value::Object(tune_seconds(&read)));
+    out.insert(
+        "tune_seconds".into(),
+        Value::Object(per_key(&read, "tune_seconds")),
+    );
+    let race = per_key(&read, "race");
+    if !race.is_empty() {
+        out.insert("race".into(), Value::Object(race));
+    }
     if let Some(kernels) = kernels(&read, &mut notes) {
         out.insert("kernels".into(), Value::Object(kernels));
     }
@@ -358,11 +365,12 @@ fn process_seconds(read: &[(usize, Map<String, Value>)], field: &str, fold: Fold
     Some(folded.map_or(Value::Null, Value::from))
 }
 
-/// Every shard's `{kernel: {key: seconds}}`, the first shard's where several have a key.
-fn tune_seconds(read: &[(usize, Map<String, Value>)]) -> Map<String, Value> {
+/// Every shard's `{kernel: {key: value}}` under `field` (`tune_seconds`, `race`), the first
+/// shard's where several have a key.
+fn per_key(read: &[(usize, Map<String, Value>)], field: &str) -> Map<String, Value> {
     let mut all = Map::new();
     for (_, sidecar) in read {
-        let Some(Value::Object(kernels)) = sidecar.get("tune_seconds") else {
+        let Some(Value::Object(kernels)) = sidecar.get(field) else {
             continue;
         };
         for (kernel, keys) in kernels {
@@ -556,6 +564,27 @@ mod tests {
                 .contains("kernel m:b's fingerprint (\"bbbb\" in shard 0; \"cccc\" in shard 1)"),
             "{notes:?}"
         );
+    }
+
+    #[test]
+    fn each_shards_raced_keys_are_kept_the_first_shards_where_two_have_one() {
+        let read = vec![
+            (
+                0,
+                sidecar(json!({"race": {"m:a": {"[1]": {"raced": 9, "retimed": 2}}}})),
+            ),
+            (
+                1,
+                sidecar(json!({"race": {"m:a": {"[1]": {"raced": 9, "retimed": 3},
+                                               "[2]": {"raced": 9, "retimed": 1}}}})),
+            ),
+            (2, sidecar(json!({"tune_seconds": {}}))), // a shard that raced nothing
+        ];
+        assert_eq!(
+            Value::Object(per_key(&read, "race")),
+            json!({"m:a": {"[1]": {"raced": 9, "retimed": 2}, "[2]": {"raced": 9, "retimed": 1}}})
+        );
+        assert!(per_key(&read[2..], "race").is_empty());
     }
 
     #[test]

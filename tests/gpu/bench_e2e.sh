@@ -13,6 +13,14 @@
 #   rerun   the same homes again: plain reads FlagGems' store, ours reads its record
 #   mem     the re-run with FLAGGEMS_DB_URL=sqlite:///:memory: (plain re-tunes; ours replays)
 #
+# Variants (--variants, default plain,ours), each from a home of its own:
+#
+#   plain   FlagGems' benchmark alone (its store on)
+#   ours    scripts/warmup --gpus N, as landed
+#   race    scripts/warmup --gpus N --race: a swept key's configs raced (WARMUP_HARNESS_RACE=1)
+#   serial  scripts/warmup --gpus N with WARMUP_HARNESS_COMPILE_OVERLAP=0: a key's configs timed
+#           only once its whole pool is done, as before issue 31 (ours times each as it compiles)
+#
 # Wall times come from this script (start to exit of each command); the picks' latency per shape
 # from the table FlagGems' benchmark prints (its "Gems Latency (ms)" column), so plain and ours
 # are compared shape by shape. `--record log` is passed as FlagGems' benchmark allows: without it
@@ -21,10 +29,12 @@
 # logs.tar.gz.
 #
 # usage: tests/gpu/bench_e2e.sh --flaggems DIR [--cases mm,addmm] [--modes cold,rerun,mem]
-#            [--gpus N] [--repeat N] [--extra 'ARGS'] [--budget SECS]
+#            [--variants plain,ours,race,serial] [--gpus N] [--repeat N] [--extra 'ARGS'] [--budget SECS]
 #
 # --repeat N runs every case N times, each repetition from homes of its own (so each cold is cold),
-# plain and ours alternating, to show the run-to-run spread beside the ratios.
+# the variants alternating, to show the run-to-run spread beside the ratios (e2e.md's last table:
+# each variant's median and range over the repetitions). Every variant is compared with plain,
+# shape by shape; plain must be among the variants.
 
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -34,6 +44,7 @@ start=$SECONDS
 flaggems=
 cases=mm,addmm
 modes=cold,rerun,mem
+variants=plain,ours
 gpus=1
 repeat=1
 extra=
@@ -43,6 +54,7 @@ while [ $# -gt 0 ]; do
         --flaggems) flaggems=$2; shift 2 ;;
         --cases) cases=$2; shift 2 ;;
         --modes) modes=$2; shift 2 ;;
+        --variants) variants=$2; shift 2 ;;
         --gpus) gpus=$2; shift 2 ;;
         --repeat) repeat=$2; shift 2 ;;
         --extra) extra=$2; shift 2 ;;
@@ -54,6 +66,16 @@ done
 [ -n "$flaggems" ] && [ -f "$flaggems/benchmark/test_blas_perf.py" ] || {
     echo "bench_e2e: --flaggems DIR must hold FlagGems' benchmark/test_blas_perf.py" >&2; exit 2; }
 flaggems=$(cd "$flaggems" && pwd)
+case ,$variants, in
+    *,plain,*) ;;
+    *) echo "bench_e2e: --variants must include plain, which every other variant is compared with" >&2; exit 2 ;;
+esac
+for variant in ${variants//,/ }; do
+    case $variant in
+        plain | ours | race | serial) ;;
+        *) echo "bench_e2e: unknown variant '$variant' (plain, ours, race, serial)" >&2; exit 2 ;;
+    esac
+done
 
 OUT=${OUT:-$root/gpu_out}
 mkdir -p "$OUT/logs"
@@ -101,6 +123,7 @@ bench_args() {
 
 IFS=, read -r -a case_list <<<"$cases"
 IFS=, read -r -a mode_list <<<"$modes"
+IFS=, read -r -a variant_list <<<"$variants"
 base=/tmp/e2e
 rm -rf "$base"
 # The shape files outside this repo: pytest loads the conftest.py beside any argument that names
@@ -118,11 +141,21 @@ for case in "${case_list[@]}"; do
         if [ $((SECONDS - start)) -gt "$budget" ]; then say "budget spent: $case $mode (repetition $rep) not run"; continue; fi
         store=()
         [ "$mode" != mem ] || store=(FLAGGEMS_DB_URL=sqlite:///:memory:)
-        run "plain_${case}_${mode}_r$rep" "$case" plain "$mode" "$rep" "$base/plain_${case}_r$rep" -- \
-            env FLAGGEMS_PERF_CURRENT_OP="$case" "${store[@]}" "${argv[@]}"
-        run "ours_${case}_${mode}_r$rep" "$case" ours "$mode" "$rep" "$base/ours_${case}_r$rep" -- \
-            env FLAGGEMS_PERF_CURRENT_OP="$case" FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR="$base/ours_${case}_r$rep/rec" \
-            "${store[@]}" "$root/scripts/warmup" --gpus "$gpus" --entry BlasBenchmark -- "${argv[@]}"
+        for variant in "${variant_list[@]}"; do
+            home=$base/${variant}_${case}_r$rep
+            warmup=("$root/scripts/warmup" --gpus "$gpus" --entry BlasBenchmark)
+            [ "$variant" != race ] || warmup+=(--race)
+            overlap=()
+            [ "$variant" != serial ] || overlap=(WARMUP_HARNESS_COMPILE_OVERLAP=0)
+            if [ "$variant" = plain ]; then
+                run "plain_${case}_${mode}_r$rep" "$case" plain "$mode" "$rep" "$home" -- \
+                    env FLAGGEMS_PERF_CURRENT_OP="$case" "${store[@]}" "${argv[@]}"
+            else
+                run "${variant}_${case}_${mode}_r$rep" "$case" "$variant" "$mode" "$rep" "$home" -- \
+                    env FLAGGEMS_PERF_CURRENT_OP="$case" FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR="$home/rec" \
+                    "${store[@]}" "${overlap[@]}" "${warmup[@]}" -- "${argv[@]}"
+            fi
+        done
     done
 done
 done

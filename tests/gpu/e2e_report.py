@@ -1,4 +1,5 @@
-"""bench_e2e.sh's tables: plain against ours per case and mode, from the runs it timed.
+"""bench_e2e.sh's tables: each variant (ours, race) against plain per case and mode, from the runs
+it timed, and each variant's median and range over the repetitions.
 
 usage: python e2e_report.py --run NAME CASE VARIANT MODE REP RC T0 T1 LOG >> RUNS.jsonl   (one run)
        python e2e_report.py --table RUNS.jsonl > e2e.md
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 import sys
 
 LARGE_MS = 0.25
@@ -35,11 +37,19 @@ def parse_log(path: str) -> dict[str, float]:
     return shapes
 
 
+def harness_lines(path: str) -> list[str]:
+    """The harness's closing lines that say what tuning cost: `op ...: recorded ...`, `race: ...`,
+    `precompile (...)`."""
+    keep = ("[warmup-harness] op ", "[warmup-harness] race: ", "[warmup-harness] precompile (")
+    with open(path, encoding="utf-8", errors="replace") as f:
+        return [line.strip() for line in f if line.startswith(keep)]
+
+
 def run_line(name: str, case: str, variant: str, mode: str, rep: str, rc: str, t0: str, t1: str,
              log: str) -> str:
     return json.dumps({"name": name, "case": case, "variant": variant, "mode": mode, "rep": int(rep),
-                       "rc": int(rc),
-                       "seconds": round(float(t1) - float(t0), 2), "latency_ms": parse_log(log)})
+                       "rc": int(rc), "seconds": round(float(t1) - float(t0), 2), "latency_ms": parse_log(log),
+                       "harness": harness_lines(log)})
 
 
 def load(path: str) -> dict[tuple[str, str, int, str], dict]:
@@ -70,26 +80,49 @@ def picks(plain: dict, ours: dict) -> tuple[str, str, list[str]]:
 
 def main(path: str) -> None:
     runs = load(path)
-    print("| case | mode | rep | plain s | ours s | speed (plain/ours) | picks: ours/plain latency, geomean | worst |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    variants = [v for v in dict.fromkeys(key[3] for key in runs) if v != "plain"]
+    print("| case | mode | rep | variant | plain s | variant s | speed (plain/variant) | picks: variant/plain "
+          "latency, geomean | worst |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     details = []
+    spread: dict[tuple[str, str, str], list[tuple[float, float, float | None]]] = {}
     for (case, mode, rep, variant), plain in runs.items():
         if variant != "plain":
             continue
-        ours = runs.get((case, mode, rep, "ours"))
-        if ours is None:
-            continue
-        failed = [r["name"] for r in (plain, ours) if r["rc"] != 0]
-        speed = plain["seconds"] / ours["seconds"] if ours["seconds"] else float("nan")
-        geomean, worst, rows = picks(plain, ours)
-        note = f" (exit != 0: {', '.join(failed)})" if failed else ""
-        print(f"| {case} | {mode} | {rep} | {plain['seconds']:.1f} | {ours['seconds']:.1f} | "
-              f"{speed:.2f}x{note} | {geomean} | {worst} |")
-        details.append((f"{case} {mode} (repetition {rep})", rows))
+        for name in variants:
+            ours = runs.get((case, mode, rep, name))
+            if ours is None:
+                continue
+            failed = [r["name"] for r in (plain, ours) if r["rc"] != 0]
+            speed = plain["seconds"] / ours["seconds"] if ours["seconds"] else float("nan")
+            geomean, worst, rows = picks(plain, ours)
+            note = f" (exit != 0: {', '.join(failed)})" if failed else ""
+            print(f"| {case} | {mode} | {rep} | {name} | {plain['seconds']:.1f} | {ours['seconds']:.1f} | "
+                  f"{speed:.2f}x{note} | {geomean} | {worst} |")
+            details.append((f"{case} {mode} (repetition {rep}), {name} against plain",
+                            [*ours.get("harness", []), *rows]))
+            spread.setdefault((case, mode, name), []).append(
+                (ours["seconds"], speed, float(geomean.split()[0]) if geomean != "-" else None))
+        if "race" in variants and "ours" in variants:
+            ours, race = runs.get((case, mode, rep, "ours")), runs.get((case, mode, rep, "race"))
+            if ours is not None and race is not None:
+                details.append((f"{case} {mode} (repetition {rep}), race against ours", picks(ours, race)[2]))
+    print("\n| case | mode | variant | reps | variant s: median (min-max) | speed: median (min-max) | "
+          "picks geomean: median (min-max) |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for (case, mode, name), rows in spread.items():
+        print(f"| {case} | {mode} | {name} | {len(rows)} | {_spread([r[0] for r in rows], '.1f')} | "
+              f"{_spread([r[1] for r in rows], '.2f')} | {_spread([r[2] for r in rows if r[2] is not None], '.3f')} |")
     for title, rows in details:
         print(f"\n{title}:")
         for row in rows:
             print(f"- {row}")
+
+
+def _spread(values: list[float], fmt: str) -> str:
+    if not values:
+        return "-"
+    return f"{format(statistics.median(values), fmt)} ({format(min(values), fmt)}-{format(max(values), fmt)})"
 
 
 if __name__ == "__main__":

@@ -22,7 +22,8 @@ autotune cache (3.4+) would turn a sweep into a lookup the same way a warm FlagG
 
 On a miss, Triton's and FlagGems' tuners prune their configs (`prune_configs`) right before they
 time them: the hook there hands the pruned configs to the session's precompiler (precompile/),
-which compiles them all at once, and `_bench`, where each config is timed, goes through it too.
+which compiles them all at once, and `_bench`, where each config is timed, goes through it too;
+with a racer (race.py) the hook starts the key's race, which answers the `_bench` calls.
 
 The autotuner's names these hooks touch are listed, with the versions checked, in
 triton_private.py. The hooks' state (what they replaced, the precompiler, the clock) is the
@@ -37,6 +38,7 @@ from typing import Any
 
 from triton.runtime.autotuner import Autotuner
 
+from ..triton_private import do_bench_as
 from .configs import kernel_id
 from .tuner_cache import Policy, TunerCache, TunerState
 # Record and replay, by the names the hooks' callers have always used.
@@ -60,8 +62,9 @@ class Hooks:
     timed, and each timing (`Autotuner._bench`, which FlagGems' LibTuner calls too) goes through its
     `bench`, counted by `clock` (clocks.CompileClock) when given."""
 
-    def __init__(self, policy: Policy, precompiler: Any = None, clock: Any = None):
+    def __init__(self, policy: Policy, precompiler: Any = None, clock: Any = None, racer: Any = None):
         self.policy = policy
+        self.racer = racer  # the session's race.Racer (record mode with racing on), or None
         self.precompiler = precompiler  # the session's precompiler.Precompiler, or None
         self.clock = clock  # the session's clocks.CompileClock, or None
         self.replaced: dict[str, Any] | None = None  # Autotuner's own attributes while the hooks are in
@@ -107,20 +110,23 @@ class Hooks:
             configs = original_prune(tuner, *args, **kwargs)
             state = _state(tuner, hooks.policy)
             if state.pending is not None:
-                state.pending = None
+                key, state.pending = state.pending, None
                 progress = getattr(hooks.policy, "progress", None)  # record mode's (progress.py)
                 if progress is not None:
                     progress.timing(len(configs))
-                if hooks.precompiler is not None:
+                if hooks.precompiler is not None or hooks.racer is not None:
                     hooks._time_through(type(tuner))
-                hooks.before_timing(tuner, configs, args[0] if args else kwargs.get("kwargs", {}))
+                worth = configs  # all of them, but those a race's history rules out
+                if hooks.racer is not None:
+                    worth = hooks.racer.start(tuner, state.kernel, key, configs, lambda: state.fingerprint(tuner))
+                hooks.before_timing(tuner, worth, args[0] if args else kwargs.get("kwargs", {}))
             return configs
 
         self.replaced = {name: Autotuner.__dict__.get(name, _MISSING) for name in PATCHED}
         Autotuner.cache = property(self._get_cache, self._set_cache, self._del_cache)
         Autotuner.cache_results = property(lambda tuner: False, _set_cache_results)
         Autotuner.prune_configs = prune_configs
-        if self.precompiler is not None:
+        if self.precompiler is not None or self.racer is not None:
             self._time_through(Autotuner)
 
     def _time_through(self, cls: type) -> None:
@@ -131,15 +137,24 @@ class Hooks:
         if owner is None or getattr(owner.__dict__["_bench"], "_warmup_harness", False):
             return
         original = owner.__dict__["_bench"]
-        precompiler, clock = self.precompiler, self.clock
+        precompiler, clock, racer = self.precompiler, self.clock, self.racer
 
         def _bench(tuner, *args, config, **meta):
-            def time_it():
-                return original(tuner, *args, config=config, **meta)
+            def timer(config, do_bench=None):  # one timing, with the tuner's do_bench or the race's short one
+                def time_it():
+                    if do_bench is None:
+                        return original(tuner, *args, config=config, **meta)
+                    with do_bench_as(tuner, do_bench):
+                        return original(tuner, *args, config=config, **meta)
 
-            if clock is None:
-                return precompiler.bench(tuner, args, config, meta, time_it)
-            return clock.bench(precompiler, lambda timed: precompiler.bench(tuner, args, config, meta, timed), time_it)
+                if precompiler is None:
+                    return time_it()
+                if clock is None:
+                    return precompiler.bench(tuner, args, config, meta, time_it)
+                return clock.bench(precompiler, lambda timed: precompiler.bench(tuner, args, config, meta, timed),
+                                   time_it)
+
+            return timer(config) if racer is None else racer.bench(tuner, config, timer)
 
         _bench._warmup_harness = True
         self.benches.append((owner, original))
@@ -171,9 +186,9 @@ def installed() -> Hooks | None:
     return hooks if isinstance(hooks, Hooks) else None
 
 
-def install(policy: Policy, precompiler: Any = None, clock: Any = None) -> Hooks:
+def install(policy: Policy, precompiler: Any = None, clock: Any = None, racer: Any = None) -> Hooks:
     """Puts a session's hooks on `Autotuner` (Hooks) and returns them; the session takes them off."""
-    hooks = Hooks(policy, precompiler, clock)
+    hooks = Hooks(policy, precompiler, clock, racer)
     hooks.install()
     return hooks
 

@@ -357,6 +357,7 @@ class RecordWriter:
                 meta.pop("foreign", None)
                 self.foreign = {}
             meta["version"] = META_VERSION
+            _add_races(meta, self.extra_meta().get("race"), records)
             atomic.write_bytes(self.path, (json.dumps(records) + "\n").encode("utf-8"))
             self.folds += 1
             # The record never waits on its sidecar: one that cannot be written is a note.
@@ -446,6 +447,19 @@ class RecordWriter:
         self.close()
         signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
+
+
+def _add_races(meta: dict, mine: Any, records: dict) -> None:
+    """This process's raced keys (autotune/race.py: kernel -> key -> {"raced", "retimed"}) into the
+    sidecar's `race`, which keeps only keys the record holds."""
+    races = meta.get("race")
+    if not mine and races is None:
+        return
+    races = {k: dict(v) for k, v in races.items() if isinstance(v, dict)} if isinstance(races, dict) else {}
+    for kernel, keys in (mine or {}).items():
+        races.setdefault(kernel, {}).update(keys)
+    meta["race"] = {kernel: {key: v for key, v in keys.items() if key in records.get(kernel, {})}
+                    for kernel, keys in races.items() if kernel in records}
 
 
 def _number(value: Any) -> float | None:

@@ -35,6 +35,7 @@ class Capture:
     jobs: list[tuple[Any, CompileJob]] = field(default_factory=list)  # (JITFunction, job)
     errors: list[str] = field(default_factory=list)
     loaded: int = 0  # configs whose kernel this process holds already
+    owners: list[int] = field(default_factory=list)  # for each job, the index of its config
 
 
 def config_label(config: Any) -> str:
@@ -57,7 +58,7 @@ def capture(tuner: Any, configs: list, launch: dict) -> Capture:
     out = Capture()
     taken: list[tuple[Any, str]] = []
     with tp.specializations_taken(lambda fn, spec: taken.append((fn, spec))):
-        for config in configs:
+        for index, config in enumerate(configs):
             taken.clear()
             current = launch_kwargs(config, launch)
             try:
@@ -72,6 +73,7 @@ def capture(tuner: Any, configs: list, launch: dict) -> Capture:
             label = config_label(config)
             out.jobs.extend((fn, CompileJob(**tp.identity(fn), specialization=spec, label=label, **common))
                             for fn, spec in taken)
+            out.owners.extend(index for _ in taken)
     return out
 
 

@@ -24,6 +24,8 @@ How (Triton 3.4 and later, checked against 3.4 to 3.9: triton_private.py), one m
   kept; spawned: its imports), and the kernel's module found, or imported by name or by path;
 * pool: processes (forked, else spawned), threads or the caller, only where a pool pays,
   with a bounded wait;
+* ahead: a key's configs timed as their compiles finish, while the pool's workers compile the rest
+  (WARMUP_HARNESS_COMPILE_OVERLAP), and in that order for a race (autotune/race.py);
 * device_lock: a config timed holding `flock` on `<lock folder>/<device>.lock`, after its kernel
   was loaded (a cache hit), so that children sharing a GPU time one config at a time;
 * ..triton_private and ..stdlib_private: every name of Triton's, and of the standard library's,
@@ -61,6 +63,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from .ahead import Ahead
 from .cache_entries import Outcome
 from .pool import CompilePool
 from .settings import (CHILDREN, LOCK_DIR, MODE, PRELOAD, START, TIMEOUT, WORKERS,  # noqa: F401
@@ -108,25 +111,37 @@ class Report:
     left: int = 0  # not compiled ahead: Triton compiles them in the sweep
     pool_wait_s: float = 0.0  # of compile_s, waiting for the pool's workers (not said in the line)
     capture_s: float = 0.0
-    compile_s: float = 0.0
+    compile_s: float = 0.0  # overlapped (ahead.py): the caller's, outside its timings; the rest is timing
     errors: list[str] = field(default_factory=list)
+    overlapped: bool = False  # configs were timed as their compiles finished (ahead.py)
 
     def line(self) -> str:
         return (f"precompile {self.kernel}: {self.configs} configs, {self.compiled} compiled, {self.found} found "
                 f"compiled ({self.waited} after waiting for a sibling), {self.loaded} already loaded, {self.left} "
                 f"left to Triton; {self.mode} x{self.workers}, capture {self.capture_s:.2f}s, "
-                f"compile {self.compile_s:.2f}s")
+                f"compile {self.compile_s:.2f}s" + ("; each config timed as its compile finished"
+                                                     if self.overlapped else ""))
 
 
-def precompile(tuner: Any, configs: list, launch: dict, pool: CompilePool, kernel: str = "") -> Report:
+def precompile(tuner: Any, configs: list, launch: dict, pool: CompilePool, kernel: str = "",
+               overlap: bool = False) -> Report | Ahead:
     """Compiles `configs` of `tuner` for one launch (`launch`: every argument by name, as the tuner's
-    `nargs` and its run's keyword arguments hold them) into the Triton cache, in `pool`."""
+    `nargs` and its run's keyword arguments hold them) into the Triton cache, in `pool`. With
+    `overlap`, where the pool's workers can take the key (ahead.py), returns its compiles under way
+    instead, whose `finish()` is the report."""
     from .capture import capture
 
     report = Report(kernel or _name(tuner), len(configs), pool.mode, pool.workers)
     start = time.perf_counter()
     taken = capture(tuner, configs, launch)
     report.capture_s = time.perf_counter() - start
+    report.loaded = taken.loaded
+    ahead = Ahead.start(pool, tuner, configs, taken, report) if overlap else None
+    if ahead is not None:
+        report.errors = list(taken.errors)
+        report.overlapped = not ahead.settled
+        report.compile_s = time.perf_counter() - start - report.capture_s
+        return ahead
     outcomes, report.waited = pool.run(taken.jobs)
     report.pool_wait_s = pool.waited_s
     report.compile_s = time.perf_counter() - start - report.capture_s
@@ -158,6 +173,7 @@ class Precompiler:
         self.timing_lock.prepare()
         self.reports: list[Report] = []
         self._compiles: bool | None = None  # decided at the first key
+        self._ahead: Ahead | None = None  # the key whose configs compile while they are timed
 
     def describe(self) -> str:
         pool = self.pool
@@ -184,32 +200,60 @@ class Precompiler:
         return self._compiles
 
     def before_timing(self, kernel: str, tuner: Any, configs: list, launch_kwargs: dict) -> None:
+        self._finish_ahead()  # the key before, should a config of it never have been timed
         if self.pool is None or self.pool.stuck or len(configs) < 2 or not self._usable():
             return
         try:
-            report = precompile(tuner, configs, {**(tuner.nargs or {}), **launch_kwargs}, self.pool, kernel)
+            report = precompile(tuner, configs, {**(tuner.nargs or {}), **launch_kwargs}, self.pool, kernel,
+                                self.settings.overlap)
         except Exception as exc:
             self._say(f"precompile {kernel}: failed ({type(exc).__name__}: {exc}); the sweep compiles its "
                       f"configs itself")
             return
+        if isinstance(report, Ahead):
+            self._ahead = report
+            if report.settled:
+                self._finish_ahead()
+            return
+        self._said(report)
+
+    def _finish_ahead(self) -> None:
+        """The key compiled while it was timed: its report, once every compile is settled."""
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None:
+            self._said(ahead.finish())
+
+    def as_compiled(self, tuner: Any, configs: list) -> Any:
+        """`configs` in the order their compiles finish (their own order where none is under way)."""
+        ahead = self._ahead
+        return ahead.as_compiled(configs) if ahead is not None and ahead.tuner is tuner else configs
+
+    def _said(self, report: Report) -> None:
         self.reports.append(report)
         self._say(report.line())
         if report.errors:
-            self._say(f"precompile {kernel}: {report.left} config(s) left to Triton's own compile, the first "
+            self._say(f"precompile {report.kernel}: {report.left} config(s) left to Triton's own compile, the first "
                       f"because {report.errors[0]}")
         if self.pool.stuck:
             self._say(f"precompile off for the rest of the session: the compile workers gave no result in "
                       f"{self.pool.timeout_s:g}s ({TIMEOUT}) and were stopped; each config is compiled as it is timed")
 
     def bench(self, tuner: Any, args: tuple, config: Any, meta: dict, time_it: Callable[[], Any]) -> Any:
+        ahead = self._ahead
+        if ahead is not None and ahead.tuner is tuner:
+            ahead.wait_for(config)  # its own compile only: the others go on while it is timed
         if self._compiles:
             from .capture import load
 
             load(tuner, args, config, meta)
         with self.timing_lock:
-            return time_it()
+            answer = time_it()
+        if ahead is not None and ahead is self._ahead and ahead.settled:
+            self._finish_ahead()
+        return answer
 
     def summary(self) -> str | None:
+        self._finish_ahead()
         if not self.reports:
             return None
         total = lambda name: sum(getattr(r, name) for r in self.reports)  # noqa: E731
@@ -219,6 +263,7 @@ class Precompiler:
                 f"for the device's timing lock")
 
     def close(self) -> None:
+        self._ahead = None  # what still compiles is not waited for: the pool's close ends it
         if self.pool is not None:
             self.pool.close()
         self.timing_lock.close()

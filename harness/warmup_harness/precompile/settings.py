@@ -25,6 +25,11 @@ WORKERS = "WARMUP_HARNESS_COMPILE_WORKERS"
 PRELOAD = "WARMUP_HARNESS_COMPILE_PRELOAD"
 START = "WARMUP_HARNESS_COMPILE_START"
 LOCK_DIR = "WARMUP_HARNESS_DEVICE_LOCK_DIR"
+RACE = "WARMUP_HARNESS_RACE"  # record mode: a swept key's configs are raced (autotune/race.py)
+RACE_HISTORY = "WARMUP_HARNESS_RACE_HISTORY"  # racing: keys of history from which cold configs are skipped
+RACE_NEAR = "WARMUP_HARNESS_RACE_NEAR"  # racing: percent from the best within which a config is `near`
+OVERLAP = "WARMUP_HARNESS_COMPILE_OVERLAP"  # configs are timed as their compiles finish (precompile/ahead.py)
+YES, NO = ("1", "true", "yes"), ("0", "false", "no")
 CHILDREN = "WARMUP_SPAWN_CHILDREN"  # set by warmup-spawn: children running at once on this machine
 MODES = ("processes", "threads", "off")
 STARTS = ("fork", "spawn")  # how worker processes start: forked from the session (default), or spawned
@@ -42,6 +47,13 @@ INI_SETTINGS = {
     START: "how compile worker processes start: 'fork' (default, where safe) or 'spawn'",
     TIMEOUT: "seconds the compile workers may go without a result before the key is left to Triton",
     LOCK_DIR: "the folder of the per-device timing locks",
+    RACE: "record mode: race a swept key's configs, timing in full only those a short timing cannot rule out "
+          "(1/yes or 0/no, default 0)",
+    RACE_HISTORY: "racing: skip (neither compile nor time) a config never near the best on this many raced keys "
+                  "of the record on this device (unset: never skip)",
+    RACE_NEAR: "racing: the percent from the best short timing within which a config counts as near (default 10)",
+    OVERLAP: "time each config as soon as its compile is done while the pool compiles the rest (1/yes, default, "
+             "or 0/no)",
 }
 
 
@@ -55,6 +67,10 @@ class CompileSettings:
     timeout_s: float = DEFAULT_TIMEOUT_S  # how long compile workers may go without a result
     notes: tuple[str, ...] = ()  # what was changed from the values given (a count capped), said at the start
     start: str = "fork"  # how worker processes start, where the platform allows it (pool.fork_unsafe)
+    race: bool = False  # record mode: race a swept key's configs (autotune/race.py)
+    overlap: bool = True  # time a config as soon as its compile is done (precompile/ahead.py)
+    race_history: int | None = None  # racing: raced keys of history from which cold configs are skipped
+    race_near: float = 0.10  # racing: a config within this of the best short timing is near
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> CompileSettings:
@@ -74,7 +90,28 @@ def compile_settings(get: Callable[[str], str | None]) -> CompileSettings:
         raise ProtocolError(f"{START}={start!r} is not one of {', '.join(STARTS)}")
     workers, notes = _workers(get)
     return CompileSettings(mode, workers, _preload(get), lock_dir, not chosen_dir, _seconds(get, TIMEOUT), notes,
-                           start)
+                           start, _switch(get, RACE, False), _switch(get, OVERLAP, True), _count(get, RACE_HISTORY),
+                           _percent(get, RACE_NEAR, 10.0) / 100)
+
+
+def _percent(get: Callable[[str], str | None], name: str, default: float) -> float:
+    """A percentage above 0 in ASCII digits (`10`, `2.5`)."""
+    raw = (get(name) or "").strip()
+    if not raw:
+        return default
+    if not re.fullmatch(r"[0-9]*\.?[0-9]+|[0-9]+\.", raw) or not 0 < float(raw) <= 1000:
+        raise ProtocolError(f"{name}={raw!r} is not a percentage above 0 (at most 1000)")
+    return float(raw)
+
+
+def _switch(get: Callable[[str], str | None], name: str, default: bool) -> bool:
+    """On (1, true, yes) or off (0, false, no), any case; unset or blank: `default`."""
+    raw = (get(name) or "").strip()
+    if not raw:
+        return default
+    if raw.lower() in YES + NO:
+        return raw.lower() in YES
+    raise ProtocolError(f"{name}={raw!r} is not one of {', '.join(YES + NO)}")
 
 
 def _seconds(get: Callable[[str], str | None], name: str) -> float:
