@@ -357,11 +357,12 @@ def test_warmup_by_key_warms_up_a_run_without_a_shape_file(tmp_path):
     measurement = [s for s in run.sessions if s["worker"] is None]
     assert len(children) == 2 and len(measurement) == 1, run.output
     assert measurement[0]["timed"] == {} and "op mm: replayed 12, swept 0 live" in run.stderr
-    # A second run resumes every key from the published record: nothing is tuned.
+    # The sweep ended with every shard ok, so its record is whole for this command: a second run
+    # replays it in one process, starting no child and tuning nothing.
     again = finished(warmup(tmp_path, command, "--by-key", FIXTURE_SHAPES=json.dumps(SHAPES)), tmp_path)
     assert again.returncode == 0, again.output
-    assert tunings(*logs(scratch)) == Counter() and "op mm: replayed 12, swept 0 live" in again.stderr
-    assert all("resume: 12 key(s) taken from" in log for log in logs(scratch))
+    assert again.session["worker"] is None and again.session["timed"] == {}, again.output
+    assert "replaying it" in again.stderr and "resume: 12 key(s) taken from" in again.stderr, again.output
     fresh = finished(warmup(tmp_path, command, "--by-key", "--fresh", FIXTURE_SHAPES=json.dumps(SHAPES)), tmp_path)
     assert fresh.returncode == 0, fresh.output
     assert set(tunings(*logs(scratch))) == all_keys(SHAPES)
@@ -450,6 +451,15 @@ def test_a_stopped_sweep_is_published_and_the_next_run_tunes_only_what_it_missed
     assert run.returncode == 0, run.output
     assert tunings(*logs(scratch)) == Counter({key: 1}), "only the key the stop cut short is tuned"
     assert "op mm: replayed 12, swept 0 live" in run.stderr
+    # The stopped sweep's record named no complete run: this one swept, resuming, on both devices.
+    decided = next(ln for ln in run.stderr.splitlines() if ln.startswith("[parallel-warmup]"))
+    assert "sweeping on 0,1" in decided and "is not replayed" in decided and "no complete_for" in decided, decided
+    # It finished with every shard ok: the next run of the same command replays, in one process.
+    replayed = finished(warmup(tmp_path, bench_command(shapes), "--by-key"), tmp_path)
+    assert replayed.returncode == 0, replayed.output
+    decided = next(ln for ln in replayed.stderr.splitlines() if ln.startswith("[parallel-warmup]"))
+    assert "answers op keys" in decided and "replaying it" in decided, decided
+    assert replayed.session["worker"] is None and replayed.session["timed"] == {}, replayed.output
 
 
 def test_warmup_costs_says_a_by_key_run_has_no_shapes_to_learn_costs_of(tmp_path):

@@ -634,11 +634,11 @@ def edit(path: Path, old: str, new: str) -> None:
     path.write_text(text.replace(old, new))
 
 
-def cache_session(work: Path, shapes: Path, folder: Path, **env: str) -> Run:
+def cache_session(work: Path, shapes: Path, folder: Path, *opts: str, **env: str) -> Run:
     """The record as a cache: one record session whose earlier record is its own (RECORD_DIR and
     RESUME_DIR one folder)."""
-    return bench(work, shapes, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(folder), WARMUP_HARNESS_RESUME_DIR=str(folder),
-                 **env)
+    return bench(work, shapes, *opts, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(folder),
+                 WARMUP_HARNESS_RESUME_DIR=str(folder), **env)
 
 
 def test_a_re_run_of_the_cache_session_with_a_full_record_tunes_nothing_and_writes_nothing(tmp_path):
@@ -883,6 +883,78 @@ def test_the_example_benchmark_compiles_and_its_shapes_shard(tmp_path):
                          env=clean_env(), capture_output=True, text=True, timeout=HANG)
     assert run.returncode == 0, run.stderr
     assert len(yaml.safe_load((tmp_path / "s" / "w0" / "shapes.yaml").read_text())["rowsum"]["shapes"]) == 3
+
+
+def test_a_cache_session_that_passes_names_its_runs_signature_in_the_sidecar_and_no_other_does(tmp_path):
+    """WARMUP_HARNESS_SIGNATURE (warmup-plan's, in a replay or record run) goes to the sidecar's
+    `complete_for` only when the record is this session's cache and every test passed: the next
+    run of the same command then knows the record holds every key it needs."""
+    shapes = shape_file(tmp_path, SHAPES)
+    folder = tmp_path / "rec"
+    plain = bench(tmp_path, shapes, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(folder), WARMUP_HARNESS_SIGNATURE="s1")
+    assert plain.returncode == 0, plain.output
+    assert "complete_for" not in json.loads((folder / "mm.meta.json").read_text()), "not a cache session"
+    nothing = cache_session(tmp_path, shapes, folder, "-m", "nosuchmarker", WARMUP_HARNESS_SIGNATURE="s1")
+    assert nothing.returncode == 5, nothing.output
+    assert "complete_for" not in json.loads((folder / "mm.meta.json").read_text()), "no test ran"
+    passed = cache_session(tmp_path, shapes, folder, WARMUP_HARNESS_SIGNATURE="s1")
+    assert passed.returncode == 0 and passed.session["timed"] == {}, passed.output
+    assert json.loads((folder / "mm.meta.json").read_text())["complete_for"] == "s1"
+    before = (folder / "mm.meta.json").stat()
+    again = cache_session(tmp_path, shapes, folder, WARMUP_HARNESS_SIGNATURE="s1")
+    assert again.returncode == 0, again.output
+    now = (folder / "mm.meta.json").stat()
+    assert (now.st_ino, now.st_mtime_ns) == (before.st_ino, before.st_mtime_ns), "a full re-run rewrote it"
+
+
+def test_a_one_device_record_run_that_passes_is_replayed_by_the_next_run_on_two(tmp_path):
+    """scripts/warmup on one device records in one process; that run ends with every test passed,
+    so its sidecar names it complete, and the same command on two devices then replays the record
+    in one process, starting no child (the device is unknown here: the plan leaves it to the
+    harness)."""
+    shapes = shape_file(tmp_path, SHAPES)
+    env = bench_env(tmp_path, WARMUP_BIN_DIR=str(BIN_DIR), FLAGGEMS_VENDOR="nvidia", TMPDIR=str(tmp_path),
+                    FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "records"),
+                    WARMUP_PROBE_ROOT=str(tmp_path / "no-driver"))
+
+    def warmup(*opts: str) -> Run:
+        proc = subprocess.run([str(SCRIPT), *opts, "--", *bench_command(shapes)], env=env, cwd=tmp_path,
+                              capture_output=True, text=True, timeout=HANG)
+        return Run(proc, tmp_path / "trace.jsonl")
+
+    recorded = warmup("--gpus", "1")
+    assert recorded.returncode == 0 and "one device, one process" in recorded.stderr, recorded.output
+    assert recorded.session["worker"] is None and sum(recorded.session["timed"].values()) > 0
+    replayed = warmup("--gpus", "2", "--devices", "0,1")
+    assert replayed.returncode == 0, replayed.output
+    assert "answers op keys" in replayed.stderr and "replaying it" in replayed.stderr, replayed.output
+    assert replayed.session["worker"] is None and replayed.session["timed"] == {}, "a child ran or a key was tuned"
+
+
+def test_a_record_folder_whose_record_is_no_record_file_still_runs_the_benchmark(tmp_path):
+    """An empty `mm.json` beside a sidecar naming this run complete: the plan does not take it for
+    an answer, so the benchmark's tests run (not the harness's refusal, exit 4): on one device
+    recording into a folder of its own, on two sweeping and publishing a whole record over it."""
+    shapes = shape_file(tmp_path, SHAPES)
+    records = tmp_path / "records"
+    env = bench_env(tmp_path, WARMUP_BIN_DIR=str(BIN_DIR), FLAGGEMS_VENDOR="nvidia", TMPDIR=str(tmp_path),
+                    FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(records), WARMUP_PROBE_ROOT=str(tmp_path / "no-driver"))
+
+    def warmup(*opts: str) -> Run:
+        proc = subprocess.run([str(SCRIPT), *opts, "--", *bench_command(shapes)], env=env, cwd=tmp_path,
+                              capture_output=True, text=True, timeout=HANG)
+        return Run(proc, tmp_path / "trace.jsonl")
+
+    assert warmup("--gpus", "1").returncode == 0  # a complete record, its sidecar naming this run
+    assert "complete_for" in json.loads((records / "mm.meta.json").read_text())
+    (records / "mm.json").write_bytes(b"")
+    one = warmup("--gpus", "1")
+    assert one.returncode == 0 and " passed" in one.stdout and "failed" not in one.stdout, one.output
+    assert "empty file" in one.stderr and "a folder of its own" not in one.stderr, one.output
+    assert (records / "mm.json").read_bytes() == b"", "the file is left as it was"
+    two = warmup("--gpus", "2", "--devices", "0,1")
+    assert two.returncode == 0 and "is not replayed" in two.stderr, two.output
+    assert len(json.loads((records / "mm.json").read_text())) == 3, "a whole record published over it"
 
 
 def test_record_with_racing_keeps_the_winners_times_fewer_configs_in_full_and_says_what_each_key_cost(

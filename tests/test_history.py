@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from support import run_tool
+from support import ROOT, clean_env, run_tool
 from test_balance import SIX, fake_run, plan_of, shard, write
 
 H200 = "NVIDIA H200"
@@ -232,3 +232,44 @@ def test_predict_without_a_history_exits_0_and_without_devices_is_a_usage_error(
     assert r.returncode == 2 and "--devices" in r.stderr, r.stderr
     r = run_tool("costs", "--predict", "--op", "mm", "--devices", "0")
     assert r.returncode == 2 and "--record-dir" in r.stderr, r.stderr
+    # A record folder that is a file is a usage error naming it, as scripts/warmup has it.
+    (tmp_path / "file").write_text("")
+    r = predict(tmp_path / "file", "0,1")
+    assert r.returncode == 2 and str(tmp_path / "file") in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("tree, name", [("nvidia", H200), ("amd", "AMD Instinct MI300X"),
+                                        ("pci", "PCI 1da3:1020")])
+def test_the_plan_and_the_harness_name_a_device_alike_on_every_vendor(tmp_path, tree, name):
+    """warmup-plan (protocol's probe, no interpreter) and the harness (in the benchmark's process)
+    read one tree the same way, so a record the harness made is one the plan knows is this
+    device's: the NVIDIA driver's files, an AMD host's sysfs and KFD topology, a PCI-only host."""
+    root = driver_probe(tmp_path) if tree == "nvidia" else ROOT / "tests" / "data" / "sysfs" / tree
+    planned = run_tool("plan", "--format", "json", "--gpus", "2", "--devices", "0,1", "--", "true",
+                       env={"WARMUP_PROBE_ROOT": str(root), "FLAGGEMS_VENDOR": "nvidia"}, cwd=tmp_path)
+    assert planned.returncode == 0, planned.stderr
+    assert json.loads(planned.stdout)["device"] == name
+    code = "from warmup_harness.autotune.device import device_name; print(device_name())"
+    named = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=tmp_path,
+                           env=clean_env(PYTHONPATH=str(ROOT / "harness"), WARMUP_PROBE_ROOT=str(root)))
+    assert named.returncode == 0, named.stderr
+    assert named.stdout.strip() == name
+
+
+@pytest.mark.parametrize("fields, tools_say", [
+    ({"version": 1.0}, "sidecar version 1.0"), ({"version": True}, "sidecar version true"),
+    ({"device": H200 + " "}, 'made on device "NVIDIA H200 "'),
+], ids=["version-1.0", "version-true", "device-with-a-space"])
+def test_a_sidecar_the_tools_refuse_the_harness_refuses_too(tmp_path, fields, tools_say):
+    """One rule on both sides: the version is the integer 1, names are compared exactly."""
+    history(tmp_path, **HEAVY, **fields)
+    r = predict(tmp_path, "0,1")
+    assert r.returncode == 0 and "no usable history" in r.stderr and tools_say in r.stderr, r.stderr
+    (tmp_path / "mm.json").write_text('{"mm_kernel": {"[0]": {"kwargs": {}}}}')
+    code = ("import sys; from warmup_harness.autotune import resume\n"
+            "earlier = resume.load({'WARMUP_HARNESS_RESUME_DIR': sys.argv[1]}.get, 'mm', '3.6.0', [])\n"
+            "print(earlier is not None and earlier.usable(lambda: 'NVIDIA H200', []))")
+    harness = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True,
+                             timeout=60, env=clean_env(PYTHONPATH=str(ROOT / "harness")))
+    assert harness.returncode == 0, harness.stderr
+    assert harness.stdout.strip() == "False", "the harness would resume from what the tools refuse"

@@ -400,3 +400,18 @@ def test_a_kernel_that_changed_keeps_none_of_its_old_keys_and_the_others_are_kep
     meta = load_meta(rec / "mm.meta.json")
     assert meta["kernels"] == {"m:k": "new1", "m:o": "same"}
     assert meta["tune_seconds"]["m:k"] == {"[0]": 2.5, "[1]": 4.0}, "[7]'s seconds went with it"
+
+
+def test_a_complete_sweeps_signature_is_published_and_any_other_publish_names_no_complete_run(tmp_path):
+    """`--signature SIG` (warmup-spawn passes it when every shard ended ok) is the sidecar's
+    `complete_for`; a publish without it (a stopped or failed sweep) drops the one there, as the
+    shards' or the earlier sidecar's would vouch for keys this record may lack."""
+    scratch = swept_scratch(tmp_path, {0: sidecar("NVIDIA H200", {"[0]": 2.5}, complete_for="shard's"),
+                                       1: sidecar("NVIDIA H200", {"[1]": 4.0})})
+    rec = tmp_path / "rec"
+    done = run_tool("publish", "--op", "mm", "--record-dir", rec, "--signature", "ab" * 16, scratch)
+    assert done.returncode == 0, done.stderr
+    assert load_meta(rec / "mm.meta.json")["complete_for"] == "ab" * 16
+    again = run_tool("publish", "--op", "mm", "--record-dir", rec, scratch)
+    assert again.returncode == 0, again.stderr
+    assert "complete_for" not in load_meta(rec / "mm.meta.json")

@@ -5,6 +5,7 @@ on one side alone would otherwise be read as '' (each script declares its names 
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -77,6 +78,10 @@ def test_warmup_reads_only_names_warmup_plan_assigns_for_each_decision(tmp_path)
                         WARMUP_PROBE_ROOT=str(driver_probe(tmp_path / decision)))
         if decision == "record":
             env["FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR"] = str(tmp_path / "new")
+        if decision == "replay":  # the sidecar names this run complete (its complete_for)
+            planned = subprocess.run([tool("plan"), "--format", "json", "--for", "warmup", *args], cwd=tmp_path,
+                                     env=env, capture_output=True, text=True, timeout=HANG, check=True)
+            sidecar(records, triton=triton, device=H200, complete_for=json.loads(planned.stdout)["signature"])
         assert decision_of("warmup", args, env, tmp_path) == decision, args
         got = assigned("warmup", args, names, env, tmp_path)
         if decision == "help":

@@ -65,8 +65,9 @@ def warmup(work: Path, *opts: str, shape_file=EXAMPLE, command=None, timeout=HAN
     trace = work / "trace.jsonl"
     env.setdefault("FLAGGEMS_PERF_CURRENT_OP", "mm")
     env.setdefault("FLAGGEMS_VENDOR", "nvidia")  # this machine has no GPU for auto to find
+    env.setdefault("TMPDIR", str(work))
     full_env = clean_env(WARMUP_BIN_DIR=str(BIN_DIR), WARMUP_FIXTURE_TRACE=str(trace),
-                         WARMUP_FIXTURE_SWEEP_SECONDS="0.01", TMPDIR=str(work), **env)
+                         WARMUP_FIXTURE_SWEEP_SECONDS="0.01", **env)
     cmd = command if command is not None else bench_command(shape_file)
     proc = subprocess.run([str(SCRIPT), *opts, "--", *cmd], env=full_env, cwd=work,
                           capture_output=True, text=True, timeout=timeout)
@@ -714,15 +715,34 @@ def harness_command(shape_file=EXAMPLE) -> list[str]:
             str(HARNESS), "--shape_file", str(shape_file)]
 
 
+def plan(work: Path, *opts: str, command: list[str], **env: str) -> dict:
+    """What warmup-plan decides for scripts/warmup OPTS -- COMMAND, as one JSON object."""
+    env.setdefault("FLAGGEMS_PERF_CURRENT_OP", "mm")
+    env.setdefault("FLAGGEMS_VENDOR", "nvidia")
+    proc = subprocess.run([tool("plan"), "--format", "json", *opts, "--", *command], cwd=work,
+                          env=clean_env(TMPDIR=str(work), **env), capture_output=True, timeout=HANG)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def complete_record(work: Path, records: Path, command: list[str], record=None, **env: str) -> None:
+    """A record folder whose sidecar names this Triton, the driver probe's H200 and, as the last run
+    that finished with nothing missing, this COMMAND's run (its `complete_for`)."""
+    from test_history import H200, sidecar
+
+    records.mkdir(exist_ok=True)
+    (records / "mm.json").write_text(json.dumps(record if record is not None else {"mm_main": {}}))
+    signature = plan(work, "--gpus", "2", command=command, **env)["signature"]
+    sidecar(records, triton=triton_version(), device=H200, complete_for=signature)
+
+
 def test_a_rerun_with_a_full_record_starts_no_child_and_replays_it_once(work):
-    from test_history import H200, driver_probe, sidecar
+    from test_history import driver_probe
 
     records = work / "records"
-    records.mkdir()
-    (records / "mm.json").write_text(json.dumps({"mm_main": {}}))
-    sidecar(records, triton=triton_version(), device=H200)
     env = {"FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR": str(records),
            "WARMUP_PROBE_ROOT": str(driver_probe(work)), "PYTHONPATH": str(fake_harness(work))}
+    complete_record(work, records, harness_command(), **env)
     run = warmup(work, "--gpus", "2", "--devices", "0,1", command=harness_command(), **env)
     assert run.returncode == 0, run.stderr
     [line] = run.lines()
@@ -859,3 +879,81 @@ def test_deciding_starts_no_interpreter(work):
     assert run.returncode == 0, run.stderr
     assert "predicts" in run.lines()[0], run.stderr  # the version matched the history's
     assert log.read_text().count("\n") == 1, log.read_text()
+
+
+@pytest.mark.parametrize("bytes_, says", [
+    (b"", "empty file"),
+    (b'{"mm_main": {"[1]": {"num_warps"', "cut off"),
+    (b"[]", "top level is an array"),
+    (b'{"mm_main": {}}\x00', "mm.json:1:"),
+    (b'{"mm_main": [1]}', 'kernel "mm_main" holds an array'),
+], ids=["empty", "truncated", "a-list", "a-nul", "a-list-bucket"])
+def test_a_record_that_is_no_record_never_decides_replay_and_command_runs(work, bytes_, says):
+    from test_history import driver_probe
+
+    records = work / "records"
+    env = {"FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR": str(records),
+           "WARMUP_PROBE_ROOT": str(driver_probe(work)), "PYTHONPATH": str(fake_harness(work))}
+    complete_record(work, records, harness_command(), **env)
+    (records / "mm.json").write_bytes(bytes_)
+    decided = plan(work, "--gpus", "2", "--devices", "0,1", command=harness_command(), **env)
+    assert decided["decision"] == "sweep", decided
+    assert f"the record in {records} is not replayed ({records / 'mm.json'}" in decided["reason"], decided
+    assert says in decided["reason"], decided
+    # One device: the one process runs with the harness recording nothing (it adds only to a record
+    # file, and would refuse the run); COMMAND runs either way.
+    run = warmup(work, "--gpus", "1", command=harness_command(), **env)
+    assert run.returncode == 0, run.stderr
+    [line] = run.lines()
+    assert "one device, one process" in line and says in line and f"to record into {records}" in line, line
+    [session] = run.sessions
+    assert session["mode"] == "sweep" and session["env"]["FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR"] == "", session
+    assert (records / "mm.json").read_bytes() == bytes_, "the file is left as it was"
+
+
+def test_a_record_folder_whose_name_is_not_utf8_is_replayed_recorded_and_published_there(work):
+    from test_history import driver_probe
+
+    records = Path(os.fsdecode(os.fsencode(work) + b"/rec-\xff"))
+    env = {"FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR": str(records),
+           "WARMUP_PROBE_ROOT": str(driver_probe(work)), "PYTHONPATH": str(fake_harness(work))}
+    complete_record(work, records, harness_command(), **env)
+    replayed = warmup(work, "--gpus", "2", "--devices", "0,1", command=harness_command(), **env)
+    assert replayed.returncode == 0, replayed.stderr
+    [line] = replayed.lines()
+    assert "answers" in line and "replaying it" in line, line
+    [session] = replayed.sessions
+    assert session["env"]["FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR"] == str(records), "no child ran; the folder kept"
+    # One device: the one process records into that folder, not into a temporary one.
+    fresh = Path(os.fsdecode(os.fsencode(work) + b"/new-\xfe"))
+    (work / "one").mkdir()
+    one = warmup(work / "one", "--gpus", "1", command=harness_command(),
+                 **{**env, "FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR": str(fresh)})
+    assert one.returncode == 0, one.stderr
+    [session] = one.sessions
+    assert session["mode"] == "record" and session["env"]["FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR"] == str(fresh)
+    assert (fresh / "mm.json").is_file() and not list(work.glob("one/parallel-warmup-record.*"))
+    # warmup-slurm's plan publishes there too: the folder reaches its record_dir and the split, as
+    # the script reads them (eval).
+    show = 'eval "$("$0" --format sh --for warmup-slurm "$@")" && printf "%s\\0" "$record_dir" "${shard_argv[@]}"'
+    slurm = subprocess.run(["bash", "-c", show, tool("plan"), "--scratch", str(work / "s"), "--shards", "2", "--",
+                            *harness_command()], cwd=work, capture_output=True, env=clean_env(**env), timeout=HANG)
+    assert slurm.returncode == 0, slurm.stderr
+    record_dir, *shard_argv = slurm.stdout.split(b"\0")[:-1]
+    assert record_dir == os.fsencode(records)
+    assert shard_argv[shard_argv.index(b"--history") + 1] == os.fsencode(records), shard_argv
+
+
+def test_an_unusable_tmpdir_is_a_fallback_that_runs_the_command_unchanged(work):
+    """Whatever the warmup needs a temporary folder for (the sweep's scratch and its tools'
+    output), a TMPDIR it cannot use says so and runs COMMAND; the one process uses none."""
+    run = warmup(work, "--gpus", "2", "--devices", "0,1", command=harness_command(),
+                 TMPDIR=str(work / "nonexistent"), PYTHONPATH=str(fake_harness(work)))
+    assert run.returncode == 0, run.stderr
+    [session] = run.sessions
+    assert session["env"]["FLAGGEMS_PERF_WARMUP_WORKER"] is None, "COMMAND ran once, no child"
+    assert "nonexistent" in run.lines()[-1] and run.lines()[-1].endswith("skipping"), run.stderr
+    (work / "one").mkdir()
+    one = warmup(work / "one", "--gpus", "1", command=harness_command(), TMPDIR=str(work / "nonexistent"),
+                 PYTHONPATH=str(fake_harness(work)))
+    assert one.returncode == 0 and one.sessions[0]["mode"] == "record", one.stderr

@@ -41,6 +41,9 @@ PRIVATE_DB_URL = "sqlite:///:memory:"
 WARMUP_WORKER = "FLAGGEMS_PERF_WARMUP_WORKER"
 # Tune every key (resume.py reads it too); such a session tunes in a private store.
 FRESH = "WARMUP_HARNESS_FRESH"
+# This run's signature (warmup-plan's): a session using its record folder as a cache that passes
+# names it in the sidecar's `complete_for`, so that the next run of it replays the record.
+SIGNATURE = "WARMUP_HARNESS_SIGNATURE"
 
 
 class ProtocolError(Exception):

@@ -48,6 +48,7 @@ class Session:
         self.finished = False  # record mode: the journal was folded at the end
         self.stopped = False  # the hooks are out
         self.startup_seconds: float | None = None  # from the interpreter's start to the first test
+        self.exitstatus: int | None = None  # pytest's, once the session finished
         self.racer: Any = None  # record mode with racing on: autotune.race.Racer
 
     @classmethod
@@ -76,6 +77,9 @@ class Session:
         if self.startup_seconds is None:  # the process's start-up ends where its first test starts
             age = process_age()
             self.startup_seconds = round(age, 3) if age is not None else None
+
+    def pytest_sessionfinish(self, session, exitstatus) -> None:
+        self.exitstatus = int(exitstatus)
 
     def pytest_terminal_summary(self, config) -> None:
         self._close()
@@ -188,6 +192,27 @@ class Session:
             self.finished = True
             self.writer.restore_sigterm()
             self.writer.close()
+            signature = os.environ.get(env.SIGNATURE, "").strip()
+            # The record as a cache, every test passed: the record holds every key this run met.
+            if signature and self.exitstatus == 0 and self._record_is_its_cache():
+                self.writer.vouch(signature)
+
+    def _record_is_its_cache(self) -> bool:
+        """Whether this record session resumes from its own record folder ("The record as a
+        cache"): not a sweep child, no claims, not fresh; its record there or not yet."""
+        from .autotune import claims, once_recorder, resume
+
+        def setting(name: str) -> str | None:
+            return env.setting(self.config, name)
+
+        folder = setting(resume.RESUME_DIR)
+        try:
+            fresh = resume.fresh(setting(resume.FRESH))
+        except resume.ResumeError:
+            return False
+        return (folder is not None and not fresh and setting(claims.CLAIM_DIR) is None
+                and os.environ.get(env.WARMUP_WORKER, "").strip() != "1"
+                and once_recorder.same_folder(Path(folder.strip()), self.writer.directory))
 
     def closing_lines(self) -> list[str]:
         op = self.mode.op

@@ -32,7 +32,7 @@ pub fn resolve(
     if named.is_some() || worker {
         return (named, Cache::NotUsed);
     }
-    let var = |name: &str| world.env.get(name).map(OsString::from);
+    let var = |name: &str| world.env.get_os(name).map(OsString::from);
     let made = cache_dir::root(var).and_then(|root| {
         cache_dir::prepare(
             &root,

@@ -24,6 +24,19 @@ pub enum Record {
     Answers,
     /// No record, or one made elsewhere: why.
     Misses(String),
+    /// `<op>.json` is no record file (empty, cut off, not `{kernel: {key: config}}`): why. The
+    /// harness refuses to record into its folder, so one process cannot record there; a sweep
+    /// publishes a whole record over it.
+    Damaged(String),
+}
+
+impl Record {
+    fn why(&self) -> Option<&str> {
+        match self {
+            Record::Answers => None,
+            Record::Misses(why) | Record::Damaged(why) => Some(why),
+        }
+    }
 }
 
 /// What the history predicts, when there is one to predict from.
@@ -207,7 +220,11 @@ pub fn decide(f: &Facts) -> Decision {
         Prediction::NotAsked => "the warmup runs".to_owned(),
     };
     Decision::Sweep {
-        reason: format!("{reason}; sweeping on {}", devices.join(",")),
+        reason: format!(
+            "{reason}; sweeping on {}{}",
+            devices.join(","),
+            not_replayed(f)
+        ),
         by_history: f.record_dir.is_some() && !by_key,
         by_key,
         devices,
@@ -254,6 +271,18 @@ fn harness_decision(f: &Facts) -> Option<Decision> {
         (Gpus::Unset, Ok(list)) if list.len() < 2 => Some("no GPU count".to_owned()),
         _ => None,
     }?;
+    if let (Some(dir), Record::Damaged(why)) = (&f.record_dir, &f.record) {
+        // The harness adds only to a record file (and refuses the run): it records nothing here.
+        return Some(Decision::Record {
+            reason: format!(
+                "{one}: one device, one process: {why}, and the harness adds only to a record \
+                 file, so COMMAND runs once with the harness recording nothing (move that file \
+                 away, the record is a cache, to record into {})",
+                dir.display()
+            ),
+            dir: None,
+        });
+    }
     let (into, dir) = match &f.record_dir {
         Some(dir) => (
             format!("into {}, for the next run", dir.display()),
@@ -266,10 +295,23 @@ fn harness_decision(f: &Facts) -> Option<Decision> {
     };
     Some(Decision::Record {
         reason: format!(
-            "{one}: one device, one process: COMMAND runs once with the harness recording (compile-ahead on) {into}"
+            "{one}: one device, one process: COMMAND runs once with the harness recording (compile-ahead on) {into}{}",
+            not_replayed(f)
         ),
         dir,
     })
+}
+
+/// Where the harness would have replayed the record folder but its record does not answer this
+/// run: why, and that the run resumes from the keys it holds.
+fn not_replayed(f: &Facts) -> String {
+    match (&f.record_dir, f.record.why(), &f.harness, f.fresh) {
+        (Some(dir), Some(why), Ok(()), false) => format!(
+            "; the record in {} is not replayed ({why}): its keys are resumed from, the rest tuned",
+            dir.display()
+        ),
+        _ => String::new(),
+    }
 }
 
 #[cfg(test)]
@@ -465,6 +507,54 @@ mod tests {
         f.gpus = Gpus::Count(2);
         f.devices = Ok(vec!["0".into(), "0".into()]);
         assert_eq!(decide(&f).name(), "sweep");
+    }
+
+    #[test]
+    fn a_record_that_does_not_answer_is_resumed_from_and_the_reason_says_why() {
+        let mut f = with_harness(sweeping());
+        f.record_dir = Some("/r".into());
+        f.record = Record::Misses("/r/mm.meta.json names no complete run".into());
+        let d = decide(&f);
+        assert_eq!(
+            d.name(),
+            "sweep",
+            "two devices: the missing keys are swept in parallel"
+        );
+        assert!(
+            d.reason().contains(
+                "the record in /r is not replayed (/r/mm.meta.json names no complete run): its keys are resumed from"
+            ),
+            "{d:?}"
+        );
+        f.gpus = Gpus::Count(1);
+        let d = decide(&f);
+        assert_eq!(
+            d.name(),
+            "record",
+            "one device: the one process, as with no record"
+        );
+        assert!(d.reason().contains("is not replayed"), "{d:?}");
+        f.fresh = true;
+        assert!(
+            !decide(&f).reason().contains("is not replayed"),
+            "--fresh resumes nothing"
+        );
+        // A record file that is no record: the harness would refuse to add to it.
+        f.fresh = false;
+        f.record = Record::Damaged("/r/mm.json: empty file: it is no record".into());
+        let Decision::Record { dir: None, reason } = decide(&f) else {
+            panic!("{:?}", decide(&f));
+        };
+        assert!(
+            reason.contains("empty file") && reason.contains("recording nothing"),
+            "{reason}"
+        );
+        f.gpus = Gpus::Count(2);
+        assert_eq!(
+            decide(&f).name(),
+            "sweep",
+            "a sweep publishes a whole record over it"
+        );
     }
 
     #[test]

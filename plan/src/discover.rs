@@ -39,9 +39,11 @@ impl World {
         self.env.get(name)
     }
 
-    /// Set and not blank.
+    /// Set and not blank (a value that is not UTF-8 is not blank).
     fn set(&self, name: &str) -> bool {
-        self.var(name).is_some_and(|v| !v.trim().is_empty())
+        self.env
+            .get_os(name)
+            .is_some_and(|v| !v.as_encoded_bytes().trim_ascii().is_empty())
     }
 }
 
@@ -55,6 +57,9 @@ pub struct Discovery {
     pub platform: Platform,
     /// Why the harness does not run in COMMAND, for the reason, or None.
     pub shape_file: Option<PathBuf>,
+    /// This run's signature (`protocol::history::signature`): a sidecar whose `complete_for`
+    /// holds it vouches that its record holds every key this run needs.
+    pub signature: String,
     /// Whether the record folder is the record cache's (`crate::cache`).
     pub cache: crate::cache::Cache,
 }
@@ -95,7 +100,7 @@ pub fn discover(args: &Warmup, world: &World) -> Result<Discovery> {
             None => Gpus::Invalid(text.to_owned()),
         },
     };
-    let raw_dir = world.env.get(names::RECORD_DIR).map(std::ffi::OsStr::new);
+    let raw_dir = world.env.get_os(names::RECORD_DIR);
     let record_dir = if worker {
         None
     } else {
@@ -117,16 +122,19 @@ pub fn discover(args: &Warmup, world: &World) -> Result<Discovery> {
         .map(|p| python::packages(p, &world.lookup));
     let harness = harness_runs(args, world, packages.as_ref());
     let tokens = devices.clone().unwrap_or_default();
-    let root = world.env.root("/proc/driver/nvidia/gpus");
     let platform = Platform {
         triton: packages.as_ref().and_then(|p| p.triton.clone()),
-        device: protocol::probe::device_model(&root, &tokens),
+        device: protocol::probe::device_name(&world.env.root("/"), &tokens),
     };
     let derived = protocol::op::derive(world.var(names::CURRENT_OP), &args.command);
     let op = derived.name.clone();
     let (record_dir, cache) = crate::cache::resolve(record_dir, worker, world, &platform);
+    let shape_bytes = shape_file
+        .as_deref()
+        .and_then(|f| toolkit::file::read(&world.cwd.join(f)).ok());
+    let signature = protocol::history::signature(&op, &args.command, shape_bytes.as_deref());
     let record = match &record_dir {
-        Some(dir) => answers(dir, &op, &platform),
+        Some(dir) => answers(dir, &op, &platform, &signature),
         None => Record::Misses("no record folder".into()),
     };
     let prediction = match &record_dir {
@@ -157,6 +165,7 @@ pub fn discover(args: &Warmup, world: &World) -> Result<Discovery> {
         op_said: derived.to_string(),
         platform,
         shape_file,
+        signature,
         cache,
     })
 }
@@ -206,18 +215,44 @@ fn harness_runs(
     }
 }
 
-/// Whether `dir` holds the op's record for this Triton and device model.
-fn answers(dir: &Path, op: &str, platform: &Platform) -> Record {
+/// Whether `dir` answers every key of this run: `<op>.json` is a record file (`{kernel: {key:
+/// config}}`, as the harness would read it), its sidecar names this Triton and device model (a
+/// device unknown on either side is the harness's to check, key by key), and its `complete_for`
+/// is this run's signature: the last run that finished with nothing missing was this one.
+fn answers(dir: &Path, op: &str, platform: &Platform, signature: &str) -> Record {
     let record = protocol::layout::record_file(dir, op);
     if !record.metadata().is_ok_and(|m| m.is_file()) {
         return Record::Misses(format!("no {}", record.display()));
     }
-    match Meta::load(&meta_path(dir, op)) {
-        Ok(meta) => match meta.mismatch(platform) {
-            None => Record::Answers,
-            Some(why) => Record::Misses(why),
+    let meta = match Meta::load(&meta_path(dir, op)) {
+        Ok(meta) => meta,
+        Err(why) => return Record::Misses(why),
+    };
+    if let Some(why) = meta.replay_mismatch(platform) {
+        return Record::Misses(why);
+    }
+    if meta.complete_for.as_deref() != Some(signature) {
+        let field = protocol::history::COMPLETE_FOR;
+        return Record::Misses(format!(
+            "{} names no complete run of this COMMAND and shape file ({}, this run's is \
+             {signature}): the record may lack keys this run needs",
+            meta.path.display(),
+            match &meta.complete_for {
+                Some(s) => format!("its {field} is {s}"),
+                None => format!("no {field}"),
+            }
+        ));
+    }
+    let name = record.display().to_string();
+    match toolkit::file::read(&record) {
+        Err(e) => Record::Misses(format!("{name} cannot be read ({e})")),
+        Ok(bytes) => match protocol::records::Records::parse(&bytes) {
+            Err(why) => Record::Damaged(format!("{}: it is no record", why.located(&name))),
+            Ok(records) => match records.bad_buckets.first() {
+                Some(bad) => Record::Damaged(format!("{name}: {bad}: it is no record")),
+                None => Record::Answers,
+            },
         },
-        Err(why) => Record::Misses(why),
     }
 }
 
@@ -276,40 +311,105 @@ mod tests {
         );
     }
 
-    fn sidecar(dir: &Path, triton: &str, device: &str) {
-        std::fs::write(dir.join("mm.json"), "{}").expect("record");
+    const SIG: &str = "0123456789abcdef0123456789abcdef";
+
+    fn sidecar_with(dir: &Path, fields: &str) {
         std::fs::write(
             meta_path(dir, "mm"),
-            format!(r#"{{"format": "warmup-harness-meta", "version": 1, "triton": "{triton}", "device": "{device}"}}"#),
+            format!(r#"{{"format": "warmup-harness-meta", "version": 1, {fields}}}"#),
         )
         .expect("sidecar");
+    }
+
+    fn sidecar(dir: &Path, triton: &str, device: &str) {
+        std::fs::write(dir.join("mm.json"), r#"{"k": {"[1]": {"num_warps": 4}}}"#).expect("record");
+        sidecar_with(
+            dir,
+            &format!(r#""triton": "{triton}", "device": "{device}", "complete_for": "{SIG}""#),
+        );
+    }
+
+    fn h200() -> Platform {
+        Platform {
+            triton: Some("3.6.0".into()),
+            device: Some("NVIDIA H200".into()),
+        }
+    }
+
+    fn misses(dir: &Path, platform: &Platform) -> String {
+        match answers(dir, "mm", platform, SIG) {
+            Record::Misses(why) | Record::Damaged(why) => why,
+            Record::Answers => panic!("answers"),
+        }
     }
 
     #[test]
     fn a_record_answers_only_for_this_triton_and_device_model() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let platform = Platform {
-            triton: Some("3.6.0".into()),
-            device: Some("NVIDIA H200".into()),
-        };
-        assert!(matches!(
-            answers(dir.path(), "mm", &platform),
-            Record::Misses(_)
-        ));
+        let platform = h200();
+        assert!(misses(dir.path(), &platform).starts_with("no "));
         sidecar(dir.path(), "3.6.0", "NVIDIA H200");
-        assert_eq!(answers(dir.path(), "mm", &platform), Record::Answers);
+        assert_eq!(answers(dir.path(), "mm", &platform, SIG), Record::Answers);
         sidecar(dir.path(), "3.5.1", "NVIDIA H200");
-        let Record::Misses(why) = answers(dir.path(), "mm", &platform) else {
-            panic!("another Triton answers");
-        };
-        assert!(why.contains("3.5.1"), "{why}");
+        assert!(misses(dir.path(), &platform).contains("3.5.1"));
         let unknown = Platform {
             triton: None,
             device: Some("NVIDIA H200".into()),
         };
-        assert!(matches!(
-            answers(dir.path(), "mm", &unknown),
-            Record::Misses(_)
-        ));
+        assert!(misses(dir.path(), &unknown).contains("Triton"));
+        // Names are compared exactly, as the harness compares them.
+        sidecar(dir.path(), "3.6.0", "NVIDIA H200 ");
+        assert!(misses(dir.path(), &platform).contains("device"));
+    }
+
+    #[test]
+    fn a_device_no_one_can_name_is_left_to_the_harness_but_another_named_one_is_not() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        sidecar(dir.path(), "3.6.0", "AMD Instinct MI300X");
+        assert!(misses(dir.path(), &h200()).contains("device"));
+        let nameless = Platform {
+            triton: Some("3.6.0".into()),
+            device: None,
+        };
+        assert_eq!(answers(dir.path(), "mm", &nameless, SIG), Record::Answers);
+    }
+
+    #[test]
+    fn a_record_answers_only_a_run_its_sidecar_names_as_complete() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        sidecar(dir.path(), "3.6.0", "NVIDIA H200");
+        let other = answers(
+            dir.path(),
+            "mm",
+            &h200(),
+            "ffffffffffffffffffffffffffffffff",
+        );
+        let Record::Misses(why) = other else {
+            panic!("another run's signature answers");
+        };
+        assert!(why.contains("no complete run"), "{why}");
+        sidecar_with(dir.path(), r#""triton": "3.6.0", "device": "NVIDIA H200""#);
+        assert!(misses(dir.path(), &h200()).contains("(no complete_for, this run's is "));
+    }
+
+    #[test]
+    fn a_record_that_is_no_record_never_answers_and_says_what_is_wrong() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        sidecar(dir.path(), "3.6.0", "NVIDIA H200");
+        let record = dir.path().join("mm.json");
+        for (bytes, says) in [
+            (&b""[..], "empty file"),
+            (b"{\"k\": {\"[1]\": ", "cut off"),
+            (b"[1, 2]", "top level is an array"),
+            (b"{\"k\": {\"[1]\": 1}}\0", "mm.json:1:"),
+            (b"{\"k\": [1]}", "kernel \"k\" holds an array"),
+        ] {
+            std::fs::write(&record, bytes).expect("record");
+            let why = misses(dir.path(), &h200());
+            assert!(
+                why.contains(says) && why.contains("mm.json"),
+                "{bytes:?}: {why}"
+            );
+        }
     }
 }

@@ -152,6 +152,11 @@ pub fn warmup(args: &Warmup, found: &Discovery, decision: &Decision) -> Output {
                 .map(path)
                 .unwrap_or_default(),
         )
+        .set("signature", &found.signature)
+        .set(
+            "device",
+            found.platform.device.as_deref().unwrap_or_default(),
+        )
         .set(
             "record_cache",
             if matches!(found.cache, crate::cache::Cache::Folder(_)) {
@@ -168,11 +173,13 @@ pub fn warmup(args: &Warmup, found: &Discovery, decision: &Decision) -> Output {
         Decision::Plain { .. } => {}
         Decision::Replay { dir, .. } => {
             out.export(names::RECORD_DIR, dir)
-                .export(names::RESUME_DIR, dir);
+                .export(names::RESUME_DIR, dir)
+                .export(names::SIGNATURE, &found.signature);
         }
         Decision::Record { dir, .. } => {
             let dir = dir.as_deref().map(path).unwrap_or_default();
-            out.export(names::RECORD_DIR, &dir);
+            out.export(names::RECORD_DIR, &dir)
+                .export(names::SIGNATURE, &found.signature);
             if let Some((name, value)) = protocol::env::resume_env(args.fresh, Some(&dir)) {
                 out.export(name, &value);
             }
@@ -270,6 +277,7 @@ fn measure_argv(args: &Warmup, found: &Discovery) -> Vec<OsString> {
     if args.fresh {
         argv.push("--fresh".into());
     }
+    argv.extend(["--signature".into(), (&found.signature).into()]);
     argv
 }
 

@@ -32,12 +32,7 @@ pub fn plan(args: &Slurm, world: &World) -> Result<Output> {
         "submit"
     };
     let given = args.record_dir.as_deref().map(Path::as_os_str);
-    let raw = given.or_else(|| {
-        world
-            .env
-            .get(protocol::env::RECORD_DIR)
-            .map(std::ffi::OsStr::new)
-    });
+    let raw = given.or_else(|| world.env.get_os(protocol::env::RECORD_DIR));
     let record_dir = discover::record_dir(raw, &world.cwd)?;
     let mut out = Output::default();
     out.set("mode", mode)

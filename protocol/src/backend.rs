@@ -9,6 +9,7 @@
 
 use crate::env::PROBE_ROOT;
 use anyhow::{bail, Context, Result};
+use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 
 /// How a backend's devices are counted when no visibility list says which to use.
@@ -101,16 +102,15 @@ pub const BACKENDS: &[Backend] = &[
 /// What the caller's environment says; a trait-free snapshot so that tests pass their own.
 #[derive(Debug, Clone, Default)]
 pub struct Environment {
-    vars: Vec<(String, String)>,
+    /// Every variable, as the OS holds it: a path need not be UTF-8.
+    vars: Vec<(OsString, OsString)>,
     probe_root: PathBuf,
 }
 
 impl Environment {
     /// This process's environment.
     pub fn current() -> Self {
-        let vars = std::env::vars_os()
-            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
-            .collect();
+        let vars = std::env::vars_os().collect();
         let probe_root = std::env::var_os(PROBE_ROOT)
             .filter(|r| !r.is_empty())
             .map_or_else(|| PathBuf::from("/"), PathBuf::from);
@@ -120,21 +120,34 @@ impl Environment {
     /// A given environment: `vars` as the caller's, `probe_root` for the probes' files (tests,
     /// and a caller that builds the snapshot once for several uses).
     pub fn fake(vars: &[(&str, &str)], probe_root: &Path) -> Self {
-        Environment {
-            vars: vars
+        Self::fake_os(
+            &vars
                 .iter()
-                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-                .collect(),
+                .map(|(k, v)| (OsString::from(k), OsString::from(v)))
+                .collect::<Vec<_>>(),
+            probe_root,
+        )
+    }
+
+    /// [`Environment::fake`] with values that need not be UTF-8.
+    pub fn fake_os(vars: &[(OsString, OsString)], probe_root: &Path) -> Self {
+        Environment {
+            vars: vars.to_vec(),
             probe_root: probe_root.to_path_buf(),
         }
     }
 
-    /// The variable `key`, when it is set (to UTF-8).
+    /// The variable `key`, when it is set to UTF-8 text (a list, a name, a number).
     pub fn get(&self, key: &str) -> Option<&str> {
+        self.get_os(key).and_then(OsStr::to_str)
+    }
+
+    /// The variable `key` as the OS holds it, when it is set: a path, which need not be UTF-8.
+    pub fn get_os(&self, key: &str) -> Option<&OsStr> {
         self.vars
             .iter()
             .find(|(k, _)| k == key)
-            .map(|(_, v)| v.as_str())
+            .map(|(_, v)| v.as_os_str())
     }
 
     /// `path` (absolute, e.g. `/proc/driver/nvidia/gpus`) under the probe root.

@@ -20,6 +20,10 @@ use std::path::{Path, PathBuf};
 pub const SIDECAR_FORMAT: &str = "warmup-harness-meta";
 pub const SIDECAR_VERSION: u64 = 2;
 pub const SIDECAR_READS: [u64; 2] = [1, 2];
+/// The sidecar's field naming the signature ([`signature`]) of the last run that finished with
+/// nothing missing from the record: the evidence a replay decision needs that the record holds
+/// every key that run needs (docs/CONTRACT.md, "The record/replay harness").
+pub const COMPLETE_FOR: &str = "complete_for";
 
 /// `DIR/<op>.costs.json`: the op's costs, as the last sweep measured them.
 pub fn costs_path(dir: &Path, op: &str) -> PathBuf {
@@ -59,6 +63,8 @@ pub struct Meta {
     pub startup_seconds: Option<f64>,
     /// The compile seconds: a child's own, or, published, the sum of the shards'.
     pub compile_seconds: Option<f64>,
+    /// [`COMPLETE_FOR`]: the signature of the last run that finished with nothing missing.
+    pub complete_for: Option<String>,
 }
 
 impl Meta {
@@ -87,10 +93,10 @@ impl Meta {
                 doc.get("version").unwrap_or(&Value::Null)
             ));
         }
+        // As the harness compares them: exactly, an empty name being none.
         let text = |field: &str| {
             doc.get(field)
                 .and_then(Value::as_str)
-                .map(str::trim)
                 .filter(|s| !s.is_empty())
                 .map(str::to_owned)
         };
@@ -122,25 +128,68 @@ impl Meta {
             keys,
             startup_seconds: doc.get("startup_seconds").and_then(seconds_of),
             compile_seconds: doc.get("compile_seconds").and_then(seconds_of),
+            complete_for: text(COMPLETE_FOR),
         })
     }
 
     /// Why this sidecar's run is not this one (`None`: same Triton, same device model).
     pub fn mismatch(&self, platform: &Platform) -> Option<String> {
-        let differs = |what: &str, then: &Option<String>, now: &Option<String>| match (then, now) {
+        self.differs("Triton", &self.triton, &platform.triton)
+            .or_else(|| self.differs("device", &self.device, &platform.device))
+    }
+
+    /// Why this sidecar's record cannot be replayed by this run (`None`: it can): another Triton,
+    /// or, where both name one, another device model. A device that cannot be named on either
+    /// side is no refusal: the harness checks each key against the device it runs on.
+    pub fn replay_mismatch(&self, platform: &Platform) -> Option<String> {
+        self.differs("Triton", &self.triton, &platform.triton)
+            .or_else(|| match (&self.device, &platform.device) {
+                (Some(_), Some(_)) => self.differs("device", &self.device, &platform.device),
+                _ => None,
+            })
+    }
+
+    fn differs(&self, what: &str, then: &Option<String>, now: &Option<String>) -> Option<String> {
+        let name = |v: &Option<String>| v.as_deref().map_or("unknown".into(), |v| format!("{v:?}"));
+        match (then, now) {
             (Some(a), Some(b)) if a == b => None,
-            (then, now) => Some(format!(
+            _ => Some(format!(
                 "{} was made on {what} {}, this run's is {}",
                 self.path.display(),
-                then.as_deref()
-                    .map_or("unknown".into(), |v| format!("{v:?}")),
-                now.as_deref()
-                    .map_or("unknown".into(), |v| format!("{v:?}")),
+                name(then),
+                name(now),
             )),
-        };
-        differs("Triton", &self.triton, &platform.triton)
-            .or_else(|| differs("device", &self.device, &platform.device))
+        }
     }
+}
+
+/// What identifies the set of keys a run needs, as far as it can be told without running it: the
+/// op, COMMAND's words and the bytes of the shape file it names (`None`: it names none, or one
+/// that cannot be read). FNV-1a, 128 bits, as 32 hex digits: an identity, not a secret.
+pub fn signature(op: &str, command: &[std::ffi::OsString], shape_file: Option<&[u8]>) -> String {
+    const PRIME: u128 = 0x0000_0000_0100_0000_0000_0000_0000_013B;
+    let mut hash: u128 = 0x6c62_272e_07bb_0142_62b8_2175_6295_c58d;
+    // Each part ends with a NUL, which no word of an argv holds: the parts cannot run together.
+    let mut eat = |bytes: &[u8]| {
+        for b in bytes.iter().chain(std::iter::once(&0u8)) {
+            hash ^= u128::from(*b);
+            hash = hash.wrapping_mul(PRIME);
+        }
+    };
+    eat(b"warmup-signature 1");
+    eat(op.as_bytes());
+    eat(command.len().to_string().as_bytes());
+    for word in command {
+        eat(word.as_encoded_bytes());
+    }
+    match shape_file {
+        Some(bytes) => {
+            eat(b"shape file");
+            eat(bytes);
+        }
+        None => eat(b"no shape file"),
+    }
+    format!("{hash:032x}")
 }
 
 /// A number of seconds: finite and at least 0; anything else (`null`, text, a list) is none.

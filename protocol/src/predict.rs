@@ -184,6 +184,7 @@ mod tests {
                 keys: costs.len(),
                 startup_seconds: Some(startup),
                 compile_seconds: Some(compile),
+                complete_for: None,
             },
             costs: CostFile::parse(Path::new("c.json"), &json).expect("costs"),
         }

@@ -7,12 +7,13 @@
 //! - Triton: `--triton VERSION` from the caller, else the version `--python PYTHON` (the Python
 //!   that runs the benchmark) has installed, read from its package metadata without starting it
 //!   ([`crate::python`]); the harness records `triton.__version__`, which is that version.
-//! - Device model: `--device-model NAME`, else the `Model:` of the NVIDIA driver's
-//!   `/proc/driver/nvidia/gpus/*/information` (the name torch and nvidia-smi give, `NVIDIA H200`),
-//!   for the listed devices: every GPU's when all GPUs there are one model, else the GPUs named
-//!   by UUID in `--devices`; a list of indices over mixed models is unknown (CUDA's numbering need
-//!   not follow the driver's). The hidden [`PROBE_ROOT`] prefixes the path (unset or empty: `/`),
-//!   as for warmup-spawn's backend probe, so that tests can build a fake `/proc`.
+//! - Device model: `--device-model NAME`, else [`device_name`]: the NVIDIA driver's files (the
+//!   name torch and nvidia-smi give, `NVIDIA H200`), else AMD's sysfs and KFD topology, else any
+//!   PCI GPU's ids, for every vendor FlagGems runs on and without an interpreter; the harness
+//!   names its device by the same rules (`warmup_harness.autotune.device`), so that a record it
+//!   made is one this side can tell is this device's. [`PROBE_ROOT`] prefixes the paths (unset or
+//!   empty: `/`), as for warmup-spawn's backend probe, so that tests can build a fake `/proc` and
+//!   `/sys`.
 
 use crate::env::PROBE_ROOT;
 use std::path::{Path, PathBuf};
@@ -27,8 +28,8 @@ pub struct PlatformArgs {
     /// metadata (the interpreter is not started)
     #[arg(long, value_name = "PYTHON")]
     pub python: Option<PathBuf>,
-    /// The GPU model this run uses, as torch names it [default: the NVIDIA driver's, from
-    /// /proc/driver/nvidia/gpus]
+    /// The GPU model this run uses, as the sidecar names it [default: from the NVIDIA driver's
+    /// files, else AMD's sysfs and KFD topology, else the PCI ids]
     #[arg(long, value_name = "NAME")]
     pub device_model: Option<String>,
     /// The device tokens the sweep will use, comma-separated (`0,1`; `0,0` runs two children on
@@ -64,14 +65,120 @@ impl PlatformArgs {
         let root = std::env::var_os(PROBE_ROOT)
             .filter(|r| !r.is_empty())
             .map_or_else(|| PathBuf::from("/"), PathBuf::from);
-        let device = clean(self.device_model.clone())
-            .or_else(|| device_model(&root.join("proc/driver/nvidia/gpus"), &self.tokens()));
+        let device =
+            clean(self.device_model.clone()).or_else(|| device_name(&root, &self.tokens()));
         Platform { triton, device }
     }
 }
 
 pub fn clean(value: Option<String>) -> Option<String> {
     value.map(|v| v.trim().to_owned()).filter(|v| !v.is_empty())
+}
+
+/// The name of the listed devices' model under `root` (`/`, or [`PROBE_ROOT`] in tests), the
+/// first rule that gives one, as the harness names them (`warmup_harness.autotune.device`):
+///
+/// 1. NVIDIA: the driver's `proc/driver/nvidia/gpus/*/information` ([`device_model`]);
+/// 2. AMD: `sys/class/drm/card<N>/device/product_name` of every card whose `vendor` is `0x1002`,
+///    else `AMD <name>` from the KFD topology, `sys/class/kfd/kfd/topology/nodes/*/name` of every
+///    node whose `properties` give a `simd_count` above 0 (a GPU: `AMD gfx942`);
+/// 3. any PCI GPU: `PCI <vendor>:<device>` (`PCI 1da3:1020`, the ids of
+///    `sys/bus/pci/devices/*/{vendor,device}`) of every device whose `class` is a display
+///    controller (`0x03xxxx`) or a processing accelerator (`0x12xxxx`), VGA controllers
+///    (`0x0300xx`, a server's management console) left out where there are others.
+///
+/// Each rule names the devices only when they are all one model (NVIDIA's: or the listed UUIDs
+/// are); else, or where nothing is found, the name is unknown.
+pub fn device_name(root: &Path, tokens: &[String]) -> Option<String> {
+    device_model(&root.join("proc/driver/nvidia/gpus"), tokens)
+        .or_else(|| amd_name(root))
+        .or_else(|| pci_name(root))
+}
+
+/// A small sysfs file's text, trimmed; `None` when it cannot be read or is blank.
+fn sysfs(path: &Path) -> Option<String> {
+    let bytes = toolkit::file::read_at_most(path, 1 << 16).ok()?;
+    let text = String::from_utf8_lossy(&bytes).trim().to_owned();
+    (!text.is_empty()).then_some(text)
+}
+
+/// The entries of `dir`, sorted by name; none when it cannot be read.
+fn entries(dir: &Path) -> Vec<(String, PathBuf)> {
+    let mut found: Vec<(String, PathBuf)> = std::fs::read_dir(dir)
+        .map(|it| {
+            it.filter_map(Result::ok)
+                .map(|e| (e.file_name().to_string_lossy().into_owned(), e.path()))
+                .collect()
+        })
+        .unwrap_or_default();
+    found.sort();
+    found
+}
+
+/// The one value of `names`, when there is at least one and they are all the same.
+fn one(names: Vec<Option<String>>) -> Option<String> {
+    let first = names.first()?.clone()?;
+    names
+        .iter()
+        .all(|n| n.as_deref() == Some(first.as_str()))
+        .then_some(first)
+}
+
+fn amd_name(root: &Path) -> Option<String> {
+    let cards: Vec<PathBuf> = entries(&root.join("sys/class/drm"))
+        .into_iter()
+        .filter(|(name, _)| {
+            name.strip_prefix("card")
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        })
+        .map(|(_, path)| path.join("device"))
+        .filter(|dev| sysfs(&dev.join("vendor")).as_deref() == Some("0x1002"))
+        .collect();
+    let products = cards.iter().map(|d| sysfs(&d.join("product_name")));
+    if let Some(name) = one(products.collect()) {
+        return Some(name);
+    }
+    let gpus: Vec<Option<String>> = entries(&root.join("sys/class/kfd/kfd/topology/nodes"))
+        .into_iter()
+        .filter(|(_, node)| {
+            sysfs(&node.join("properties")).is_some_and(|p| {
+                p.lines().any(|l| {
+                    let mut words = l.split_whitespace();
+                    words.next() == Some("simd_count")
+                        && words.next().and_then(|n| n.parse::<u64>().ok()) > Some(0)
+                })
+            })
+        })
+        .map(|(_, node)| sysfs(&node.join("name")).map(|n| format!("AMD {n}")))
+        .collect();
+    one(gpus)
+}
+
+fn pci_name(root: &Path) -> Option<String> {
+    let hex = |text: String| {
+        let digits = text
+            .strip_prefix("0x")
+            .unwrap_or(&text)
+            .to_ascii_lowercase();
+        (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_hexdigit())).then_some(digits)
+    };
+    let mut found: Vec<(String, Option<String>)> = Vec::new(); // (class, name)
+    for (_, dev) in entries(&root.join("sys/bus/pci/devices")) {
+        let Some(class) = sysfs(&dev.join("class")).and_then(hex) else {
+            continue;
+        };
+        if !(class.len() == 6 && (class.starts_with("03") || class.starts_with("12"))) {
+            continue;
+        }
+        let ids = sysfs(&dev.join("vendor"))
+            .and_then(hex)
+            .zip(sysfs(&dev.join("device")).and_then(hex));
+        found.push((class, ids.map(|(v, d)| format!("PCI {v}:{d}"))));
+    }
+    if found.iter().any(|(class, _)| !class.starts_with("0300")) {
+        found.retain(|(class, _)| !class.starts_with("0300"));
+    }
+    one(found.into_iter().map(|(_, name)| name).collect())
 }
 
 /// The model of the listed devices from the driver's per-GPU `information` files in `gpus`.
@@ -83,7 +190,7 @@ pub fn device_model(gpus: &Path, tokens: &[String]) -> Option<String> {
         .collect();
     dirs.sort();
     for dir in dirs {
-        let Ok(text) = std::fs::read_to_string(dir.join("information")) else {
+        let Ok(text) = toolkit::file::read_to_string(&dir.join("information")) else {
             continue;
         };
         let field = |name: &str| {
@@ -145,6 +252,57 @@ mod tests {
         assert_eq!(model(&["GPU-b", "GPU-b"]).as_deref(), Some("NVIDIA A100"));
         assert_eq!(model(&["0", "1"]), None);
         assert_eq!(model(&["GPU-a", "GPU-b"]), None);
+    }
+
+    fn fixture(name: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../tests/data/sysfs")
+            .join(name)
+    }
+
+    #[test]
+    fn an_amd_host_is_named_by_its_cards_product_else_by_its_kfd_gpus() {
+        assert_eq!(
+            device_name(&fixture("amd"), &[]).as_deref(),
+            Some("AMD Instinct MI300X")
+        );
+        // Without product names: the KFD topology's GPU nodes (the CPU node has no SIMDs).
+        let dir = tempfile::tempdir().expect("tempdir");
+        for (node, simds, name) in [("0", 0, ""), ("1", 304, "gfx90a"), ("2", 304, "gfx90a")] {
+            let at = dir
+                .path()
+                .join("sys/class/kfd/kfd/topology/nodes")
+                .join(node);
+            std::fs::create_dir_all(&at).expect("mkdir");
+            std::fs::write(at.join("properties"), format!("simd_count {simds}\n")).expect("write");
+            std::fs::write(at.join("name"), format!("{name}\n")).expect("write");
+        }
+        assert_eq!(device_name(dir.path(), &[]).as_deref(), Some("AMD gfx90a"));
+    }
+
+    #[test]
+    fn any_pci_gpu_is_named_by_its_ids_and_a_vga_console_beside_it_is_not_counted() {
+        assert_eq!(
+            device_name(&fixture("pci"), &[]).as_deref(),
+            Some("PCI 1da3:1020")
+        );
+        let dir = tempfile::tempdir().expect("tempdir");
+        let pci = |bus: &str, class: &str, vendor: &str, device: &str| {
+            let at = dir.path().join("sys/bus/pci/devices").join(bus);
+            std::fs::create_dir_all(&at).expect("mkdir");
+            for (file, text) in [("class", class), ("vendor", vendor), ("device", device)] {
+                std::fs::write(at.join(file), format!("{text}\n")).expect("write");
+            }
+        };
+        pci("0000:01:00.0", "0x030000", "0x1a03", "0x2000");
+        assert_eq!(
+            device_name(dir.path(), &[]).as_deref(),
+            Some("PCI 1a03:2000"),
+            "a VGA controller alone is the GPU"
+        );
+        pci("0000:17:00.0", "0x030200", "0x10de", "0x2335");
+        pci("0000:18:00.0", "0x030200", "0x10de", "0x2330");
+        assert_eq!(device_name(dir.path(), &[]), None, "two models");
     }
 
     #[test]

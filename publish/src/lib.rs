@@ -62,6 +62,12 @@ pub struct Args {
     #[arg(long, value_name = "DIR")]
     pub fallback_dir: Option<PathBuf>,
 
+    /// The signature of the run whose sweep this is, when it ended with nothing missing (every
+    /// shard ok): the published sidecar's `complete_for` [default: none, and the sidecar names
+    /// no complete run]
+    #[arg(long, value_name = "SIG")]
+    pub signature: Option<String>,
+
     /// How to print the environment change
     #[arg(long, value_enum, default_value_t = Format::Sh)]
     pub format: Format,
@@ -180,6 +186,14 @@ pub fn run(args: &Args) -> Result<Status> {
                 &file,
             ) {
                 eprintln!("{TOOL}: {note}");
+            }
+            match &args.signature {
+                Some(sig) => {
+                    new.insert(history::COMPLETE_FOR.into(), sig.as_str().into());
+                }
+                None => {
+                    new.remove(history::COMPLETE_FOR);
+                }
             }
             let text = meta::to_bytes(&new)?;
             toolkit::atomic::commit_all([

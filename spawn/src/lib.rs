@@ -239,6 +239,12 @@ pub struct Args {
     #[arg(long, requires = "measure")]
     pub discard_scratch: bool,
 
+    /// With --measure: this run's signature (warmup-plan's `signature`): when every shard ends
+    /// ok, warmup-publish gets `--signature SIG`, so the sidecar vouches that the record holds
+    /// every key this run needs
+    #[arg(long, value_name = "SIG", requires = "measure")]
+    pub signature: Option<String>,
+
     /// The command each child runs, after `--` (as warmup takes it, so that no word of
     /// it is read as an option of this tool); its --shape_file is replaced by the shard's
     #[arg(value_name = "COMMAND", last = true)]
@@ -337,6 +343,7 @@ fn measure(args: &Args, env: &backend::Environment, parent: nix::unistd::Pid) ->
         discard_scratch: args.discard_scratch,
         summary: args.summary.as_deref(),
         fresh: args.fresh,
+        signature: args.signature.as_deref(),
     };
     match prepare::prepare(&request(args), env) {
         Ok(Some(prepared)) => flow::run(&opts, &prepared, parent),

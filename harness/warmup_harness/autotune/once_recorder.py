@@ -269,13 +269,13 @@ def start(setting: Callable[[str], str | None], op: str, writer: Any, device_nam
             say(line)
         return None
 
-    same = earlier is not None and _same_folder(earlier.path.parent, writer.directory)
+    same = earlier is not None and same_folder(earlier.path.parent, writer.directory)
     policy = OnceRecorder(writer, claims, earlier, device_name, say, same_folder=same)
     policy.opening = opening
     return policy
 
 
-def _same_folder(a: Path, b: Path) -> bool:
+def same_folder(a: Path, b: Path) -> bool:
     try:
         return os.path.samefile(a, b)
     except OSError:

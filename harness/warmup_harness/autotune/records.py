@@ -21,6 +21,9 @@ from . import atomic, safe_read
 META_FORMAT = "warmup-harness-meta"
 META_VERSION = 2  # what this harness writes: 2 added `foreign` (where each key was made)
 META_READS = (1, 2)  # what it reads: a version-1 sidecar's keys were all made where it names
+# The sidecar's signature of the last run that finished with nothing missing (protocol's
+# history::COMPLETE_FOR); the run's own is env.SIGNATURE, which warmup-plan sets.
+COMPLETE_FOR = "complete_for"
 
 
 class RecordError(Exception):
@@ -109,8 +112,9 @@ def load_meta(path: Path) -> tuple[dict | None, str | None]:
         return None, str(exc)
     if not (isinstance(doc, dict) and doc.get("format") == META_FORMAT):
         return None, f"{path}: not a {META_FORMAT} file; its versions and device are not checked"
+    # As the tools read it: an integer they read, not 1.0 nor true.
     version = doc.get("version")
-    if isinstance(version, bool) or version not in META_READS:
+    if type(version) is not int or version not in META_READS:
         reads = " or ".join(map(str, META_READS))
         return None, f"{path}: sidecar version {version!r}, this harness reads {reads}; ignored"
     return doc, None

@@ -32,7 +32,7 @@ from typing import Any, Callable
 from collections.abc import Iterator
 
 from . import atomic, safe_read
-from .records import (META_FORMAT, META_VERSION, UNKNOWN, Made, Provenance, RecordError, describe,
+from .records import (COMPLETE_FOR, META_FORMAT, META_VERSION, UNKNOWN, Made, Provenance, RecordError, describe,
                       fingerprints, foreign_groups, load_meta, load_records, meta_path, record_path,
                       sidecar_damage, versions)
 
@@ -109,6 +109,7 @@ class RecordWriter:
         self.meta = meta_path(directory, op)
         self.journal = journal_path(directory, op)
         self.decided: set[tuple[str, str]] = set()
+        self._dropped = False  # a fold dropped a changed kernel's keys
         self.seconds = 0.0
         self.notes: list[str] = []  # said at the end: a damaged sidecar replaced, a fold that failed
         self.explained: set[str] = set()  # kernels whose change a line said already (once_recorder.py)
@@ -286,6 +287,24 @@ class RecordWriter:
         return RecordError(f"{self.journal}: cannot read the journal ({exc.strerror or exc}): remove it, "
                            f"or give a record folder of its own")
 
+    def vouch(self, signature: str) -> None:
+        """Names `signature` in the sidecar's `complete_for`: this session, which used the record
+        folder as its cache and passed, met every key its run needs, and the record holds them all
+        (docs/CONTRACT.md, "complete_for"). Written only where the record and its sidecar are there
+        and the sidecar names another; a failure is a note, and the next run sweeps what it lacks."""
+        try:
+            with self._locked():
+                if self.journal.exists() or not self.path.exists():
+                    return  # not folded, or nothing recorded: nothing to vouch for
+                meta, problem = load_meta(self.meta)
+                if meta is None or problem is not None or meta.get(COMPLETE_FOR) == signature:
+                    return
+                meta[COMPLETE_FOR] = signature
+                atomic.write_bytes(self.meta, (json.dumps(meta) + "\n").encode("utf-8"))
+        except OSError as exc:
+            self.notes.append(f"WARNING {self.meta}: cannot name this run as complete there ({exc.strerror}); "
+                              f"the next run sweeps the keys it cannot tell are there")
+
     def _unwritable(self, exc: OSError) -> RecordError:
         return RecordError(f"{self.path}: cannot write the record ({exc.strerror or exc}): the record "
                            f"folder must be a writable folder")
@@ -344,6 +363,8 @@ class RecordWriter:
                     added += 1
             if kernels or "kernels" in meta:
                 meta["kernels"] = kernels
+            if self._dropped:
+                meta.pop(COMPLETE_FOR, None)
             doubtful &= {k for k, v in kernels.items() if v is not None}
             if doubtful:
                 meta["unchecked"] = sorted(doubtful)
@@ -388,6 +409,7 @@ class RecordWriter:
         for key in gone:
             made.pop((kernel, key), None)
         tune.pop(kernel, None)
+        self._dropped = True  # the sidecar's complete_for vouches for keys no longer there
         if dropped and kernel not in self.explained:
             self.explained.add(kernel)
             self.notes.append(f"kernel {kernel} changed since {self.path} was recorded (source or configs "

@@ -61,6 +61,8 @@ pub struct Options<'a> {
     pub summary: Option<&'a Path>,
     /// `--fresh`, said once as the run starts.
     pub fresh: bool,
+    /// `--signature`: the sidecar names the run complete when every shard ends ok.
+    pub signature: Option<&'a str>,
 }
 
 /// Where the run's configs go, and what the tools run under.
@@ -100,7 +102,9 @@ pub fn run(opts: &Options<'_>, prepared: &PreparedRun, parent: Pid) -> Result<St
         return report::stopped(opts, rest, &sweep, published.report(&place));
     }
     let merged = merged::merge(&mut rest, &place);
-    let published = published::Published::run(&mut rest, merged, &place);
+    // Nothing missing: every shard ran to its end, ok (docs/CONTRACT.md, "complete_for").
+    let complete = opts.signature.filter(|_| sweep.all_ok());
+    let published = published::Published::run(&mut rest, merged, &place, complete);
     if rest.stopped().is_some() {
         return report::stopped(opts, rest, &sweep, published.report(&place));
     }

@@ -21,11 +21,17 @@ pub struct Published {
 }
 
 impl Published {
-    /// Publishes what was merged, unless nothing was or a stop came.
-    pub fn run(rest: &mut Rest<'_>, merged: Merged, place: &Place<'_>) -> Published {
+    /// Publishes what was merged, unless nothing was or a stop came; `complete`: the run's
+    /// signature, when the sweep left nothing missing, for the sidecar's `complete_for`.
+    pub fn run(
+        rest: &mut Rest<'_>,
+        merged: Merged,
+        place: &Place<'_>,
+        complete: Option<&str>,
+    ) -> Published {
         let mut dir = None;
         if matches!(merged, Merged::Configs(_)) && rest.stopped().is_none() {
-            if let ToolEnd::Done(out) = publish(rest, &place.publish_dir, place) {
+            if let ToolEnd::Done(out) = publish(rest, &place.publish_dir, place, complete) {
                 dir = ReplayEnv::replay_dir(&out);
             }
         }
@@ -89,7 +95,7 @@ pub fn after_stop(rest: &mut Rest<'_>, place: &Place<'_>) -> Published {
         ),
         ToolEnd::Done(_)
     );
-    if merged && matches!(publish(rest, dir, place), ToolEnd::Done(_)) {
+    if merged && matches!(publish(rest, dir, place, None), ToolEnd::Done(_)) {
         say(&format!(
             "the sweep was stopped: what its children recorded is published in {}; the next run resumes from it (--fresh: tunes every key again)",
             dir.display()
@@ -101,15 +107,17 @@ pub fn after_stop(rest: &mut Rest<'_>, place: &Place<'_>) -> Published {
     published
 }
 
-/// `warmup-publish --format json --record-dir DIR -- SCRATCH`.
-fn publish(rest: &mut Rest<'_>, dir: &Path, place: &Place<'_>) -> ToolEnd {
-    let args = [
+/// `warmup-publish --format json --record-dir DIR [--signature SIG] -- SCRATCH`.
+fn publish(rest: &mut Rest<'_>, dir: &Path, place: &Place<'_>, complete: Option<&str>) -> ToolEnd {
+    let mut args = vec![
         OsStr::new("--format"),
         OsStr::new("json"),
         OsStr::new("--record-dir"),
         dir.as_os_str(),
-        OsStr::new("--"),
-        place.scratch.root().as_os_str(),
     ];
+    if let Some(sig) = complete {
+        args.extend([OsStr::new("--signature"), OsStr::new(sig)]);
+    }
+    args.extend([OsStr::new("--"), place.scratch.root().as_os_str()]);
     rest.tool("warmup-publish", &args, place.lock.as_ref())
 }
