@@ -386,9 +386,14 @@ def test_no_shape_file_on_two_devices_claims_keys_without_by_key_and_the_op_is_t
     tuned = tunings(*logs(tmp_path / "scratch"))
     assert set(tuned) == all_keys(SHAPES) and set(tuned.values()) == {1}, tuned
     # Each child's harness kept its progress where warmup-spawn reads it (WARMUP_HARNESS_PROGRESS).
+    # A child that tuned no key (the other one claimed them all, as a loaded machine may have it)
+    # has timed nothing, and the harness writes the file when a key's configs are timed.
     for i, log in enumerate(logs(tmp_path / "scratch")):
-        progress = json.loads((tmp_path / "scratch" / f"w{i}" / "progress.json").read_text())
-        assert progress["keys"] == sum(tunings(log).values()) and progress["configs"] >= progress["keys"], progress
+        here, path = sum(tunings(log).values()), tmp_path / "scratch" / f"w{i}" / "progress.json"
+        if here == 0 and not path.exists():
+            continue
+        progress = json.loads(path.read_text())
+        assert progress["keys"] == here and progress["configs"] >= progress["keys"], progress
     children = [s for s in run.sessions if s["worker"] == "1"]
     assert len(children) == 2 and all(c["env"]["FLAGGEMS_PERF_CURRENT_OP"] == "mm" for c in children), run.output
     assert "op mm: replayed 12, swept 0 live" in run.stderr, run.stderr

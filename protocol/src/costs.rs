@@ -5,6 +5,19 @@
 //!
 //! Checked whole on load, so that a bad file is refused before anything is written, with the
 //! place it is wrong at: a JSON error's line and column, else the op and shape.
+//!
+//! What the costs assume: a shard costs the sum of its shapes' costs. Compiling no longer breaks
+//! that: the children share one Triton cache and compile each key's configs once between them
+//! (`--cache-per-child` restores one compile per child), so a kernel is compiled by the first
+//! child that needs it, whichever shard that is. Sweeping still can: a kernel keyed coarser than
+//! the shape is swept once per child, by whichever of the child's shapes comes first, so a shape
+//! costs more in a shard of its own than among shapes that share its kernels. Costs measured one
+//! shape per shard (`--shards` at least the number of shapes) are exact and include every shared
+//! sweep; costs split from shards of several shapes are right in sum and spread as the plan
+//! expected them. A benchmark that runs all of a child's shapes in one test (FlagGems' do) gives
+//! nothing finer than the child's wall time, which is why a child's time is the unit warmup-costs
+//! reads; `--startup` should be what the child spends before its first sweep (interpreter,
+//! imports, device set-up).
 
 use anyhow::{bail, Context, Result};
 use serde_json::{Map, Value};

@@ -1,5 +1,15 @@
 //! The scratch layout (docs/CONTRACT.md, "Scratch layout"): one folder per run, one `w<i>` folder
 //! per shard. Every path a tool reads or writes under SCRATCH is spelled here and nowhere else.
+//!
+//! No Triton cache in the layout by default: the children share the caller's `TRITON_CACHE_DIR`,
+//! where the plugin gave each child one (`w<i>/.triton_cache`, kept behind `--cache-per-child`).
+//! Shards split round-robin or by cost mix the shapes, so shapes of one compile specialization
+//! land in every shard, and with a cache each every child compiled every specialization; one
+//! shared cache, with the harness compiling each key's configs ahead and once between the
+//! children, compiles each once (BENCHMARKS.md, "Figures the contract used to carry", has the
+//! runs). Triton writes an entry to a temporary and renames it into place, so children never read
+//! half of one; a second run finds the kernels compiled, while every config is still timed (the
+//! harness keeps Triton's autotune-result cache off).
 
 use std::path::{Path, PathBuf};
 

@@ -12,6 +12,20 @@
 //! - warmup = S + max(LPT makespan over k children of the c less their share of C, (T - C) / D)
 //!   plus M plus [`FIXED_SECONDS`]: the measurement starts with the sweep (one start-up), timing
 //!   is serialized per device, and the measurement then replays (M) after merge and publish.
+//!
+//! C is held to at most T; a cost's share of C is c times C / sum c; k = min(devices listed,
+//! shapes costed), and the warmup pays when `saving = 1 - warmup / plain` is at least [`WORTH`].
+//!
+//! Assumptions. The run being decided is a re-run whose Triton compile cache is warm (the
+//! children share the caller's cache, so the last sweep filled it): no compiling is left in
+//! either run; a cold cache (a cleared or new `TRITON_CACHE_DIR`, another machine) makes the plain
+//! run slower than predicted and the warmup's saving larger, so the prediction errs towards
+//! running plain. The measurement starts with the sweep, so its start-up, imports and collection
+//! overlap the sweep and one S is paid. Every timing holds the device's lock, so tuning on one
+//! GPU does not get faster for more children on it. Costs add up within a child (crate::costs).
+//! The tuning seconds include a child's wait for the device lock while sharing a GPU, so a history
+//! of `--devices 0,0` overstates T - C, by at most the waiting. The op's shapes are the ones the
+//! last sweep swept: a shape file changed since predicts from the old shapes.
 
 use crate::history::{self, History};
 use crate::probe::Platform;

@@ -22,6 +22,11 @@
 //!   there anyway); the best starts are searched first, so that they get the budget.
 //!
 //! Efficiency under a profile = ideal / makespan, ideal = max(total / k, largest shape).
+//! A shape's expected cost in the plan is its mean share of the family's profiles times the
+//! number of shapes (units of the mean shape). Profiles outside the family (costs that size
+//! predicts only roughly, or not at all) have no such floor; measured costs (`--costs`,
+//! `--history`) are what balance them. The figures (worst cases on the bench's shapes, time per
+//! thousand shapes): BENCHMARKS.md, "Figures the contract used to carry".
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;

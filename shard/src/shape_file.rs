@@ -3,6 +3,22 @@
 //! what PyYAML reads; and one shard's file written back from that graph, which `safe_load` reads
 //! into the same objects: a comment line saying where it comes from, the entry's key, the entry's
 //! pairs in their order, and its `shapes` list holding only the shard's shapes.
+//!
+//! Why the entry is found under the op's name, or `--entry`, and kept as the shard's key: FlagGems
+//! (`benchmark/performance_utils.py`, `Benchmark.set_shapes`) reads the shape file with
+//! `yaml.safe_load`, takes the op's entry when the op is a top-level key, else the first class of
+//! its benchmark's `__mro__` that is one (its bundled `core_shapes.yaml` keeps mm's, bmm's and
+//! addmm's shapes under `BlasBenchmark`), else the class's default shapes. warmup-shard does not
+//! know the benchmark's classes, so the caller names the key and every shard file keeps it: a
+//! child's benchmark finds its shard's shapes by the same lookup. At `--level comprehensive` (not
+//! under `--query`) FlagGems adds a benchmark's `set_more_shapes()`, which are not in the file:
+//! they cannot be split, and every child sweeps them (by-key mode shares them instead).
+//!
+//! Why a list merge `<<: [*a, *b]` giving one key two values is refused on the op's entry:
+//! PyYAML 6.0.4 takes `b`'s value, 6.0.3 and the merge-key spec `a`'s, and warmup-shard would have
+//! to pick.
+//! Inside a shape the merge is written as a merge, so every child's PyYAML reads it as it reads
+//! the source.
 
 use crate::TOOL;
 use anyhow::{bail, Result};

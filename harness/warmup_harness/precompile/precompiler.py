@@ -13,9 +13,11 @@ record session starts them when the plugin loads, so that their imports overlap 
 How (Triton 3.4 and later, checked against 3.4 to 3.9: triton_private.py), one module each:
 
 * settings: the settings, read through a getter of raw values;
-* capture: each config through the JIT's warm-up path, Triton's cache hook taking the
+* capture: each config through the JIT's warm-up path, `knobs.runtime.jit_cache_hook` taking the
   specialization it would compile (its pre-hook runs first: FlagGems' TMA hook sets the
-  descriptors' block shapes, which the specialization holds);
+  descriptors' block shapes, which the specialization holds); workers compile with
+  `triton.compile` for the target (backend, architecture, warp size) Triton's driver gave the
+  session, asked once there and passed in each job;
 * cache_entries: one job found in Triton's cache, or compiled into it holding `flock` on the
   entry's folder, so that a sibling child sharing the cache never compiles it twice;
 * worker: a worker process's start-up (forked: nothing of the session's device or locks
@@ -28,6 +30,27 @@ How (Triton 3.4 and later, checked against 3.4 to 3.9: triton_private.py), one m
   was loaded (a cache hit), so that children sharing a GPU time one config at a time;
 * ..triton_private and ..stdlib_private: every name of Triton's, and of the standard library's,
   that is not its documented API.
+
+When it pays: a config whose kernel is in Triton's cache already is found by the session's own
+process, and a key with nothing left to compile never starts or waits for the pool. Otherwise a
+key's new configs are compiled in the session's process one by one unless the pool is running or
+their work (the first config's seconds times the number of the others) reaches the start-up cost
+(pool.FORK_POOL_START_S forked, pool.POOL_START_S spawned; where they were measured:
+BENCHMARKS.md, "Figures the contract used to carry"). While the pool's workers still start up,
+the session's process compiles from the end of the list as they take from its start, so a worker
+still starting up costs the key nothing.
+
+Forked workers start at the first key that pays, after collection, so that they hold every module
+the session imported; a kernel's module imported later is imported by the worker. The session's
+objects are frozen for the fork (`gc.freeze`, then taken back) so that a worker's collector leaves
+their pages shared. Python 3.12+ warns at a fork of a process running threads (a GPU session
+always does); the warning is ignored around the fork only. Forking is unsafe, and workers are
+spawned instead, on any platform but Linux (macOS's system libraries are not fork-safe) and before
+Python 3.11 (its ProcessPoolExecutor forks workers one by one beside its own thread,
+cpython#90622). A forked worker lets go of every file lock the session held at the fork (a by-key
+claim's descriptor copy would keep the claim held) and of the session's signal handlers (SIGTERM
+ends a worker; it does not fold the record), and gets PR_SET_PDEATHSIG, which follows the thread
+that forked it (the one that compiled the key).
 
 Nothing here fails a sweep: a config that could not be compiled ahead is compiled by Triton as it
 always is, and said. The settings are docs/CONTRACT.md's ("The record/replay harness").
