@@ -530,6 +530,10 @@ def test_a_stopped_fresh_sweep_over_a_3000_key_record_keeps_every_key_of_it(tmp_
     assert "what its children recorded is published in" in stopped.stderr
     published = json.loads((records_dir / "mm.json").read_text())
     assert published["earlier:kernel"] == earlier["earlier:kernel"], "the earlier record's keys are lost"
-    key = (PLAIN_MM, json.dumps([256, 512, 128, *F16]))
-    assert pairs(published) == pairs(earlier) | (all_keys(SHAPES) - {key})
+    # The hung key is the first of the two kernels launched at 256x512x128 that a child times (as in
+    # test_a_stopped_sweep_is_published_...): the plain one or the store one.
+    hung_keys = {(kernel, json.dumps([256, 512, 128, *F16])) for kernel in (PLAIN_MM, STORE_MM)}
+    missing = (pairs(earlier) | all_keys(SHAPES)) - pairs(published)
+    assert pairs(published) <= pairs(earlier) | all_keys(SHAPES), pairs(published) - pairs(earlier)
+    assert len(missing) == 1 and missing <= hung_keys, missing
     assert "3000 key(s) kept from the record there" in stopped.stderr, stopped.stderr
