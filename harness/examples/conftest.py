@@ -4,7 +4,7 @@ What the warmup needs from a benchmark, and all it needs:
 * `--shape_file FILE`: the shapes come from the file's entry for the op (FLAGGEMS_PERF_CURRENT_OP,
   here "rowsum" by default), one test per shape; warmup-spawn hands each child its shard this way;
 * the kernels are `@triton.autotune`d, and pytest loads warmup_harness (installed, or `-p`).
-Run it: see README.md, "The harness".
+Run it: see README.md, "Your own Triton benchmark".
 """
 
 import os
