@@ -192,3 +192,29 @@ def test_the_step_by_step_recipe_records_the_plans_op_with_no_op_variable(tmp_pa
 
 
 assert BENCH.is_file()
+
+
+def test_a_device_the_plan_cannot_name_replays_in_one_process_and_a_key_made_elsewhere_is_tuned(tmp_path):
+    """Issue 30: where warmup-plan can name no device (no driver files, no sysfs GPU: an empty
+    probe root), a whole record still decides replay, and the harness checks each key against the
+    device it runs on: keys the sidecar says were made on an A100 are tuned live, with one line."""
+    shapes = shape_file(tmp_path, SHAPES)
+    record_dir = tmp_path / "records"
+    (tmp_path / "nothing").mkdir()
+    env = {**nothing_set(tmp_path, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(record_dir)),
+           "WARMUP_PROBE_ROOT": str(tmp_path / "nothing")}
+    first = finished(warmup(tmp_path, env, shapes, "--gpus", "1"), tmp_path)
+    assert first.returncode == 0, first.output
+    meta = json.loads((record_dir / "mm.meta.json").read_text())
+    assert meta["device"] == DEVICE and meta.get("complete_for"), meta
+    (record_dir / "mm.meta.json").write_text(json.dumps({**meta, "device": "NVIDIA A100"}))
+
+    again = finished(warmup(tmp_path, env, shapes, "--gpus", "2", "--devices", "0,1"), tmp_path)
+    assert again.returncode == 0, again.output
+    decision = next(ln for ln in again.stderr.splitlines() if ln.startswith("[parallel-warmup]"))
+    assert "answers" in decision, decision
+    [session] = again.sessions
+    assert session["worker"] is None, "no child ran: the replay is one process"
+    assert sum(session["timed"].values()) > 0, "the keys made on the A100 were not tuned again"
+    assert f"was recorded on NVIDIA A100, this process runs on {DEVICE}: its keys are tuned again" \
+        in again.stderr, again.stderr
