@@ -574,6 +574,102 @@ def test_race_a_tuner_with_the_deprecated_warmup_and_rep_is_timed_briefly_by_the
     assert all((w, r) in ((1, 2), (5, 10)) for _, w, r in calls), calls
 
 
+class FakeBenchDevice:
+    """triton_private.BenchDevice on the CPU: each timed launch of a config gives its next sample from
+    `samples[block]` (the last repeated)."""
+
+    def __init__(self, launcher, samples: dict):
+        self.launcher, self.samples = launcher, {block: list(ms) for block, ms in samples.items()}
+
+    def time(self, fn, count):
+        out = []
+        for _ in range(count):
+            fn()
+            left = self.samples[self.launcher.launches[-1]["BLOCK"]]
+            out.append(left.pop(0) if len(left) > 1 else left[0])
+        return out
+
+
+def driver_timed_tuner(monkeypatch, samples: dict, full: dict):
+    """A tuner made as FlagGems' LibTuner is (`warmup=5, rep=10`: it times as the driver does),
+    the driver's timing primitives a FakeBenchDevice, and testing.do_bench answering `full`."""
+    import warnings
+
+    import triton.testing
+    from warmup_harness import triton_private
+
+    launcher = Launcher(body)
+    full_timed = []
+
+    def do_bench(kernel_call, warmup=25, rep=100, quantiles=None, **kw):
+        kernel_call()
+        block = launcher.launches[-1]["BLOCK"]
+        assert (warmup, rep) == (5, 10), "a brief timing never goes through do_bench"
+        full_timed.append(block)
+        return [full[block]] * len(quantiles)
+
+    monkeypatch.setattr(triton.testing, "do_bench", do_bench)
+    monkeypatch.setattr(triton_private, "bench_device", lambda: FakeBenchDevice(launcher, samples))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        tuner = Autotuner(launcher, ["x", "n"], [triton.Config({"BLOCK": b}) for b in (64, 128, 256)], ["n"],
+                          None, None, warmup=5, rep=10)
+    return tuner, launcher, full_timed
+
+
+def test_race_a_tuner_timed_as_the_driver_times_is_timed_briefly_without_do_bench_and_a_clear_loser_stops_early(
+        monkeypatch):
+    """Brief: one untimed launch, two timed; a config whose two are both past twice the best so far
+    is timed no more (3 launches), one that is not gets more (up to BRIEF_REP_MS of kernel time)."""
+    from warmup_harness.autotune import race
+
+    tuner, launcher, full_timed = driver_timed_tuner(
+        monkeypatch, {64: [0.5], 128: [1.2, 0.1, 0.6], 256: [0.55]}, {64: 0.5, 128: 0.45, 256: 0.52})
+    winner, _ = raced(tuner)
+    launches = [launch["BLOCK"] for launch in launcher.launches]
+    # 64 first, with nothing to be out-run by: 1 + 4 launches (2 ms of 0.5 ms samples). 128's first
+    # two (1.2, 0.1) are not both past 2 x 0.5, so it is timed on: one more (2 ms / their median
+    # 0.65 ms is 3). 256: 1 + 3 (2 ms / 0.55 ms). Then 64's four more short timings, for the noise.
+    assert launches[:13] == [64] * 5 + [128] * 4 + [256] * 4, launches
+    assert launches[13:33] == [64] * 20, launches
+    assert full_timed == [64] and winner == 64, (full_timed, winner)
+
+    tuner, launcher, full_timed = driver_timed_tuner(
+        monkeypatch, {64: [0.5], 128: [1.1, 1.3], 256: [0.55]}, {64: 0.5, 128: 0.45, 256: 0.52})
+    raced(tuner)
+    blocks = [launch["BLOCK"] for launch in launcher.launches]
+    assert blocks.count(128) == 3, "out-run on both first launches: one untimed, two timed, no more"
+    assert 128 not in full_timed
+
+
+def test_race_audit_times_the_dropped_in_full_too_and_writes_every_configs_timings(tmp_path):
+    """WARMUP_HARNESS_RACE_AUDIT: each raced key adds a JSON line with every config's short and full
+    timing; the dropped config is timed in full for the audit, and the pick is the race's all the same."""
+    from warmup_harness.autotune import race
+
+    audit = tmp_path / "audit.jsonl"
+    tuner, timer = race_tuner({64: list(QUIET), 128: [3.0], 256: [1.01]}, {64: 1.0, 128: 0.5, 256: 1.02})
+    winner, _ = raced_with(tuner, race.Racer(lambda line: None, audit=str(audit)))
+    assert winner == 64, "the audit changes no pick: 128 was dropped on its short timing"
+    assert timer.timed("full") == {64, 128, 256}
+    [line] = audit.read_text().splitlines()
+    entry = json.loads(line)
+    assert entry["kernel"] == f"{__name__}:body" and entry["key"] == "[10]"
+    rows = {row["index"]: row for row in entry["configs"]}
+    assert {i: (r["short_ms"], r["full_ms"], r["retimed"]) for i, r in rows.items()} == {
+        0: (1.0, 1.0, True), 1: (3.0, 0.5, False), 2: (1.01, 1.02, True)}
+    assert entry["limit_ms"] == pytest.approx(1.0 * (1 + race.NOISE_MARGIN * 0.03))
+
+
+def test_race_an_audit_file_that_cannot_be_written_is_said_once_and_racing_goes_on(tmp_path):
+    from warmup_harness.autotune import race
+
+    lines = []
+    tuner, timer = race_tuner({64: list(QUIET), 128: [3.0], 256: [1.01]}, {64: 1.0, 128: 0.5, 256: 1.02})
+    winner, _ = raced_with(tuner, race.Racer(lines.append, audit=str(tmp_path / "no-such-folder" / "audit.jsonl")))
+    assert winner == 64 and len(lines) == 1 and "cannot add to the audit file" in lines[0], lines
+
+
 def other(x, n):
     pass
 

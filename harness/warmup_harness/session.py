@@ -127,7 +127,8 @@ class Session:
             if compiler.settings.race_history is not None:  # the record's sidecar as the session found it
                 meta, _ = records.load_meta(records.meta_path(mode.directory, mode.op))
                 history = History(meta, compiler.settings.race_history, device_name)
-            racer = Racer(lambda line: say(config, [line]), compiler.as_compiled, history, compiler.settings.race_near)
+            racer = Racer(lambda line: say(config, [line]), compiler.as_compiled, history, compiler.settings.race_near,
+                          compiler.settings.race_audit)
         hooks = tuners.install(policy, compiler, clock, racer)
         if not (isinstance(policy, once_recorder.OnceRecorder) and policy.same_folder):  # a cache may tune nothing
             compiler.start_early()  # its workers' imports overlap pytest's collection

@@ -20,6 +20,13 @@
 #   race    scripts/warmup --gpus N --race: a swept key's configs raced (WARMUP_HARNESS_RACE=1)
 #   serial  scripts/warmup --gpus N with WARMUP_HARNESS_COMPILE_OVERLAP=0: a key's configs timed
 #           only once its whole pool is done, as before issue 31 (ours times each as it compiles)
+#   audit   race, with WARMUP_HARNESS_RACE_AUDIT: the dropped configs are timed in full too, and
+#           each key's timings land in logs/audit_CASE_MODE_rREP.jsonl (race_audit.py reads them);
+#           its wall time is not racing's
+#
+# Cases: mm (fp16, 8 shapes) and addmm (bf16, 10 shapes), FlagGems' BLAS benchmark, from FlagGems'
+# root; triton, the plain @triton.autotune matmul and softmax of tests/gpu (test_triton_bench.py,
+# op gpu_triton, shapes.yaml's), from a copy of tests/gpu, its latencies from GPU_BENCH_RESULT.
 #
 # Wall times come from this script (start to exit of each command); the picks' latency per shape
 # from the table FlagGems' benchmark prints (its "Gems Latency (ms)" column), so plain and ours
@@ -29,7 +36,7 @@
 # logs.tar.gz.
 #
 # usage: tests/gpu/bench_e2e.sh --flaggems DIR [--cases mm,addmm] [--modes cold,rerun,mem]
-#            [--variants plain,ours,race,serial] [--gpus N] [--repeat N] [--extra 'ARGS'] [--budget SECS]
+#            [--variants plain,ours,race,serial,audit] [--gpus N] [--repeat N] [--extra 'ARGS'] [--budget SECS]
 #
 # --repeat N runs every case N times, each repetition from homes of its own (so each cold is cold),
 # the variants alternating, to show the run-to-run spread beside the ratios (e2e.md's last table:
@@ -72,8 +79,8 @@ case ,$variants, in
 esac
 for variant in ${variants//,/ }; do
     case $variant in
-        plain | ours | race | serial) ;;
-        *) echo "bench_e2e: unknown variant '$variant' (plain, ours, race, serial)" >&2; exit 2 ;;
+        plain | ours | race | serial | audit) ;;
+        *) echo "bench_e2e: unknown variant '$variant' (plain, ours, race, serial, audit)" >&2; exit 2 ;;
     esac
 done
 
@@ -97,19 +104,22 @@ print("torch", torch.__version__, "triton", triton.__version__, "flag_gems", fla
 
 runs=$OUT/runs.jsonl
 : >"$runs"
-# run NAME CASE VARIANT MODE REP HOME -- ARGV...: one timed run from FlagGems' root, as a user runs
-# its benchmark, with HOME's Triton cache and FlagGems store; its output kept in logs/NAME.log.
+# run NAME CASE VARIANT MODE REP HOME -- ARGV...: one timed run from the case's folder (FlagGems' root,
+# or the copy of tests/gpu), as a user runs its benchmark, with HOME's Triton cache and FlagGems
+# store; its output kept in logs/NAME.log, its latencies from the log or GPU_BENCH_RESULT.
 run() {
-    local name=$1 case=$2 variant=$3 mode=$4 rep=$5 home=$6 rc t0 t1
+    local name=$1 case=$2 variant=$3 mode=$4 rep=$5 home=$6 rc t0 t1 dir=$flaggems
     shift 7
+    [ "$case" != triton ] || dir=$tgpu
     mkdir -p "$home/triton" "$home/fg" "$home/rec"
+    rm -f "$home/result.json"
     t0=$(date +%s.%N)
-    (cd "$flaggems" && env TRITON_CACHE_DIR="$home/triton" FLAGGEMS_CACHE_DIR="$home/fg" "$@") \
-        >"$OUT/logs/$name.log" 2>&1
+    (cd "$dir" && env TRITON_CACHE_DIR="$home/triton" FLAGGEMS_CACHE_DIR="$home/fg" \
+        GPU_BENCH_RESULT="$home/result.json" "$@") >"$OUT/logs/$name.log" 2>&1
     rc=$?
     t1=$(date +%s.%N)
     "$python" "$root/tests/gpu/e2e_report.py" --run "$name" "$case" "$variant" "$mode" "$rep" "$rc" "$t0" "$t1" \
-        "$OUT/logs/$name.log" >>"$runs"
+        "$OUT/logs/$name.log" "$home/result.json" >>"$runs"
     say "$name: rc $rc in $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s"
 }
 
@@ -120,6 +130,16 @@ bench_args() {
         addmm) echo "-m addmm -k test_blas_benchmark --dtypes bfloat16 --shape_file $shapes/addmm.yaml" ;;
     esac
 }
+# The case's pytest line.
+case_argv() {
+    if [ "$1" = triton ]; then
+        echo "-m pytest -q -s test_triton_bench.py --shape_file $shapes/triton.yaml"
+    else
+        echo "-m pytest -q -s benchmark/test_blas_perf.py $(bench_args "$1") --level core --warmup 100 --iter 100 --record log"
+    fi
+}
+# The op FlagGems' benchmark and tests/gpu's conftest read.
+case_op() { if [ "$1" = triton ]; then echo gpu_triton; else echo "$1"; fi; }
 
 IFS=, read -r -a case_list <<<"$cases"
 IFS=, read -r -a mode_list <<<"$modes"
@@ -132,11 +152,15 @@ shapes=$base/shapes
 mkdir -p "$shapes"
 cp tests/gpu/e2e_shapes_mm.yaml "$shapes/mm.yaml"
 cp tests/gpu/e2e_shapes_addmm.yaml "$shapes/addmm.yaml"
+cp tests/gpu/shapes.yaml "$shapes/triton.yaml"
+tgpu=$base/tgpu
+mkdir -p "$tgpu"
+cp tests/gpu/conftest.py tests/gpu/gpu_bench_kernels.py tests/gpu/test_triton_bench.py "$tgpu/"
 for rep in $(seq 1 "$repeat"); do
 for case in "${case_list[@]}"; do
     # shellcheck disable=SC2206,SC2207,SC2086  # word lists on purpose
-    argv=("$python" -m pytest -q -s benchmark/test_blas_perf.py $(bench_args "$case")
-          --level core --warmup 100 --iter 100 --record log $extra)
+    argv=("$python" $(case_argv "$case") $extra)
+    op=$(case_op "$case")
     for mode in "${mode_list[@]}"; do
         if [ $((SECONDS - start)) -gt "$budget" ]; then say "budget spent: $case $mode (repetition $rep) not run"; continue; fi
         store=()
@@ -144,16 +168,19 @@ for case in "${case_list[@]}"; do
         for variant in "${variant_list[@]}"; do
             home=$base/${variant}_${case}_r$rep
             warmup=("$root/scripts/warmup" --gpus "$gpus" --entry BlasBenchmark)
-            [ "$variant" != race ] || warmup+=(--race)
-            overlap=()
-            [ "$variant" != serial ] || overlap=(WARMUP_HARNESS_COMPILE_OVERLAP=0)
+            knobs=()
+            case $variant in
+                race) warmup+=(--race) ;;
+                audit) warmup+=(--race); knobs=(WARMUP_HARNESS_RACE_AUDIT="$OUT/logs/audit_${case}_${mode}_r$rep.jsonl") ;;
+                serial) knobs=(WARMUP_HARNESS_COMPILE_OVERLAP=0) ;;
+            esac
             if [ "$variant" = plain ]; then
                 run "plain_${case}_${mode}_r$rep" "$case" plain "$mode" "$rep" "$home" -- \
-                    env FLAGGEMS_PERF_CURRENT_OP="$case" "${store[@]}" "${argv[@]}"
+                    env FLAGGEMS_PERF_CURRENT_OP="$op" "${store[@]}" "${argv[@]}"
             else
                 run "${variant}_${case}_${mode}_r$rep" "$case" "$variant" "$mode" "$rep" "$home" -- \
-                    env FLAGGEMS_PERF_CURRENT_OP="$case" FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR="$home/rec" \
-                    "${store[@]}" "${overlap[@]}" "${warmup[@]}" -- "${argv[@]}"
+                    env FLAGGEMS_PERF_CURRENT_OP="$op" FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR="$home/rec" \
+                    "${store[@]}" "${knobs[@]}" "${warmup[@]}" -- "${argv[@]}"
             fi
         done
     done
@@ -161,5 +188,8 @@ done
 done
 
 "$python" "$root/tests/gpu/e2e_report.py" --table "$runs" >"$OUT/e2e.md" && cat "$OUT/e2e.md"
+if compgen -G "$OUT/logs/audit_*.jsonl" >/dev/null; then
+    "$python" "$root/tests/gpu/race_audit.py" "$OUT"/logs/audit_*.jsonl >"$OUT/audit.md" && cat "$OUT/audit.md"
+fi
 tar -czf "$OUT/logs.tar.gz" -C "$OUT" logs && rm -rf "$OUT/logs"
 say "done"

@@ -1,7 +1,7 @@
 """bench_e2e.sh's tables: each variant (ours, race) against plain per case and mode, from the runs
 it timed, and each variant's median and range over the repetitions.
 
-usage: python e2e_report.py --run NAME CASE VARIANT MODE REP RC T0 T1 LOG >> RUNS.jsonl   (one run)
+usage: python e2e_report.py --run NAME CASE VARIANT MODE REP RC T0 T1 LOG [RESULT] >> RUNS.jsonl   (one run)
        python e2e_report.py --table RUNS.jsonl > e2e.md
 
 Speed is plain's wall seconds over ours (above 1: ours is faster). Pick quality compares, shape by
@@ -37,6 +37,17 @@ def parse_log(path: str) -> dict[str, float]:
     return shapes
 
 
+def parse_result(path: str) -> dict[str, float]:
+    """The latency (ms, launches included) per shape that tests/gpu's conftest writes to
+    GPU_BENCH_RESULT, for a case that is not FlagGems' benchmark; nothing where there is no file."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            shapes = json.load(f).get("shapes", {})
+    except (OSError, ValueError):
+        return {}
+    return {name: float(shape["ms"]) for name, shape in shapes.items() if shape.get("ms")}
+
+
 def harness_lines(path: str) -> list[str]:
     """The harness's closing lines that say what tuning cost: `op ...: recorded ...`, `race: ...`,
     `precompile (...)`."""
@@ -46,9 +57,10 @@ def harness_lines(path: str) -> list[str]:
 
 
 def run_line(name: str, case: str, variant: str, mode: str, rep: str, rc: str, t0: str, t1: str,
-             log: str) -> str:
+             log: str, result: str = "") -> str:
+    latency = parse_log(log) or (parse_result(result) if result else {})
     return json.dumps({"name": name, "case": case, "variant": variant, "mode": mode, "rep": int(rep),
-                       "rc": int(rc), "seconds": round(float(t1) - float(t0), 2), "latency_ms": parse_log(log),
+                       "rc": int(rc), "seconds": round(float(t1) - float(t0), 2), "latency_ms": latency,
                        "harness": harness_lines(log)})
 
 
@@ -126,7 +138,7 @@ def _spread(values: list[float], fmt: str) -> str:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["--run"] and len(sys.argv) == 11:
+    if sys.argv[1:2] == ["--run"] and len(sys.argv) in (11, 12):
         print(run_line(*sys.argv[2:]))
     elif sys.argv[1:2] == ["--table"] and len(sys.argv) == 3:
         main(sys.argv[2])

@@ -12,10 +12,14 @@ How, at the seam the hooks time through (`_bench`, tuners.py), so that it serves
 `_bench` call the whole race runs, and each of the tuner's calls is then answered from it:
 
 * short pass: each config through the tuner's own `_bench` (its hooks, its kernel call, the
-  device lock), its `do_bench` swapped for a short one: the tuner's own do_bench where it takes
-  `warmup` and `rep` (Triton's driver benchmarker, testing.do_bench, does), else the driver's,
-  with SHORT_WARMUP_MS and SHORT_REP_MS. Configs go in the order their compiles finish
-  (precompile/ahead.py), so that timing never waits on the slowest compile;
+  device lock), its `do_bench` swapped for a short one. A tuner that times as the driver does
+  (no do_bench of its own, or the deprecated `warmup`/`rep`, as FlagGems' LibTuner is made) gets
+  Brief: launches timed as testing.do_bench times them (the L2 emptied, an event either side),
+  without its five-launch estimate, few of them, and none past two once a config is clearly
+  out-run. A tuner with a do_bench of its own gets that do_bench with SHORT_WARMUP_MS and
+  SHORT_REP_MS where it takes a budget, else the driver's benchmarker does. Configs go in the
+  order their compiles finish (precompile/ahead.py), so that timing never waits on the slowest
+  compile;
 * noise: the short pass's best config is timed NOISE_SAMPLES times in all; its spread (the range
   over the median) is this key's noise on this device, measured, never assumed;
 * a config is dropped when its short timing exceeds the best's median by more than NOISE_MARGIN
@@ -38,14 +42,19 @@ names through triton_private.
 from __future__ import annotations
 
 import inspect
+import json
 import math
 import os
 import statistics
 import time
 from typing import Any, Callable
 
-SHORT_WARMUP_MS = 1  # testing.do_bench's warm-up budget for a short timing: at least one launch
+SHORT_WARMUP_MS = 1  # a do_bench's warm-up budget for a short timing: at least one launch
 SHORT_REP_MS = 2  # ... and its timed budget: a few launches of a 0.25 ms kernel
+BRIEF_FIRST = 2  # Brief: launches timed first, after one untimed
+BRIEF_REP_MS = 2.0  # ... then more, up to about this much kernel time ...
+BRIEF_MAX = 20  # ... and this many in all
+OUTRUN = 2.0  # Brief: a config whose first launches all take this many times the best so far is timed no more
 NOISE_SAMPLES = 5  # short timings of the best config, whose spread is the key's noise
 NOISE_MARGIN = 2.0  # a config is dropped past best * (1 + NOISE_MARGIN * spread)
 NEAR = 0.10  # a config within this of the best short timing is `near` in the key's record (history)
@@ -71,11 +80,56 @@ def _takes_budget(bench: Any) -> bool:
     return {"warmup", "rep"} <= names or any(p.kind is p.VAR_KEYWORD for p in params)
 
 
+def quantiles_of(samples: list[float], quantiles: Any) -> Any:
+    """As testing.do_bench answers: the quantiles asked for (linear between samples, as
+    torch.quantile), else the median."""
+    ordered = sorted(samples)
+
+    def at(q: float) -> float:
+        position = q * (len(ordered) - 1)
+        low = math.floor(position)
+        high = min(low + 1, len(ordered) - 1)
+        return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+    return [at(q) for q in quantiles] if quantiles else at(0.5)
+
+
+class Brief:
+    """A short timing, the way the driver's do_bench times a launch (triton_private.BenchDevice),
+    without its five-launch estimate: one launch untimed (it loads the kernel and fills the tuner's
+    host-side caches), BRIEF_FIRST timed, then more up to BRIEF_REP_MS of kernel time and BRIEF_MAX
+    launches in all. Where the first ones all exceed `cutoff_ms` (the race sets OUTRUN times its
+    best so far), the config has lost by more than any noise explains and is timed no more: a
+    loser costs three launches. `launches` counts them all."""
+
+    def __init__(self, device: Any):
+        self._device = device
+        self.cutoff_ms = math.inf
+        self.launches = 0
+
+    def __call__(self, kernel_call: Callable[[], Any], quantiles: Any = None, **_: Any) -> Any:
+        kernel_call()
+        samples = self._device.time(kernel_call, BRIEF_FIRST)
+        if min(samples) <= self.cutoff_ms:
+            middle = statistics.median(samples)
+            wanted = int(BRIEF_REP_MS / middle) if middle > 0 else BRIEF_MAX
+            more = min(BRIEF_MAX, max(BRIEF_FIRST, wanted)) - BRIEF_FIRST
+            if more:
+                samples += self._device.time(kernel_call, more)
+        self.launches += 1 + len(samples)
+        return quantiles_of(samples, quantiles)
+
+
 def short_bench(tuner: Any) -> Callable[..., Any] | None:
-    """A do_bench that times briefly, for `tuner`: its own do_bench where it takes a warm-up and a
-    repetition budget, else the device driver's benchmarker; None where neither does."""
+    """A do_bench that times briefly, for `tuner`: Brief where the tuner times as the driver does and
+    the driver has its timing primitives; else the tuner's own do_bench where it takes a warm-up and
+    a repetition budget, else the device driver's benchmarker; None where none of them can."""
     from .. import triton_private as tp
 
+    if tp.times_by_driver(tuner):
+        device = tp.bench_device()
+        if device is not None:
+            return Brief(device)
     for bench in (tp.tuner_do_bench(tuner), tp.device_benchmarker()):
         if bench is not None and _takes_budget(bench):
             def short(kernel_call, quantiles=None, _bench=bench, **_):
@@ -105,12 +159,18 @@ class Race:
         self.retimed = 0
         self.short_s = 0.0
         self.full_s = 0.0
+        self.audit_s = 0.0
         self.spread: float | None = None
+        self.limit: float | None = None  # ms: a short timing past it is dropped
+        self.short: dict[int, float] = {}  # id(config) -> its short timing, ms
+        self.full: dict[int, float] = {}  # id(config) -> its full timing, ms (the dropped too, audited)
+        self.contenders: set[int] = set()  # ids of the configs re-timed in full
 
-    def run(self, timer: Timer, short: Callable[..., Any]) -> bool:
+    def run(self, timer: Timer, short: Callable[..., Any], audit: bool = False) -> bool:
         """Times the configs; False where the short timing never reached `short` (the tuner's
         `_bench` times its own way): the first answer is then a full one, kept, and the rest are
-        left to the tuner."""
+        left to the tuner. With `audit`, the dropped configs are timed in full too, for `audit()`
+        alone: the tuner still gets `inf` for them."""
         self.ran = True
         used = []
 
@@ -118,25 +178,30 @@ class Race:
             used.append(True)
             return short(*args, **kwargs)
 
-        first: dict[int, float] = {}
         start = time.perf_counter()
         raced = [c for c in self.configs if id(c) not in self._skipped]
+        best_so_far = math.inf
         for config in self._order(raced):
+            if isinstance(short, Brief):
+                short.cutoff_ms = best_so_far * OUTRUN
             answer = timer(config, counted)
             if not used:  # not briefly timed: a full timing
                 self.answers[id(config)] = answer
                 return False
-            first[id(config)] = score(answer)
-        best = min(raced, key=lambda c: first[id(c)])
-        samples = [first[id(best)]] + [score(timer(best, counted)) for _ in range(NOISE_SAMPLES - 1)]
+            self.short[id(config)] = score(answer)
+            best_so_far = min(best_so_far, self.short[id(config)])
+        if isinstance(short, Brief):
+            short.cutoff_ms = math.inf
+        best = min(raced, key=lambda c: self.short[id(c)])
+        samples = [self.short[id(best)]] + [score(timer(best, counted)) for _ in range(NOISE_SAMPLES - 1)]
         self.short_s = time.perf_counter() - start
         middle = statistics.median(samples)
         if math.isfinite(middle) and middle > 0:
             self.spread = (max(samples) - min(samples)) / middle
-            limit = middle * (1 + NOISE_MARGIN * self.spread)
-            contenders = [c for c in raced if first[id(c)] <= limit]
+            self.limit = middle * (1 + NOISE_MARGIN * self.spread)
+            contenders = [c for c in raced if self.short[id(c)] <= self.limit]
             self.near = sorted({self._index_of[id(c)] for c in raced if id(c) in self._index_of
-                                and (c is best or first[id(c)] <= middle * (1 + self._near_x))})
+                                and (c is best or self.short[id(c)] <= middle * (1 + self._near_x))})
         else:  # no config timed at all: nothing to drop on
             contenders = raced
         start = time.perf_counter()
@@ -147,7 +212,15 @@ class Race:
             self.answers[id(config)] = lost
         for config, answer in zip(contenders, full):
             self.answers[id(config)] = answer
+            self.full[id(config)] = score(answer)
         self.raced, self.retimed = len(raced), len(contenders)
+        self.contenders = {id(c) for c in contenders}
+        if audit:
+            start = time.perf_counter()
+            for config in raced:
+                if id(config) not in self.full:
+                    self.full[id(config)] = score(timer(config, None))
+            self.audit_s = time.perf_counter() - start
         return True
 
     def record(self) -> dict:
@@ -155,10 +228,25 @@ class Race:
         return {"raced": self.raced, "retimed": self.retimed, "skipped": len(self.configs) - self.raced,
                 "near": self.near}
 
+    def audit(self) -> dict:
+        """The key's line in the audit file (`WARMUP_HARNESS_RACE_AUDIT`): every raced config's short
+        and full timing, whether the race re-timed it, and what the race and a full sweep pick."""
+        rows = [{"index": self._index_of.get(id(c)), "short_ms": _number(self.short.get(id(c))),
+                 "full_ms": _number(self.full.get(id(c))), "retimed": id(c) in self.contenders}
+                for c in self.configs if id(c) in self.short]
+        return {"kernel": self.kernel, "key": self.key, "spread": self.spread, "limit_ms": self.limit,
+                "short_s": round(self.short_s, 4), "full_s": round(self.full_s, 4),
+                "audit_s": round(self.audit_s, 4), "configs": rows}
+
     def line(self) -> str:
         spread = f"{self.spread:.1%}" if self.spread is not None else "none"
         return (f"race {self.kernel} key {self.key}: {self.raced} configs raced in {self.short_s:.2f}s "
                 f"(noise {spread}), {self.retimed} re-timed in full in {self.full_s:.2f}s")
+
+
+def _number(value: float | None) -> float | None:
+    """A timing as JSON takes it: `inf` (a config that failed) as None."""
+    return value if value is not None and math.isfinite(value) else None
 
 
 def _losing(shape: Any) -> Any:
@@ -173,8 +261,9 @@ class Racer:
     tuner's timings from it, and keeps what each key cost, for the sidecar and the closing line."""
 
     def __init__(self, say: Callable[[str], None], order: Callable[[Any, list], Any] | None = None,
-                 history: History | None = None, near: float = NEAR):
+                 history: History | None = None, near: float = NEAR, audit: str | None = None):
         self._say = say
+        self._audit = audit  # WARMUP_HARNESS_RACE_AUDIT: a file each raced key's audit() line is added to
         self._order = order or (lambda tuner, configs: configs)  # the precompiler's as_compiled
         self._history = history
         self._near = near
@@ -216,7 +305,7 @@ class Racer:
             return timer(config, None)
         if not race.ran:
             short = short_bench(tuner)
-            if short is None or not race.run(timer, short):
+            if short is None or not race.run(timer, short, self._audit is not None):
                 self._give_up(tuner, race.kernel, short is not None)
                 answer = race.answers.pop(id(config), None)
                 tuner.__dict__.pop("_warmup_harness_race", None)
@@ -249,6 +338,18 @@ class Racer:
         self.full_s += race.full_s
         if os.environ.get("TRITON_PRINT_AUTOTUNING") == "1":
             print(f"warmup-harness {race.line()}")
+        if self._audit is not None:
+            self._write_audit(race)
+
+    def _write_audit(self, race: Race) -> None:
+        """Adds the key's audit line; a file that cannot be written is said once, and auditing stops."""
+        try:
+            with open(self._audit, "a", encoding="utf-8") as out:
+                out.write(json.dumps(race.audit(), separators=(",", ":")) + "\n")
+        except OSError as exc:
+            self._say(f"race: cannot add to the audit file {self._audit} ({exc.strerror or exc}): "
+                      f"auditing stops, racing goes on")
+            self._audit = None
 
     def summary(self) -> str | None:
         if not self.keys:

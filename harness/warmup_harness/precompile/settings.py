@@ -28,6 +28,7 @@ LOCK_DIR = "WARMUP_HARNESS_DEVICE_LOCK_DIR"
 RACE = "WARMUP_HARNESS_RACE"  # record mode: a swept key's configs are raced (autotune/race.py)
 RACE_HISTORY = "WARMUP_HARNESS_RACE_HISTORY"  # racing: keys of history from which cold configs are skipped
 RACE_NEAR = "WARMUP_HARNESS_RACE_NEAR"  # racing: percent from the best within which a config is `near`
+RACE_AUDIT = "WARMUP_HARNESS_RACE_AUDIT"  # racing: a file that gets each raced key's timings, all in full too
 OVERLAP = "WARMUP_HARNESS_COMPILE_OVERLAP"  # configs are timed as their compiles finish (precompile/ahead.py)
 YES, NO = ("1", "true", "yes"), ("0", "false", "no")
 CHILDREN = "WARMUP_SPAWN_CHILDREN"  # set by warmup-spawn: children running at once on this machine
@@ -52,6 +53,8 @@ INI_SETTINGS = {
     RACE_HISTORY: "racing: skip (neither compile nor time) a config never near the best on this many raced keys "
                   "of the record on this device (unset: never skip)",
     RACE_NEAR: "racing: the percent from the best short timing within which a config counts as near (default 10)",
+    RACE_AUDIT: "racing: a file to which each raced key adds one JSON line with every config's short and full "
+                "timing (the dropped are timed in full too, which costs what racing saves; for measuring racing)",
     OVERLAP: "time each config as soon as its compile is done while the pool compiles the rest (1/yes, default, "
              "or 0/no)",
 }
@@ -71,6 +74,7 @@ class CompileSettings:
     overlap: bool = True  # time a config as soon as its compile is done (precompile/ahead.py)
     race_history: int | None = None  # racing: raced keys of history from which cold configs are skipped
     race_near: float = 0.10  # racing: a config within this of the best short timing is near
+    race_audit: str | None = None  # racing: the audit file (autotune/race.py, Race.audit)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> CompileSettings:
@@ -91,7 +95,13 @@ def compile_settings(get: Callable[[str], str | None]) -> CompileSettings:
     workers, notes = _workers(get)
     return CompileSettings(mode, workers, _preload(get), lock_dir, not chosen_dir, _seconds(get, TIMEOUT), notes,
                            start, _switch(get, RACE, False), _switch(get, OVERLAP, True), _count(get, RACE_HISTORY),
-                           _percent(get, RACE_NEAR, 10.0) / 100)
+                           _percent(get, RACE_NEAR, 10.0) / 100, _path(get, RACE_AUDIT))
+
+
+def _path(get: Callable[[str], str | None], name: str) -> str | None:
+    """A file's path, made absolute (the session may change folders); unset or blank: None."""
+    raw = (get(name) or "").strip()
+    return os.path.abspath(raw) if raw else None
 
 
 def _percent(get: Callable[[str], str | None], name: str, default: float) -> float:
