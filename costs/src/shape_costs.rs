@@ -2,13 +2,13 @@
 //! over the shard's shapes by the plan.
 //!
 //! A shard's cost is its child's wall time less the child's start-up (`--startup`: interpreter,
-//! imports, device set-up; nothing of it depends on the shapes). A shard of one shape gives that
-//! shape's cost exactly. A shard of several is split over its shapes in proportion to the costs
-//! the plan expected for them (equally where the plan expected none), so the split is as good as
-//! those expectations: right in total, and per shape exactly as wrong as the expectations were
-//! wrong in their ratios. Costs are assumed to add up: sweeps that several shapes of one shard
-//! share (a kernel keyed coarser than the shape, compiled once per process) are paid by the
-//! first shape alone in reality, and spread over all of them here.
+//! imports, device set-up; nothing of it depends on the shapes), floored at 0. A shard of one shape
+//! gives that shape's cost exactly. A shard of several is split over its shapes in proportion to
+//! the costs the plan expected for them (equally where the plan expected none), so the split is as
+//! good as those expectations: right in total, and per shape exactly as wrong as the expectations
+//! were wrong in their ratios. Costs are assumed to add up: sweeps that several shapes of one shard
+//! share (a kernel keyed coarser than the shape, compiled once per process) are paid by the first
+//! shape alone in reality, and spread over all of them here.
 
 use anyhow::{bail, Result};
 use protocol::layout::Scratch;

@@ -1,6 +1,6 @@
 //! Whether a warmup pays, decided from the op's history before anything runs: the warmup's wall
 //! time against the plain run's, predicted from what the last sweep measured
-//! (docs/CONTRACT.md, "Deciding from history", gives the model and its assumptions). Here because
+//! (docs/CONTRACT.md, "Deciding from history", gives the summary it prints). Here because
 //! two tools predict alike: warmup-plan (which decides) and `warmup-costs --predict` (which prints
 //! the figures for a person).
 //!

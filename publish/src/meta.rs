@@ -3,6 +3,15 @@
 //! published from SCRATCH, the record gets the shards' sidecars combined into one; published from
 //! a file, nothing describes the new record, and a sidecar an earlier record session left in DIR
 //! would describe another one, so it goes.
+//!
+//! How the shards' sidecars combine, field by field: `tune_seconds` of every shard (a key in
+//! several: the lowest shard's), then the journal's (its last line), then DIR's sidecar's;
+//! `python`, `triton`, `torch`, `flag_gems`, `harness`, `device` where every shard agrees, else
+//! `null` with a line; the longest `startup_seconds`; the sum of `compile_seconds` (`null` where a
+//! shard's is no number, absent where none has it); `kernels` the union (shards disagreeing: the
+//! fingerprint of those that ran the kernel if they agree, else `null`, with a line); `foreign`
+//! every key made elsewhere than the published `device` and `triton` (a kept key as DIR's sidecar
+//! says); `race` every shard's raced keys (several shards: the first's).
 
 use anyhow::Result;
 use protocol::layout::Scratch;

@@ -3,7 +3,9 @@
 //!
 //! A file meant for `yaml.safe_load` is defined by what PyYAML reads, not by the YAML spec, and
 //! the two part both ways: PyYAML reads `- [1,` continued on a less indented line and `[1, 2]#c`,
-//! and refuses a tab between tokens and `[|1]`. So this crate is a port of PyYAML (6.0; its
+//! and refuses a tab between tokens and `[|1]` (and `[1?]`, `[1, :]`, an empty block-mapping
+//! key, an anchor defined twice, several documents, tags `safe_load` cannot construct such as
+//! `!!python/tuple`). So this crate is a port of PyYAML (6.0; its
 //! `yaml/*.py` modules, the pure-Python loader, not libyaml), module by module, with PyYAML's
 //! names:
 //!

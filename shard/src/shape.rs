@@ -7,6 +7,11 @@
 //! a cost file cannot name it. NaN and the infinities are written as Python writes them (`NaN`,
 //! `Infinity`, `-Infinity`): inside a cost file they sit in a key, which is a JSON string, so the
 //! file stays valid JSON.
+//!
+//! The text keeps json's other defaults: `ensure_ascii`, dict keys in order (merge keys
+//! applied), int, float, bool and None keys as json writes them (`"1"`, `"1.5"`, `"true"`,
+//! `"null"`), `!!omap` and `!!pairs` as lists of `[key, value]`; YAML 1.1 as `safe_load` has it
+//! (`1e16` the string `"1e16"`, `017` the int 15, `1:30` the int 90).
 
 use pyyaml::{construct_float, construct_int, tag, Kind, NodeId, Schema};
 

@@ -14,7 +14,9 @@ waiting, as pool.run's second round does; the pool's bound on silence applies to
 
 Only with worker processes already running, or forked (they run as soon as they are made): a
 spawned pool still importing is left to pool.run, where the caller compiles meanwhile, and
-threads would hold the GIL against the timed launches. A key found compiled starts nothing.
+threads would hold the GIL against the timed launches. A key found compiled starts nothing and
+is timed as without this module. In the key's precompile line (precompiler.py) `compile Ys` is
+then the session's own wait outside its timings, not the workers' compile time.
 This module is the pool's second caller of its round's parts (`_cached`, `_here`, `_get`,
 `_outcome`, `_silent`, `_stop`, `_busy_round`). Standard library only when imported.
 """
