@@ -27,6 +27,7 @@ import threading
 import time
 import warnings
 from pathlib import Path
+from typing import Callable
 
 import pytest
 import triton
@@ -122,6 +123,23 @@ def pool_pays_from(monkeypatch, seconds: float) -> None:
     """Both pools' thresholds (forked and spawned) at `seconds` of work in this process."""
     monkeypatch.setattr(compile_pool, "POOL_START_S", seconds)
     monkeypatch.setattr(compile_pool, "FORK_POOL_START_S", seconds)
+
+
+def hold_compile(monkeypatch, config, until: Path, then: Callable[[bool], object] | None = None) -> None:
+    """The compile of `config` (in a forked worker, which has this stub) waits until `until` exists,
+    at most 60 s; `then` is told whether it came."""
+    label, compile_here = capture.config_label(config), compile_worker.compile_job
+
+    def compile_held(fn, job, wait):
+        if job.label == label:
+            deadline = time.monotonic() + 60
+            while not until.exists() and time.monotonic() < deadline:
+                time.sleep(0.02)
+            if then is not None:
+                then(until.exists())
+        return compile_here(fn, job, wait)
+
+    monkeypatch.setattr(compile_worker, "compile_job", compile_held)
 
 
 # --- one key, in this process ------------------------------------------------------------------
@@ -1062,22 +1080,13 @@ def test_a_config_is_timed_while_the_last_one_still_compiles(cpu, monkeypatch):
     """The last config's compile, in a worker, waits until a config was timed (at most 60 s): a
     session that waited for the whole key before timing would meet that bound first."""
     timed, seen = cpu / "timed", cpu / "seen"
-    last = capture.config_label(SCALE_CONFIGS[-1])
-    compile_here = compile_worker.compile_job
-
-    def compile_last_after_a_timing(fn, job, wait):  # the forked workers have it
-        if job.label == last:
-            deadline = time.monotonic() + 60
-            while not timed.exists() and time.monotonic() < deadline:
-                time.sleep(0.02)
-            seen.write_text("timed first" if timed.exists() else "compiled first")
-        return compile_here(fn, job, wait)
 
     def timer(kernel_call, quantiles):  # a launch needs a GPU driver: kernel_call is not called
         timed.touch()
         return [1.0, 1.0, 1.0]
 
-    monkeypatch.setattr(compile_worker, "compile_job", compile_last_after_a_timing)
+    hold_compile(monkeypatch, SCALE_CONFIGS[-1], timed,
+                 then=lambda released: seen.write_text("timed first" if released else "compiled first"))
     monkeypatch.setattr(pc.CompilePool, "_started", lambda self: True)  # the caller leaves every job to them
     pool_pays_from(monkeypatch, 0.0)
     lines: list[str] = []
@@ -1102,16 +1111,6 @@ def test_a_race_times_its_configs_in_the_order_their_compiles_finish(cpu, monkey
     from warmup_harness.autotune import race
 
     released = cpu / "released"
-    held = capture.config_label(SCALE_CONFIGS[1])
-    compile_here = compile_worker.compile_job
-
-    def compile_held_last(fn, job, wait):  # the forked workers have it
-        if job.label == held:
-            deadline = time.monotonic() + 60
-            while not released.exists() and time.monotonic() < deadline:
-                time.sleep(0.02)
-        return compile_here(fn, job, wait)
-
     order: list[int] = []
     original = pc.Precompiler.bench
 
@@ -1124,7 +1123,7 @@ def test_a_race_times_its_configs_in_the_order_their_compiles_finish(cpu, monkey
     def timer(kernel_call, quantiles=None, warmup=None, rep=None):  # no GPU: kernel_call is not called
         return [1.0, 1.0, 1.0]
 
-    monkeypatch.setattr(compile_worker, "compile_job", compile_held_last)
+    hold_compile(monkeypatch, SCALE_CONFIGS[1], released)
     monkeypatch.setattr(pc.Precompiler, "bench", bench)
     pool_pays_from(monkeypatch, 0.0)
     compiler = pc.Precompiler(settings("processes", 2, cpu / "locks", overlap=True), lambda line: None)
