@@ -136,6 +136,17 @@ fn the_record_variable_wins_over_the_fallback_and_blank_is_unset() {
 #[test]
 fn the_replay_environment_names_the_op_given_in_every_format_and_none_when_none_was() {
     let (_dir, rec) = record_folder();
+    let publish_as = |op: Option<&str>, var: &str, format: &str| {
+        let mut cmd = publish();
+        cmd.args(op.map(|op| ["--op", op]).iter().flatten())
+            .env("FLAGGEMS_PERF_CURRENT_OP", var)
+            .args(["--format", format, "--record-dir"])
+            .arg(rec.path())
+            .arg("-")
+            .write_stdin(MERGED)
+            .assert()
+            .code(0)
+    };
     // (--op, FLAGGEMS_PERF_CURRENT_OP, format, what stdout must hold)
     let named = [
         (
@@ -158,31 +169,12 @@ fn the_replay_environment_names_the_op_given_in_every_format_and_none_when_none_
         ),
     ];
     for (op, var, format, line) in named {
-        let mut cmd = publish();
-        if let Some(op) = op {
-            cmd.args(["--op", op]);
-        }
-        cmd.env("FLAGGEMS_PERF_CURRENT_OP", var)
-            .args(["--format", format, "--record-dir"])
-            .arg(rec.path())
-            .arg("-")
-            .write_stdin(MERGED)
-            .assert()
-            .code(0)
-            .stdout(contains(line));
+        publish_as(op, var, format).stdout(contains(line));
     }
     for format in ["sh", "make", "json"] {
-        publish()
-            .env("FLAGGEMS_PERF_CURRENT_OP", "  ")
-            .args(["--format", format, "--record-dir"])
-            .arg(rec.path())
-            .arg("-")
-            .write_stdin(MERGED)
-            .assert()
-            .code(0)
-            .stdout(
-                contains("FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR").and(contains("CURRENT_OP").not()),
-            );
+        publish_as(None, "  ", format).stdout(
+            contains("FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR").and(contains("CURRENT_OP").not()),
+        );
     }
 }
 
