@@ -125,6 +125,17 @@ def pool_pays_from(monkeypatch, seconds: float) -> None:
     monkeypatch.setattr(compile_pool, "FORK_POOL_START_S", seconds)
 
 
+def tune_scale_once(tuner, compiler, racer=None) -> None:
+    """`tuner` tunes scale_launch()'s key under `compiler` (and `racer`); the winner's real launch
+    then needs a GPU driver and raises AttributeError; the compiler is closed after."""
+    try:
+        tuners.install(tuners.Recorder(lambda *a: None), compiler, racer=racer)
+        with pytest.raises(AttributeError):
+            tuner.run(*scale_launch()[0], grid=(1,), warmup=False)
+    finally:
+        compiler.close()
+
+
 def hold_compile(monkeypatch, config, until: Path, then: Callable[[bool], object] | None = None) -> None:
     """The compile of `config` (in a forked worker, which has this stub) waits until `until` exists,
     at most 60 s; `then` is told whether it came."""
@@ -631,12 +642,7 @@ def test_a_key_the_workers_cannot_compile_is_compiled_by_triton_and_said(cpu, co
     compiler = pc.Precompiler(settings("processes", 2, cpu / "locks"), lines.append)
     tuner = triton.autotune(configs=SCALE_CONFIGS, key=["n"], do_bench=cpu_fakes.fake_bench)(
         pc.jit_function(module.scale_kernel))
-    try:
-        tuners.install(tuners.Recorder(lambda *a: None), compiler)
-        with pytest.raises(AttributeError):  # the winner's real launch needs a GPU driver
-            tuner.run(*scale_launch()[0], grid=(1,), warmup=False)
-    finally:
-        compiler.close()
+    tune_scale_once(tuner, compiler)
     (report,) = parse_reports("\n".join(lines))
     assert (report["compiled"], report["left"]) == (0, len(SCALE_CONFIGS)), lines
     assert any("left to Triton's own compile, the first because" in ln and "loose_kernels" in ln
@@ -687,12 +693,7 @@ def test_each_config_is_timed_holding_the_device_lock_after_its_kernel_was_loade
     tuner = triton.autotune(configs=SCALE_CONFIGS, key=["n"], do_bench=timer)(pc.jit_function(scale_kernel))
     forget_compiled(tuner)
     kernels_loaded = pc.jit_function(scale_kernel).device_caches[0][0]
-    try:
-        tuners.install(tuners.Recorder(lambda *a: None), compiler)
-        with pytest.raises(AttributeError):  # the winner's real launch
-            tuner.run(*scale_launch()[0], grid=(1,), warmup=False)
-    finally:
-        compiler.close()
+    tune_scale_once(tuner, compiler)
     assert held == [True] * len(SCALE_CONFIGS)
     assert loaded == list(range(1, len(SCALE_CONFIGS) + 1)), "a config was timed before its kernel was loaded"
 
@@ -1093,12 +1094,7 @@ def test_a_config_is_timed_while_the_last_one_still_compiles(cpu, monkeypatch):
     compiler = pc.Precompiler(settings("processes", 2, cpu / "locks", overlap=True), lines.append)
     tuner = triton.autotune(configs=SCALE_CONFIGS, key=["n"], do_bench=timer)(pc.jit_function(scale_kernel))
     forget_compiled(tuner)
-    try:
-        tuners.install(tuners.Recorder(lambda *a: None), compiler)
-        with pytest.raises(AttributeError):  # the winner's real launch
-            tuner.run(*scale_launch()[0], grid=(1,), warmup=False)
-    finally:
-        compiler.close()
+    tune_scale_once(tuner, compiler)
     assert seen.read_text() == "timed first"
     reports = parse_reports("\n".join(lines))
     assert [(r["compiled"], r["left"]) for r in reports] == [(len(SCALE_CONFIGS), 0)], lines
@@ -1130,11 +1126,6 @@ def test_a_race_times_its_configs_in_the_order_their_compiles_finish(cpu, monkey
     tuner = triton.autotune(configs=SCALE_CONFIGS, key=["n"], do_bench=timer)(pc.jit_function(scale_kernel))
     forget_compiled(tuner)
     racer = race.Racer(lambda line: None, compiler.as_compiled)
-    try:
-        tuners.install(tuners.Recorder(lambda *a: None), compiler, racer=racer)
-        with pytest.raises(AttributeError):  # the winner's real launch
-            tuner.run(*scale_launch()[0], grid=(1,), warmup=False)
-    finally:
-        compiler.close()
+    tune_scale_once(tuner, compiler, racer=racer)
     assert order[:4] == [0, 2, 3, 1], order
     assert [v["raced"] for v in racer.keys[next(iter(racer.keys))].values()] == [len(SCALE_CONFIGS)]
