@@ -27,6 +27,7 @@ import threading
 import time
 import warnings
 from pathlib import Path
+from typing import Callable
 
 import pytest
 import triton
@@ -122,6 +123,34 @@ def pool_pays_from(monkeypatch, seconds: float) -> None:
     """Both pools' thresholds (forked and spawned) at `seconds` of work in this process."""
     monkeypatch.setattr(compile_pool, "POOL_START_S", seconds)
     monkeypatch.setattr(compile_pool, "FORK_POOL_START_S", seconds)
+
+
+def tune_scale_once(tuner, compiler, racer=None) -> None:
+    """`tuner` tunes scale_launch()'s key under `compiler` (and `racer`); the winner's real launch
+    then needs a GPU driver and raises AttributeError; the compiler is closed after."""
+    try:
+        tuners.install(tuners.Recorder(lambda *a: None), compiler, racer=racer)
+        with pytest.raises(AttributeError):
+            tuner.run(*scale_launch()[0], grid=(1,), warmup=False)
+    finally:
+        compiler.close()
+
+
+def hold_compile(monkeypatch, config, until: Path, then: Callable[[bool], object] | None = None) -> None:
+    """The compile of `config` (in a forked worker, which has this stub) waits until `until` exists,
+    at most 60 s; `then` is told whether it came."""
+    label, compile_here = capture.config_label(config), compile_worker.compile_job
+
+    def compile_held(fn, job, wait):
+        if job.label == label:
+            deadline = time.monotonic() + 60
+            while not until.exists() and time.monotonic() < deadline:
+                time.sleep(0.02)
+            if then is not None:
+                then(until.exists())
+        return compile_here(fn, job, wait)
+
+    monkeypatch.setattr(compile_worker, "compile_job", compile_held)
 
 
 # --- one key, in this process ------------------------------------------------------------------
@@ -613,12 +642,7 @@ def test_a_key_the_workers_cannot_compile_is_compiled_by_triton_and_said(cpu, co
     compiler = pc.Precompiler(settings("processes", 2, cpu / "locks"), lines.append)
     tuner = triton.autotune(configs=SCALE_CONFIGS, key=["n"], do_bench=cpu_fakes.fake_bench)(
         pc.jit_function(module.scale_kernel))
-    try:
-        tuners.install(tuners.Recorder(lambda *a: None), compiler)
-        with pytest.raises(AttributeError):  # the winner's real launch needs a GPU driver
-            tuner.run(*scale_launch()[0], grid=(1,), warmup=False)
-    finally:
-        compiler.close()
+    tune_scale_once(tuner, compiler)
     (report,) = parse_reports("\n".join(lines))
     assert (report["compiled"], report["left"]) == (0, len(SCALE_CONFIGS)), lines
     assert any("left to Triton's own compile, the first because" in ln and "loose_kernels" in ln
@@ -669,12 +693,7 @@ def test_each_config_is_timed_holding_the_device_lock_after_its_kernel_was_loade
     tuner = triton.autotune(configs=SCALE_CONFIGS, key=["n"], do_bench=timer)(pc.jit_function(scale_kernel))
     forget_compiled(tuner)
     kernels_loaded = pc.jit_function(scale_kernel).device_caches[0][0]
-    try:
-        tuners.install(tuners.Recorder(lambda *a: None), compiler)
-        with pytest.raises(AttributeError):  # the winner's real launch
-            tuner.run(*scale_launch()[0], grid=(1,), warmup=False)
-    finally:
-        compiler.close()
+    tune_scale_once(tuner, compiler)
     assert held == [True] * len(SCALE_CONFIGS)
     assert loaded == list(range(1, len(SCALE_CONFIGS) + 1)), "a config was timed before its kernel was loaded"
 
@@ -1062,34 +1081,20 @@ def test_a_config_is_timed_while_the_last_one_still_compiles(cpu, monkeypatch):
     """The last config's compile, in a worker, waits until a config was timed (at most 60 s): a
     session that waited for the whole key before timing would meet that bound first."""
     timed, seen = cpu / "timed", cpu / "seen"
-    last = capture.config_label(SCALE_CONFIGS[-1])
-    compile_here = compile_worker.compile_job
-
-    def compile_last_after_a_timing(fn, job, wait):  # the forked workers have it
-        if job.label == last:
-            deadline = time.monotonic() + 60
-            while not timed.exists() and time.monotonic() < deadline:
-                time.sleep(0.02)
-            seen.write_text("timed first" if timed.exists() else "compiled first")
-        return compile_here(fn, job, wait)
 
     def timer(kernel_call, quantiles):  # a launch needs a GPU driver: kernel_call is not called
         timed.touch()
         return [1.0, 1.0, 1.0]
 
-    monkeypatch.setattr(compile_worker, "compile_job", compile_last_after_a_timing)
+    hold_compile(monkeypatch, SCALE_CONFIGS[-1], timed,
+                 then=lambda released: seen.write_text("timed first" if released else "compiled first"))
     monkeypatch.setattr(pc.CompilePool, "_started", lambda self: True)  # the caller leaves every job to them
     pool_pays_from(monkeypatch, 0.0)
     lines: list[str] = []
     compiler = pc.Precompiler(settings("processes", 2, cpu / "locks", overlap=True), lines.append)
     tuner = triton.autotune(configs=SCALE_CONFIGS, key=["n"], do_bench=timer)(pc.jit_function(scale_kernel))
     forget_compiled(tuner)
-    try:
-        tuners.install(tuners.Recorder(lambda *a: None), compiler)
-        with pytest.raises(AttributeError):  # the winner's real launch
-            tuner.run(*scale_launch()[0], grid=(1,), warmup=False)
-    finally:
-        compiler.close()
+    tune_scale_once(tuner, compiler)
     assert seen.read_text() == "timed first"
     reports = parse_reports("\n".join(lines))
     assert [(r["compiled"], r["left"]) for r in reports] == [(len(SCALE_CONFIGS), 0)], lines
@@ -1102,16 +1107,6 @@ def test_a_race_times_its_configs_in_the_order_their_compiles_finish(cpu, monkey
     from warmup_harness.autotune import race
 
     released = cpu / "released"
-    held = capture.config_label(SCALE_CONFIGS[1])
-    compile_here = compile_worker.compile_job
-
-    def compile_held_last(fn, job, wait):  # the forked workers have it
-        if job.label == held:
-            deadline = time.monotonic() + 60
-            while not released.exists() and time.monotonic() < deadline:
-                time.sleep(0.02)
-        return compile_here(fn, job, wait)
-
     order: list[int] = []
     original = pc.Precompiler.bench
 
@@ -1124,18 +1119,13 @@ def test_a_race_times_its_configs_in_the_order_their_compiles_finish(cpu, monkey
     def timer(kernel_call, quantiles=None, warmup=None, rep=None):  # no GPU: kernel_call is not called
         return [1.0, 1.0, 1.0]
 
-    monkeypatch.setattr(compile_worker, "compile_job", compile_held_last)
+    hold_compile(monkeypatch, SCALE_CONFIGS[1], released)
     monkeypatch.setattr(pc.Precompiler, "bench", bench)
     pool_pays_from(monkeypatch, 0.0)
     compiler = pc.Precompiler(settings("processes", 2, cpu / "locks", overlap=True), lambda line: None)
     tuner = triton.autotune(configs=SCALE_CONFIGS, key=["n"], do_bench=timer)(pc.jit_function(scale_kernel))
     forget_compiled(tuner)
     racer = race.Racer(lambda line: None, compiler.as_compiled)
-    try:
-        tuners.install(tuners.Recorder(lambda *a: None), compiler, racer=racer)
-        with pytest.raises(AttributeError):  # the winner's real launch
-            tuner.run(*scale_launch()[0], grid=(1,), warmup=False)
-    finally:
-        compiler.close()
+    tune_scale_once(tuner, compiler, racer=racer)
     assert order[:4] == [0, 2, 3, 1], order
     assert [v["raced"] for v in racer.keys[next(iter(racer.keys))].values()] == [len(SCALE_CONFIGS)]

@@ -89,7 +89,7 @@ def test_json_output_parses(tmp_path, merged):
                    env={RECORD: str(tmp_path / "rec")}, cwd=tmp_path)
     assert res.returncode == 0, res.stderr
     doc = json.loads(res.stdout)
-    assert doc == {"unset": [RECORD], "set": {REPLAY: str(tmp_path / "rec")},
+    assert doc == {"unset": [RECORD], "set": {REPLAY: str(tmp_path / "rec"), "FLAGGEMS_PERF_CURRENT_OP": "bmm"},
                    "file": str(tmp_path / "rec" / "bmm.json")}
 
 

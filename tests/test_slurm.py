@@ -267,6 +267,7 @@ def test_finish_names_each_shard_from_warmup_merges_summary(tmp_path):
     assert f"--rerun 2,3 --scratch {scratch}" in finish.stderr, finish.stderr
     assert "from the records of 3 of 4 shards (2 finished)" in finish.stderr, finish.stderr
     assert "FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR=" in finish.stdout, finish.stdout
+    assert "export FLAGGEMS_PERF_CURRENT_OP=mm\n" in finish.stdout, finish.stdout
     assert (records / "mm.json").read_bytes() == (scratch / "merged.json").read_bytes()
 
 

@@ -281,14 +281,21 @@ def test_a_failed_shard_is_named_with_its_log_and_its_keys_are_swept_live(work):
     assert measured["mode"] == "replay" and measured["swept"] >= 1
 
 
-def test_nothing_recovered_falls_back_to_the_plain_run_and_keeps_the_logs(work):
-    run = warmup(work, "--gpus", "2", "--devices", "0,1", WARMUP_FIXTURE_CRASH="1",
-                 FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(work / "rec"))
+def warned(work: Path, gpus: int, words: str, **env: str) -> tuple[Run, str, Path]:
+    """A run on `gpus` devices recording into work/rec, which must exit 0 and say `words` in a line:
+    the run, the first such line, and the run's one scratch folder."""
+    run = warmup(work, "--gpus", str(gpus), "--devices", ",".join(map(str, range(gpus))),
+                 FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(work / "rec"), **env)
     assert run.returncode == 0, run.stderr
-    fallback = [ln for ln in run.lines() if "no configs recovered" in ln]
-    assert fallback, run.stderr
+    said = [ln for ln in run.lines() if words in ln]
+    assert said, run.stderr
     [scratch] = scratch_folders(work)
-    assert str(scratch) in fallback[0]
+    return run, said[0], scratch
+
+
+def test_nothing_recovered_falls_back_to_the_plain_run_and_keeps_the_logs(work):
+    run, fallback, scratch = warned(work, 2, "no configs recovered", WARMUP_FIXTURE_CRASH="1")
+    assert str(scratch) in fallback
     assert (scratch / "w0" / "worker.log").exists()
     measured = run.measurement
     assert measured["mode"] == "record"
@@ -296,15 +303,10 @@ def test_nothing_recovered_falls_back_to_the_plain_run_and_keeps_the_logs(work):
 
 
 def test_conflicting_winners_warn_and_point_at_the_conflict_list(work):
-    run = warmup(work, "--gpus", "4", "--devices", "0,1,2,3", WARMUP_FIXTURE_INTERFERENCE="1",
-                 FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(work / "rec"))
-    assert run.returncode == 0, run.stderr
-    warning = [ln for ln in run.lines() if "different winners" in ln]
-    assert warning, run.stderr
-    [scratch] = scratch_folders(work)
+    _, warning, scratch = warned(work, 4, "different winners", WARMUP_FIXTURE_INTERFERENCE="1")
     listed = json.loads((scratch / "conflicts.json").read_text())
     assert listed and all(c["kernel"] == "mm_tail" for c in listed)
-    assert str(scratch / "conflicts.json") in warning[0]
+    assert str(scratch / "conflicts.json") in warning
 
 
 def test_paths_with_spaces_work_end_to_end(work):

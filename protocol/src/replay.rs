@@ -1,8 +1,9 @@
 //! The replay environment as `warmup-publish --format json` prints it (docs/CONTRACT.md,
 //! "warmup-publish"): `{"unset": [...], "set": {...}, "file": ...}`. One type for the writer and
-//! for `warmup-spawn --measure`, which reads where the configs went from it.
+//! for `warmup-spawn --measure`, which reads where the configs went from it; one list of what it
+//! sets ([`exports`]) for every format.
 
-use crate::env::{RECORD_DIR, REPLAY_DIR};
+use crate::env::{CURRENT_OP, RECORD_DIR, REPLAY_DIR};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -15,12 +16,25 @@ pub struct ReplayEnv {
     pub file: String,
 }
 
+/// What the replay run gets set, in order: the replay variable to `dir`, then the op's variable
+/// to `op` where the op is known, so that the run reads `<op>.json` without naming the op itself.
+pub fn exports<'a>(
+    dir: &'a [u8],
+    op: Option<&'a str>,
+) -> impl Iterator<Item = (&'static str, &'a [u8])> {
+    std::iter::once((REPLAY_DIR, dir)).chain(op.map(|op| (CURRENT_OP, op.as_bytes())))
+}
+
 impl ReplayEnv {
-    /// The record variable unset, the replay variable set to `dir`, `file` published there.
-    pub fn new(dir: &str, file: &str) -> ReplayEnv {
+    /// The record variable unset, [`exports`] set (`dir`, and `op` where known), `file`
+    /// published there.
+    pub fn new(dir: &str, op: Option<&str>, file: &str) -> ReplayEnv {
+        let set = exports(dir.as_bytes(), op)
+            .map(|(name, value)| (name.to_owned(), String::from_utf8_lossy(value).into_owned()))
+            .collect();
         ReplayEnv {
             unset: vec![RECORD_DIR.to_owned()],
-            set: BTreeMap::from([(REPLAY_DIR.to_owned(), dir.to_owned())]),
+            set,
             file: file.to_owned(),
         }
     }
@@ -39,12 +53,16 @@ impl ReplayEnv {
     }
 }
 
-/// The replay environment for `dir` as sh lines for `eval` (`warmup-publish --format sh`, and
-/// what `warmup-spawn --finish` prints), quoted by the shell rule `warmup-spawn --dry-run` uses.
-pub fn sh(dir: &[u8]) -> Vec<u8> {
-    let mut out = format!("unset {RECORD_DIR}\nexport {REPLAY_DIR}=").into_bytes();
-    out.extend(toolkit::shell::quote_bytes(dir));
-    out.push(b'\n');
+/// The replay environment for `dir` (and `op` where known) as sh lines for `eval`
+/// (`warmup-publish --format sh`, and what `warmup-spawn --finish` prints), quoted by the shell
+/// rule `warmup-spawn --dry-run` uses.
+pub fn sh(dir: &[u8], op: Option<&str>) -> Vec<u8> {
+    let mut out = format!("unset {RECORD_DIR}\n").into_bytes();
+    for (name, value) in exports(dir, op) {
+        out.extend_from_slice(format!("export {name}=").as_bytes());
+        out.extend(toolkit::shell::quote_bytes(value));
+        out.push(b'\n');
+    }
     out
 }
 
@@ -54,7 +72,7 @@ mod tests {
 
     #[test]
     fn the_replay_folder_reads_back_from_the_text_written() {
-        let text = ReplayEnv::new("/r d", "/r d/mm.json")
+        let text = ReplayEnv::new("/r d", None, "/r d/mm.json")
             .to_json()
             .expect("json");
         assert_eq!(ReplayEnv::replay_dir(&text), Some(PathBuf::from("/r d")));
@@ -64,5 +82,21 @@ mod tests {
              \"FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR\": \"/r d\"\n  },\n  \"file\": \"/r d/mm.json\"\n}\n"
         );
         assert_eq!(ReplayEnv::replay_dir(b"{}"), None);
+    }
+
+    #[test]
+    fn a_known_op_is_set_beside_the_replay_folder_in_json_and_sh() {
+        let env = ReplayEnv::new("/r", Some("mm"), "/r/mm.json");
+        assert_eq!(env.set[CURRENT_OP], "mm");
+        assert_eq!(env.set[REPLAY_DIR], "/r");
+        let lines = String::from_utf8(sh(b"/r d", Some("it's"))).expect("utf-8");
+        assert_eq!(
+            lines,
+            "unset FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR\n\
+             export FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR='/r d'\n\
+             export FLAGGEMS_PERF_CURRENT_OP='it'\\''s'\n"
+        );
+        let unknown = String::from_utf8(sh(b"/r", None)).expect("utf-8");
+        assert!(!unknown.contains(CURRENT_OP), "{unknown}");
     }
 }

@@ -99,7 +99,7 @@ pub fn run(args: &Args) -> Result<Status> {
     let dir = absolute_record_dir(args)?;
     let file = protocol::layout::record_file(&dir, op);
     // Rendered first: a path the format cannot carry must fail before anything is written.
-    let env = replay::render(args.format, &dir, &file)?;
+    let env = replay::render(args.format, &dir, args.op.given(), &file)?;
     let combined = match &scratch {
         Some(scratch) => meta::combine(scratch, op)?,
         None => meta::Combined::default(),

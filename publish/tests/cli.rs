@@ -1,5 +1,6 @@
 //! warmup-publish driven as a process: bad MERGED files and command lines are exit 2 with
-//! nothing written, zero configs is exit 3, and the record file is replaced whole.
+//! nothing written, zero configs is exit 3, the record file is replaced whole, and the replay
+//! environment names the op where one was given.
 
 use assert_cmd::Command;
 use assert_fs::prelude::*;
@@ -129,6 +130,51 @@ fn the_record_variable_wins_over_the_fallback_and_blank_is_unset() {
             .code(0)
             .stderr(contains(file.path().display().to_string()));
         file.assert(MERGED);
+    }
+}
+
+#[test]
+fn the_replay_environment_names_the_op_given_in_every_format_and_none_when_none_was() {
+    let (_dir, rec) = record_folder();
+    let publish_as = |op: Option<&str>, var: &str, format: &str| {
+        let mut cmd = publish();
+        cmd.args(op.map(|op| ["--op", op]).iter().flatten())
+            .env("FLAGGEMS_PERF_CURRENT_OP", var)
+            .args(["--format", format, "--record-dir"])
+            .arg(rec.path())
+            .arg("-")
+            .write_stdin(MERGED)
+            .assert()
+            .code(0)
+    };
+    // (--op, FLAGGEMS_PERF_CURRENT_OP, format, what stdout must hold)
+    let named = [
+        (
+            Some("mm"),
+            "",
+            "sh",
+            "\nexport FLAGGEMS_PERF_CURRENT_OP=mm\n",
+        ),
+        (
+            None,
+            " addmm ",
+            "make",
+            "\nexport FLAGGEMS_PERF_CURRENT_OP := addmm\n",
+        ),
+        (
+            Some("bmm"),
+            "",
+            "json",
+            "\"FLAGGEMS_PERF_CURRENT_OP\": \"bmm\"",
+        ),
+    ];
+    for (op, var, format, line) in named {
+        publish_as(op, var, format).stdout(contains(line));
+    }
+    for format in ["sh", "make", "json"] {
+        publish_as(None, "  ", format).stdout(
+            contains("FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR").and(contains("CURRENT_OP").not()),
+        );
     }
 }
 

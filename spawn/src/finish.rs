@@ -137,7 +137,9 @@ pub fn run(req: &Request<'_>) -> Result<Status> {
         );
         return relay.fail(&why, 2);
     };
-    for line in protocol::replay::sh(target.as_os_str().as_bytes()).split(|b| *b == b'\n') {
+    for line in
+        protocol::replay::sh(target.as_os_str().as_bytes(), Some(req.op)).split(|b| *b == b'\n')
+    {
         if !line.is_empty() {
             relay.line("env", line);
         }

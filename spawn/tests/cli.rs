@@ -7,7 +7,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{plan, spawn_cmd, status, stdout_of};
+use common::{plan, spawn_cmd, spawn_sh, status, stdout_of};
 
 /// A child that records its argv (one per line) and environment in its record folder.
 const RECORDER: &str = r#"printf '%s\n' "$0" "$@" > "$FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR/argv"; env > "$FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR/env""#;
@@ -692,20 +692,13 @@ fn a_caller_op_that_contradicts_the_plan_is_refused_before_anything_runs_even_me
     let ran = dir.path().join("ran");
     let touch = format!("touch '{}'", ran.display());
     for measure in [false, true] {
-        let mut cmd = spawn_cmd();
-        cmd.args([
-            "--plan",
-            plan.to_str().expect("utf-8"),
-            "--devices",
-            "0,1",
-            "--backend",
-            "cuda",
-        ]);
-        if measure {
-            cmd.arg("--measure");
-        }
-        cmd.env("FLAGGEMS_PERF_CURRENT_OP", "addmm")
-            .args(["--", "sh", "-c", &touch])
+        let args: &[&str] = if measure {
+            &["--devices", "0,1", "--measure"]
+        } else {
+            &["--devices", "0,1"]
+        };
+        spawn_sh(&plan, args, &touch)
+            .env("FLAGGEMS_PERF_CURRENT_OP", "addmm")
             .assert()
             .code(2)
             .stderr(predicate::str::contains(
@@ -714,17 +707,7 @@ fn a_caller_op_that_contradicts_the_plan_is_refused_before_anything_runs_even_me
         assert!(!ran.exists(), "COMMAND ran (measure: {measure})");
     }
     // Unset, the plan's op reaches every child.
-    spawn_cmd()
-        .args([
-            "--plan",
-            plan.to_str().expect("utf-8"),
-            "--devices",
-            "0,1",
-            "--backend",
-            "cuda",
-            "--",
-        ])
-        .args(["sh", "-c", RECORDER])
+    spawn_sh(&plan, &["--devices", "0,1"], RECORDER)
         .assert()
         .success();
     let env = std::fs::read_to_string(dir.path().join("w1/rec/env")).expect("env");

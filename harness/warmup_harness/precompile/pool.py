@@ -1,6 +1,6 @@
 """Where compile jobs run, and only where that pays: worker processes (forked from the session,
 else spawned), threads, or the caller; a round of jobs waits a bounded time; the pool's processes
-end with it.
+end with it. How its worker processes start and end is worker_processes.py.
 
 Why processes: much of Triton's front end holds the GIL. On 2 H200s with 32 CPUs (2026-11-30), 64
 configs of a matmul compiled in 19.5 s through Triton's own path, 2.7 s in 16 threads, 1.24 s in
@@ -16,22 +16,14 @@ Standard library only when imported; Triton is imported where a job runs.
 from __future__ import annotations
 
 import concurrent.futures as cf
-import contextlib
-import gc
-import multiprocessing
-import multiprocessing.connection
-import os
-import signal
-import sys
 import time
-import warnings
 from typing import Any
 
-from ..stdlib_private import pool_processes
-from . import worker
+from . import worker, worker_processes
 from .cache_entries import Outcome, compile_job, is_cached
 from .capture import CompileJob
 from .settings import DEFAULT_TIMEOUT_S, TIMEOUT
+from .worker_processes import fork_unsafe
 
 # A pool not running yet is started for a key whose compile work in this process (its first new
 # config's seconds times their number) would reach its start-up; less is compiled here, one by one.
@@ -49,49 +41,6 @@ POOL_START_S = 1.5
 # On the 2-CPU development machine it paid only from about 1 s: there its 2 busy CPUs limit it.
 FORK_POOL_START_S = 0.4
 CLOSE_GRACE_S = 2.0  # at the end, how long a worker process may finish what it does before it is killed
-# How long a broken pool's workers are waited for to learn how the first one ended: generous, for a
-# loaded machine (1 s was too short there), and spent only when a worker died.
-REAP_S = 10.0
-FORK_WARNING = r".*use of fork\(\) may lead to deadlocks"  # Python 3.12's DeprecationWarning
-
-
-def fork_unsafe() -> str | None:
-    """Why compile workers cannot be forked here (they are spawned instead), or None."""
-    if "fork" not in multiprocessing.get_all_start_methods():
-        return "this platform cannot fork"
-    if not sys.platform.startswith("linux"):
-        return f"forking is unsafe on {sys.platform} (its system libraries are not fork-safe)"
-    if sys.version_info < (3, 11):
-        return ("Python before 3.11 forks a pool's workers one by one beside the pool's own thread "
-                "(cpython#90622)")
-    return None
-
-
-@contextlib.contextmanager
-def _forking():
-    """Python 3.12 and later warn (DeprecationWarning) at every fork of a process that runs
-    threads, because a lock another thread holds at that moment stays held in the child. A GPU
-    session always runs threads (CUDA's, torch's). A forked compile worker runs only Python, the
-    standard library and Triton's compiler, takes no lock of torch's or the driver's, and one that
-    hangs anyway is bounded (WARMUP_HARNESS_COMPILE_TIMEOUT). So the warning is ignored around the
-    fork, and only there: otherwise pytest lists it under whichever test started the pool, and
-    under `-W error` it becomes an exception raised inside os.fork in the session, after the fork
-    (CPython 3.12.1 and 3.13.0 drop that exception; checked), which a Python that reported it would
-    turn into that test's failure."""
-    # The session's objects are frozen for the fork (Python's advice for a fork without exec): a
-    # worker's garbage collector then never writes to them, so the pages they are on stay shared
-    # instead of being copied into each worker. The session's own collector takes them back at
-    # once. A session that froze objects itself keeps its own freezing.
-    freezing = gc.get_freeze_count() == 0
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=FORK_WARNING, category=DeprecationWarning)
-        if freezing:
-            gc.freeze()
-        try:
-            yield
-        finally:
-            if freezing:
-                gc.unfreeze()
 
 
 class _Inline(cf.Executor):
@@ -156,29 +105,11 @@ class CompilePool:
             if self.workers == 1:
                 self._executor = _Inline()
             elif self.mode == "processes":
-                self._executor = self._processes_pool()
+                self._executor, self._starting, self._processes = worker_processes.start(
+                    self.workers, self.forked, self.preload)
             else:
                 self._executor = cf.ThreadPoolExecutor(self.workers, thread_name_prefix="warmup-compile")
         return self._executor
-
-    def _processes_pool(self) -> cf.ProcessPoolExecutor:
-        if self.forked:
-            # Every worker lets go of the session's locks before any answers `ready`: each waits
-            # at this barrier once it has, so wait_started cannot return while a worker that has
-            # taken no job yet still holds a copy of a claim's descriptor. (A fork pool starts all
-            # its workers at the first submit.)
-            context = multiprocessing.get_context("fork")
-            started = context.Barrier(self.workers)
-            executor = cf.ProcessPoolExecutor(self.workers, mp_context=context, initializer=worker.start_forked,
-                                              initargs=(os.getpid(), started))
-            with _forking():  # the first submit forks every worker (Python 3.11 and later)
-                self._starting = [executor.submit(worker.ready) for _ in range(self.workers)]
-        else:
-            executor = cf.ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"),
-                                              initializer=worker.start, initargs=(self.preload, os.getpid()))
-            self._starting = [executor.submit(worker.ready) for _ in range(self.workers)]
-        self._processes = pool_processes(executor)  # to say how one died
-        return executor
 
     def start(self) -> None:
         """Starts every worker process now, without waiting for a spawned one: its imports then
@@ -300,7 +231,7 @@ class CompilePool:
         thread to finish on its own."""
         self.stuck = True
         self._executor = None
-        _end(executor, grace_s=0.0)
+        worker_processes.end(executor, grace_s=0.0)
 
     def _silent(self, job: CompileJob) -> Outcome | str:
         return f"{job.label}: no compile worker answered in {self.timeout_s:g}s ({TIMEOUT})"
@@ -310,7 +241,7 @@ class CompilePool:
             return future.result()
         except cf.process.BrokenProcessPool:
             if self._executor is not None:  # the first job to meet it: a worker died (killed, out of memory)
-                self._death = _how_ended(self._processes)
+                self._death = worker_processes.how_ended(self._processes)
                 self.close()  # the next key starts a new pool
             return f"{job.label}: a compile worker died ({self._death}); the next key starts new workers"
         except Exception as exc:
@@ -330,59 +261,4 @@ class CompilePool:
         caller did itself, or one stuck) is killed: nothing it could still do is waited for."""
         executor, self._executor = self._executor, None
         if executor is not None:
-            _end(executor, grace_s=CLOSE_GRACE_S)
-
-
-def _ended(process: Any) -> bool:
-    """Whether the worker has ended, by its sentinel (is_alive() asks waitpid, which says nothing
-    to this thread once another reaped it)."""
-    with contextlib.suppress(ValueError, OSError):
-        return bool(multiprocessing.connection.wait([process.sentinel], 0))
-    return False
-
-
-def _exit_code(process: Any) -> int | None:
-    with contextlib.suppress(ValueError, OSError):
-        return process.exitcode
-    return None
-
-
-def _how_ended(processes: list[Any]) -> str:
-    """How a broken pool's worker ended: `killed by SIGKILL`, `exit status 1`, or `unknown`. The
-    pool's thread terminates the others (SIGTERM) once one died, so another ending is said first."""
-    codes: list[int] = []
-    deadline = time.monotonic() + REAP_S
-    for process in processes:
-        with contextlib.suppress(ValueError, OSError):
-            process.join(max(0.0, deadline - time.monotonic()))  # the pool's thread is ending them
-        # The pool's own thread may have reaped this worker first: this thread's wait then got
-        # ECHILD and the exit code appears only once that thread has stored it.
-        while _exit_code(process) is None and time.monotonic() < deadline and _ended(process):
-            time.sleep(0.01)
-        code = _exit_code(process)
-        if code:
-            codes.append(code)
-    codes.sort(key=lambda code: code == -signal.SIGTERM)
-    if not codes:
-        return "unknown"
-    if codes[0] > 0:
-        return f"exit status {codes[0]}"
-    with contextlib.suppress(ValueError):
-        return f"killed by {signal.Signals(-codes[0]).name}"
-    return f"killed by signal {-codes[0]}"
-
-
-def _end(executor: cf.Executor, grace_s: float) -> None:
-    if not isinstance(executor, cf.ProcessPoolExecutor):
-        executor.shutdown(wait=grace_s > 0, cancel_futures=True)
-        return
-    processes = pool_processes(executor)  # before shutdown, which drops them
-    executor.shutdown(wait=False, cancel_futures=True)
-    deadline = time.monotonic() + grace_s
-    for process in processes:
-        # Ended is read from the sentinel, not the pid: the pool's own thread may have reaped the
-        # process already, and a pid reaped can be another process's by now.
-        with contextlib.suppress(ValueError, OSError):  # a sentinel closed: the process was joined
-            if not multiprocessing.connection.wait([process.sentinel], max(0.0, deadline - time.monotonic())):
-                process.kill()
-                process.join(5)
+            worker_processes.end(executor, grace_s=CLOSE_GRACE_S)

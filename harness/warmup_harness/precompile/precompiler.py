@@ -24,6 +24,8 @@ How (Triton 3.4 and later, checked against 3.4 to 3.9: triton_private.py), one m
   kept; spawned: its imports), and the kernel's module found, or imported by name or by path;
 * pool: processes (forked, else spawned), threads or the caller, only where a pool pays,
   with a bounded wait;
+* worker_processes: the pool's worker processes started (forked where that is safe, else
+  spawned) and ended, and how one that died ended;
 * ahead: a key's configs timed as their compiles finish, while the pool's workers compile the rest
   (WARMUP_HARNESS_COMPILE_OVERLAP), and in that order for a race (autotune/race.py);
 * device_lock: a config timed holding `flock` on `<lock folder>/<device>.lock`, after its kernel

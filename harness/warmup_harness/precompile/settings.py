@@ -69,7 +69,7 @@ class CompileSettings:
     shared_lock_dir: bool  # the default folder, which every user's runs share
     timeout_s: float = DEFAULT_TIMEOUT_S  # how long compile workers may go without a result
     notes: tuple[str, ...] = ()  # what was changed from the values given (a count capped), said at the start
-    start: str = "fork"  # how worker processes start, where the platform allows it (pool.fork_unsafe)
+    start: str = "fork"  # how worker processes start, where the platform allows it (worker_processes.fork_unsafe)
     race: bool = False  # record mode: race a swept key's configs (autotune/race.py)
     overlap: bool = True  # time a config as soon as its compile is done (precompile/ahead.py)
     race_history: int | None = None  # racing: raced keys of history from which cold configs are skipped
