@@ -17,7 +17,7 @@ pub mod shape_costs;
 
 use anyhow::{Context, Result};
 use protocol::layout::Scratch;
-use protocol::plan::Plan;
+use protocol::shard_plan::ShardPlan;
 use std::io::Write;
 use std::path::PathBuf;
 use toolkit::Status;
@@ -96,7 +96,7 @@ pub fn run(args: &Args) -> Result<Status> {
         );
     }
     let scratch = Scratch::new(scratch_dir);
-    if !scratch.plan().is_file() {
+    if !scratch.shard_plan().is_file() {
         anyhow::bail!(
             "{}: no plan.json: give the scratch folder of a run (warmup-shard --out)",
             scratch_dir.display()
@@ -105,13 +105,13 @@ pub fn run(args: &Args) -> Result<Status> {
     // Held while the plan and the status files are read: a run rewriting this scratch
     // (warmup-shard, warmup-spawn) is refused, or refuses us, rather than read half-written.
     let _lock = scratch.lock()?;
-    let (plan, scratch) = Plan::load(&scratch.plan())?;
-    args.op.for_plan(&plan, &scratch.plan())?;
+    let (plan, scratch) = ShardPlan::load(&scratch.shard_plan())?;
+    args.op.for_shard_plan(&plan, &scratch.shard_plan())?;
     if plan.by_key() {
         // Its children each ran the whole command: no shard's time belongs to any shape.
         eprintln!(
             "{TOOL}: {}: a by-key run (warmup-shard --by-key) has no shapes to learn costs of; nothing written",
-            scratch.plan().display()
+            scratch.shard_plan().display()
         );
         return Ok(Status::NothingToDo);
     }

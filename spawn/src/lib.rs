@@ -319,10 +319,12 @@ fn finish(args: &Args) -> Result<Status> {
         .plan
         .as_deref()
         .context("--finish needs --plan SCRATCH")?;
-    let plan_file = plan_arg.is_dir().then(|| Scratch::new(plan_arg).plan());
+    let plan_file = plan_arg
+        .is_dir()
+        .then(|| Scratch::new(plan_arg).shard_plan());
     let plan_path = plan_file.as_deref().unwrap_or(plan_arg);
-    let (plan, scratch) = protocol::plan::Plan::load(plan_path)?;
-    let op = args.op.for_plan(&plan, plan_path)?;
+    let (plan, scratch) = protocol::shard_plan::ShardPlan::load(plan_path)?;
+    let op = args.op.for_shard_plan(&plan, plan_path)?;
     finish::run(&finish::Request {
         scratch: scratch.root(),
         op,
