@@ -8,11 +8,11 @@
 //! through, and so is the reading of an op's history in a record folder
 //! ([`protocol::history`]), which warmup-shard `--history` uses too. [`shape_costs`] says how a
 //! shard's time is attributed to its shapes. [`history`] keeps a sweep's costs with its records
-//! and finds the children's start-up, and [`decision`] is `--predict`, which prints what the
+//! and finds the children's start-up, and [`prediction`] is `--predict`, which prints what the
 //! model of whether a warmup pays (`protocol::predict`, warmup-plan's too) says.
 
-pub mod decision;
 pub mod history;
+pub mod prediction;
 pub mod shape_costs;
 
 use anyhow::{Context, Result};
@@ -85,7 +85,7 @@ pub struct Args {
 
 pub fn run(args: &Args) -> Result<Status> {
     if args.predict {
-        return decision::run(args);
+        return prediction::run(args);
     }
     let Some(scratch_dir) = &args.scratch else {
         anyhow::bail!("give the SCRATCH folder of a finished run, or --predict");
