@@ -8,12 +8,12 @@ use anyhow::{Context, Result};
 use protocol::costs::{target_of, CostFile};
 use protocol::history::{costs_path, meta_path, Meta};
 use protocol::layout::Scratch;
-use protocol::plan::Plan;
+use protocol::shard_plan::ShardPlan;
 use std::path::{Path, PathBuf};
 
 /// The mean of the `startup_seconds` the plan's children wrote in their sidecars
 /// (`SCRATCH/w<i>/rec/<op>.meta.json`), where any did.
-pub fn startup(plan: &Plan, scratch: &Scratch) -> Option<f64> {
+pub fn startup(plan: &ShardPlan, scratch: &Scratch) -> Option<f64> {
     let found: Vec<f64> = (0..plan.shards.len())
         .filter_map(|i| Meta::load(&meta_path(&scratch.record_dir(i), &plan.op)).ok())
         .filter_map(|m| m.startup_seconds)

@@ -8,16 +8,16 @@
 //! through, and so is the reading of an op's history in a record folder
 //! ([`protocol::history`]), which warmup-shard `--history` uses too. [`shape_costs`] says how a
 //! shard's time is attributed to its shapes. [`history`] keeps a sweep's costs with its records
-//! and finds the children's start-up, and [`decision`] is `--predict`, which prints what the
+//! and finds the children's start-up, and [`prediction`] is `--predict`, which prints what the
 //! model of whether a warmup pays (`protocol::predict`, warmup-plan's too) says.
 
-pub mod decision;
 pub mod history;
+pub mod prediction;
 pub mod shape_costs;
 
 use anyhow::{Context, Result};
 use protocol::layout::Scratch;
-use protocol::plan::Plan;
+use protocol::shard_plan::ShardPlan;
 use std::io::Write;
 use std::path::PathBuf;
 use toolkit::Status;
@@ -85,7 +85,7 @@ pub struct Args {
 
 pub fn run(args: &Args) -> Result<Status> {
     if args.predict {
-        return decision::run(args);
+        return prediction::run(args);
     }
     let Some(scratch_dir) = &args.scratch else {
         anyhow::bail!("give the SCRATCH folder of a finished run, or --predict");
@@ -96,7 +96,7 @@ pub fn run(args: &Args) -> Result<Status> {
         );
     }
     let scratch = Scratch::new(scratch_dir);
-    if !scratch.plan().is_file() {
+    if !scratch.shard_plan().is_file() {
         anyhow::bail!(
             "{}: no plan.json: give the scratch folder of a run (warmup-shard --out)",
             scratch_dir.display()
@@ -105,13 +105,13 @@ pub fn run(args: &Args) -> Result<Status> {
     // Held while the plan and the status files are read: a run rewriting this scratch
     // (warmup-shard, warmup-spawn) is refused, or refuses us, rather than read half-written.
     let _lock = scratch.lock()?;
-    let (plan, scratch) = Plan::load(&scratch.plan())?;
-    args.op.for_plan(&plan, &scratch.plan())?;
+    let (plan, scratch) = ShardPlan::load(&scratch.shard_plan())?;
+    args.op.for_shard_plan(&plan, &scratch.shard_plan())?;
     if plan.by_key() {
         // Its children each ran the whole command: no shard's time belongs to any shape.
         eprintln!(
             "{TOOL}: {}: a by-key run (warmup-shard --by-key) has no shapes to learn costs of; nothing written",
-            scratch.plan().display()
+            scratch.shard_plan().display()
         );
         return Ok(Status::NothingToDo);
     }

@@ -12,7 +12,7 @@
 
 use anyhow::{bail, Result};
 use protocol::layout::Scratch;
-use protocol::plan::Plan;
+use protocol::shard_plan::ShardPlan;
 use protocol::status::{Outcome, ShardStatus};
 
 use protocol::costs::MAX_SECONDS;
@@ -36,14 +36,14 @@ pub struct ShapeCosts {
 
 /// Each measured shape's cost in the run of `plan` in `scratch`, less `startup` seconds per
 /// child.
-pub fn of_run(plan: &Plan, scratch: &Scratch, startup: f64) -> Result<ShapeCosts> {
+pub fn of_run(plan: &ShardPlan, scratch: &Scratch, startup: f64) -> Result<ShapeCosts> {
     let mut m = ShapeCosts::default();
     for shard in &plan.shards {
         let i = shard.index;
         let Some(texts) = &shard.shape_texts else {
             bail!(
                 "{}: shard {i} lists no shape texts (an older warmup-shard wrote this plan): shard and run again with this build",
-                scratch.plan().display()
+                scratch.shard_plan().display()
             );
         };
         let Some(seconds) = wall_seconds(scratch, i, &mut m.skipped)? else {
@@ -108,11 +108,11 @@ fn wall_seconds(scratch: &Scratch, i: usize, skipped: &mut Vec<String>) -> Resul
 #[cfg(test)]
 mod tests {
     use super::*;
-    use protocol::plan::Shard;
+    use protocol::shard_plan::Shard;
 
-    fn plan(shards: Vec<(Vec<&str>, Option<Vec<f64>>)>) -> Plan {
-        Plan {
-            version: protocol::plan::VERSION,
+    fn plan(shards: Vec<(Vec<&str>, Option<Vec<f64>>)>) -> ShardPlan {
+        ShardPlan {
+            version: protocol::shard_plan::VERSION,
             op: "mm".into(),
             entry: None,
             mode: None,

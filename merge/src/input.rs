@@ -3,11 +3,11 @@
 //! buckets or says why it was skipped, so that a dead shard is reported, not silently dropped.
 
 use anyhow::Result;
-use protocol::layout::{Scratch, PLAN};
+use protocol::layout::{Scratch, SHARD_PLAN};
 use protocol::lock::ScratchLock;
 use protocol::op::OpArg;
-use protocol::plan::Plan;
 use protocol::records::{Records, Unreadable};
+use protocol::shard_plan::ShardPlan;
 use std::path::{Path, PathBuf};
 
 /// One record file to read, in merge order.
@@ -47,7 +47,7 @@ impl Locks {
 pub fn sources(inputs: &[PathBuf], op: &OpArg, locks: &mut Locks) -> Result<Vec<Source>> {
     let mut out = Vec::new();
     for input in inputs {
-        if !input.is_dir() || !input.join(PLAN).exists() {
+        if !input.is_dir() || !input.join(SHARD_PLAN).exists() {
             out.push(Source {
                 path: input.clone(),
                 shard: None,
@@ -57,8 +57,8 @@ pub fn sources(inputs: &[PathBuf], op: &OpArg, locks: &mut Locks) -> Result<Vec<
         }
         let scratch = Scratch::new(input);
         locks.take(&scratch)?;
-        let (plan, scratch) = Plan::load(&scratch.plan())?;
-        let op = op.for_plan(&plan, &scratch.plan())?;
+        let (plan, scratch) = ShardPlan::load(&scratch.shard_plan())?;
+        let op = op.for_shard_plan(&plan, &scratch.shard_plan())?;
         out.extend(plan.shards.iter().map(|shard| Source {
             path: scratch.record_file(shard.index, op),
             shard: Some(shard.index),
@@ -74,7 +74,7 @@ pub fn read(path: &Path) -> Result<Records, Unreadable> {
     let whole = |reason: String| Unreadable { at: None, reason };
     if path.is_dir() {
         return Err(whole(format!(
-            "is a folder without {PLAN}: give a record file <op>.json or a SCRATCH folder"
+            "is a folder without {SHARD_PLAN}: give a record file <op>.json or a SCRATCH folder"
         )));
     }
     let bytes = toolkit::file::read(path).map_err(|e| whole(format!("cannot read: {e}")))?;

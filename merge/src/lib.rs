@@ -2,9 +2,9 @@
 //! Python's `json.dumps(merged, indent=2, ensure_ascii=False) + "\n"` writes, and lists every key
 //! whose winner differed between shards.
 
+pub mod first_wins;
 pub mod input;
 pub mod output;
-pub mod union;
 
 use anyhow::{bail, Result};
 use protocol::layout::Scratch;
@@ -187,9 +187,9 @@ fn shard_lines(sources: &[input::Source]) -> Vec<ShardLine> {
     lines
 }
 
-/// The union of the inputs' records, and how reading them went.
+/// The first-wins union of the inputs' records, and how reading them went.
 struct Merged<'r> {
-    union: union::Union<'r>,
+    union: first_wins::FirstWins<'r>,
     /// Inputs read as record files.
     read: usize,
     /// Inputs skipped and buckets set aside, each named on stderr.
@@ -217,7 +217,7 @@ fn merge<'r>(
             }
         });
         let mut merged = Merged {
-            union: union::Union::new(sources.len()),
+            union: first_wins::FirstWins::new(sources.len()),
             read: 0,
             problems: 0,
         };

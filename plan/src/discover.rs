@@ -171,7 +171,7 @@ pub fn discover(args: &Warmup, world: &World) -> Result<Discovery> {
 }
 
 /// By-key mode claims each key once per device: a device listed twice is refused up front, as
-/// warmup-spawn would refuse the plan after the scratch was made.
+/// warmup-spawn would refuse it after warmup-shard wrote the shard plan.
 pub fn refuse_repeats(list: &str) -> Result<()> {
     let tokens = backend::parse_list(list)?;
     for (i, t) in tokens.iter().enumerate() {

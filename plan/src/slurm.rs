@@ -1,8 +1,8 @@
 //! scripts/warmup-slurm's plan: its mode (submit, `--rerun`, `--finish`), its options checked
-//! (the shard list against the plan), and for a submission the shape file, the record folder,
-//! and the argv of warmup-shard and warmup-spawn, with the default split scripts/warmup has:
-//! lpt, by the op's history where the record folder holds one for this run, else by the robust
-//! model.
+//! (the shard list against the shard plan), and for a submission the shape file, the record
+//! folder, and the argv of warmup-shard and warmup-spawn, with the default split scripts/warmup
+//! has: lpt, by the op's history where the record folder holds one for this run, else by the
+//! robust model.
 
 use crate::discover::{self, World};
 use crate::flags::Slurm;
@@ -10,8 +10,8 @@ use crate::output::Output;
 use anyhow::{bail, Result};
 use protocol::choice::Choice;
 use protocol::layout::Scratch;
-use protocol::plan::Plan;
 use protocol::probe::Platform;
+use protocol::shard_plan::ShardPlan;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
@@ -57,7 +57,7 @@ fn absolute(path: &Path, cwd: &Path) -> PathBuf {
     toolkit::file::without_trailing_slash(toolkit::file::absolute_in(path, cwd))
 }
 
-/// `--rerun LIST`: checked against the plan, as each task will read it.
+/// `--rerun LIST`: checked against the shard plan (`SCRATCH/plan.json`) as each task reads it.
 fn rerun(args: &Slurm, scratch: &Path, out: &mut Output) -> Result<()> {
     if !args.command.is_empty() {
         bail!(
@@ -67,18 +67,18 @@ fn rerun(args: &Slurm, scratch: &Path, out: &mut Output) -> Result<()> {
     }
     let list = args.rerun.as_deref().unwrap_or_default();
     let choice = Choice::from_args(Some(list), None, |_| None)?;
-    let plan_path = Scratch::new(scratch).plan();
+    let shard_plan_path = Scratch::new(scratch).shard_plan();
     let shard_script = scratch.join("slurm/shard.sbatch");
-    if !shard_script.is_file() || !plan_path.is_file() {
+    if !shard_script.is_file() || !shard_plan_path.is_file() {
         bail!(
             "{} is missing: submit the sweep with 'warmup-slurm --scratch {} --shards N -- COMMAND' first",
             shard_script.display(),
             scratch.display()
         );
     }
-    let (mut plan, _) = Plan::load(&plan_path)?;
+    let (mut shard_plan, _) = ShardPlan::load(&shard_plan_path)?;
     if let Some(choice) = choice {
-        choice.narrow(&mut plan, &plan_path)?;
+        choice.narrow(&mut shard_plan, &shard_plan_path)?;
     }
     out.set("rerun", list);
     Ok(())

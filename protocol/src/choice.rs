@@ -1,9 +1,10 @@
 //! The shards a run of some shards asks for: a list (`--only 0,4,8`, `--only 2-5`), or the one
 //! shard a task manager names in its task's environment (`--index-from-env SLURM_ARRAY_TASK_ID`).
-//! Here because two tools check a list against a plan: warmup-spawn, which runs those shards,
-//! and warmup-plan, which refuses a bad `warmup-slurm --rerun LIST` before anything is submitted.
+//! Here because two tools check a list against a shard plan: warmup-spawn, which runs those
+//! shards, and warmup-plan, which refuses a bad `warmup-slurm --rerun LIST` before anything is
+//! submitted.
 
-use crate::plan::Plan;
+use crate::shard_plan::ShardPlan;
 use anyhow::{bail, Context, Result};
 use std::ffi::OsString;
 use std::path::Path;
@@ -67,9 +68,9 @@ impl Choice {
         self.ranges.iter().any(|&(a, b)| (a..=b).contains(&i))
     }
 
-    /// Keeps only the chosen shards in `plan`; refuses an index the plan does not have (the
+    /// Keeps only the chosen shards in the shard plan; refuses an index it does not have (the
     /// lowest one asked for), checked on the ranges before anything is expanded.
-    pub fn narrow(&self, plan: &mut Plan, path: &Path) -> Result<()> {
+    pub fn narrow(&self, plan: &mut ShardPlan, path: &Path) -> Result<()> {
         let shards = plan.shards.len();
         let past_the_plan = self.ranges.iter().filter(|&&(_, b)| b >= shards);
         if let Some(bad) = past_the_plan.map(|&(a, _)| a.max(shards)).min() {
@@ -140,7 +141,7 @@ fn index(text: &str) -> Result<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::Shard;
+    use crate::shard_plan::Shard;
 
     fn err(list: &str) -> String {
         format!("{:#}", parse_list(list).expect_err(list))
@@ -219,8 +220,8 @@ mod tests {
         assert_eq!(Choice::from_args(None, None, env(&[])).expect("none"), None);
     }
 
-    fn plan(n: usize) -> Plan {
-        Plan {
+    fn plan(n: usize) -> ShardPlan {
+        ShardPlan {
             version: 1,
             op: "mm".into(),
             entry: None,

@@ -14,7 +14,7 @@
 use std::path::{Path, PathBuf};
 
 /// `SCRATCH/plan.json`, relative to the scratch folder.
-pub const PLAN: &str = "plan.json";
+pub const SHARD_PLAN: &str = "plan.json";
 /// `SCRATCH/merged.json`, relative to the scratch folder.
 pub const MERGED: &str = "merged.json";
 /// `SCRATCH/merged`, relative to the scratch folder: the record folder a run publishes into when
@@ -54,8 +54,8 @@ impl Scratch {
     }
 
     /// `SCRATCH/plan.json`.
-    pub fn plan(&self) -> PathBuf {
-        self.root.join(PLAN)
+    pub fn shard_plan(&self) -> PathBuf {
+        self.root.join(SHARD_PLAN)
     }
 
     /// `SCRATCH/merged.json`: what `warmup-merge --in-scratch` writes and `warmup-publish
@@ -195,7 +195,7 @@ mod tests {
     #[test]
     fn paths_follow_the_contract() {
         let s = Scratch::new("/tmp/run");
-        assert_eq!(s.plan(), Path::new("/tmp/run/plan.json"));
+        assert_eq!(s.shard_plan(), Path::new("/tmp/run/plan.json"));
         assert_eq!(s.merged(), Path::new("/tmp/run/merged.json"));
         assert_eq!(s.conflicts(), Path::new("/tmp/run/conflicts.json"));
         assert_eq!(s.shapes(3), Path::new("/tmp/run/w3/shapes.yaml"));

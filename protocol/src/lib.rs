@@ -5,7 +5,8 @@
 //! - [`env`](mod@env): the harness's environment variable names; [`op`]: `--op`, read by every tool alike;
 //! - [`layout`]: every path inside a scratch folder, and [`layout::Scratch::lock`], the scratch
 //!   lock ([`lock::LOCK_FD`] is the caller's handshake);
-//! - [`plan`]: `SCRATCH/plan.json`, which warmup-shard writes and the others read;
+//! - [`shard_plan`]: the shard plan, `SCRATCH/plan.json`, which warmup-shard writes and the others
+//!   read;
 //! - [`status`]: `SCRATCH/w<i>/status.json`, which warmup-spawn writes and warmup-costs reads,
 //!   and [`status::Outcome`], the one rule every run summary judges a shard by;
 //! - [`costs`]: the cost file, which warmup-costs writes and warmup-shard reads;
@@ -36,11 +37,11 @@ pub mod history;
 pub mod layout;
 pub mod lock;
 pub mod op;
-pub mod plan;
 pub mod predict;
 pub mod probe;
 pub mod python;
 pub mod records;
 pub mod replay;
+pub mod shard_plan;
 pub mod status;
 pub mod summary;

@@ -1,9 +1,10 @@
 //! `--op OP`, the op every tool works on: one clap argument for all of them, so that each reads
-//! [`CURRENT_OP`] and trims it by the same rule, and checks it against a plan's op alike; and
-//! [`derive`], the op of a run whose user names none (warmup-plan), taken from COMMAND's words.
+//! [`CURRENT_OP`] and trims it by the same rule, and checks it against a shard plan's op alike;
+//! and [`derive`], the op of a run whose user names none (warmup-plan), taken from COMMAND's
+//! words.
 
 use crate::env::{CURRENT_OP, DEFAULT_OP};
-use crate::plan::Plan;
+use crate::shard_plan::ShardPlan;
 use anyhow::{bail, Result};
 use std::ffi::OsString;
 use std::path::Path;
@@ -39,9 +40,9 @@ impl OpArg {
         self.given().unwrap_or(DEFAULT_OP)
     }
 
-    /// The plan's op, checked against the one given, if any: the records and shards of another
-    /// op than the plan's would be the wrong ones.
-    pub fn for_plan<'p>(&self, plan: &'p Plan, plan_path: &Path) -> Result<&'p str> {
+    /// The shard plan's op, checked against the one given, if any: the records and shards of
+    /// another op than the shard plan's would be the wrong ones.
+    pub fn for_shard_plan<'p>(&self, plan: &'p ShardPlan, plan_path: &Path) -> Result<&'p str> {
         match self.given() {
             Some(op) if op != plan.op => bail!(
                 "{}: the plan is for op {:?}, not {op:?}; drop --op (and {CURRENT_OP}) or give \

@@ -2,13 +2,13 @@
 //! (`DIR/<op>.json`, atomically, with the sidecar that describes them: `meta`) and prints the
 //! environment change that makes the next run replay them instead of sweeping again. The record
 //! there is never shortened: its keys, and a killed session's journal (`journal`), stay under
-//! the new configs (`union`).
+//! the new configs (`last_wins`).
 
 pub mod journal;
+pub mod last_wins;
 pub mod meta;
 pub mod record;
 pub mod replay;
-pub mod union;
 
 use anyhow::{bail, Context, Result};
 use protocol::env::RECORD_DIR;
@@ -139,24 +139,24 @@ pub fn run(args: &Args) -> Result<Status> {
         .iter()
         .map(|k| serde_json::Value::from(k.as_str()).to_string())
         .collect();
-    let mut book = union::Book::default();
+    let mut union = last_wins::LastWins::default();
     if let Some(old) = &old.records {
-        book.update_except(old, &skip);
+        union.update_except(old, &skip);
     }
     for entry in &journal.entries {
-        book.update_except(&entry.record, &skip);
+        union.update_except(&entry.record, &skip);
     }
-    book.update(&merged.records);
-    let kept = book.configs() - merged.counts.configs;
-    let unchanged = kept == 0 && book.kernels() == merged.counts.kernels;
+    union.update(&merged.records);
+    let kept = union.configs() - merged.counts.configs;
+    let unchanged = kept == 0 && union.kernels() == merged.counts.kernels;
     let bytes = if unchanged {
         merged.bytes
     } else {
-        book.to_bytes()
+        union.to_bytes()
     };
     let counts = Counts {
-        kernels: book.kernels(),
-        configs: book.configs(),
+        kernels: union.kernels(),
+        configs: union.configs(),
     };
     wrote += &match combined.sidecar {
         Some(mut new) => {
@@ -179,7 +179,7 @@ pub fn run(args: &Args) -> Result<Status> {
             }
             for note in provenance(
                 &mut new,
-                &book,
+                &union,
                 &merged.records,
                 &journal,
                 &old_sidecar,
@@ -277,7 +277,7 @@ fn old_record(file: &Path) -> Old {
 /// vouches for a key made elsewhere. Returns a line per place the kept keys were made.
 fn provenance(
     new: &mut serde_json::Map<String, serde_json::Value>,
-    book: &union::Book,
+    union: &last_wins::LastWins,
     merged: &Records,
     journal: &Journal,
     old_sidecar: &Option<serde_json::Map<String, serde_json::Value>>,
@@ -306,7 +306,7 @@ fn provenance(
         }
     }
     let mut made: Vec<(String, String, meta::Made, bool)> = Vec::new();
-    for (kernel_text, key_text) in book.keys() {
+    for (kernel_text, key_text) in union.keys() {
         let (Some(kernel), Some(key)) = (plain(kernel_text), plain(key_text)) else {
             continue;
         };

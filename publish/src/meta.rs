@@ -15,7 +15,7 @@
 
 use anyhow::Result;
 use protocol::layout::Scratch;
-use protocol::plan::Plan;
+use protocol::shard_plan::ShardPlan;
 use serde_json::{Map, Value};
 
 use protocol::history::{
@@ -61,7 +61,7 @@ pub struct Combined {
 /// sidecar that cannot be read or is not the harness's is left out, with a note; without a plan
 /// to name the shards, none is read.
 pub fn combine(scratch: &Scratch, op: &str) -> Result<Combined> {
-    let plan = match Plan::load(&scratch.plan()) {
+    let plan = match ShardPlan::load(&scratch.shard_plan()) {
         Ok((plan, _)) => plan,
         Err(e) => {
             return Ok(Combined {

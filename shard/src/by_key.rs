@@ -7,7 +7,7 @@
 use crate::commit;
 use anyhow::{Context, Result};
 use protocol::layout::Scratch;
-use protocol::plan::Plan;
+use protocol::shard_plan::ShardPlan;
 use std::io::Write;
 use toolkit::Status;
 
@@ -31,9 +31,9 @@ pub fn run(op: &str, shards: u64, out: &std::path::Path) -> Result<Status> {
         );
     }
     let k = usize::try_from(shards).context("--shards")?;
-    let plan = Plan::new_by_key(op, k);
+    let plan = ShardPlan::new_by_key(op, k);
     let scratch = Scratch::new(out);
-    let replaced = commit::replace_plan(&scratch, &[], &plan)?;
+    let replaced = commit::replace_shard_plan(&scratch, &[], &plan)?;
     crate::report_replaced(&replaced, out);
     eprintln!(
         "{}: op {op}: {k} by-key shards in {}: each child runs the whole command and claims the keys it meets first",

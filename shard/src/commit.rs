@@ -10,7 +10,7 @@
 
 use anyhow::{bail, Context, Result};
 use protocol::layout::Scratch;
-use protocol::plan::Plan;
+use protocol::shard_plan::ShardPlan;
 use std::fs;
 use std::io::{ErrorKind, Write};
 use std::path::{Path, PathBuf};
@@ -109,14 +109,18 @@ fn write_synced(path: &Path, bytes: &[u8]) -> Result<()> {
 /// Replaces the scratch's shard files with `shards` (shard i's text at i) and its plan with
 /// `plan`, clearing what children of an earlier run left in those shard folders and removing the
 /// earlier run's shard folders beyond the new count; all of it, or, on an error, none of it.
-pub fn replace(scratch: &Scratch, shards: &[&str], plan: &Plan) -> Result<Replaced> {
-    replace_plan(scratch, shards, plan)
+pub fn replace(scratch: &Scratch, shards: &[&str], plan: &ShardPlan) -> Result<Replaced> {
+    replace_shard_plan(scratch, shards, plan)
 }
 
 /// As [`replace`], for a plan of `plan.shards.len()` shards of which the first `shards.len()`
 /// have a shape file (all of them, or none in a by-key plan); the earlier run's claim folder is
 /// set aside too, so no claim of its can answer the new run's keys.
-pub fn replace_plan(scratch: &Scratch, shards: &[&str], plan: &Plan) -> Result<Replaced> {
+pub fn replace_shard_plan(
+    scratch: &Scratch,
+    shards: &[&str],
+    plan: &ShardPlan,
+) -> Result<Replaced> {
     let root = scratch.root();
     let created_root = !root.exists();
     fs::create_dir_all(root)
@@ -149,7 +153,7 @@ pub fn replace_plan(scratch: &Scratch, shards: &[&str], plan: &Plan) -> Result<R
 }
 
 /// Writes every new file into a fresh staging folder inside the scratch.
-fn stage(scratch: &Scratch, shards: &[&str], plan: &Plan) -> Result<Transaction> {
+fn stage(scratch: &Scratch, shards: &[&str], plan: &ShardPlan) -> Result<Transaction> {
     let staging = tempfile::Builder::new()
         .prefix(".warmup-shard-staging.")
         .tempdir_in(scratch.root())
@@ -173,7 +177,7 @@ fn put_in_place(
     with_files: usize,
 ) -> Result<Replaced> {
     let mut replaced = Replaced {
-        plan: scratch.plan().exists(),
+        plan: scratch.shard_plan().exists(),
         removed: Vec::new(),
     };
     for i in 0..k {
@@ -211,7 +215,7 @@ fn put_in_place(
         }
     }
     let staged = staged_plan(&tx.staging);
-    tx.rename(&staged, &scratch.plan())?;
+    tx.rename(&staged, &scratch.shard_plan())?;
     tx.done.clear();
     for i in 0..k {
         sync_dir(&scratch.worker(i));

@@ -13,7 +13,7 @@ mod strategy;
 
 use anyhow::{Context, Result};
 use protocol::layout::{shapes_in_scratch, Scratch};
-use protocol::plan::{Plan, Shard, VERSION};
+use protocol::shard_plan::{Shard, ShardPlan, VERSION};
 use std::path::PathBuf;
 use toolkit::Status;
 
@@ -151,7 +151,7 @@ pub fn run(args: &Args) -> Result<Status> {
         );
         return Ok(Status::NothingToDo);
     }
-    let plan = Plan {
+    let plan = ShardPlan {
         version: VERSION,
         op: op.clone(),
         entry: Some(entry.unwrap_or(&op).to_owned()),
@@ -247,7 +247,7 @@ fn from_history(dir: &std::path::Path, op: &str, args: &Args) -> Option<protocol
 
 /// `expected cost per shard (file): 12.100 s (largest) to 11.800 s, mean 11.900 s`, for a plan
 /// with costs (model units have no `s`).
-fn expected_line(plan: &Plan) -> Option<String> {
+fn expected_line(plan: &ShardPlan) -> Option<String> {
     let source = plan.cost_source.as_deref()?;
     let loads: Vec<f64> = plan.shards.iter().filter_map(|s| s.expected_cost).collect();
     let max = loads.iter().copied().fold(0.0, f64::max);

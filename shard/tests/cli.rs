@@ -66,7 +66,8 @@ fn stdout_lists_one_shard_file_per_line_and_the_plan_records_them() {
         out.join("w0/shapes.yaml").display(),
         out.join("w1/shapes.yaml").display()
     ));
-    let (plan, _) = protocol::plan::Plan::load(&out.join("plan.json")).expect("plan loads");
+    let (plan, _) =
+        protocol::shard_plan::ShardPlan::load(&out.join("plan.json")).expect("plan loads");
     assert_eq!(plan.op, "mm");
     assert_eq!(plan.entry(), "mm");
     assert_eq!(plan.strategy, "round-robin");
@@ -97,7 +98,7 @@ fn an_entry_under_another_key_is_split_and_kept_under_that_key() {
     let args = ["--op", "mm", "--entry", "BlasBenchmark", "--shards", "2"];
     let (mut cmd, out, src) = split_cmd(&dir, BLAS, &args);
     cmd.assert().success();
-    let (plan, _) = protocol::plan::Plan::load(&out.join("plan.json")).expect("plan");
+    let (plan, _) = protocol::shard_plan::ShardPlan::load(&out.join("plan.json")).expect("plan");
     assert_eq!((plan.op.as_str(), plan.entry()), ("mm", "BlasBenchmark"));
     let w1 = std::fs::read_to_string(out.join("w1/shapes.yaml")).expect("shard 1");
     let from = src.canonicalize().expect("abs");
@@ -360,7 +361,7 @@ fn a_rerun_replaces_the_plan_and_removes_only_stale_shard_folders() {
         out.join("w1/.triton_cache").is_dir(),
         "the compile cache is kept"
     );
-    let (plan, _) = protocol::plan::Plan::load(&out.join("plan.json")).expect("plan");
+    let (plan, _) = protocol::shard_plan::ShardPlan::load(&out.join("plan.json")).expect("plan");
     assert_eq!(plan.shards.len(), 2);
     let names: Vec<String> = std::fs::read_dir(&out)
         .expect("list")

@@ -7,11 +7,11 @@
 
 use anyhow::{bail, Context, Result};
 use protocol::layout::Scratch;
-use protocol::plan::Plan;
+use protocol::shard_plan::ShardPlan;
 use std::path::Path;
 
 /// Refuses devices that would put two by-key children on one device at once.
-pub fn check_devices(plan: &Plan, plan_path: &Path, devices: &[String]) -> Result<()> {
+pub fn check_devices(plan: &ShardPlan, plan_path: &Path, devices: &[String]) -> Result<()> {
     let mut seen = std::collections::HashSet::new();
     if let Some(twice) = devices.iter().find(|d| !seen.insert(d.as_str())) {
         bail!(

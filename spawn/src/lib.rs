@@ -4,7 +4,7 @@
 //!
 //! Linux only: it relies on signalfd, PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER and `/proc`.
 //!
-//! This file is the command line and the dispatch, nothing more: [`Command::of`] says which of
+//! This file is the command line and the dispatch, nothing more: [`Mode::of`] says which of
 //! the five things this invocation does, and [`run`] routes it. The modules:
 //! `prepare` (what a run is, read and checked before anything is written: the plan, the
 //! scratch, one `job` per shard, the devices), `sweep` (the children supervised to their end:
@@ -254,7 +254,7 @@ pub struct Args {
 /// What one invocation does, decided from the arguments alone before anything is read or
 /// started (as ripgrep's `Mode`): each is one function below, and [`run`] is one match.
 #[derive(Debug, Clone, Copy)]
-pub enum Command<'a> {
+pub enum Mode<'a> {
     /// `--lock-scratch SCRATCH`: take SCRATCH's lock on the caller's descriptor.
     LockScratch(&'a Path),
     /// `--list-devices`: print the device tokens a run would use.
@@ -269,21 +269,21 @@ pub enum Command<'a> {
     Finish(&'a Args),
 }
 
-impl<'a> Command<'a> {
-    /// The command `args` asks for (clap has refused the combinations that conflict).
-    pub fn of(args: &'a Args) -> Command<'a> {
+impl<'a> Mode<'a> {
+    /// The mode `args` asks for (clap has refused the combinations that conflict).
+    pub fn of(args: &'a Args) -> Mode<'a> {
         if let Some(scratch) = &args.lock_scratch {
-            Command::LockScratch(scratch)
+            Mode::LockScratch(scratch)
         } else if args.list_devices {
-            Command::ListDevices(args)
+            Mode::ListDevices(args)
         } else if args.dry_run {
-            Command::DryRun(args)
+            Mode::DryRun(args)
         } else if args.measure {
-            Command::Measure(args)
+            Mode::Measure(args)
         } else if args.finish {
-            Command::Finish(args)
+            Mode::Finish(args)
         } else {
-            Command::Run(args)
+            Mode::Run(args)
         }
     }
 }
@@ -292,24 +292,24 @@ pub fn run(args: &Args) -> Result<Status> {
     // Before anything else: if the caller dies from here on, the run stops (`signal`).
     let parent = nix::unistd::getppid();
     let env = backend::Environment::current();
-    match Command::of(args) {
-        Command::LockScratch(scratch) => {
+    match Mode::of(args) {
+        Mode::LockScratch(scratch) => {
             Scratch::new(scratch).lock_for_caller()?;
             Ok(Status::Done)
         }
-        Command::ListDevices(args) => list_devices(args, &env),
-        Command::DryRun(args) => match prepare::prepare(&request(args), &env)? {
+        Mode::ListDevices(args) => list_devices(args, &env),
+        Mode::DryRun(args) => match prepare::prepare(&request(args), &env)? {
             Some(prepared) => shell::dry_run(&prepared),
             None => Ok(Status::NothingToDo),
         },
-        Command::Run(args) => match prepare::prepare(&request(args), &env)? {
+        Mode::Run(args) => match prepare::prepare(&request(args), &env)? {
             Some(prepared) => {
                 sweep::alone(&prepared, limits(args), args.summary.as_deref(), parent)
             }
             None => Ok(Status::NothingToDo),
         },
-        Command::Measure(args) => measure(args, &env, parent),
-        Command::Finish(args) => finish(args),
+        Mode::Measure(args) => measure(args, &env, parent),
+        Mode::Finish(args) => finish(args),
     }
 }
 
@@ -319,10 +319,12 @@ fn finish(args: &Args) -> Result<Status> {
         .plan
         .as_deref()
         .context("--finish needs --plan SCRATCH")?;
-    let plan_file = plan_arg.is_dir().then(|| Scratch::new(plan_arg).plan());
+    let plan_file = plan_arg
+        .is_dir()
+        .then(|| Scratch::new(plan_arg).shard_plan());
     let plan_path = plan_file.as_deref().unwrap_or(plan_arg);
-    let (plan, scratch) = protocol::plan::Plan::load(plan_path)?;
-    let op = args.op.for_plan(&plan, plan_path)?;
+    let (plan, scratch) = protocol::shard_plan::ShardPlan::load(plan_path)?;
+    let op = args.op.for_shard_plan(&plan, plan_path)?;
     finish::run(&finish::Request {
         scratch: scratch.root(),
         op,
@@ -405,26 +407,26 @@ mod tests {
     use super::*;
     use clap::Parser;
 
-    fn command(args: &[&str]) -> String {
+    fn mode(args: &[&str]) -> String {
         let args = Args::try_parse_from(args).expect("valid arguments");
-        let command = format!("{:?}", Command::of(&args));
-        command[..command.find('(').unwrap_or(command.len())].to_owned()
+        let mode = format!("{:?}", Mode::of(&args));
+        mode[..mode.find('(').unwrap_or(mode.len())].to_owned()
     }
 
     #[test]
-    fn each_invocation_is_one_command() {
+    fn each_invocation_is_one_mode() {
         let spawn = "warmup-spawn";
-        assert_eq!(command(&[spawn, "--list-devices"]), "ListDevices");
+        assert_eq!(mode(&[spawn, "--list-devices"]), "ListDevices");
         assert_eq!(
-            command(&[spawn, "--plan", "p", "--dry-run", "--", "pytest"]),
+            mode(&[spawn, "--plan", "p", "--dry-run", "--", "pytest"]),
             "DryRun"
         );
-        assert_eq!(command(&[spawn, "--plan", "p", "--", "pytest"]), "Run");
-        assert_eq!(command(&[spawn, "--lock-scratch", "s"]), "LockScratch");
+        assert_eq!(mode(&[spawn, "--plan", "p", "--", "pytest"]), "Run");
+        assert_eq!(mode(&[spawn, "--lock-scratch", "s"]), "LockScratch");
         assert_eq!(
-            command(&[spawn, "--plan", "p", "--measure", "--", "pytest"]),
+            mode(&[spawn, "--plan", "p", "--measure", "--", "pytest"]),
             "Measure"
         );
-        assert_eq!(command(&[spawn, "--plan", "p", "--finish"]), "Finish");
+        assert_eq!(mode(&[spawn, "--plan", "p", "--finish"]), "Finish");
     }
 }

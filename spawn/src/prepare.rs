@@ -8,7 +8,7 @@ use anyhow::{bail, Context, Result};
 use protocol::backend;
 use protocol::layout::Scratch;
 use protocol::op::OpArg;
-use protocol::plan::Plan;
+use protocol::shard_plan::ShardPlan;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -48,7 +48,7 @@ pub struct Request<'a> {
 /// A run, ready to start.
 #[derive(Debug)]
 pub struct PreparedRun {
-    pub plan: Plan,
+    pub plan: ShardPlan,
     pub scratch: Scratch,
     pub choice: Option<select::Choice>,
     /// In the order the pool starts them.
@@ -65,11 +65,13 @@ pub fn prepare(req: &Request<'_>, env: &backend::Environment) -> Result<Option<P
         .plan
         .context("--plan is required: give the plan.json warmup-shard wrote")?;
     // A SCRATCH folder stands for its plan: a script composing the tools names no file in it.
-    let plan_file = plan_arg.is_dir().then(|| Scratch::new(plan_arg).plan());
+    let plan_file = plan_arg
+        .is_dir()
+        .then(|| Scratch::new(plan_arg).shard_plan());
     let plan_path = plan_file.as_deref().unwrap_or(plan_arg);
-    let (mut plan, scratch) = Plan::load(plan_path)?;
+    let (mut plan, scratch) = ShardPlan::load(plan_path)?;
     req.op
-        .for_plan(&plan, plan_path)
+        .for_shard_plan(&plan, plan_path)
         .map_err(|e| OpConflict(format!("{e:#}")))?;
     let root = std::path::absolute(scratch.root())
         .with_context(|| format!("resolving {}", scratch.root().display()))?;
@@ -165,7 +167,7 @@ pub fn hold_scratch(prepared: &PreparedRun) -> Result<select::ScratchHold> {
 /// Writes the run summary of the sweep to `target`, when one was asked for.
 pub fn write_summary(
     target: Option<&Path>,
-    plan: &Plan,
+    plan: &ShardPlan,
     jobs: &[job::Job],
     statuses: &[protocol::status::ShardStatus],
     wall: Duration,
@@ -190,10 +192,10 @@ struct JobStart<'a> {
 /// One job per shard, its shape file checked to exist, in the order the pool starts them:
 /// longest expected cost first where the plan has costs (so that with more shards than devices
 /// the long ones do not start last), else shard order.
-fn jobs(plan: &Plan, scratch: &Scratch, start: &JobStart<'_>) -> Result<Vec<job::Job>> {
-    let mut order: Vec<&protocol::plan::Shard> = plan.shards.iter().collect();
+fn jobs(plan: &ShardPlan, scratch: &Scratch, start: &JobStart<'_>) -> Result<Vec<job::Job>> {
+    let mut order: Vec<&protocol::shard_plan::Shard> = plan.shards.iter().collect();
     order.sort_by(|a, b| {
-        let cost = |s: &protocol::plan::Shard| s.expected_cost.unwrap_or(0.0);
+        let cost = |s: &protocol::shard_plan::Shard| s.expected_cost.unwrap_or(0.0);
         cost(b).total_cmp(&cost(a))
     });
     order
@@ -230,7 +232,7 @@ fn jobs(plan: &Plan, scratch: &Scratch, start: &JobStart<'_>) -> Result<Vec<job:
 
 /// Refuses, before anything runs, a summary that could not be written or could not name
 /// everything it must.
-fn check_summary(target: &Path, plan: &Plan, jobs: &[job::Job]) -> Result<()> {
+fn check_summary(target: &Path, plan: &ShardPlan, jobs: &[job::Job]) -> Result<()> {
     use protocol::summary::check_path;
     if target.as_os_str() != "-" {
         check_path(target)?;

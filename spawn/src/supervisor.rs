@@ -37,9 +37,10 @@ pub struct Limits {
     pub max_log: Option<u64>,
 }
 
-/// What a finished run reports.
+/// How a supervised run ended (each shard's own outcome is its status's:
+/// `protocol::status::Outcome`).
 #[derive(Debug)]
-pub struct Outcome {
+pub struct RunEnd {
     /// One per shard that started, in shard order.
     pub statuses: Vec<ShardStatus>,
     /// The first stop signal, if one came.
@@ -66,7 +67,7 @@ pub struct Run<'a> {
 }
 
 /// Runs every job on the device pool; returns when nothing of any child is left.
-pub fn supervise(jobs: &[Job], run: Run<'_>) -> Result<Outcome> {
+pub fn supervise(jobs: &[Job], run: Run<'_>) -> Result<RunEnd> {
     let mut pool = Pool {
         jobs,
         run,
@@ -258,7 +259,7 @@ impl Pool<'_, '_> {
     }
 
     /// Once no child is left: the orphans they left swept, the statuses in shard order.
-    fn end(mut self) -> Outcome {
+    fn end(mut self) -> RunEnd {
         let stopped_by = self.run.shutdown.stopped_by();
         let grace = if stopped_by.is_some() {
             Duration::ZERO
@@ -273,7 +274,7 @@ impl Pool<'_, '_> {
             }
         }
         self.statuses.sort_by_key(|s| s.shard);
-        Outcome {
+        RunEnd {
             statuses: self.statuses,
             stopped_by,
             write_failed: self.write_failed,

@@ -6,7 +6,7 @@ use crate::measurement::Measurement;
 use crate::prepare::{self, PreparedRun};
 use crate::progress::Progress;
 use crate::signal::{Shutdown, Signals};
-use crate::supervisor::{self, Limits, Outcome};
+use crate::supervisor::{self, Limits, RunEnd};
 use crate::watchdog::Watchdog;
 use anyhow::Result;
 use std::path::Path;
@@ -29,7 +29,7 @@ pub fn sweep(
     limits: Limits,
     watch: &mut Watch<'_>,
     measurement: Option<&mut Measurement>,
-) -> Result<Outcome> {
+) -> Result<RunEnd> {
     supervisor::supervise(
         &prepared.jobs,
         supervisor::Run {
@@ -69,14 +69,14 @@ pub fn alone(
         watchdog: &mut watchdog,
         progress: &mut progress,
     };
-    let outcome = sweep(prepared, limits, &mut watch, None)?;
+    let end = sweep(prepared, limits, &mut watch, None)?;
     watchdog.finish();
     let wall = t0.elapsed();
-    progress.summary(&outcome.statuses, jobs.len(), wall);
-    prepare::write_summary(summary, &prepared.plan, jobs, &outcome.statuses, wall)?;
-    Ok(match outcome.stopped_by {
+    progress.summary(&end.statuses, jobs.len(), wall);
+    prepare::write_summary(summary, &prepared.plan, jobs, &end.statuses, wall)?;
+    Ok(match end.stopped_by {
         Some(sig) => Status::Signalled(sig as i32),
-        None if outcome.write_failed || outcome.statuses.iter().any(|s| !s.ok()) => Status::Partial,
+        None if end.write_failed || end.statuses.iter().any(|s| !s.ok()) => Status::Partial,
         None => Status::Done,
     })
 }

@@ -1,7 +1,7 @@
 """The device this process runs on, as the sidecar names it and a replay compares it.
 
 The name is warmup-plan's (protocol's `probe::device_name`, the same rules in the same order), so
-that a record the harness made is one the plan can tell is for this device without starting an
+that a record the harness made is one warmup-plan can tell is for this device without starting an
 interpreter: the NVIDIA driver's files, else AMD's sysfs and KFD topology, else any PCI GPU's ids,
 read under `/` or, for tests, `WARMUP_PROBE_ROOT`. Where those name nothing: torch's name for the
 current device, else Triton's target.

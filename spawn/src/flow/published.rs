@@ -7,8 +7,8 @@ use super::report::Report;
 use super::rest::{Rest, ToolEnd};
 use super::{say, Place};
 use crate::judgment::Merged;
-use protocol::plan::Plan;
 use protocol::replay::ReplayEnv;
+use protocol::shard_plan::ShardPlan;
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
@@ -41,7 +41,7 @@ impl Published {
     /// `warmup-costs --op OP --record-dir DIR SCRATCH`, where the configs went to the record
     /// folder and the plan is not by key: its exit 3 is silent, any other failure a warning, and
     /// neither stops the measurement.
-    pub fn keep_costs(&self, rest: &mut Rest<'_>, place: &Place<'_>, plan: &Plan) {
+    pub fn keep_costs(&self, rest: &mut Rest<'_>, place: &Place<'_>, plan: &ShardPlan) {
         let (Some(dir), Some(to)) = (&place.record_dir, &self.dir) else {
             return;
         };

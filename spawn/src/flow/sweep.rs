@@ -52,7 +52,7 @@ impl Sweep {
         watchdog.finish();
         let wall = t0.elapsed();
         let statuses = match swept {
-            Ok(outcome) => outcome.statuses,
+            Ok(end) => end.statuses,
             Err(e) => {
                 say(&format!(
                     "the sweep could not run ({e:#}); falling back to the normal serial autotune (scratch kept in {})",

@@ -1,30 +1,35 @@
-//! `SCRATCH/plan.json`: what `warmup-shard` decided, for `warmup-spawn` and `warmup-merge` to
-//! read. Versioned: a reader refuses a plan of another version rather than guessing at it; fields
-//! added within a version are optional, so a plan an older build wrote still reads.
+//! The shard plan, `SCRATCH/plan.json`: how `warmup-shard` split an op's sweep into shards, for
+//! `warmup-spawn`, `warmup-merge`, `warmup-publish` and `warmup-costs` to read. Versioned: a
+//! reader refuses a shard plan of another version rather than guessing at it; fields added
+//! within a version are optional, so a shard plan an older build wrote still reads.
 //! docs/CONTRACT.md ("File formats", `SCRATCH/plan.json`) documents every field.
+//!
+//! The file keeps its name, and warmup-spawn its `--plan` flag, as the contract spells them; in
+//! the code it is the *shard* plan, because `plan` alone is warmup-plan (the `plan` crate), which
+//! decides how a run goes and writes no shard plan.
 
 use crate::layout::Scratch;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
-/// The plan format this build writes and reads.
+/// The shard plan format this build writes and reads.
 pub const VERSION: u32 = 1;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Plan {
+pub struct ShardPlan {
     /// Always [`VERSION`] for plans this build writes.
     pub version: u32,
     /// The op whose shapes were split.
     pub op: String,
     /// The shape file's top-level key the shapes were split from, and under which each shard
     /// file holds them; absent (in plans of earlier builds) means the op. Read it with
-    /// [`Plan::entry`].
+    /// [`ShardPlan::entry`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub entry: Option<String>,
     /// How the children share the sweep; absent (plans of earlier builds) means
-    /// [`Mode::Shapes`]. Read it with [`Plan::by_key`].
+    /// [`Mode::Shapes`]. Read it with [`ShardPlan::by_key`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<Mode>,
     /// The shape file the shards were cut from, as an absolute path; empty (absent in the file)
@@ -88,11 +93,11 @@ fn is_empty(path: &Path) -> bool {
 /// A by-key plan's `strategy`: there is no split, children claim keys as they meet them.
 pub const BY_KEY_STRATEGY: &str = "by-key";
 
-impl Plan {
+impl ShardPlan {
     /// The by-key plan of `shards` children for `op` (docs/CONTRACT.md, "By-key mode"): no source,
     /// no shapes, shards without shape files.
-    pub fn new_by_key(op: &str, shards: usize) -> Plan {
-        Plan {
+    pub fn new_by_key(op: &str, shards: usize) -> ShardPlan {
+        ShardPlan {
             version: VERSION,
             op: op.to_owned(),
             entry: None,
@@ -125,7 +130,7 @@ impl Plan {
     }
 
     /// Reads and checks a plan; returns it with the scratch folder it describes.
-    pub fn load(path: &Path) -> Result<(Plan, Scratch)> {
+    pub fn load(path: &Path) -> Result<(ShardPlan, Scratch)> {
         let text = toolkit::file::read_to_string(path).with_context(|| {
             format!(
                 "reading plan {} (write one with warmup-shard --out DIR)",
@@ -149,7 +154,7 @@ impl Plan {
                 path.display()
             ),
         }
-        let plan: Plan = serde_json::from_value(probe).with_context(|| {
+        let plan: ShardPlan = serde_json::from_value(probe).with_context(|| {
             format!(
                 "{}: malformed plan; rewrite it with warmup-shard",
                 path.display()
@@ -209,7 +214,7 @@ impl Plan {
 
     /// Writes the plan to `SCRATCH/plan.json` atomically.
     pub fn save(&self, scratch: &Scratch) -> Result<()> {
-        toolkit::atomic::write_json(&scratch.plan(), self)
+        toolkit::atomic::write_json(&scratch.shard_plan(), self)
     }
 }
 
@@ -217,8 +222,8 @@ impl Plan {
 mod tests {
     use super::*;
 
-    fn sample() -> Plan {
-        Plan {
+    fn sample() -> ShardPlan {
+        ShardPlan {
             version: VERSION,
             op: "mm".into(),
             entry: Some("BlasBenchmark".into()),
@@ -253,7 +258,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let scratch = Scratch::new(dir.path());
         sample().save(&scratch).expect("save");
-        let (plan, loaded) = Plan::load(&scratch.plan()).expect("load");
+        let (plan, loaded) = ShardPlan::load(&scratch.shard_plan()).expect("load");
         assert_eq!(plan, sample());
         assert_eq!(loaded, scratch);
     }
@@ -265,7 +270,7 @@ mod tests {
         let mut json = serde_json::to_value(sample()).expect("json");
         json.as_object_mut().expect("object").remove("entry");
         std::fs::write(&path, json.to_string()).expect("write");
-        let (plan, _) = Plan::load(&path).expect("an earlier build's plan loads");
+        let (plan, _) = ShardPlan::load(&path).expect("an earlier build's plan loads");
         assert_eq!(plan.entry, None);
         assert_eq!(plan.entry(), "mm");
     }
@@ -281,7 +286,7 @@ mod tests {
                           {"index":1,"shape_file":"w1/shapes.yaml","shapes":[1]}]}"#,
         )
         .expect("write");
-        let (plan, _) = Plan::load(&path).expect("load");
+        let (plan, _) = ShardPlan::load(&path).expect("load");
         assert_eq!(plan, sample());
     }
 
@@ -296,7 +301,10 @@ mod tests {
         plan.shards[0].shape_costs = Some(vec![2.5, 1.0]);
         plan.shards[0].expected_cost = Some(3.5);
         plan.save(&scratch).expect("save");
-        assert_eq!(Plan::load(&scratch.plan()).expect("load").0, plan);
+        assert_eq!(
+            ShardPlan::load(&scratch.shard_plan()).expect("load").0,
+            plan
+        );
     }
 
     #[test]
@@ -308,7 +316,7 @@ mod tests {
         plan.save(&scratch).expect("save");
         let err = format!(
             "{:#}",
-            Plan::load(&scratch.plan()).expect_err("must refuse")
+            ShardPlan::load(&scratch.shard_plan()).expect_err("must refuse")
         );
         assert!(
             err.contains("shard 1") && err.contains("shape_costs"),
@@ -324,15 +332,18 @@ mod tests {
         let n = plan.shards[1].shapes.len();
         plan.shards[1].shape_costs = Some(vec![-2.0; n]);
         plan.save(&scratch).expect("save");
-        let err = format!("{:#}", Plan::load(&scratch.plan()).expect_err("negative"));
+        let err = format!(
+            "{:#}",
+            ShardPlan::load(&scratch.shard_plan()).expect_err("negative")
+        );
         assert!(
             err.contains("shard 1's \"shape_costs\" holds -2, not a cost"),
             "{err}"
         );
     }
 
-    fn by_key(shards: usize) -> Plan {
-        Plan::new_by_key(&sample().op, shards)
+    fn by_key(shards: usize) -> ShardPlan {
+        ShardPlan::new_by_key(&sample().op, shards)
     }
 
     #[test]
@@ -340,13 +351,13 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let scratch = Scratch::new(dir.path());
         by_key(2).save(&scratch).expect("save");
-        let text = std::fs::read_to_string(scratch.plan()).expect("read");
+        let text = std::fs::read_to_string(scratch.shard_plan()).expect("read");
         assert!(text.contains("\"mode\": \"by-key\""), "{text}");
         assert!(
             !text.contains("shape_file") && !text.contains("source"),
             "{text}"
         );
-        let (plan, _) = Plan::load(&scratch.plan()).expect("load");
+        let (plan, _) = ShardPlan::load(&scratch.shard_plan()).expect("load");
         assert!(plan.by_key());
         assert_eq!(plan, by_key(2));
         assert!(!sample().by_key());
@@ -359,12 +370,18 @@ mod tests {
         let mut plan = by_key(2);
         plan.shards[1].shape_file = "w1/shapes.yaml".into();
         plan.save(&scratch).expect("save");
-        let err = format!("{:#}", Plan::load(&scratch.plan()).expect_err("refused"));
+        let err = format!(
+            "{:#}",
+            ShardPlan::load(&scratch.shard_plan()).expect_err("refused")
+        );
         assert!(err.contains("shard 1 has a shape file"), "{err}");
         let mut plan = sample();
         plan.shards[0].shape_file = PathBuf::new();
         plan.save(&scratch).expect("save");
-        let err = format!("{:#}", Plan::load(&scratch.plan()).expect_err("refused"));
+        let err = format!(
+            "{:#}",
+            ShardPlan::load(&scratch.shard_plan()).expect_err("refused")
+        );
         assert!(err.contains("shard 0 has no \"shape_file\""), "{err}");
     }
 
@@ -373,7 +390,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("plan.json");
         std::fs::write(&path, r#"{"version": 7, "op": "mm"}"#).expect("write");
-        let err = format!("{:#}", Plan::load(&path).expect_err("must refuse"));
+        let err = format!("{:#}", ShardPlan::load(&path).expect_err("must refuse"));
         assert!(
             err.contains("version 7") && err.contains("version 1"),
             "{err}"

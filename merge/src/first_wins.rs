@@ -1,5 +1,6 @@
-//! The union of the shards' `{kernel: {key: config}}` maps, as the plugin's `_merge` built it:
-//! kernels and keys in first-seen order, the first value of a key wins. Unlike the plugin, every
+//! The first-wins union of the shards' `{kernel: {key: config}}` maps, as the plugin's `_merge`
+//! built it: kernels and keys in first-seen order, the first value of a key wins (warmup-publish's
+//! union, `publish::last_wins`, is the other way round). Unlike the plugin, every
 //! key whose later values differ (by Python's `==`) is kept as a conflict with all its values,
 //! so one can see how far parallel interference moved the sweep. Both outputs, the merged
 //! records and the conflicts list, are written from here, straight from the inputs' texts,
@@ -66,9 +67,9 @@ struct Bucket<'a> {
     index: FxHashMap<Key<'a>, usize>,
 }
 
-/// The merge in progress.
+/// The merge in progress: a key's first value is kept, later unequal ones become its conflict.
 #[derive(Debug, Default)]
-pub struct Union<'a> {
+pub struct FirstWins<'a> {
     /// How many inputs the merge has, to size the maps.
     inputs: usize,
     kernels: Vec<(&'a str, Bucket<'a>)>,
@@ -78,12 +79,12 @@ pub struct Union<'a> {
     conflict_index: FxHashMap<(usize, usize), usize>,
 }
 
-impl<'a> Union<'a> {
+impl<'a> FirstWins<'a> {
     /// A merge of `inputs` inputs (a hint for sizing, not a limit).
     pub fn new(inputs: usize) -> Self {
-        Union {
+        FirstWins {
             inputs,
-            ..Union::default()
+            ..FirstWins::default()
         }
     }
 
@@ -146,7 +147,7 @@ impl<'a> Union<'a> {
         self.add_records_except(origin, records, &[]);
     }
 
-    /// As [`Union::add_records`], leaving out the kernels `skip` names (JSON texts, quotes
+    /// As [`FirstWins::add_records`], leaving out the kernels `skip` names (JSON texts, quotes
     /// included).
     pub fn add_records_except(&mut self, origin: Origin, records: &'a Records, skip: &[String]) {
         let text = records.text.as_str();
@@ -274,21 +275,21 @@ mod tests {
             .collect()
     }
 
-    fn union(records: &[Records]) -> Union<'_> {
-        let mut u = Union::new(records.len());
+    fn first_wins(records: &[Records]) -> FirstWins<'_> {
+        let mut u = FirstWins::new(records.len());
         for (origin, r) in records.iter().enumerate() {
             u.add_records(origin, r);
         }
         u
     }
 
-    fn written(u: &Union) -> String {
+    fn written(u: &FirstWins) -> String {
         let mut out = Vec::new();
         u.write(&mut out).expect("write to memory");
         String::from_utf8(out).expect("UTF-8")
     }
 
-    fn conflicting<'a>(u: &Union<'a>) -> Vec<&'a str> {
+    fn conflicting<'a>(u: &FirstWins<'a>) -> Vec<&'a str> {
         u.conflicts().iter().map(|c| c.key).collect()
     }
 
@@ -300,7 +301,7 @@ mod tests {
             r#"{"b": 2, "c": 5}"#,
             r#"{"b": 7}"#,
         ]);
-        let u = union(&r);
+        let u = first_wins(&r);
         assert_eq!((u.kernels(), u.configs()), (1, 3));
         let c: Vec<_> = u
             .conflicts()
@@ -324,7 +325,7 @@ mod tests {
     fn a_top_level_nan_conflicts_but_a_nested_one_does_not() {
         let both = r#"{"a": NaN, "b": [NaN], "c": {"x": NaN}}"#;
         let r = records(&[both, both]);
-        assert_eq!(conflicting(&union(&r)), ["\"a\""]);
+        assert_eq!(conflicting(&first_wins(&r)), ["\"a\""]);
     }
 
     #[test]
@@ -334,13 +335,13 @@ mod tests {
             r#"{"a": -0.0, "b": {"y": [1.0], "x": 1}, "c": 100}"#,
             r#"{"a": 0.5, "b": {"y": [2], "x": 1}, "c": "100"}"#,
         ]);
-        assert_eq!(conflicting(&union(&r[..2])), Vec::<&str>::new());
-        assert_eq!(conflicting(&union(&r)), ["\"a\"", "\"b\"", "\"c\""]);
+        assert_eq!(conflicting(&first_wins(&r[..2])), Vec::<&str>::new());
+        assert_eq!(conflicting(&first_wins(&r)), ["\"a\"", "\"b\"", "\"c\""]);
     }
 
     #[test]
     fn empty_buckets_still_create_their_kernel() {
-        let mut u = Union::default();
+        let mut u = FirstWins::default();
         u.add(0, "\"e\"", std::iter::empty());
         assert_eq!((u.kernels(), u.configs()), (1, 0));
         assert_eq!(written(&u), "{\n  \"e\": {}\n}\n");
@@ -349,7 +350,7 @@ mod tests {
     #[test]
     fn output_is_what_python_dumps_writes() {
         let r = records(&[r#"{"é\n": {"b": [1, {"c": []}], "a": 1e-05}, "\ud800": 1}"#]);
-        let mut u = union(&r);
+        let mut u = first_wins(&r);
         u.add(1, "\"z\"", std::iter::empty());
         let tree = pyjson::loads(
             r#"{"k": {"é\n": {"b": [1, {"c": []}], "a": 1e-05}, "\ud800": 1}, "z": {}}"#,
@@ -361,7 +362,7 @@ mod tests {
     #[test]
     fn the_conflicts_list_names_each_value_and_where_it_came_from() {
         let r = records(&[r#"{"a": [1]}"#, r#"{"a": [2]}"#]);
-        let u = union(&r);
+        let u = first_wins(&r);
         let sources: Vec<Source> = ["x.json", "y \"q\".json"]
             .iter()
             .map(|p| Source {

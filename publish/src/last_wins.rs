@@ -1,4 +1,5 @@
-//! A record is never shortened by a publish: the record already in DIR, and the keys a killed
+//! The last-wins union of the records a publish keeps (warmup-merge's union of the shards,
+//! `merge::first_wins`, is the other way round). A record is never shortened by a publish: the record already in DIR, and the keys a killed
 //! record session journaled there, stay in the record that replaces it, under the new record's
 //! configs where both have a key. A sweep stopped before it met a key, a `--fresh` sweep that
 //! re-tuned some keys, and two runs publishing into one folder one after the other (under the
@@ -19,14 +20,14 @@ struct Bucket {
     at: HashMap<String, usize>,
 }
 
-/// `{kernel: {key: config}}` being built, as texts.
+/// `{kernel: {key: config}}` being built, as texts: a key's last value wins.
 #[derive(Debug, Default)]
-pub struct Book {
+pub struct LastWins {
     kernels: Vec<(String, Bucket)>,
     at: HashMap<String, usize>,
 }
 
-impl Book {
+impl LastWins {
     /// Sets `kernel`'s `key` to `config` (an existing key keeps its place).
     pub fn set(&mut self, kernel: &str, key: &str, config: &str) {
         let bucket = self.bucket(kernel);
@@ -51,13 +52,13 @@ impl Book {
         &mut self.kernels[i].1
     }
 
-    /// Every good bucket of a record file over what the book holds (a kernel with no keys
+    /// Every good bucket of a record file over what the union holds (a kernel with no keys
     /// still makes its bucket).
     pub fn update(&mut self, records: &Records) {
         self.update_except(records, &[]);
     }
 
-    /// As [`Book::update`], leaving out the kernels `skip` names (as their JSON texts, quotes
+    /// As [`LastWins::update`], leaving out the kernels `skip` names (as their JSON texts, quotes
     /// included): those whose keys another kernel's source or configs decided.
     pub fn update_except(&mut self, records: &Records, skip: &[String]) {
         let text = records.text.as_str();
@@ -91,7 +92,7 @@ impl Book {
         self.kernels.iter().map(|(_, b)| b.keys.len()).sum()
     }
 
-    /// `json.dumps(book, indent=2, ensure_ascii=False) + "\n"`.
+    /// `json.dumps(union, indent=2, ensure_ascii=False) + "\n"`.
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut out = String::new();
         let mut sep = "{\n  ";
@@ -132,14 +133,14 @@ mod tests {
 
     #[test]
     fn the_old_records_keys_stay_and_the_new_configs_win() {
-        let mut book = Book::default();
-        book.update(&records(
+        let mut union = LastWins::default();
+        union.update(&records(
             r#"{"k": {"a": {"x": 1}, "b": {"x": 2}}, "old": {"z": 0}, "empty": {}}"#,
         ));
-        book.update(&records(
+        union.update(&records(
             r#"{"k": {"b": {"x": 20}, "c": {"x": 3}}, "new": {"n": 1}}"#,
         ));
-        let text = String::from_utf8(book.to_bytes()).expect("utf-8");
+        let text = String::from_utf8(union.to_bytes()).expect("utf-8");
         let value: serde_json::Value = serde_json::from_str(&text).expect("json");
         assert_eq!(
             value,
@@ -156,15 +157,15 @@ mod tests {
             .map(String::as_str)
             .collect();
         assert_eq!(keys, ["a", "b", "c"]);
-        assert_eq!((book.kernels(), book.configs()), (4, 5));
+        assert_eq!((union.kernels(), union.configs()), (4, 5));
     }
 
     #[test]
     fn the_text_is_what_python_json_dumps_with_indent_2_writes() {
-        let mut book = Book::default();
+        let mut union = LastWins::default();
         let merged = "{\n  \"k\": {\n    \"a\": {\n      \"BLOCK\": 64\n    },\n    \"b\": NaN\n  },\n  \"e\": {}\n}\n";
-        book.update(&records(merged));
-        assert_eq!(String::from_utf8(book.to_bytes()).expect("utf-8"), merged);
-        assert_eq!(Book::default().to_bytes(), b"{}\n");
+        union.update(&records(merged));
+        assert_eq!(String::from_utf8(union.to_bytes()).expect("utf-8"), merged);
+        assert_eq!(LastWins::default().to_bytes(), b"{}\n");
     }
 }
