@@ -105,8 +105,8 @@ def test_warmup_slurm_reads_only_names_warmup_plan_assigns_for_each_mode(tmp_pat
     cases = {
         "help": ({"text"}, ["--help"]),  # no mode: the script reads '' as help
         "submit": (names - {"text", "rerun"}, ["--scratch", str(tmp_path / "new"), "--shards", "2", *bench()]),
-        "rerun": ({"mode", "scratch", "op", "record_dir", "wait_for_it", "rerun"},
-                  ["--scratch", str(scratch), "--rerun", "0"]),
+        "rerun": ({"mode", "scratch", "op", "record_dir", "wait_for_it", "rerun", "slurm_dir", "shard_script",
+                   "finish_script", "jobs_file"}, ["--scratch", str(scratch), "--rerun", "0"]),
         "finish": ({"mode", "scratch", "op", "record_dir"}, ["--scratch", str(scratch), "--finish"]),
     }
     every = set()
@@ -121,4 +121,4 @@ def test_warmup_slurm_reads_only_names_warmup_plan_assigns_for_each_mode(tmp_pat
 
 @pytest.mark.parametrize("script", ["warmup", "warmup-slurm"])
 def test_the_declared_names_are_found(script):
-    assert {"command", "scratch"} <= declared(script)
+    assert {"shard_argv", "scratch"} <= declared(script)

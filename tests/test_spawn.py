@@ -416,7 +416,7 @@ def test_a_read_only_scratch_is_refused_saying_what_to_do(tmp_path):
 
 
 def test_warmup_spawn_and_the_scripts_look_in_warmup_bin_dir_before_their_own_folder(tmp_path):
-    """One lookup order (spawn/src/tools.rs, scripts/lib/warmup-common.sh): WARMUP_BIN_DIR, then
+    """One lookup order (toolkit/src/tools.rs, scripts/lib/warmup-common.sh): WARMUP_BIN_DIR, then
     where the caller is. Real tools lie beside warmup-spawn and beside the copied script; the fake
     ones in WARMUP_BIN_DIR must be the ones that run."""
     fake = tmp_path / "fake"

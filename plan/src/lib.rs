@@ -10,10 +10,12 @@
 //! `--man --for DRIVER` print the driver's completion script or man page, generated from the
 //! same clap definitions.
 
+mod batch;
 mod cache;
 pub mod decision;
 pub mod discover;
 pub mod flags;
+mod jobs;
 mod output;
 mod slurm;
 
@@ -296,9 +298,12 @@ fn usage(prog: &str, err: clap::Error) -> Refusal {
     Refusal::Usage
 }
 
+/// Said on stderr, with the usage hint unless it is no usage error (`slurm::Refused`).
 fn refused(prog: &str, err: anyhow::Error) -> Refusal {
     eprintln!("{prog}: {err:#}");
-    eprintln!("{prog}: run '{prog} --help' for usage");
+    if !err.is::<slurm::Refused>() {
+        eprintln!("{prog}: run '{prog} --help' for usage");
+    }
     Refusal::Usage
 }
 

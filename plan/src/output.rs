@@ -265,11 +265,15 @@ fn sweep(
 }
 
 /// warmup-spawn's options for the sweep and the measurement: the ones given, then `--measure`,
-/// the record folder, and the children's fresh/resume choice (`--fresh`, `--resume-dir`), which
-/// warmup-spawn turns into their environment by `protocol::env::resume_env`.
+/// `--discard-scratch` where the script makes the scratch (no `--scratch`) and `--keep` is not
+/// given, the record folder, and the children's fresh/resume choice (`--fresh`, `--resume-dir`),
+/// which warmup-spawn turns into their environment by `protocol::env::resume_env`.
 fn measure_argv(args: &Warmup, found: &Discovery) -> Vec<OsString> {
     let mut argv = args.spawn.argv();
     argv.push("--measure".into());
+    if args.scratch.is_none() && !args.keep {
+        argv.push("--discard-scratch".into());
+    }
     if let Some(dir) = &found.facts.record_dir {
         argv.extend(["--record-dir".into(), path(dir)]);
         argv.extend(["--resume-dir".into(), path(dir)]);

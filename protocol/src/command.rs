@@ -257,8 +257,7 @@ pub fn python_of(command: &[OsString], path: Option<&OsStr>) -> Option<PathBuf> 
 pub fn check_program(program: &OsStr, path: Option<&OsStr>) -> anyhow::Result<()> {
     use anyhow::bail;
     let file = Path::new(program);
-    let runnable =
-        |p: &Path| p.is_file() && nix::unistd::access(p, nix::unistd::AccessFlags::X_OK).is_ok();
+    let runnable = toolkit::tools::is_executable;
     if program.as_bytes().contains(&b'/') {
         if !file.exists() {
             bail!("COMMAND {}: no such file", file.display());

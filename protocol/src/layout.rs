@@ -25,6 +25,9 @@ pub const CONFLICTS: &str = "conflicts.json";
 /// `SCRATCH/.lock`, relative to the scratch folder: the scratch lock's file.
 pub const LOCK: &str = ".lock";
 
+/// `SCRATCH/slurm`, relative to the scratch folder: warmup-slurm's folder.
+pub const SLURM: &str = "slurm";
+
 /// `SCRATCH/claims`, relative to the scratch folder: by-key mode's claim folder, the children's
 /// `WARMUP_HARNESS_CLAIM_DIR`.
 pub const CLAIMS: &str = "claims";
@@ -71,7 +74,23 @@ impl Scratch {
 
     /// `SCRATCH/slurm`: warmup-slurm's batch scripts, job ids and Slurm's output files.
     pub fn slurm(&self) -> PathBuf {
-        self.root.join("slurm")
+        self.root.join(SLURM)
+    }
+
+    /// `SCRATCH/slurm/shard.sbatch`: the job array's batch script, kept for `--rerun`.
+    pub fn shard_sbatch(&self) -> PathBuf {
+        self.slurm().join("shard.sbatch")
+    }
+
+    /// `SCRATCH/slurm/finish.sbatch`: the finishing job's batch script.
+    pub fn finish_sbatch(&self) -> PathBuf {
+        self.slurm().join("finish.sbatch")
+    }
+
+    /// `SCRATCH/slurm/jobs`: one `KIND JOBID` line per job warmup-slurm submitted for this
+    /// scratch (`array`, `finish`), as it printed them.
+    pub fn slurm_jobs(&self) -> PathBuf {
+        self.slurm().join("jobs")
     }
 
     /// `SCRATCH/conflicts.json`: the conflicts list `warmup-merge --in-scratch` writes.

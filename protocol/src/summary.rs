@@ -52,6 +52,18 @@ impl Summary {
         Ok(self)
     }
 
+    /// `NAME REST` for each line of `rest` that is not empty: text for people or a shell
+    /// (`warmup-spawn --finish`'s `say`, `env`, `error` lines), so a newline in it starts another
+    /// line of the same name and never one a reader would take for another name.
+    pub fn lines(&mut self, name: &str, rest: &[u8]) -> &mut Self {
+        for line in rest.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
+            let _ = write!(self.text, "{name} ");
+            self.text.extend_from_slice(line);
+            self.text.push(b'\n');
+        }
+        self
+    }
+
     /// The summary's text.
     pub fn bytes(&self) -> &[u8] {
         &self.text
@@ -120,6 +132,12 @@ pub mod key {
     pub const CHILDREN: &str = "children";
     pub const DEVICES: &str = "devices";
     pub const HISTORY: &str = "history";
+    /// `warmup-spawn --finish` (its script relays them): a line for people, the shards to run
+    /// again (`rerun N LIST`), a line of the replay environment, why it failed.
+    pub const SAY: &str = "say";
+    pub const RERUN: &str = "rerun";
+    pub const ENV: &str = "env";
+    pub const ERROR: &str = "error";
 }
 
 /// One `shard INDEX OUTCOME LOG` line.
@@ -305,6 +323,13 @@ mod tests {
             String::from_utf8_lossy(s.bytes()),
             "version 1\nshards 2\nshard 0 ok /tmp/a b/w0/worker.log\nmerged /tmp/m.json\n"
         );
+    }
+
+    #[test]
+    fn text_lines_keep_their_name_across_a_newline() {
+        let mut s = Summary::new();
+        s.lines(key::SAY, b"merged\ninto /r\n");
+        assert_eq!(s.bytes(), b"version 1\nsay merged\nsay into /r\n");
     }
 
     #[test]

@@ -28,7 +28,7 @@ die_not_found() {
 
 # Prints the folder of the warmup-* tools: WARMUP_BIN_DIR, beside the script (installed), the
 # repository's target/release or target/debug, else PATH. Fails when there are none. The order
-# warmup-spawn finds its tools in (spawn/src/tools.rs): the one set by hand first, then where
+# the tools find each other in (toolkit/src/tools.rs): the one set by hand first, then where
 # the caller itself is (tests/test_warmup.py checks that both follow WARMUP_BIN_DIR first).
 find_bin_dir() {
     local d

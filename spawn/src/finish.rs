@@ -13,9 +13,8 @@ use crate::judgment;
 use anyhow::Result;
 use protocol::layout::Scratch;
 use protocol::replay::ReplayEnv;
-use protocol::summary::MergeSummary;
+use protocol::summary::{key, MergeSummary, Summary};
 use std::ffi::{OsStr, OsString};
-use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -30,36 +29,30 @@ pub struct Request<'a> {
     pub record_dir: Option<&'a Path>,
 }
 
-/// The summary being written, and the status it ends with.
+/// The summary being written (`protocol::summary`'s writer), and the status it ends with.
 #[derive(Debug, Default)]
 struct Relay {
-    text: Vec<u8>,
+    summary: Summary,
 }
 
 impl Relay {
     fn line(&mut self, name: &str, rest: &[u8]) {
-        self.text.extend_from_slice(name.as_bytes());
-        self.text.push(b' ');
-        self.text.extend_from_slice(rest);
-        self.text.push(b'\n');
+        self.summary.lines(name, rest);
     }
 
     fn say(&mut self, line: &str) {
-        self.line("say", line.as_bytes());
+        self.line(key::SAY, line.as_bytes());
     }
 
-    /// Ends with `error LINE` and `status N`, and prints it all.
+    /// Ends with `error LINE`, and prints it all.
     fn fail(mut self, why: &str, status: i32) -> Result<Status> {
-        self.line("error", why.as_bytes());
+        self.line(key::ERROR, why.as_bytes());
         self.end(status)
     }
 
     /// Prints it all; the exit status is `status`.
     fn end(self, status: i32) -> Result<Status> {
-        let mut out = std::io::stdout().lock();
-        out.write_all(b"version 1\n")
-            .and_then(|()| out.write_all(&self.text))
-            .and_then(|()| out.flush())?;
+        self.summary.write(Path::new("-"))?;
         Ok(match status {
             0 => Status::Done,
             1 => Status::Partial,
@@ -124,7 +117,7 @@ pub fn run(req: &Request<'_>) -> Result<Status> {
     if !unfinished.is_empty() {
         let list: Vec<String> = unfinished.iter().map(|(i, _)| i.to_string()).collect();
         let rerun = format!("{} {}", list.len(), list.join(","));
-        relay.line("rerun", rerun.as_bytes());
+        relay.line(key::RERUN, rerun.as_bytes());
     }
     if code == 3 {
         let why = format!("no configs recovered from the {} shards", merged.inputs);
@@ -137,13 +130,10 @@ pub fn run(req: &Request<'_>) -> Result<Status> {
         );
         return relay.fail(&why, 2);
     };
-    for line in
-        protocol::replay::sh(target.as_os_str().as_bytes(), Some(req.op)).split(|b| *b == b'\n')
-    {
-        if !line.is_empty() {
-            relay.line("env", line);
-        }
-    }
+    relay.line(
+        key::ENV,
+        &protocol::replay::sh(target.as_os_str().as_bytes(), Some(req.op)),
+    );
     for line in judgment::finished(&merged, unfinished.len(), &target, req.op) {
         relay.say(&line);
     }

@@ -1,9 +1,8 @@
 //! The tools a `--measure` run calls once the sweep is over (warmup-merge, warmup-publish,
-//! warmup-costs), as a caller would: found in `WARMUP_BIN_DIR`, else beside warmup-spawn's own
-//! executable, else on `PATH` (the order scripts/lib/warmup-common.sh's `find_bin_dir` looks
-//! in: the one set by hand first, then where the caller itself is); each in a process group of its own that dies with
-//! warmup-spawn, under the run's scratch lock (lent in `WARMUP_SCRATCH_LOCK_FD`), its stdout kept
-//! for warmup-spawn to read and its stderr the caller's.
+//! warmup-costs), as a caller would: found by `toolkit::tools::find` (the one lookup order);
+//! each in a process group of its own that dies with warmup-spawn, under the run's scratch lock
+//! (lent in `WARMUP_SCRATCH_LOCK_FD`), its stdout kept for warmup-spawn to read and its stderr the
+//! caller's.
 
 use crate::signal::ChildSetup;
 use anyhow::{bail, Context, Result};
@@ -13,32 +12,10 @@ use std::ffi::OsStr;
 use std::fs::File;
 use std::io::{Read, Seek};
 use std::os::fd::AsRawFd;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 
-/// Where a tool named `name` is: in `WARMUP_BIN_DIR`, beside this executable, on `PATH`.
-pub fn find(name: &str) -> Result<PathBuf> {
-    let beside = std::env::current_exe()
-        .ok()
-        .and_then(|exe| exe.parent().map(Path::to_path_buf));
-    let bin_dir = std::env::var_os("WARMUP_BIN_DIR").filter(|d| !d.is_empty());
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let runnable =
-        |p: &Path| p.is_file() && nix::unistd::access(p, nix::unistd::AccessFlags::X_OK).is_ok();
-    bin_dir
-        .map(PathBuf::from)
-        .into_iter()
-        .chain(beside)
-        .chain(std::env::split_paths(&path))
-        .map(|dir| dir.join(name))
-        .find(|p| runnable(p))
-        .with_context(|| {
-            format!(
-                "{name} not found in WARMUP_BIN_DIR, beside warmup-spawn or on PATH; install the \
-                 tools together (make install) or set WARMUP_BIN_DIR"
-            )
-        })
-}
+pub use toolkit::tools::find;
 
 /// A tool started: its pid (the leader of its group) and where its stdout goes.
 #[derive(Debug)]

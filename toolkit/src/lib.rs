@@ -8,7 +8,8 @@
 //! - [`atomic`]: writing files whole or not at all;
 //! - [`file`]: reading a file a tool is given: a regular file, of bounded size;
 //! - [`lock`]: a lock file beside a file that is read, changed and replaced;
-//! - [`shell`]: quoting for POSIX shells.
+//! - [`shell`]: quoting for POSIX shells;
+//! - [`tools`]: where the warmup-* tools are, in the one lookup order.
 
 pub mod atomic;
 pub mod cli;
@@ -16,5 +17,6 @@ mod exit;
 pub mod file;
 pub mod lock;
 pub mod shell;
+pub mod tools;
 
 pub use exit::{exit, exit_status_help, Status, COMMAND_NOT_FOUND, USAGE, USAGE_ROW};
