@@ -19,7 +19,6 @@ mod slurm;
 
 use anyhow::{bail, Context, Result};
 use clap::Parser;
-use decision::Decision;
 use discover::World;
 use output::{Format, Output};
 use std::ffi::OsString;
@@ -302,15 +301,11 @@ fn refused(prog: &str, err: anyhow::Error) -> Refusal {
     Refusal::Usage
 }
 
-/// scripts/warmup's plan: the decision and what the steps it names need.
+/// scripts/warmup's plan: the decision, acted on (`cache::apply`), and what the steps it names
+/// need.
 pub fn plan(args: &flags::Warmup, world: &World) -> Result<Output> {
     let found = discover::discover(args, world)?;
-    let mut decision = decision::decide(&found.facts);
-    if let Decision::Sweep { devices, .. } = &decision {
-        if args.by_key {
-            discover::refuse_repeats(&devices.join(","))?;
-        }
-    }
-    decision = cache::settle(decision, &found);
+    let decision = decision::decide(&found.facts);
+    let (found, decision) = cache::apply(found, decision);
     Ok(output::warmup(args, &found, &decision))
 }

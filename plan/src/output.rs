@@ -3,7 +3,7 @@
 //! object for people and tests (`--format json`). The names are docs/CONTRACT.md's
 //! ("warmup-plan").
 
-use crate::decision::Decision;
+use crate::decision::{Decision, RecordFolder};
 use crate::discover::Discovery;
 use crate::flags::Warmup;
 use anyhow::{Context, Result};
@@ -147,8 +147,8 @@ pub fn warmup(args: &Warmup, found: &Discovery, decision: &Decision) -> Output {
             "record_dir",
             found
                 .facts
-                .record_dir
-                .as_deref()
+                .record_folder
+                .dir()
                 .map(path)
                 .unwrap_or_default(),
         )
@@ -159,7 +159,7 @@ pub fn warmup(args: &Warmup, found: &Discovery, decision: &Decision) -> Output {
         )
         .set(
             "record_cache",
-            if matches!(found.cache, crate::cache::Cache::Folder(_)) {
+            if matches!(found.facts.record_folder, RecordFolder::Cache(_)) {
                 "1"
             } else {
                 "0"
@@ -215,7 +215,7 @@ fn sweep(
         shard.push("--by-key".into());
     } else {
         shard.extend(args.split.argv());
-        match (&found.facts.record_dir, &args.split.costs) {
+        match (found.facts.record_folder.dir(), &args.split.costs) {
             (Some(dir), None) if by_history => {
                 shard.extend([
                     "--history".into(),
@@ -259,7 +259,7 @@ fn sweep(
         .list("spawn_argv", measure_argv(args, found));
     // The record cache is the run's record folder as a named one would be: the measurement gets
     // it too, so that a key it tunes live (a failed shard's) is kept for the next run.
-    if let (crate::cache::Cache::Folder(_), Some(dir)) = (&found.cache, &found.facts.record_dir) {
+    if let RecordFolder::Cache(dir) = &found.facts.record_folder {
         out.export(names::RECORD_DIR, path(dir));
     }
 }
@@ -270,7 +270,7 @@ fn sweep(
 fn measure_argv(args: &Warmup, found: &Discovery) -> Vec<OsString> {
     let mut argv = args.spawn.argv();
     argv.push("--measure".into());
-    if let Some(dir) = &found.facts.record_dir {
+    if let Some(dir) = found.facts.record_folder.dir() {
         argv.extend(["--record-dir".into(), path(dir)]);
         argv.extend(["--resume-dir".into(), path(dir)]);
     }
