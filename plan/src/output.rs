@@ -6,14 +6,12 @@
 use crate::decision::{Decision, RecordFolder};
 use crate::discover::Discovery;
 use crate::flags::Warmup;
-use anyhow::{Context, Result};
 use protocol::env as names;
 use std::ffi::{OsStr, OsString};
-use std::io::Write;
 use std::path::Path;
 use toolkit::shell::quote_bytes;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
     Sh,
     Json,
@@ -117,14 +115,6 @@ impl Output {
             out.push(b'\n');
         }
         out
-    }
-
-    pub fn write(&self, format: Format) -> Result<()> {
-        let mut stdout = std::io::stdout().lock();
-        stdout
-            .write_all(&self.render(format))
-            .and_then(|()| stdout.flush())
-            .context("writing to stdout")
     }
 }
 

@@ -109,3 +109,26 @@ fn a_plain_decision_makes_nothing_and_a_sweep_makes_the_record_cache_folder_it_u
         "the op's use, stamped"
     );
 }
+
+#[test]
+fn after_for_driver_every_word_is_the_drivers() {
+    // A driver's user cannot reach warmup-plan's own options through the driver's command line.
+    for own in ["--format", "--man", "--for"] {
+        plan()
+            .args(["--for", "warmup", own, "json", "--", "true"])
+            .assert()
+            .code(2)
+            .stdout("")
+            .stderr(format!(
+                "warmup: unknown option '{own}' (COMMAND goes after --)\n\
+                 warmup: run 'warmup --help' for usage\n"
+            ));
+    }
+    plan()
+        .args(["--for", "warmup-slurm", "-h"])
+        .assert()
+        .success()
+        .stdout(predicate::str::starts_with(
+            "decision=help\ntext='Sweep the autotune",
+        ));
+}
