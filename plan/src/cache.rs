@@ -1,67 +1,68 @@
 //! The record cache as a run of scripts/warmup meets it (docs/CONTRACT.md, "The record cache"):
 //! with no record folder named, the run's records go to the cache folder of its Triton and
 //! device model (`protocol::cache_dir`), which every later run reads, so that a re-run is
-//! answered without the user naming anything. A cache that cannot be made or written is no
-//! reason to stop: the run goes on without a record folder, and the line says why.
+//! answered without the user naming anything. Deciding makes nothing: discovery only finds the
+//! folder and whether it can be made and written ([`resolve`]); the step that acts on the
+//! decision makes it ([`apply`]). A cache that cannot be used is no reason to stop: the run goes
+//! on without a record folder, and the decision's line says why.
 
-use crate::decision::Decision;
+use crate::decision::{self, Decision, RecordFolder};
 use crate::discover::{Discovery, World};
 use protocol::cache_dir;
 use protocol::probe::Platform;
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-/// Where the run's record folder came from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Cache {
-    /// `FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR` names it, or this is a warmup child: no cache.
-    NotUsed,
-    /// The cache folder of this Triton and device model, made and writable.
-    Folder(PathBuf),
-    /// The cache cannot be used: why.
-    Unavailable(String),
-}
-
-/// The record folder of the run: the named one, else the cache's for this platform.
+/// The record folder of the run: the named one, else the cache's for this platform where it can
+/// be used; nothing is made.
 pub fn resolve(
     named: Option<PathBuf>,
     worker: bool,
     world: &World,
     platform: &Platform,
-) -> (Option<PathBuf>, Cache) {
-    if named.is_some() || worker {
-        return (named, Cache::NotUsed);
+) -> RecordFolder {
+    if worker {
+        return RecordFolder::NotUsed;
+    }
+    if let Some(dir) = named {
+        return RecordFolder::Named(dir);
     }
     let var = |name: &str| world.env.get_os(name).map(OsString::from);
-    let made = cache_dir::root(var).and_then(|root| {
-        cache_dir::prepare(
+    let found = cache_dir::root(var).and_then(|root| {
+        cache_dir::locate(
             &root,
             platform.triton.as_deref(),
             platform.device.as_deref(),
         )
     });
-    match made {
-        Ok(dir) => (Some(dir.clone()), Cache::Folder(dir)),
-        Err(why) => (None, Cache::Unavailable(why)),
+    match found {
+        Ok(dir) => RecordFolder::Cache(dir),
+        Err(why) => RecordFolder::CacheUnavailable(why),
     }
 }
 
-/// The decision, given what the cache is: a one-process record with no folder to record into
-/// (the cache cannot be used) runs COMMAND unchanged, saying why; a run that uses the cache marks
-/// the op used there (`warmup-cache remove --older-than` reads it).
-pub fn settle(decision: Decision, found: &Discovery) -> Decision {
-    match (&decision, &found.cache) {
-        (Decision::Record { dir: None, .. }, Cache::Unavailable(why)) => Decision::Plain {
-            reason: format!(
-                "no record folder is named and the record cache cannot be used ({why}): COMMAND runs unchanged, recording nothing (set {} to keep a record)",
-                protocol::env::RECORD_DIR
-            ),
-        },
-        (Decision::Record { .. } | Decision::Replay { .. } | Decision::Sweep { .. }, Cache::Folder(dir)) => {
+/// Acts on the decision for the record cache: a run that uses the cache's folder (replay, record
+/// or sweep) makes it and marks the op used there (`warmup-cache remove --older-than` reads the
+/// stamp); a plain run makes nothing. A folder that cannot be made after all (taken since it was
+/// found, a full disk) is a cache that cannot be used: the run is decided again without it, as
+/// discovery would have found it.
+pub fn apply(found: Discovery, decision: Decision) -> (Discovery, Decision) {
+    let RecordFolder::Cache(dir) = &found.facts.record_folder else {
+        return (found, decision);
+    };
+    if let Decision::Plain { .. } = decision {
+        return (found, decision);
+    }
+    match cache_dir::make(dir) {
+        Ok(()) => {
             cache_dir::touch(dir, &found.op);
-            decision
+            (found, decision)
         }
-        _ => decision,
+        Err(why) => {
+            let found = found.without_cache(why);
+            let decision = decision::decide(&found.facts);
+            (found, decision)
+        }
     }
 }
 
@@ -84,46 +85,136 @@ mod tests {
         device: None,
     };
 
+    fn h200() -> Platform {
+        Platform {
+            triton: Some("3.6.0".into()),
+            device: Some("NVIDIA H200".into()),
+        }
+    }
+
+    fn empty(dir: &std::path::Path) -> bool {
+        std::fs::read_dir(dir).expect("read").next().is_none()
+    }
+
     #[test]
     fn a_named_folder_wins_and_a_child_uses_no_cache() {
         let home = tempfile::tempdir().expect("tempdir");
         let w = world(&[("HOME", home.path().to_str().expect("utf-8"))]);
-        let named = Some(PathBuf::from("/named"));
         assert_eq!(
-            resolve(named.clone(), false, &w, &UNKNOWN),
-            (named, Cache::NotUsed)
+            resolve(Some("/named".into()), false, &w, &UNKNOWN),
+            RecordFolder::Named("/named".into())
         );
-        assert_eq!(resolve(None, true, &w, &UNKNOWN), (None, Cache::NotUsed));
-        assert!(
-            std::fs::read_dir(home.path())
-                .expect("read")
-                .next()
-                .is_none(),
-            "nothing made"
-        );
+        assert_eq!(resolve(None, true, &w, &UNKNOWN), RecordFolder::NotUsed);
+        assert!(empty(home.path()), "nothing made");
     }
 
     #[test]
-    fn the_cache_folder_is_made_per_platform_and_one_that_cannot_be_is_said() {
+    fn the_cache_folder_is_found_per_platform_without_being_made() {
         let home = tempfile::tempdir().expect("tempdir");
         let w = world(&[("XDG_CACHE_HOME", home.path().to_str().expect("utf-8"))]);
-        let platform = Platform {
-            triton: Some("3.6.0".into()),
-            device: Some("NVIDIA H200".into()),
+        let RecordFolder::Cache(dir) = resolve(None, false, &w, &h200()) else {
+            panic!("no cache folder");
         };
-        let (dir, cache) = resolve(None, false, &w, &platform);
-        let dir = dir.expect("the cache's folder");
-        assert_eq!(cache, Cache::Folder(dir.clone()));
-        assert!(dir.is_dir() && dir.starts_with(home.path().join("parallel-warmup/records")));
+        assert!(dir.starts_with(home.path().join("parallel-warmup/records")));
+        assert!(empty(home.path()), "deciding makes nothing");
         assert_ne!(
-            resolve(None, false, &w, &UNKNOWN).0,
-            Some(dir),
+            resolve(None, false, &w, &UNKNOWN),
+            RecordFolder::Cache(dir),
             "another platform, another folder"
         );
-        let (none, cache) = resolve(None, false, &world(&[]), &platform);
+        let none = resolve(None, false, &world(&[]), &h200());
         assert!(
-            none.is_none() && matches!(cache, Cache::Unavailable(_)),
-            "{cache:?}"
+            matches!(none, RecordFolder::CacheUnavailable(_)),
+            "{none:?}"
+        );
+    }
+
+    /// A sweep on two listed devices of a shape file in `work`, with no record folder named
+    /// and the record cache under `work/cache`.
+    fn sweeping_in(work: &std::path::Path) -> (crate::flags::Warmup, World) {
+        use clap::Parser;
+        std::fs::write(work.join("s.yaml"), "mm:\n  shapes: [[1, 2]]\n").expect("shapes");
+        let cache = work.join("cache");
+        let vars = [("XDG_CACHE_HOME", cache.to_str().expect("utf-8"))];
+        let w = World {
+            env: Environment::fake(&vars, work),
+            lookup: protocol::python::Lookup::default(),
+            addopts: None,
+            cwd: work.to_owned(),
+        };
+        let args = crate::flags::Warmup::try_parse_from([
+            "warmup",
+            "--backend",
+            "cuda",
+            "--gpus",
+            "2",
+            "--devices",
+            "0,1",
+            "--",
+            "true",
+            "--shape_file",
+            "s.yaml",
+        ])
+        .expect("parses");
+        (args, w)
+    }
+
+    #[test]
+    fn deciding_makes_nothing_and_acting_on_a_sweep_makes_the_cache_folder_and_its_stamp() {
+        let work = tempfile::tempdir().expect("tempdir");
+        let (args, w) = sweeping_in(work.path());
+        let found = crate::discover::discover(&args, &w).expect("discovered");
+        let decision = decision::decide(&found.facts);
+        assert_eq!(decision.name(), "sweep", "{decision:?}");
+        assert!(!work.path().join("cache").exists(), "deciding made nothing");
+        let RecordFolder::Cache(dir) = found.facts.record_folder.clone() else {
+            panic!("{:?}", found.facts.record_folder);
+        };
+        let (found, acted) = apply(found, decision.clone());
+        assert_eq!(acted, decision);
+        assert!(dir.is_dir() && cache_dir::used_path(&dir, &found.op).is_file());
+    }
+
+    #[test]
+    fn a_plain_run_makes_no_cache_folder() {
+        let work = tempfile::tempdir().expect("tempdir");
+        let (mut args, w) = sweeping_in(work.path());
+        args.gpus = Some(1);
+        let found = crate::discover::discover(&args, &w).expect("discovered");
+        let decision = decision::decide(&found.facts);
+        assert_eq!(decision.name(), "plain", "{decision:?}");
+        apply(found, decision);
+        assert!(!work.path().join("cache").exists());
+    }
+
+    #[test]
+    fn a_cache_folder_that_cannot_be_made_once_decided_is_decided_again_without_it() {
+        let work = tempfile::tempdir().expect("tempdir");
+        let (args, w) = sweeping_in(work.path());
+        let found = crate::discover::discover(&args, &w).expect("discovered");
+        let decision = decision::decide(&found.facts);
+        assert!(
+            decision.reason().contains("no usable history"),
+            "{decision:?}"
+        );
+        // Taken since it was found: the cache's place is now a file.
+        std::fs::write(work.path().join("cache"), "").expect("a file in the way");
+        let (found, decision) = apply(found, decision);
+        let RecordFolder::CacheUnavailable(why) = &found.facts.record_folder else {
+            panic!("{:?}", found.facts.record_folder);
+        };
+        assert!(why.starts_with("cannot make "), "{why}");
+        let Decision::Sweep {
+            by_history: false,
+            ref reason,
+            ..
+        } = decision
+        else {
+            panic!("{decision:?}");
+        };
+        assert_eq!(
+            reason, "the warmup runs; sweeping on 0,1",
+            "no history to read"
         );
     }
 }

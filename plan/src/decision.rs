@@ -6,7 +6,7 @@
 //! with no shape file on 2 or more distinct devices claims keys (by-key mode) without being told
 //! (docs/CONTRACT.md, "warmup-plan").
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// The GPU count, from `--gpus` or the environment.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,6 +54,30 @@ pub enum Prediction {
     },
 }
 
+/// The run's record folder: where the op's record is read from and recorded into.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RecordFolder {
+    /// `FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR` names it.
+    Named(PathBuf),
+    /// None is named: the record cache's folder for this Triton and device model, which can be
+    /// made and written; it is made once a run that uses it is decided (`crate::cache::apply`).
+    Cache(PathBuf),
+    /// None is named and the record cache cannot be used: why.
+    CacheUnavailable(String),
+    /// A warmup child: the tools that started it own the record folder.
+    NotUsed,
+}
+
+impl RecordFolder {
+    /// The folder, where there is one.
+    pub fn dir(&self) -> Option<&Path> {
+        match self {
+            RecordFolder::Named(dir) | RecordFolder::Cache(dir) => Some(dir),
+            RecordFolder::CacheUnavailable(_) | RecordFolder::NotUsed => None,
+        }
+    }
+}
+
 /// Everything the decision reads.
 #[derive(Debug, Clone)]
 pub struct Facts {
@@ -68,7 +92,7 @@ pub struct Facts {
     pub devices: Result<Vec<String>, String>,
     /// Whether the harness runs in COMMAND's pytest, and if not, why not.
     pub harness: Result<(), String>,
-    pub record_dir: Option<PathBuf>,
+    pub record_folder: RecordFolder,
     pub record: Record,
     pub prediction: Prediction,
 }
@@ -80,7 +104,8 @@ pub enum Decision {
     Plain { reason: String },
     /// Once, replaying the record in `dir` (and tuning live, then adding, a key it lacks).
     Replay { reason: String, dir: PathBuf },
-    /// Once, recording (compile-ahead on) into `dir`; `None`: a folder the run makes.
+    /// Once, recording (compile-ahead on) into `dir`; `None`: the harness records nothing (the
+    /// folder's `<op>.json` is no record file it can add to).
     Record {
         reason: String,
         dir: Option<PathBuf>,
@@ -122,64 +147,104 @@ fn plain(reason: impl Into<String>) -> Decision {
     }
 }
 
+/// A rule's answer: `Err` is the decision made there (COMMAND plain), which no later rule changes.
+type Rule<T> = Result<T, Decision>;
+
 /// The decision, rule by rule.
 pub fn decide(f: &Facts) -> Decision {
+    rules(f).unwrap_or_else(std::convert::identity)
+}
+
+fn rules(f: &Facts) -> Rule<Decision> {
     if f.worker {
-        return plain("FLAGGEMS_PERF_WARMUP_WORKER is set: this is a warmup child, skipping");
-    }
-    if let Gpus::Invalid(text) = &f.gpus {
-        return plain(format!(
-            "GPU count '{text}' is not a whole number; skipping"
+        return Err(plain(
+            "FLAGGEMS_PERF_WARMUP_WORKER is set: this is a warmup child, skipping",
         ));
     }
-    if f.harness.is_ok() && !f.replay_dir_set {
-        if let Some(decision) = harness_decision(f) {
-            return decision;
-        }
+    if let Gpus::Invalid(text) = &f.gpus {
+        return Err(not_whole(text));
     }
     let harness = f.harness.is_ok() && !f.replay_dir_set;
-    let gpus = match f.gpus {
-        // Where the harness is, no count is every visible device (a single one recorded above).
-        Gpus::Unset if harness => u64::MAX,
-        Gpus::Unset => return plain("no GPU count (--gpus or PARALLEL_WARMUP_GPUS); skipping"),
-        Gpus::Count(n) if n < 2 => {
-            return plain(format!(
-                "GPU count {n} is below 2; nothing to parallelize, skipping"
-            ))
+    if harness {
+        if let Some(decision) = harness_decision(f) {
+            return Ok(decision);
         }
-        Gpus::Count(n) => n,
-        Gpus::Invalid(_) => unreachable!("refused above"),
-    };
+    }
+    let gpus = gpu_count(&f.gpus, harness)?;
     // No shape file on 2 or more distinct devices, where the harness is: the children claim keys.
     let by_key = f.by_key || (harness && f.shape_file.is_none() && distinct(&f.devices) >= 2);
     if !by_key {
-        match &f.shape_file {
-            None => {
-                return plain(
-                    "no --shape_file; parallel warmup needs an explicit shape set, skipping",
-                )
-            }
-            Some((file, false)) => {
-                return plain(format!(
-                "--shape_file {} is missing; parallel warmup needs an explicit shape set, skipping",
-                file.display()
-            ))
-            }
-            Some(_) => {}
-        }
+        shape_file_given(f.shape_file.as_ref())?;
     }
     if f.replay_dir_set {
-        return plain("FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR is set; configs are already pinned, nothing to sweep, skipping");
+        return Err(plain("FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR is set; configs are already pinned, nothing to sweep, skipping"));
     }
-    let listed = match &f.devices {
+    let devices = sweep_devices(&f.devices, by_key, gpus)?;
+    let reason = worth_it(f, by_key)?;
+    Ok(Decision::Sweep {
+        reason: format!(
+            "{reason}; sweeping on {}{}",
+            devices.join(","),
+            not_replayed(f)
+        ),
+        by_history: f.record_folder.dir().is_some() && !by_key,
+        by_key,
+        devices,
+    })
+}
+
+/// The GPU count asked for; where the harness is, none asked is every visible device (a single
+/// one was recorded before this rule).
+fn gpu_count(gpus: &Gpus, harness: bool) -> Rule<u64> {
+    match gpus {
+        Gpus::Unset if harness => Ok(u64::MAX),
+        Gpus::Unset => Err(plain(
+            "no GPU count (--gpus or PARALLEL_WARMUP_GPUS); skipping",
+        )),
+        Gpus::Count(n) if *n < 2 => Err(plain(format!(
+            "GPU count {n} is below 2; nothing to parallelize, skipping"
+        ))),
+        Gpus::Count(n) => Ok(*n),
+        Gpus::Invalid(text) => Err(not_whole(text)),
+    }
+}
+
+/// `PARALLEL_WARMUP_GPUS` holds no whole number: a skip, as in the plugin, whatever else holds.
+fn not_whole(text: &str) -> Decision {
+    plain(format!(
+        "GPU count '{text}' is not a whole number; skipping"
+    ))
+}
+
+/// Shape mode splits the shape file COMMAND names: there must be one, and it must be a file.
+fn shape_file_given(shape_file: Option<&(PathBuf, bool)>) -> Rule<()> {
+    match shape_file {
+        None => Err(plain(
+            "no --shape_file; parallel warmup needs an explicit shape set, skipping",
+        )),
+        Some((file, false)) => Err(plain(format!(
+            "--shape_file {} is missing; parallel warmup needs an explicit shape set, skipping",
+            file.display()
+        ))),
+        Some(_) => Ok(()),
+    }
+}
+
+/// The devices a sweep runs on: the first `gpus` of those listed, 2 or more of them.
+fn sweep_devices(
+    devices: &Result<Vec<String>, String>,
+    by_key: bool,
+    gpus: u64,
+) -> Rule<Vec<String>> {
+    let listed = match devices {
         Ok(list) => list,
-        Err(why) => return plain(format!("cannot list the devices ({why}); skipping")),
+        Err(why) => return Err(plain(format!("cannot list the devices ({why}); skipping"))),
     };
     if listed.len() < 2 {
-        return plain(format!(
+        return Err(plain(format!(
             "only {} visible GPU(s); nothing to parallelize, skipping",
             listed.len()
-        ));
+        )));
     }
     // By key, one child per device: a device listed twice is one (`--by-key` refused it already).
     let listed = if by_key {
@@ -190,44 +255,35 @@ pub fn decide(f: &Facts) -> Decision {
     let take = usize::try_from(gpus)
         .unwrap_or(usize::MAX)
         .min(listed.len());
-    let devices = listed[..take].to_vec();
-    let dir = f.record_dir.as_ref().map(|d| d.display().to_string());
-    // By key there are no shapes, hence no history to predict from.
-    let prediction = if by_key {
-        &Prediction::NotAsked
-    } else {
-        &f.prediction
+    Ok(listed[..take].to_vec())
+}
+
+/// Why the sweep runs, or the plain run where the history predicts it does not pay off.
+fn worth_it(f: &Facts, by_key: bool) -> Rule<String> {
+    let dir = || {
+        f.record_folder
+            .dir()
+            .map(|d| d.display().to_string())
+            .unwrap_or_default()
     };
-    let reason = match prediction {
+    match &f.prediction {
+        // By key there are no shapes, hence no history to predict from.
+        _ if by_key && !f.by_key => Ok("no --shape_file: each device's child runs COMMAND whole and claims the keys it meets first (by-key mode)".to_owned()),
+        _ if by_key => Ok("the warmup runs".to_owned()),
         Prediction::Figures {
             warmup,
             plain: alone,
             worth: false,
-        } => {
-            return plain(format!(
-                "the history in {} predicts {warmup:.2} s with the warmup against {alone:.2} s plain, less than 10% saved (--always sweeps anyway); skipping",
-                dir.unwrap_or_default()
-            ))
-        }
-        Prediction::Figures { warmup, plain, .. } => format!(
+        } => Err(plain(format!(
+            "the history in {} predicts {warmup:.2} s with the warmup against {alone:.2} s plain, less than 10% saved (--always sweeps anyway); skipping",
+            dir()
+        ))),
+        Prediction::Figures { warmup, plain, .. } => Ok(format!(
             "the history in {} predicts {warmup:.2} s with the warmup against {plain:.2} s plain",
-            dir.unwrap_or_default()
-        ),
-        Prediction::Unusable(why) => format!("no usable history ({why}): the warmup runs"),
-        Prediction::NotAsked if by_key && !f.by_key => {
-            "no --shape_file: each device's child runs COMMAND whole and claims the keys it meets first (by-key mode)".to_owned()
-        }
-        Prediction::NotAsked => "the warmup runs".to_owned(),
-    };
-    Decision::Sweep {
-        reason: format!(
-            "{reason}; sweeping on {}{}",
-            devices.join(","),
-            not_replayed(f)
-        ),
-        by_history: f.record_dir.is_some() && !by_key,
-        by_key,
-        devices,
+            dir()
+        )),
+        Prediction::Unusable(why) => Ok(format!("no usable history ({why}): the warmup runs")),
+        Prediction::NotAsked => Ok("the warmup runs".to_owned()),
     }
 }
 
@@ -250,28 +306,28 @@ fn distinct(devices: &Result<Vec<String>, String>) -> usize {
 /// Replay or one process recording, where the harness runs in COMMAND (issue 24): `None` when
 /// neither applies and the plugin's rules decide.
 fn harness_decision(f: &Facts) -> Option<Decision> {
-    if let (Some(dir), Record::Answers, false) = (&f.record_dir, &f.record, f.fresh) {
+    if let (Some(dir), Record::Answers, false) = (f.record_folder.dir(), &f.record, f.fresh) {
         return Some(Decision::Replay {
             reason: format!(
                 "the record in {} answers op keys for this Triton and device model: COMMAND runs once, replaying it; a key it lacks is tuned live and added (--fresh tunes every key again)",
                 dir.display()
             ),
-            dir: dir.clone(),
+            dir: dir.to_owned(),
         });
     }
-    let one = match (&f.gpus, &f.devices) {
-        (Gpus::Count(n), _) if *n < 2 => Some(format!("GPU count {n}")),
-        (_, Ok(list)) if list.len() == 1 => Some(format!("one visible GPU ({})", list[0])),
-        // No shape file to split: a device listed twice is one device, by key.
-        (_, Ok(list)) if !f.by_key && f.shape_file.is_none() && distinct(&f.devices) == 1 => Some(
-            format!("one device ({}, listed {} times)", list[0], list.len()),
-        ),
-        // No count, and the devices cannot be told: one process, as before.
-        (Gpus::Unset, Err(_)) => Some("no GPU count".to_owned()),
-        (Gpus::Unset, Ok(list)) if list.len() < 2 => Some("no GPU count".to_owned()),
-        _ => None,
-    }?;
-    if let (Some(dir), Record::Damaged(why)) = (&f.record_dir, &f.record) {
+    let one = one_device(f)?;
+    let dir = match &f.record_folder {
+        RecordFolder::Named(dir) | RecordFolder::Cache(dir) => dir,
+        RecordFolder::CacheUnavailable(why) => {
+            return Some(plain(format!(
+                "no record folder is named and the record cache cannot be used ({why}): COMMAND runs unchanged, recording nothing (set {} to keep a record)",
+                protocol::env::RECORD_DIR
+            )))
+        }
+        // A warmup child, decided plain before any rule of the harness.
+        RecordFolder::NotUsed => return None,
+    };
+    if let Record::Damaged(why) = &f.record {
         // The harness adds only to a record file (and refuses the run): it records nothing here.
         return Some(Decision::Record {
             reason: format!(
@@ -283,29 +339,36 @@ fn harness_decision(f: &Facts) -> Option<Decision> {
             dir: None,
         });
     }
-    let (into, dir) = match &f.record_dir {
-        Some(dir) => (
-            format!("into {}, for the next run", dir.display()),
-            Some(dir.clone()),
-        ),
-        None => (
-            "into a folder of its own, which no later run reads (set FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR to keep the record)".to_owned(),
-            None,
-        ),
-    };
     Some(Decision::Record {
         reason: format!(
-            "{one}: one device, one process: COMMAND runs once with the harness recording (compile-ahead on) {into}{}",
+            "{one}: one device, one process: COMMAND runs once with the harness recording (compile-ahead on) into {}, for the next run{}",
+            dir.display(),
             not_replayed(f)
         ),
-        dir,
+        dir: Some(dir.clone()),
     })
+}
+
+/// Why the run is one device, where it is: the GPU count, or the devices listed.
+fn one_device(f: &Facts) -> Option<String> {
+    match (&f.gpus, &f.devices) {
+        (Gpus::Count(n), _) if *n < 2 => Some(format!("GPU count {n}")),
+        (_, Ok(list)) if list.len() == 1 => Some(format!("one visible GPU ({})", list[0])),
+        // No shape file to split: a device listed twice is one device, by key.
+        (_, Ok(list)) if !f.by_key && f.shape_file.is_none() && distinct(&f.devices) == 1 => Some(
+            format!("one device ({}, listed {} times)", list[0], list.len()),
+        ),
+        // No count, and the devices cannot be told: one process, as before.
+        (Gpus::Unset, Err(_)) => Some("no GPU count".to_owned()),
+        (Gpus::Unset, Ok(list)) if list.len() < 2 => Some("no GPU count".to_owned()),
+        _ => None,
+    }
 }
 
 /// Where the harness would have replayed the record folder but its record does not answer this
 /// run: why, and that the run resumes from the keys it holds.
 fn not_replayed(f: &Facts) -> String {
-    match (&f.record_dir, f.record.why(), &f.harness, f.fresh) {
+    match (f.record_folder.dir(), f.record.why(), &f.harness, f.fresh) {
         (Some(dir), Some(why), Ok(()), false) => format!(
             "; the record in {} is not replayed ({why}): its keys are resumed from, the rest tuned",
             dir.display()
@@ -329,7 +392,7 @@ mod tests {
             replay_dir_set: false,
             devices: Ok(vec!["0".into(), "1".into()]),
             harness: Err("no harness".into()),
-            record_dir: None,
+            record_folder: RecordFolder::CacheUnavailable("no HOME".into()),
             record: Record::Misses("no record".into()),
             prediction: Prediction::NotAsked,
         }
@@ -341,7 +404,7 @@ mod tests {
     }
 
     fn answering(mut f: Facts) -> Facts {
-        f.record_dir = Some("/r".into());
+        f.record_folder = RecordFolder::Named("/r".into());
         f.record = Record::Answers;
         f
     }
@@ -368,7 +431,7 @@ mod tests {
         assert_eq!(devices, ["0", "1", "2"]);
         assert!(!by_history, "no record folder: the robust model");
         f.gpus = Gpus::Count(2);
-        f.record_dir = Some("/r".into());
+        f.record_folder = RecordFolder::Named("/r".into());
         let Decision::Sweep {
             devices,
             by_history,
@@ -428,7 +491,7 @@ mod tests {
     #[test]
     fn a_history_predicting_under_ten_percent_runs_plain_with_both_figures() {
         let mut f = sweeping();
-        f.record_dir = Some("/r".into());
+        f.record_folder = RecordFolder::Named("/r".into());
         f.prediction = Prediction::Figures {
             warmup: 30.0,
             plain: 31.0,
@@ -481,7 +544,7 @@ mod tests {
     fn one_device_records_in_one_process_where_the_harness_is() {
         let mut f = with_harness(sweeping());
         f.gpus = Gpus::Count(1);
-        f.record_dir = Some("/r".into());
+        f.record_folder = RecordFolder::Named("/r".into());
         let d = decide(&f);
         assert_eq!(
             d,
@@ -497,12 +560,18 @@ mod tests {
         f.gpus = Gpus::Count(4);
         f.devices = Ok(vec!["3".into()]);
         assert!(decide(&f).reason().contains("one visible GPU (3)"));
+        // The record cache's folder is recorded into as a named one is.
+        f.record_folder = RecordFolder::Cache("/c".into());
+        assert!(decide(&f).reason().contains("into /c, for the next run"));
+        // No folder named and the cache cannot be used: COMMAND runs unchanged, saying why.
         f.gpus = Gpus::Unset;
-        f.record_dir = None;
-        let Decision::Record { reason, dir: None } = decide(&f) else {
-            panic!("{:?}", decide(&f));
-        };
-        assert!(reason.contains("no later run reads"), "{reason}");
+        f.record_folder = RecordFolder::CacheUnavailable("no HOME".into());
+        assert_eq!(
+            reason(&f),
+            "no record folder is named and the record cache cannot be used (no HOME): COMMAND \
+             runs unchanged, recording nothing (set FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR to keep a \
+             record)"
+        );
         // A device listed twice still sweeps, as it always did.
         f.gpus = Gpus::Count(2);
         f.devices = Ok(vec!["0".into(), "0".into()]);
@@ -512,7 +581,7 @@ mod tests {
     #[test]
     fn a_record_that_does_not_answer_is_resumed_from_and_the_reason_says_why() {
         let mut f = with_harness(sweeping());
-        f.record_dir = Some("/r".into());
+        f.record_folder = RecordFolder::Named("/r".into());
         f.record = Record::Misses("/r/mm.meta.json names no complete run".into());
         let d = decide(&f);
         assert_eq!(
@@ -561,7 +630,7 @@ mod tests {
     fn without_the_harness_one_device_keeps_the_old_skip_rules() {
         let mut f = sweeping();
         f.gpus = Gpus::Count(1);
-        f.record_dir = Some("/r".into());
+        f.record_folder = RecordFolder::Named("/r".into());
         f.record = Record::Answers;
         assert!(reason(&f).contains("below 2"));
         f.gpus = Gpus::Count(4);
@@ -575,7 +644,7 @@ mod tests {
         f.shape_file = None;
         f.gpus = Gpus::Unset;
         f.devices = Ok(vec!["0".into(), "1".into(), "0".into()]);
-        f.record_dir = Some("/r".into());
+        f.record_folder = RecordFolder::Named("/r".into());
         f.prediction = Prediction::Figures {
             warmup: 30.0,
             plain: 31.0,
@@ -630,6 +699,7 @@ mod tests {
             "a shape file is split as ever"
         );
         f.devices = Err("no devices found".into());
+        f.record_folder = RecordFolder::Cache("/c".into());
         assert!(decide(&f).reason().contains("no GPU count"), "one process");
     }
 

@@ -4,7 +4,7 @@
 //! record answers the op, and the history's prediction. The reads are protocol's (`backend`,
 //! `command`, `python`, `probe`, `history`, `predict`): each rule exists once in the house.
 
-use crate::decision::{Facts, Gpus, Prediction, Record};
+use crate::decision::{Facts, Gpus, Prediction, Record, RecordFolder};
 use crate::flags::Warmup;
 use anyhow::{bail, Result};
 use protocol::backend::{self, Environment};
@@ -55,13 +55,21 @@ pub struct Discovery {
     /// The op and why it is the one (`op mm (from -m mm)`), for the opening line.
     pub op_said: String,
     pub platform: Platform,
-    /// Why the harness does not run in COMMAND, for the reason, or None.
+    /// The shape file COMMAND names, as given.
     pub shape_file: Option<PathBuf>,
     /// This run's signature (`protocol::history::signature`): a sidecar whose `complete_for`
     /// holds it vouches that its record holds every key this run needs.
     pub signature: String,
-    /// Whether the record folder is the record cache's (`crate::cache`).
-    pub cache: crate::cache::Cache,
+}
+
+impl Discovery {
+    /// The same run where the record cache cannot be used (`why`): no record folder to read
+    /// a record or a history from, as discovery finds it then.
+    pub fn without_cache(mut self, why: String) -> Discovery {
+        self.facts.record_folder = RecordFolder::CacheUnavailable(why);
+        (self.facts.record, self.facts.prediction) = unread();
+        self
+    }
 }
 
 /// The op, as every tool reads `FLAGGEMS_PERF_CURRENT_OP`.
@@ -88,23 +96,14 @@ pub fn record_dir(raw: Option<&std::ffi::OsStr>, cwd: &Path) -> Result<Option<Pa
     Ok(Some(dir))
 }
 
-/// Discovers everything the decision reads.
+/// Discovers everything the decision reads. It reads and makes nothing in the record cache
+/// (`crate::cache::apply` makes its folder once the run is decided).
 pub fn discover(args: &Warmup, world: &World) -> Result<Discovery> {
     let worker = world.set(names::WARMUP_WORKER);
-    let gpus = match (args.gpus, world.var(names::GPUS)) {
-        (Some(n), _) => Gpus::Count(n),
-        (None, None) => Gpus::Unset,
-        (None, Some(text)) if text.trim().is_empty() => Gpus::Unset,
-        (None, Some(text)) => match toolkit::cli::whole(text) {
-            Some(n) => Gpus::Count(n),
-            None => Gpus::Invalid(text.to_owned()),
-        },
-    };
-    let raw_dir = world.env.get_os(names::RECORD_DIR);
-    let record_dir = if worker {
+    let named = if worker {
         None
     } else {
-        record_dir(raw_dir, &world.cwd)?
+        record_dir(world.env.get_os(names::RECORD_DIR), &world.cwd)?
     };
     let shape_file = command::shape_file_of(&args.command).map(PathBuf::from);
     let backend_name = args.spawn.backend.as_deref().unwrap_or("auto");
@@ -128,24 +127,25 @@ pub fn discover(args: &Warmup, world: &World) -> Result<Discovery> {
     };
     let derived = protocol::op::derive(world.var(names::CURRENT_OP), &args.command);
     let op = derived.name.clone();
-    let (record_dir, cache) = crate::cache::resolve(record_dir, worker, world, &platform);
+    let record_folder = crate::cache::resolve(named, worker, world, &platform);
     let shape_bytes = shape_file
         .as_deref()
         .and_then(|f| toolkit::file::read(&world.cwd.join(f)).ok());
     let signature = protocol::history::signature(&op, &args.command, shape_bytes.as_deref());
-    let record = match &record_dir {
-        Some(dir) => answers(dir, &op, &platform, &signature),
-        None => Record::Misses("no record folder".into()),
-    };
-    let prediction = match &record_dir {
-        Some(dir) if !args.by_key && !args.always => {
-            predict(dir, &op, &platform, &tokens, args.gpus)
-        }
-        _ => Prediction::NotAsked,
+    let (record, prediction) = match record_folder.dir() {
+        Some(dir) => (
+            answers(dir, &op, &platform, &signature),
+            if args.by_key || args.always {
+                Prediction::NotAsked
+            } else {
+                predict(dir, &op, &platform, &tokens, args.gpus)
+            },
+        ),
+        None => unread(),
     };
     let facts = Facts {
         worker,
-        gpus,
+        gpus: gpus(args.gpus, world.var(names::GPUS)),
         by_key: args.by_key,
         fresh: args.fresh,
         shape_file: shape_file.clone().map(|f| {
@@ -155,7 +155,7 @@ pub fn discover(args: &Warmup, world: &World) -> Result<Discovery> {
         replay_dir_set: world.set(names::REPLAY_DIR),
         devices,
         harness,
-        record_dir,
+        record_folder,
         record,
         prediction,
     };
@@ -166,8 +166,28 @@ pub fn discover(args: &Warmup, world: &World) -> Result<Discovery> {
         platform,
         shape_file,
         signature,
-        cache,
     })
+}
+
+/// The GPU count: `--gpus`, else `PARALLEL_WARMUP_GPUS` (blank is unset).
+fn gpus(given: Option<u64>, var: Option<&str>) -> Gpus {
+    match (given, var) {
+        (Some(n), _) => Gpus::Count(n),
+        (None, None) => Gpus::Unset,
+        (None, Some(text)) if text.trim().is_empty() => Gpus::Unset,
+        (None, Some(text)) => match toolkit::cli::whole(text) {
+            Some(n) => Gpus::Count(n),
+            None => Gpus::Invalid(text.to_owned()),
+        },
+    }
+}
+
+/// What a run with no record folder knows of the op's record and history: nothing.
+fn unread() -> (Record, Prediction) {
+    (
+        Record::Misses("no record folder".into()),
+        Prediction::NotAsked,
+    )
 }
 
 /// By-key mode claims each key once per device: a device listed twice is refused up front, as

@@ -1,9 +1,10 @@
 //! `warmup-plan`: the one planning step of scripts/warmup and scripts/warmup-slurm. It parses
-//! the driver's options (`flags`, clap: a typo is a usage error, exit 2), discovers once what the
-//! run is made of (`discover`), and returns one typed decision with its reason (`decision`):
-//! COMMAND plain, replaying the record, one process recording, or a sweep with its plan. The
-//! drivers `eval` what it prints (`--format sh`) and only compose the steps it names
-//! (docs/CONTRACT.md, "warmup-plan").
+//! its own options and the driver's (`cli`, `flags`, clap: a typo is a usage error, exit 2),
+//! discovers once what the run is made of (`discover`), and returns one typed decision with its
+//! reason (`decision`): COMMAND plain, replaying the record, one process recording, or a sweep
+//! with its plan. Deciding makes nothing; the step that acts on the decision makes the record
+//! cache's folder the run uses (`cache::apply`). The drivers `eval` what it prints (`--format
+//! sh`) and only compose the steps it names (docs/CONTRACT.md, "warmup-plan").
 //!
 //! Its own options come first: `warmup-plan [--format sh|json] [--for warmup|warmup-slurm]
 //! DRIVER-OPTIONS... [-- COMMAND...]`, and `--completions SHELL --for DRIVER` or
@@ -12,253 +13,95 @@
 
 mod batch;
 mod cache;
+pub mod cli;
 pub mod decision;
 pub mod discover;
 pub mod flags;
 mod jobs;
 mod output;
+pub mod refusal;
 mod slurm;
 
-use anyhow::{bail, Context, Result};
-use clap::Parser;
-use decision::Decision;
+use anyhow::{Context, Result};
+use clap::{CommandFactory, Parser};
+use cli::{Driver, Own, Parsed};
 use discover::World;
 use output::{Format, Output};
+use refusal::Refusal;
 use std::ffi::OsString;
-use std::process::ExitCode;
+use std::io::Write;
 
 pub const TOOL: &str = "warmup-plan";
 
-/// Which driver's options follow.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Driver {
-    Warmup,
-    Slurm,
-}
-
-impl Driver {
-    fn name(self) -> &'static str {
-        match self {
-            Driver::Warmup => "warmup",
-            Driver::Slurm => "warmup-slurm",
-        }
-    }
-
-    fn command(self) -> clap::Command {
-        use clap::CommandFactory;
-        match self {
-            Driver::Warmup => flags::Warmup::command(),
-            Driver::Slurm => flags::Slurm::command(),
-        }
-    }
-}
-
-const ABOUT: &str = "Decide how warmup or warmup-slurm runs COMMAND: plain, replaying the \
-record, one process recording, or a sweep with its plan";
-
-const AFTER: &str = "The driver's options follow warmup-plan's own, unchanged; `--help` after `--for DRIVER`
-is the driver's help. Output (docs/CONTRACT.md, \"warmup-plan\"): decision=plain|replay|record|sweep,
-reason='...', `export NAME=VALUE` lines for replay and record, and for a sweep the devices, the
-record folder, the op and warmup-shard's and warmup-spawn's argv as arrays.
-
-EXAMPLES:
-  eval \"$(warmup-plan --format sh --for warmup \"$@\")\"      # what warmup does
-  warmup-plan --format json --gpus 2 -- pytest bench.py --shape_file s.yaml
-  warmup-plan --completions bash --for warmup > warmup.bash
-  warmup-plan --man --for warmup-slurm > warmup-slurm.1
-
-EXIT STATUS:
-  0      decided: the decision is on stdout
-  2      usage error (the driver's options, a record folder or scratch that is no folder): nothing
-         was decided or made; the message names the option and what to do
-  127    warmup's COMMAND cannot be run (not found in PATH, not executable, or an option where
-         the program belongs): nothing was decided or made";
-
-/// warmup-plan's own command line, for its `--help`, man page and completions.
-fn own_command() -> clap::Command {
-    use clap::{Arg, ArgAction};
-    clap::Command::new(TOOL)
-        .version(env!("CARGO_PKG_VERSION"))
-        .about(ABOUT)
-        .after_long_help(AFTER)
-        .arg(
-            Arg::new("format")
-                .long("format")
-                .value_name("FORMAT")
-                .value_parser(["sh", "json"])
-                .help("sh: assignments a driver evals (default); json: one object"),
-        )
-        .arg(
-            Arg::new("for")
-                .long("for")
-                .value_name("DRIVER")
-                .value_parser(["warmup", "warmup-slurm"])
-                .help("Whose options follow [default: warmup]"),
-        )
-        .arg(
-            Arg::new("completions")
-                .long("completions")
-                .value_name("SHELL")
-                .value_parser(["bash", "zsh", "fish"])
-                .help("Print the driver's completion script"),
-        )
-        .arg(
-            Arg::new("man")
-                .long("man")
-                .action(ArgAction::SetTrue)
-                .help("Print the driver's man page"),
-        )
-        .arg(
-            Arg::new("options")
-                .value_name("DRIVER-OPTIONS")
-                .num_args(0..)
-                .trailing_var_arg(true)
-                .allow_hyphen_values(true)
-                .help("The driver's options, then -- COMMAND..."),
-        )
-}
-
-/// warmup-plan's own options, read from the front of its argv.
+/// What warmup-plan prints on stdout.
 #[derive(Debug)]
-struct Own {
-    format: Format,
-    driver: Driver,
-    /// `--for` was given: `--help` is the driver's.
-    driven: bool,
-    generate: Option<String>,
-    rest: Vec<OsString>,
+pub enum Answer {
+    /// The driver's assignments, or its help as `decision=help`, in the format asked.
+    Plan(Output, Format),
+    /// Printed as it is: warmup-plan's help or version, a completion script, a man page.
+    Text(Vec<u8>),
 }
 
-fn own(argv: Vec<OsString>) -> Result<Own> {
-    let mut it = argv.into_iter().peekable();
-    let mut own = Own {
-        format: Format::Sh,
-        driver: Driver::Warmup,
-        driven: false,
-        generate: None,
-        rest: Vec::new(),
-    };
-    let value = |it: &mut std::iter::Peekable<std::vec::IntoIter<OsString>>, flag: &str| {
-        it.next()
-            .and_then(|v| v.into_string().ok())
-            .with_context(|| format!("{flag} needs a value"))
-    };
-    while let Some(arg) = it.peek().and_then(|a| a.to_str()).map(str::to_owned) {
-        match arg.as_str() {
-            "--format" => {
-                it.next();
-                own.format = match value(&mut it, "--format")?.as_str() {
-                    "sh" => Format::Sh,
-                    "json" => Format::Json,
-                    other => bail!("--format {other:?}: give sh or json"),
-                };
-            }
-            "--for" => {
-                it.next();
-                own.driven = true;
-                own.driver = match value(&mut it, "--for")?.as_str() {
-                    "warmup" => Driver::Warmup,
-                    "warmup-slurm" => Driver::Slurm,
-                    other => bail!("--for {other:?}: give warmup or warmup-slurm"),
-                };
-            }
-            "--completions" => {
-                it.next();
-                own.generate = Some(value(&mut it, "--completions")?);
-            }
-            "--man" => {
-                it.next();
-                own.generate = Some("man".into());
-            }
-            "--help" | "-h" if !own.driven => {
-                own_command().print_long_help()?;
-                std::process::exit(0);
-            }
-            "--version" | "-V" if !own.driven => {
-                print!("{}", own_command().render_version());
-                std::process::exit(0);
-            }
-            kind if kind.starts_with("--generate=") && !own.driven => {
-                let mut out = std::io::stdout().lock();
-                let code = match toolkit::cli::generate(
-                    own_command(),
-                    &kind["--generate=".len()..],
-                    &mut out,
-                ) {
-                    Ok(()) => 0,
-                    Err(err) => {
-                        eprintln!("{err:#}");
-                        2
-                    }
-                };
-                std::process::exit(code);
-            }
-            _ => break,
-        }
+impl Answer {
+    pub fn write(&self) -> Result<()> {
+        let bytes = match self {
+            Answer::Plan(out, format) => out.render(*format),
+            Answer::Text(text) => text.clone(),
+        };
+        let mut stdout = std::io::stdout().lock();
+        stdout
+            .write_all(&bytes)
+            .and_then(|()| stdout.flush())
+            .context("writing to stdout")
     }
-    own.rest = it.collect();
-    Ok(own)
 }
 
-/// The tool's whole run: the exit status, with every message on stderr.
-pub fn main() -> ExitCode {
-    let own = match own(std::env::args_os().skip(1).collect()) {
+/// The tool's run over its arguments (`argv`, without the program's name) in `world`: what to
+/// print, or why nothing was decided.
+pub fn run(argv: Vec<OsString>, world: &World) -> Result<Answer, Refusal> {
+    // `--generate=KIND` first: warmup-plan's own completion script or man page, as every tool's.
+    if let Some(kind) = argv.first().and_then(|a| toolkit::cli::generate_kind(a)) {
+        return generated(Own::command(), kind);
+    }
+    let own = match Own::try_parse_from(std::iter::once(OsString::from(TOOL)).chain(argv.clone())) {
         Ok(own) => own,
-        Err(err) => {
-            eprintln!("{TOOL}: {err:#}");
-            return ExitCode::from(toolkit::USAGE);
+        // --help, --version
+        Err(err) if !err.use_stderr() => {
+            return Ok(Answer::Text(err.render().to_string().into_bytes()))
         }
+        Err(err) => return Err(Refusal::usage(TOOL, &err)),
     };
-    if let Some(kind) = &own.generate {
-        let mut out = std::io::stdout().lock();
-        let generated = if kind == "man" {
-            toolkit::cli::man(own.driver.command(), &mut out)
-        } else {
-            toolkit::cli::generate(own.driver.command(), kind, &mut out)
-        };
-        return match generated {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(err) => {
-                eprintln!("{TOOL}: {err:#}");
-                ExitCode::from(toolkit::USAGE)
+    let driver = own.driver()?;
+    if let Some(shell) = &own.completions {
+        return generated(driver.command(), shell);
+    }
+    if own.man {
+        return generated(driver.command(), "man");
+    }
+    let prog = own.prog();
+    let argv = own.driver_argv(driver, &argv);
+    let out = match driver {
+        Driver::Warmup => match cli::parse_driver::<flags::Warmup>(prog, argv)? {
+            Parsed::Text(text) => text,
+            Parsed::Args(args) => {
+                runnable(prog, &args.command, world)?;
+                plan(&args, world).map_err(|e| refused(prog, &e))?
             }
-        };
-    }
-    // Run for a driver (`--for`, as the scripts run it), a message is the driver's, whose
-    // command line the user typed; run directly, it is warmup-plan's own.
-    let prog = if own.driven { own.driver.name() } else { TOOL };
-    let argv = std::iter::once(OsString::from(own.driver.name())).chain(own.rest.clone());
-    let world = World::current();
-    let result = match own.driver {
-        Driver::Warmup => flags::Warmup::try_parse_from(argv)
-            .map_err(|e| usage(prog, e))
-            .and_then(|args| {
-                runnable(prog, &args.command, &world)?;
-                plan(&args, &world).map_err(|e| refused(prog, e))
-            }),
-        Driver::Slurm => flags::Slurm::try_parse_from(argv)
-            .map_err(|e| usage(prog, e))
-            .and_then(|args| slurm::plan(&args, &world).map_err(|e| refused(prog, e))),
+        },
+        Driver::Slurm => match cli::parse_driver::<flags::Slurm>(prog, argv)? {
+            Parsed::Text(text) => text,
+            Parsed::Args(args) => slurm::plan(&args, world).map_err(|e| refused(prog, &e))?,
+        },
     };
-    let out = match result {
-        Ok(out) => out,
-        Err(Refusal::Text(text)) => Output::help(text),
-        Err(Refusal::Usage) => return ExitCode::from(toolkit::USAGE),
-        Err(Refusal::NotFound) => return ExitCode::from(toolkit::COMMAND_NOT_FOUND),
-    };
-    match out.write(own.format) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(err) => toolkit::exit(TOOL, Err(err)),
-    }
+    Ok(Answer::Plan(out, own.format))
 }
 
-enum Refusal {
-    /// `--help`: the text, for the driver to print on stdout.
-    Text(String),
-    /// Said on stderr; exit 2.
-    Usage,
-    /// COMMAND cannot be run: said on stderr; exit 127, what the shell would have given.
-    NotFound,
+/// A completion script (`bash`, `zsh`, `fish`) or man page (`man`) of `cmd`.
+fn generated(cmd: clap::Command, kind: &str) -> Result<Answer, Refusal> {
+    let mut text = Vec::new();
+    toolkit::cli::generate(cmd, kind, &mut text)
+        .map(|()| Answer::Text(text))
+        .map_err(|err| Refusal::usage_said(format!("{err:#}")))
 }
 
 /// scripts/warmup's COMMAND must be runnable before anything is decided, made or run: the check
@@ -267,55 +110,25 @@ fn runnable(prog: &str, command: &[OsString], world: &World) -> Result<(), Refus
     let Some(program) = command.first() else {
         return Ok(()); // clap requires COMMAND
     };
-    protocol::command::check_program(program, world.lookup.path.as_deref()).map_err(|err| {
-        eprintln!("{prog}: {err:#}");
-        Refusal::NotFound
-    })
+    protocol::command::check_program(program, world.lookup.path.as_deref())
+        .map_err(|err| Refusal::not_found(prog, &err))
 }
 
-fn usage(prog: &str, err: clap::Error) -> Refusal {
-    use clap::error::{ContextKind, ErrorKind};
-    if !err.use_stderr() {
-        return Refusal::Text(err.render().to_string());
-    }
-    if err.kind() == ErrorKind::UnknownArgument {
-        let arg = err
-            .get(ContextKind::InvalidArg)
-            .map(ToString::to_string)
-            .unwrap_or_default();
-        eprintln!("{prog}: unknown option '{arg}' (COMMAND goes after --)");
+/// A plan that could not be made, said as `prog`'s: a usage error with the hint, unless it is no
+/// usage error (`slurm::Refused`: Slurm missing, a scratch in use or not submitted to).
+fn refused(prog: &str, err: &anyhow::Error) -> Refusal {
+    if err.is::<slurm::Refused>() {
+        Refusal::said(prog, &format!("{err:#}"))
     } else {
-        // clap's own tip ("For more information, try '--help'.") goes: the line below is the
-        // one hint, naming the command.
-        let text = err.render().to_string();
-        let kept: Vec<&str> = text
-            .lines()
-            .filter(|line| !line.starts_with("For more information, try"))
-            .collect();
-        eprintln!("{prog}: {}", kept.join("\n").trim_end());
+        Refusal::usage_text(prog, &format!("{err:#}"))
     }
-    eprintln!("{prog}: run '{prog} --help' for usage");
-    Refusal::Usage
 }
 
-/// Said on stderr, with the usage hint unless it is no usage error (`slurm::Refused`).
-fn refused(prog: &str, err: anyhow::Error) -> Refusal {
-    eprintln!("{prog}: {err:#}");
-    if !err.is::<slurm::Refused>() {
-        eprintln!("{prog}: run '{prog} --help' for usage");
-    }
-    Refusal::Usage
-}
-
-/// scripts/warmup's plan: the decision and what the steps it names need.
+/// scripts/warmup's plan: the decision, acted on (`cache::apply`), and what the steps it names
+/// need.
 pub fn plan(args: &flags::Warmup, world: &World) -> Result<Output> {
     let found = discover::discover(args, world)?;
-    let mut decision = decision::decide(&found.facts);
-    if let Decision::Sweep { devices, .. } = &decision {
-        if args.by_key {
-            discover::refuse_repeats(&devices.join(","))?;
-        }
-    }
-    decision = cache::settle(decision, &found);
+    let decision = decision::decide(&found.facts);
+    let (found, decision) = cache::apply(found, decision);
     Ok(output::warmup(args, &found, &decision))
 }

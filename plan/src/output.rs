@@ -3,17 +3,15 @@
 //! object for people and tests (`--format json`). The names are docs/CONTRACT.md's
 //! ("warmup-plan").
 
-use crate::decision::Decision;
+use crate::decision::{Decision, RecordFolder};
 use crate::discover::Discovery;
 use crate::flags::Warmup;
-use anyhow::{Context, Result};
 use protocol::env as names;
 use std::ffi::{OsStr, OsString};
-use std::io::Write;
 use std::path::Path;
 use toolkit::shell::quote_bytes;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
     Sh,
     Json,
@@ -118,14 +116,6 @@ impl Output {
         }
         out
     }
-
-    pub fn write(&self, format: Format) -> Result<()> {
-        let mut stdout = std::io::stdout().lock();
-        stdout
-            .write_all(&self.render(format))
-            .and_then(|()| stdout.flush())
-            .context("writing to stdout")
-    }
 }
 
 fn path(p: &Path) -> OsString {
@@ -147,8 +137,8 @@ pub fn warmup(args: &Warmup, found: &Discovery, decision: &Decision) -> Output {
             "record_dir",
             found
                 .facts
-                .record_dir
-                .as_deref()
+                .record_folder
+                .dir()
                 .map(path)
                 .unwrap_or_default(),
         )
@@ -159,7 +149,7 @@ pub fn warmup(args: &Warmup, found: &Discovery, decision: &Decision) -> Output {
         )
         .set(
             "record_cache",
-            if matches!(found.cache, crate::cache::Cache::Folder(_)) {
+            if matches!(found.facts.record_folder, RecordFolder::Cache(_)) {
                 "1"
             } else {
                 "0"
@@ -215,7 +205,7 @@ fn sweep(
         shard.push("--by-key".into());
     } else {
         shard.extend(args.split.argv());
-        match (&found.facts.record_dir, &args.split.costs) {
+        match (found.facts.record_folder.dir(), &args.split.costs) {
             (Some(dir), None) if by_history => {
                 shard.extend([
                     "--history".into(),
@@ -259,7 +249,7 @@ fn sweep(
         .list("spawn_argv", measure_argv(args, found));
     // The record cache is the run's record folder as a named one would be: the measurement gets
     // it too, so that a key it tunes live (a failed shard's) is kept for the next run.
-    if let (crate::cache::Cache::Folder(_), Some(dir)) = (&found.cache, &found.facts.record_dir) {
+    if let RecordFolder::Cache(dir) = &found.facts.record_folder {
         out.export(names::RECORD_DIR, path(dir));
     }
 }
@@ -274,7 +264,7 @@ fn measure_argv(args: &Warmup, found: &Discovery) -> Vec<OsString> {
     if args.scratch.is_none() && !args.keep {
         argv.push("--discard-scratch".into());
     }
-    if let Some(dir) = &found.facts.record_dir {
+    if let Some(dir) = found.facts.record_folder.dir() {
         argv.extend(["--record-dir".into(), path(dir)]);
         argv.extend(["--resume-dir".into(), path(dir)]);
     }

@@ -12,7 +12,6 @@
 //! op's locks there (the harness's fold and warmup-publish: `DIR/.<op>.lock`).
 
 use std::ffi::OsString;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// The cache's folder under the user's cache home.
@@ -76,16 +75,32 @@ fn safe(name: &str) -> String {
     }
 }
 
-/// The cache folder for this Triton and device under `root`, made (with its parents) and
-/// checked writable by writing and removing a small file; `Err` says why it cannot be used.
-pub fn prepare(root: &Path, triton: Option<&str>, device: Option<&str>) -> Result<PathBuf, String> {
+/// The cache folder for this Triton and device under `root`, if it can be used, making
+/// nothing: it is a folder, or can be made as one (its nearest existing part is a folder,
+/// `toolkit::file::check_folder`), and that folder is one this user can write in and enter.
+/// `Err` says why it cannot be used. [`make`] makes it, once a run is decided that uses it.
+pub fn locate(root: &Path, triton: Option<&str>, device: Option<&str>) -> Result<PathBuf, String> {
     let dir = root.join(slug(triton, device));
-    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
-    let probe = dir.join(format!(".write-check.{}", std::process::id()));
-    let written = std::fs::File::create(&probe).and_then(|mut f| f.write_all(b"ok"));
-    let _ = std::fs::remove_file(&probe);
-    written.map_err(|e| format!("cannot write in {}: {e}", dir.display()))?;
+    toolkit::file::check_folder(&dir)?;
+    let Some(nearest) = dir.ancestors().find(|at| at.is_dir()) else {
+        return Err(format!("no part of {} exists", dir.display()));
+    };
+    let access = nix::unistd::AccessFlags::W_OK | nix::unistd::AccessFlags::X_OK;
+    nix::unistd::access(nearest, access).map_err(|errno| {
+        let made = if nearest == dir { "write in" } else { "make" };
+        format!(
+            "cannot {made} {}: {} ({})",
+            dir.display(),
+            std::io::Error::from(errno),
+            nearest.display()
+        )
+    })?;
     Ok(dir)
+}
+
+/// Makes the cache folder [`locate`] found, with its parents; `Err` says why it cannot be made.
+pub fn make(dir: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot make {}: {e}", dir.display()))
 }
 
 /// Marks `op` used now in the cache folder `dir` ([`used_path`]); a failure is ignored (the
@@ -148,13 +163,20 @@ mod tests {
     }
 
     #[test]
-    fn a_folder_that_cannot_be_made_is_said() {
+    fn locating_a_folder_makes_nothing_and_one_that_cannot_be_made_is_said() {
         let dir = tempfile::tempdir().expect("tempdir");
         let file = dir.path().join("file");
         std::fs::write(&file, "").expect("write");
-        let err = prepare(&file, Some("3.6.0"), None).expect_err("under a file");
-        assert!(err.contains("cannot make"), "{err}");
-        let made = prepare(&dir.path().join("c"), Some("3.6.0"), None).expect("made");
-        assert!(made.is_dir() && std::fs::read_dir(&made).expect("read").next().is_none());
+        let err = locate(&file, Some("3.6.0"), None).expect_err("under a file");
+        assert!(err.contains("is not a folder but a file"), "{err}");
+        let root = dir.path().join("c");
+        let found = locate(&root, Some("3.6.0"), None).expect("can be made");
+        assert!(found.starts_with(&root) && !root.exists(), "nothing made");
+        make(&found).expect("made");
+        assert!(found.is_dir() && std::fs::read_dir(&found).expect("read").next().is_none());
+        assert_eq!(locate(&root, Some("3.6.0"), None), Ok(found.clone()));
+        assert!(make(&file.join("x"))
+            .expect_err("under a file")
+            .starts_with("cannot make"));
     }
 }

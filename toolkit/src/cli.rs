@@ -36,9 +36,9 @@ const FAMILY: [&str; 9] = [
 /// Parses the tool's arguments, or prints a completion script or man page and exits 0. A usage
 /// error is printed as `TOOL: error: ...`, like every other message of the tool, and exits 2.
 pub fn parse<A: Parser>() -> A {
-    if let Some(kind) = std::env::args()
+    if let Some(kind) = std::env::args_os()
         .nth(1)
-        .and_then(|a| a.strip_prefix(GENERATE).map(str::to_owned))
+        .and_then(|a| generate_kind(&a).map(str::to_owned))
     {
         let code = match generate(A::command(), &kind, &mut std::io::stdout().lock()) {
             Ok(()) => 0,
@@ -58,6 +58,11 @@ pub fn parse<A: Parser>() -> A {
         eprint!("{name}: {}", err.render());
         std::process::exit(i32::from(crate::USAGE));
     })
+}
+
+/// The asset a tool's first argument asks for, where it is the hidden `--generate=KIND`.
+pub fn generate_kind(first: &std::ffi::OsStr) -> Option<&str> {
+    first.to_str()?.strip_prefix(GENERATE)
 }
 
 /// Writes the completion script for `kind` (`bash`, `zsh`, `fish`) or the man page (`man`).
