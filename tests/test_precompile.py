@@ -847,7 +847,7 @@ def test_settings_default_to_processes_sharing_the_cpus_among_the_children(monke
     assert (s.race, s.overlap) == (False, True), "racing is opt-in, timing as compiled is not"
     on = cs.CompileSettings.from_env({cs.RACE: " Yes", cs.OVERLAP: "0", cs.RACE_HISTORY: "20", cs.RACE_NEAR: "2.5"})
     assert (on.race, on.overlap, on.race_history, on.race_near) == (True, False, 20, 0.025)
-    assert (s.race_history, s.race_near) == (None, 0.10), "no history unless asked; near is 10% by default"
+    assert (s.race_history, s.race_near) == (None, 0.20), "no history unless asked; near is 20% by default"
 
 
 @pytest.mark.parametrize("name, value", [(cs.MODE, "fast"), (cs.WORKERS, "0"), (cs.WORKERS, "x"),

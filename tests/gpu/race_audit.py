@@ -9,14 +9,18 @@ Columns, per key: configs raced; of them re-timed in full; the share whose full 
 timing over the fastest (1.000: the race kept the winner); how far the full winner's short timing
 stood from the best short timing, in units of the key's measured noise (the margin a race needs to
 keep it); and the seconds of short timing, of full timing of the kept, and of the audit's timing
-of the dropped.
+of the dropped. Then racing's history (`history`), measured on the same keys.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import sys
+
+HISTORY_KEYS = (1, 2, 3, 4, 5)  # N: keys of history a kernel needs (WARMUP_HARNESS_RACE_HISTORY)
+HISTORY_NEAR = (0.10, 0.20, 0.30)  # X: within this of a key's best short timing is near (..._RACE_NEAR)
 
 
 def rows(paths: list[str]) -> list[dict]:
@@ -74,7 +78,43 @@ def main(paths: list[str]) -> None:
     print(f"seconds: short {short:.1f}, full of the kept {full:.1f}, full of the dropped (audit only) {audit:.1f}")
 
 
+def history(entries: list[dict]) -> None:
+    """What racing's history would have cost on these keys, left out one at a time: for each key, a
+    history of N other keys of its kernel (every choice of N), a config near (within X of the best
+    short timing) on none of them skipped; the share skipped and the picks the skipping lost (the
+    fastest full timing left over the fastest of all)."""
+    kernels: dict[str, list[dict]] = {}
+    for entry in entries:
+        kernels.setdefault(f"{entry['case']} {entry['kernel'].rsplit(':', 1)[-1]}", []).append(entry)
+    print("\n| kernel | keys | X | N | configs skipped | worst pick | picks > 1% slower |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for name, keys in kernels.items():
+        for near, count in itertools.product(HISTORY_NEAR, HISTORY_KEYS):
+            if count >= len(keys):
+                continue
+            nears = [_near(key, near) for key in keys]
+            picks, skipped = [], []
+            for i, key in enumerate(keys):
+                timed = [c for c in key["configs"] if c["full_ms"] is not None]
+                fastest = min(c["full_ms"] for c in timed)
+                for others in itertools.combinations([j for j in range(len(keys)) if j != i], count):
+                    seen = set().union(*(nears[j] for j in others))
+                    left = [c["full_ms"] for c in timed if c["index"] in seen]
+                    picks.append(min(left) / fastest if left else math.inf)
+                    skipped.append(1 - len(left) / len(timed))
+            slower = sum(p > 1.01 for p in picks)
+            print(f"| {name} | {len(keys)} | {near:.0%} | {count} | {sum(skipped) / len(skipped):.0%} | "
+                  f"{max(picks):.3f} | {slower} of {len(picks)} |")
+
+
+def _near(entry: dict, near: float) -> set[int]:
+    shorts = [c["short_ms"] for c in entry["configs"] if c["short_ms"] is not None]
+    best = min(shorts) if shorts else math.inf
+    return {c["index"] for c in entry["configs"] if c["short_ms"] is not None and c["short_ms"] <= best * (1 + near)}
+
+
 if __name__ == "__main__":
     if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help"):
         sys.exit(__doc__)
     main(sys.argv[1:])
+    history(rows(sys.argv[1:]))

@@ -51,8 +51,8 @@ INI_SETTINGS = {
     RACE: "record mode: race a swept key's configs, timing in full only those a short timing cannot rule out "
           "(1/yes or 0/no, default 0)",
     RACE_HISTORY: "racing: skip (neither compile nor time) a config never near the best on this many raced keys "
-                  "of the record on this device (unset: never skip)",
-    RACE_NEAR: "racing: the percent from the best short timing within which a config counts as near (default 10)",
+                  "of the record on this device (unset: never skip; 3 lost no pick where measured)",
+    RACE_NEAR: "racing: the percent from the best short timing within which a config counts as near (default 20)",
     RACE_AUDIT: "racing: a file to which each raced key adds one JSON line with every config's short and full "
                 "timing (the dropped are timed in full too, which costs what racing saves; for measuring racing)",
     OVERLAP: "time each config as soon as its compile is done while the pool compiles the rest (1/yes, default, "
@@ -73,7 +73,7 @@ class CompileSettings:
     race: bool = False  # record mode: race a swept key's configs (autotune/race.py)
     overlap: bool = True  # time a config as soon as its compile is done (precompile/ahead.py)
     race_history: int | None = None  # racing: raced keys of history from which cold configs are skipped
-    race_near: float = 0.10  # racing: a config within this of the best short timing is near
+    race_near: float = 0.20  # racing: a config within this of the best short timing is near
     race_audit: str | None = None  # racing: the audit file (autotune/race.py, Race.audit)
 
     @classmethod
@@ -95,7 +95,7 @@ def compile_settings(get: Callable[[str], str | None]) -> CompileSettings:
     workers, notes = _workers(get)
     return CompileSettings(mode, workers, _preload(get), lock_dir, not chosen_dir, _seconds(get, TIMEOUT), notes,
                            start, _switch(get, RACE, False), _switch(get, OVERLAP, True), _count(get, RACE_HISTORY),
-                           _percent(get, RACE_NEAR, 10.0) / 100, _path(get, RACE_AUDIT))
+                           _percent(get, RACE_NEAR, 20.0) / 100, _path(get, RACE_AUDIT))
 
 
 def _path(get: Callable[[str], str | None], name: str) -> str | None:
