@@ -621,8 +621,6 @@ def test_race_a_tuner_timed_as_the_driver_times_is_timed_briefly_without_do_benc
         monkeypatch):
     """Brief: one untimed launch, two timed; a config whose two are both past twice the best so far
     is timed no more (3 launches), one that is not gets more (up to BRIEF_REP_MS of kernel time)."""
-    from warmup_harness.autotune import race
-
     tuner, launcher, full_timed = driver_timed_tuner(
         monkeypatch, {64: [0.5], 128: [1.2, 0.1, 0.6], 256: [0.55]}, {64: 0.5, 128: 0.45, 256: 0.52})
     winner, _ = raced(tuner)
