@@ -90,9 +90,10 @@ exec > >(tee -a "$OUT/e2e.log") 2>&1
 say() { printf '[bench_e2e %4ss] %s\n' "$((SECONDS - start))" "$*"; }
 python=${PYTHON:-python3}
 
+# shellcheck source=tests/gpu/lib.sh
+. "$root/tests/gpu/lib.sh"
 if compgen -G ".whl/*.whl" >/dev/null; then
-    "$python" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-        --target /tmp/site .whl/*.whl || { say "FAILED to install .whl"; exit 1; }
+    install_wheels "$python" || { say "FAILED to install .whl"; exit 1; }
     export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 fi
 export WARMUP_BIN_DIR=$root/.bin

@@ -43,8 +43,9 @@ say() { printf '[bench_line %4ss] %s\n' "$((SECONDS - start))" "$*"; }
 python=${PYTHON:-python3}
 
 # The user's machine: pytest, the tools and the harness on PATH, nothing of ours in the environment.
-"$python" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target /tmp/site .whl/*.whl || { say "FAILED to install .whl"; exit 1; }
+# shellcheck source=tests/gpu/lib.sh
+. "$root/tests/gpu/lib.sh"
+install_wheels "$python" || { say "FAILED to install .whl"; exit 1; }
 mkdir -p /tmp/line-bin
 ln -sf "$root/.bin"/warmup-* "$root/scripts/warmup" /tmp/line-bin/
 mkdir -p /tmp/line-bin/lib && ln -sf "$root/scripts/lib/warmup-common.sh" /tmp/line-bin/lib/

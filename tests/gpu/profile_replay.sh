@@ -33,8 +33,9 @@ OUT=${OUT:-$root/gpu_out}
 mkdir -p "$OUT/logs"
 exec > >(tee -a "$OUT/profile.log") 2>&1
 python=${PYTHON:-python3}
-"$python" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target /tmp/site .whl/*.whl || exit 1
+# shellcheck source=tests/gpu/lib.sh
+. "$root/tests/gpu/lib.sh"
+install_wheels "$python" || exit 1
 export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH} WARMUP_BIN_DIR=$root/.bin
 
 base=/tmp/prof

@@ -77,9 +77,9 @@ python=${PYTHON:-python3}
 say "repo $(git rev-parse --short HEAD 2>/dev/null || echo '?') in $root; $(nproc) CPUs; $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
 if [ "$dry" = 0 ]; then
     if compgen -G ".whl/*.whl" >/dev/null; then
-        # The device README's recipe: no registry there, no dependency resolution, a private target.
-        if ! "$python" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-            --target /tmp/site .whl/*.whl; then
+        # shellcheck source=tests/gpu/lib.sh
+        . "$root/tests/gpu/lib.sh"
+        if ! install_wheels "$python"; then
             say "FAILED to install the carried wheels (.whl); is .whl in carry?"
             exit 1
         fi
