@@ -8,7 +8,7 @@
 //! tokens and `[|1]`), so any spec parser accepts some files PyYAML refuses and refuses some it
 //! reads. Scalars are then resolved by PyYAML's rules in `resolver`.
 
-use crate::parser::{Ev, Parser};
+use crate::parser::{Ev, Event, Parser};
 use crate::resolver;
 use crate::scanner::YamlError;
 use crate::Words;
@@ -151,156 +151,211 @@ fn syntax(name: &str, e: &YamlError) -> anyhow::Error {
 /// Builds the node graph of the single document in `text`, as PyYAML's `compose` does; `None`
 /// where the stream holds no document.
 pub fn compose(text: &str, name: &str, words: Words) -> Result<Option<Doc>> {
-    let mut nodes: Vec<Node> = Vec::new();
-    let mut anchors: HashMap<String, NodeId> = HashMap::new();
-    let mut open: Vec<Frame> = Vec::new();
-    let mut root: Option<NodeId> = None;
-    let mut documents = 0usize;
+    let mut composer = Composer::new(name, words);
     let mut parser = Parser::new(text, words);
     while let Some(event) = parser.next_event().map_err(|e| syntax(name, &e))? {
-        let (line, col) = (event.start.line + 1, event.start.column + 1);
-        let mut anchor_new = |anchor: Option<String>, id: NodeId, nodes: &[Node]| -> Result<()> {
-            let Some(anchor) = anchor else {
-                return Ok(());
-            };
-            if let Some(&first) = anchors.get(&anchor) {
-                return Err(at(
-                    name,
-                    line,
-                    col,
-                    format!(
-                        "duplicate anchor &{anchor} (first defined at line {}, column {}): yaml.safe_load refuses one anchor defined twice; rename one of them and the aliases meant for it",
-                        nodes[first].line, nodes[first].col
-                    ),
-                ));
+        composer.event(event)?;
+    }
+    Ok(composer.finish())
+}
+
+/// The graph being built from the events: its nodes, the anchors defined so far, the collections
+/// still open, and where the event being composed starts.
+struct Composer<'a> {
+    name: &'a str,
+    words: Words,
+    nodes: Vec<Node>,
+    anchors: HashMap<String, NodeId>,
+    open: Vec<Frame>,
+    root: Option<NodeId>,
+    documents: usize,
+    /// 1-based line and column of the current event's start.
+    line: usize,
+    col: usize,
+}
+
+impl<'a> Composer<'a> {
+    fn new(name: &'a str, words: Words) -> Self {
+        Composer {
+            name,
+            words,
+            nodes: Vec::new(),
+            anchors: HashMap::new(),
+            open: Vec::new(),
+            root: None,
+            documents: 0,
+            line: 0,
+            col: 0,
+        }
+    }
+
+    /// Composes one event: one method per kind of event.
+    fn event(&mut self, event: Event) -> Result<()> {
+        (self.line, self.col) = (event.start.line + 1, event.start.column + 1);
+        match event.ev {
+            Ev::DocumentStart => self.document_start(),
+            Ev::Alias(anchor) => {
+                let id = self.alias(&anchor)?;
+                self.attach(id);
+                Ok(())
             }
-            anchors.insert(anchor, id);
-            Ok(())
-        };
-        let new = match event.ev {
-            Ev::DocumentStart => {
-                documents += 1;
-                if documents > 1 {
-                    return Err(at(
-                        name,
-                        line,
-                        col,
-                        "a second YAML document: safe_load reads one document per file; keep one",
-                    ));
-                }
-                continue;
-            }
-            Ev::Alias(anchor) => match anchors.get(&anchor) {
-                Some(&node) => node,
-                None => {
-                    return Err(at(
-                        name,
-                        line,
-                        col,
-                        format!("alias *{anchor} to an unknown anchor: yaml.safe_load refuses it; define &{anchor} before its first alias"),
-                    ))
-                }
-            },
             Ev::Scalar {
                 anchor,
                 tag,
                 plain_implicit,
                 value,
             } => {
-                let tag = match tag {
-                    Some(t) if t != "!" => t,
-                    _ if plain_implicit => resolver::implicit(&value).to_owned(),
-                    _ => resolver::STR.to_owned(),
-                };
-                let id = push(&mut nodes, Kind::Scalar(value), tag, false, line, col);
-                anchor_new(anchor, id, &nodes)?;
-                id
+                let id = self.scalar(anchor, tag, plain_implicit, value)?;
+                self.attach(id);
+                Ok(())
             }
-            ev @ (Ev::SequenceStart { .. } | Ev::MappingStart { .. }) => {
-                let is_seq = matches!(ev, Ev::SequenceStart { .. });
-                let (Ev::SequenceStart { anchor, tag, flow } | Ev::MappingStart { anchor, tag, flow }) = ev
-                else {
-                    unreachable!("matched above")
-                };
-                if open.len() >= MAX_DEPTH {
-                    return Err(at(
-                        name,
-                        line,
-                        col,
-                        format!("nesting deeper than {MAX_DEPTH} levels: PyYAML may read it up to its recursion limit, {} refuses it; flatten the nesting", words.program),
-                    ));
-                }
-                let tag = tag.filter(|t| t != "!");
-                let (kind, tag) = if is_seq {
-                    (Kind::Seq(Vec::new()), tag.unwrap_or_else(|| resolver::SEQ.to_owned()))
-                } else {
-                    (Kind::Map(Vec::new()), tag.unwrap_or_else(|| resolver::MAP.to_owned()))
-                };
-                let id = push(&mut nodes, kind, tag, flow, line, col);
-                // Registered before its content, as PyYAML does: an alias inside may refer to it.
-                anchor_new(anchor, id, &nodes)?;
-                open.push(if is_seq {
-                    Frame::Seq(id)
-                } else {
-                    Frame::Map(id, None)
-                });
-                continue;
+            Ev::SequenceStart { anchor, tag, flow } => {
+                self.collection_start(Kind::Seq(Vec::new()), anchor, tag, flow)
             }
-            Ev::SequenceEnd | Ev::MappingEnd => {
-                let done = match open.pop() {
-                    Some(Frame::Seq(id) | Frame::Map(id, _)) => id,
-                    None => bail!("{name}: parser closed a collection that was never opened"),
-                };
-                attach(&mut nodes, &mut open, &mut root, done);
-                continue;
+            Ev::MappingStart { anchor, tag, flow } => {
+                self.collection_start(Kind::Map(Vec::new()), anchor, tag, flow)
             }
-            Ev::StreamStart | Ev::StreamEnd | Ev::DocumentEnd => continue,
-        };
-        attach(&mut nodes, &mut open, &mut root, new);
-    }
-    Ok(root.map(|root| Doc {
-        reaches_cycle: reaches_cycle(&nodes),
-        nodes,
-        root,
-        words,
-    }))
-}
-
-fn push(
-    nodes: &mut Vec<Node>,
-    kind: Kind,
-    tag: String,
-    flow: bool,
-    line: usize,
-    col: usize,
-) -> NodeId {
-    nodes.push(Node {
-        kind,
-        tag,
-        flow,
-        line,
-        col,
-    });
-    nodes.len() - 1
-}
-
-/// Adds a finished node to the collection being built, or makes it the root.
-fn attach(nodes: &mut [Node], open: &mut [Frame], root: &mut Option<NodeId>, id: NodeId) {
-    match open.last_mut() {
-        None => *root = Some(id),
-        Some(Frame::Seq(parent)) => {
-            if let Kind::Seq(items) = &mut nodes[*parent].kind {
-                items.push(id);
-            }
+            Ev::SequenceEnd | Ev::MappingEnd => self.collection_end(),
+            Ev::StreamStart | Ev::StreamEnd | Ev::DocumentEnd => Ok(()),
         }
-        Some(Frame::Map(parent, pending)) => match pending.take() {
-            None => *pending = Some(id),
-            Some(key) => {
-                if let Kind::Map(pairs) = &mut nodes[*parent].kind {
-                    pairs.push((key, id));
+    }
+
+    fn finish(self) -> Option<Doc> {
+        let words = self.words;
+        self.root.map(|root| Doc {
+            reaches_cycle: reaches_cycle(&self.nodes),
+            nodes: self.nodes,
+            root,
+            words,
+        })
+    }
+
+    /// An error at the current event's start.
+    fn refuse(&self, what: impl std::fmt::Display) -> anyhow::Error {
+        at(self.name, self.line, self.col, what)
+    }
+
+    fn document_start(&mut self) -> Result<()> {
+        self.documents += 1;
+        if self.documents > 1 {
+            return Err(self.refuse(
+                "a second YAML document: safe_load reads one document per file; keep one",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The anchored node itself.
+    fn alias(&self, anchor: &str) -> Result<NodeId> {
+        match self.anchors.get(anchor) {
+            Some(&node) => Ok(node),
+            None => Err(self.refuse(format!("alias *{anchor} to an unknown anchor: yaml.safe_load refuses it; define &{anchor} before its first alias"))),
+        }
+    }
+
+    /// A scalar node with the tag `safe_load` constructs it with: its own, else the resolved one.
+    fn scalar(
+        &mut self,
+        anchor: Option<String>,
+        tag: Option<String>,
+        plain_implicit: bool,
+        value: String,
+    ) -> Result<NodeId> {
+        let tag = match tag {
+            Some(t) if t != "!" => t,
+            _ if plain_implicit => resolver::implicit(&value).to_owned(),
+            _ => resolver::STR.to_owned(),
+        };
+        let id = self.push(Kind::Scalar(value), tag, false);
+        self.define_anchor(anchor, id)?;
+        Ok(id)
+    }
+
+    /// An empty sequence or mapping (`kind`), open until its end event.
+    fn collection_start(
+        &mut self,
+        kind: Kind,
+        anchor: Option<String>,
+        tag: Option<String>,
+        flow: bool,
+    ) -> Result<()> {
+        if self.open.len() >= MAX_DEPTH {
+            return Err(self.refuse(format!("nesting deeper than {MAX_DEPTH} levels: PyYAML may read it up to its recursion limit, {} refuses it; flatten the nesting", self.words.program)));
+        }
+        let is_seq = matches!(kind, Kind::Seq(_));
+        let default = if is_seq { resolver::SEQ } else { resolver::MAP };
+        let tag = tag
+            .filter(|t| t != "!")
+            .unwrap_or_else(|| default.to_owned());
+        let id = self.push(kind, tag, flow);
+        // Registered before its content, as PyYAML does: an alias inside may refer to it.
+        self.define_anchor(anchor, id)?;
+        self.open.push(if is_seq {
+            Frame::Seq(id)
+        } else {
+            Frame::Map(id, None)
+        });
+        Ok(())
+    }
+
+    fn collection_end(&mut self) -> Result<()> {
+        let done = match self.open.pop() {
+            Some(Frame::Seq(id) | Frame::Map(id, _)) => id,
+            None => bail!(
+                "{}: parser closed a collection that was never opened",
+                self.name
+            ),
+        };
+        self.attach(done);
+        Ok(())
+    }
+
+    /// A new node, at the current event's start.
+    fn push(&mut self, kind: Kind, tag: String, flow: bool) -> NodeId {
+        self.nodes.push(Node {
+            kind,
+            tag,
+            flow,
+            line: self.line,
+            col: self.col,
+        });
+        self.nodes.len() - 1
+    }
+
+    /// Gives `anchor`, if any, to node `id`; PyYAML refuses an anchor defined twice.
+    fn define_anchor(&mut self, anchor: Option<String>, id: NodeId) -> Result<()> {
+        let Some(anchor) = anchor else {
+            return Ok(());
+        };
+        if let Some(&first) = self.anchors.get(&anchor) {
+            let first = &self.nodes[first];
+            return Err(self.refuse(format!(
+                "duplicate anchor &{anchor} (first defined at line {}, column {}): yaml.safe_load refuses one anchor defined twice; rename one of them and the aliases meant for it",
+                first.line, first.col
+            )));
+        }
+        self.anchors.insert(anchor, id);
+        Ok(())
+    }
+
+    /// Adds a finished node to the collection being built, or makes it the root.
+    fn attach(&mut self, id: NodeId) {
+        match self.open.last_mut() {
+            None => self.root = Some(id),
+            Some(Frame::Seq(parent)) => {
+                if let Kind::Seq(items) = &mut self.nodes[*parent].kind {
+                    items.push(id);
                 }
             }
-        },
+            Some(Frame::Map(parent, pending)) => match pending.take() {
+                None => *pending = Some(id),
+                Some(key) => {
+                    if let Kind::Map(pairs) = &mut self.nodes[*parent].kind {
+                        pairs.push((key, id));
+                    }
+                }
+            },
+        }
     }
 }
 

@@ -84,6 +84,47 @@ pub struct Parser {
     state: Option<State>,
 }
 
+/// A node's properties: its anchor, and its tag with the handle expanded.
+struct Properties {
+    anchor: Option<String>,
+    tag: Option<String>,
+}
+
+impl Properties {
+    fn scalar(self, plain_implicit: bool, value: String) -> Ev {
+        Ev::Scalar {
+            anchor: self.anchor,
+            tag: self.tag,
+            plain_implicit,
+            value,
+        }
+    }
+
+    fn sequence(self, flow: bool) -> Ev {
+        Ev::SequenceStart {
+            anchor: self.anchor,
+            tag: self.tag,
+            flow,
+        }
+    }
+
+    fn mapping(self, flow: bool) -> Ev {
+        Ev::MappingStart {
+            anchor: self.anchor,
+            tag: self.tag,
+            flow,
+        }
+    }
+}
+
+/// The name an ANCHOR token carries.
+fn anchor_name(tok: Tok) -> Option<String> {
+    match tok {
+        Tok::Anchor(name) => Some(name),
+        _ => None,
+    }
+}
+
 fn default_tags() -> HashMap<String, String> {
     HashMap::from([
         ("!".to_owned(), "!".to_owned()),
@@ -128,154 +169,50 @@ impl Parser {
         self.states.pop()
     }
 
+    /// One step of the state machine: the event that `state` produces, each state a method named
+    /// as PyYAML's `parse_*` for it.
     fn run(&mut self, state: State) -> Result<Event> {
         match state {
-            State::StreamStart => {
-                let token = self.take()?;
-                self.state = Some(State::ImplicitDocumentStart);
-                Ok(event(Ev::StreamStart, token.start))
-            }
-            State::ImplicitDocumentStart => {
-                if !self.check(|t| {
-                    matches!(t, Tok::Directive(..) | Tok::DocumentStart | Tok::StreamEnd)
-                })? {
-                    self.tag_handles = default_tags();
-                    let start = self.peek()?.start;
-                    self.states.push(State::DocumentEnd);
-                    self.state = Some(State::BlockNode);
-                    Ok(event(Ev::DocumentStart, start))
-                } else {
-                    self.parse_document_start()
-                }
-            }
+            State::StreamStart => self.parse_stream_start(),
+            State::ImplicitDocumentStart => self.parse_implicit_document_start(),
             State::DocumentStart => self.parse_document_start(),
-            State::DocumentEnd => {
-                let start = self.peek()?.start;
-                if self.check(|t| matches!(t, Tok::DocumentEnd))? {
-                    self.take()?;
-                }
-                self.state = Some(State::DocumentStart);
-                Ok(event(Ev::DocumentEnd, start))
-            }
-            State::DocumentContent => {
-                if self.check(|t| {
-                    matches!(
-                        t,
-                        Tok::Directive(..) | Tok::DocumentStart | Tok::DocumentEnd | Tok::StreamEnd
-                    )
-                })? {
-                    let mark = self.peek()?.start;
-                    self.state = self.pop_state();
-                    Ok(empty_scalar(mark))
-                } else {
-                    self.parse_node(true, false)
-                }
-            }
+            State::DocumentEnd => self.parse_document_end(),
+            State::DocumentContent => self.parse_document_content(),
             State::BlockNode => self.parse_node(true, false),
-            State::BlockSequenceFirstEntry => {
-                let token = self.take()?;
-                self.marks.push(token.start);
-                self.parse_block_sequence_entry()
-            }
+            State::BlockSequenceFirstEntry => self.parse_block_sequence_first_entry(),
             State::BlockSequenceEntry => self.parse_block_sequence_entry(),
-            State::IndentlessSequenceEntry => {
-                if self.check(|t| matches!(t, Tok::BlockEntry))? {
-                    let token = self.take()?;
-                    if !self.check(|t| {
-                        matches!(t, Tok::BlockEntry | Tok::Key | Tok::Value | Tok::BlockEnd)
-                    })? {
-                        self.states.push(State::IndentlessSequenceEntry);
-                        return self.parse_node(true, false);
-                    }
-                    self.state = Some(State::IndentlessSequenceEntry);
-                    return Ok(empty_scalar(token.end));
-                }
-                let start = self.peek()?.start;
-                self.state = self.pop_state();
-                Ok(event(Ev::SequenceEnd, start))
-            }
-            State::BlockMappingFirstKey => {
-                let token = self.take()?;
-                self.marks.push(token.start);
-                self.parse_block_mapping_key()
-            }
+            State::IndentlessSequenceEntry => self.parse_indentless_sequence_entry(),
+            State::BlockMappingFirstKey => self.parse_block_mapping_first_key(),
             State::BlockMappingKey => self.parse_block_mapping_key(),
-            State::BlockMappingValue => {
-                if self.check(|t| matches!(t, Tok::Value))? {
-                    let token = self.take()?;
-                    if !self.check(|t| matches!(t, Tok::Key | Tok::Value | Tok::BlockEnd))? {
-                        self.states.push(State::BlockMappingKey);
-                        return self.parse_node(true, true);
-                    }
-                    self.state = Some(State::BlockMappingKey);
-                    return Ok(empty_scalar(token.end));
-                }
-                self.state = Some(State::BlockMappingKey);
-                let mark = self.peek()?.start;
-                Ok(empty_scalar(mark))
-            }
-            State::FlowSequenceFirstEntry => {
-                let token = self.take()?;
-                self.marks.push(token.start);
-                self.parse_flow_sequence_entry(true)
-            }
+            State::BlockMappingValue => self.parse_block_mapping_value(),
+            State::FlowSequenceFirstEntry => self.parse_flow_sequence_first_entry(),
             State::FlowSequenceEntry => self.parse_flow_sequence_entry(false),
-            State::FlowSequenceEntryMappingKey => {
-                let token = self.take()?;
-                if !self
-                    .check(|t| matches!(t, Tok::Value | Tok::FlowEntry | Tok::FlowSequenceEnd))?
-                {
-                    self.states.push(State::FlowSequenceEntryMappingValue);
-                    return self.parse_node(false, false);
-                }
-                self.state = Some(State::FlowSequenceEntryMappingValue);
-                Ok(empty_scalar(token.end))
-            }
-            State::FlowSequenceEntryMappingValue => {
-                if self.check(|t| matches!(t, Tok::Value))? {
-                    let token = self.take()?;
-                    if !self.check(|t| matches!(t, Tok::FlowEntry | Tok::FlowSequenceEnd))? {
-                        self.states.push(State::FlowSequenceEntryMappingEnd);
-                        return self.parse_node(false, false);
-                    }
-                    self.state = Some(State::FlowSequenceEntryMappingEnd);
-                    return Ok(empty_scalar(token.end));
-                }
-                self.state = Some(State::FlowSequenceEntryMappingEnd);
-                let mark = self.peek()?.start;
-                Ok(empty_scalar(mark))
-            }
-            State::FlowSequenceEntryMappingEnd => {
-                self.state = Some(State::FlowSequenceEntry);
-                let start = self.peek()?.start;
-                Ok(event(Ev::MappingEnd, start))
-            }
-            State::FlowMappingFirstKey => {
-                let token = self.take()?;
-                self.marks.push(token.start);
-                self.parse_flow_mapping_key(true)
-            }
+            State::FlowSequenceEntryMappingKey => self.parse_flow_sequence_entry_mapping_key(),
+            State::FlowSequenceEntryMappingValue => self.parse_flow_sequence_entry_mapping_value(),
+            State::FlowSequenceEntryMappingEnd => self.parse_flow_sequence_entry_mapping_end(),
+            State::FlowMappingFirstKey => self.parse_flow_mapping_first_key(),
             State::FlowMappingKey => self.parse_flow_mapping_key(false),
-            State::FlowMappingValue => {
-                if self.check(|t| matches!(t, Tok::Value))? {
-                    let token = self.take()?;
-                    if !self.check(|t| matches!(t, Tok::FlowEntry | Tok::FlowMappingEnd))? {
-                        self.states.push(State::FlowMappingKey);
-                        return self.parse_node(false, false);
-                    }
-                    self.state = Some(State::FlowMappingKey);
-                    return Ok(empty_scalar(token.end));
-                }
-                self.state = Some(State::FlowMappingKey);
-                let mark = self.peek()?.start;
-                Ok(empty_scalar(mark))
-            }
-            State::FlowMappingEmptyValue => {
-                self.state = Some(State::FlowMappingKey);
-                let mark = self.peek()?.start;
-                Ok(empty_scalar(mark))
-            }
+            State::FlowMappingValue => self.parse_flow_mapping_value(),
+            State::FlowMappingEmptyValue => self.parse_flow_mapping_empty_value(),
         }
+    }
+
+    fn parse_stream_start(&mut self) -> Result<Event> {
+        let token = self.take()?;
+        self.state = Some(State::ImplicitDocumentStart);
+        Ok(event(Ev::StreamStart, token.start))
+    }
+
+    /// A document without `---`: it starts at its first node, with the default tag handles.
+    fn parse_implicit_document_start(&mut self) -> Result<Event> {
+        if self.check(|t| matches!(t, Tok::Directive(..) | Tok::DocumentStart | Tok::StreamEnd))? {
+            return self.parse_document_start();
+        }
+        self.tag_handles = default_tags();
+        let start = self.peek()?.start;
+        self.states.push(State::DocumentEnd);
+        self.state = Some(State::BlockNode);
+        Ok(event(Ev::DocumentStart, start))
     }
 
     fn parse_document_start(&mut self) -> Result<Event> {
@@ -304,6 +241,30 @@ impl Parser {
         self.states.push(State::DocumentEnd);
         self.state = Some(State::DocumentContent);
         Ok(event(Ev::DocumentStart, start))
+    }
+
+    fn parse_document_end(&mut self) -> Result<Event> {
+        let start = self.peek()?.start;
+        if self.check(|t| matches!(t, Tok::DocumentEnd))? {
+            self.take()?;
+        }
+        self.state = Some(State::DocumentStart);
+        Ok(event(Ev::DocumentEnd, start))
+    }
+
+    /// The node after `---`, or an empty scalar where the document ends without one.
+    fn parse_document_content(&mut self) -> Result<Event> {
+        if self.check(|t| {
+            matches!(
+                t,
+                Tok::Directive(..) | Tok::DocumentStart | Tok::DocumentEnd | Tok::StreamEnd
+            )
+        })? {
+            let mark = self.peek()?.start;
+            self.state = self.pop_state();
+            return Ok(empty_scalar(mark));
+        }
+        self.parse_node(true, false)
     }
 
     fn process_directives(&mut self) -> Result<()> {
@@ -344,6 +305,8 @@ impl Parser {
         Ok(())
     }
 
+    /// `block_node` or `flow_node`: an alias, or properties then content; `indentless_sequence`
+    /// where a block mapping's value may be a sequence at the key's own indentation.
     fn parse_node(&mut self, block: bool, indentless_sequence: bool) -> Result<Event> {
         if self.check(|t| matches!(t, Tok::Alias(_)))? {
             let token = self.take()?;
@@ -353,116 +316,92 @@ impl Parser {
             };
             return Ok(event(Ev::Alias(name), token.start));
         }
+        let (properties, start) = self.parse_properties()?;
+        if indentless_sequence && self.check(|t| matches!(t, Tok::BlockEntry))? {
+            self.state = Some(State::IndentlessSequenceEntry);
+            return Ok(event(properties.sequence(false), start));
+        }
+        self.parse_content(properties, start, block)
+    }
+
+    /// `properties`: an anchor and a tag, in either order, each optional; with the mark where the
+    /// node starts (its first property, else the next token).
+    fn parse_properties(&mut self) -> Result<(Properties, Mark)> {
         let mut anchor = None;
         let mut tag = None;
         let mut start = None;
-        let mut tag_mark = None;
         if self.check(|t| matches!(t, Tok::Anchor(_)))? {
             let token = self.take()?;
             start = Some(token.start);
-            if let Tok::Anchor(name) = token.tok {
-                anchor = Some(name);
-            }
+            anchor = anchor_name(token.tok);
             if self.check(|t| matches!(t, Tok::Tag(..)))? {
-                let token = self.take()?;
-                tag_mark = Some(token.start);
-                tag = Some(token.tok);
+                tag = Some(self.take()?);
             }
         } else if self.check(|t| matches!(t, Tok::Tag(..)))? {
             let token = self.take()?;
             start = Some(token.start);
-            tag_mark = Some(token.start);
-            tag = Some(token.tok);
+            tag = Some(token);
             if self.check(|t| matches!(t, Tok::Anchor(_)))? {
-                if let Tok::Anchor(name) = self.take()?.tok {
-                    anchor = Some(name);
-                }
+                anchor = anchor_name(self.take()?.tok);
             }
         }
-        let tag = match tag {
-            Some(Tok::Tag(Some(handle), suffix)) => match self.tag_handles.get(&handle) {
-                Some(prefix) => Some(format!("{prefix}{suffix}")),
-                None => {
-                    return Err(error(
-                        Some(("while parsing a node", start.unwrap_or(self.peek()?.start))),
-                        format!("found undefined tag handle {handle:?}"),
-                        tag_mark.unwrap_or(self.peek()?.start),
-                    ))
-                }
-            },
-            Some(Tok::Tag(None, suffix)) => Some(suffix),
-            _ => None,
-        };
         let start = match start {
             Some(s) => s,
             None => self.peek()?.start,
         };
-        let implicit = tag.as_deref().is_none_or(|t| t == "!");
-        if indentless_sequence && self.check(|t| matches!(t, Tok::BlockEntry))? {
-            self.state = Some(State::IndentlessSequenceEntry);
-            return Ok(event(
-                Ev::SequenceStart {
-                    anchor,
-                    tag,
-                    flow: false,
-                },
-                start,
-            ));
+        let tag = match tag {
+            Some(token) => self.expand_tag(token, start)?,
+            None => None,
+        };
+        Ok((Properties { anchor, tag }, start))
+    }
+
+    /// A TAG token as the node's tag: `!handle!suffix` with the handle's prefix for the handle.
+    fn expand_tag(&mut self, token: Token, start: Mark) -> Result<Option<String>> {
+        match token.tok {
+            Tok::Tag(Some(handle), suffix) => match self.tag_handles.get(&handle) {
+                Some(prefix) => Ok(Some(format!("{prefix}{suffix}"))),
+                None => {
+                    // As in PyYAML, a scanner error in the next token comes before this one.
+                    self.peek()?;
+                    Err(error(
+                        Some(("while parsing a node", start)),
+                        format!("found undefined tag handle {handle:?}"),
+                        token.start,
+                    ))
+                }
+            },
+            Tok::Tag(None, suffix) => Ok(Some(suffix)),
+            _ => Ok(None),
         }
-        let next = self.peek()?.tok.clone();
-        let (ev, state) = match next {
+    }
+
+    /// The node's content after its properties: a scalar or the start of a collection, or an empty
+    /// scalar where there are properties and no content.
+    fn parse_content(&mut self, properties: Properties, start: Mark, block: bool) -> Result<Event> {
+        let (ev, state) = match self.peek()?.tok.clone() {
             Tok::Scalar(value, plain, _) => {
                 self.take()?;
-                let plain_implicit = (plain && tag.is_none()) || tag.as_deref() == Some("!");
-                let ev = Ev::Scalar {
-                    anchor,
-                    tag,
-                    plain_implicit,
-                    value,
-                };
-                (ev, self.pop_state())
+                let tag = properties.tag.as_deref();
+                let plain_implicit = (plain && tag.is_none()) || tag == Some("!");
+                (properties.scalar(plain_implicit, value), self.pop_state())
             }
             Tok::FlowSequenceStart => (
-                Ev::SequenceStart {
-                    anchor,
-                    tag,
-                    flow: true,
-                },
+                properties.sequence(true),
                 Some(State::FlowSequenceFirstEntry),
             ),
-            Tok::FlowMappingStart => (
-                Ev::MappingStart {
-                    anchor,
-                    tag,
-                    flow: true,
-                },
-                Some(State::FlowMappingFirstKey),
-            ),
+            Tok::FlowMappingStart => (properties.mapping(true), Some(State::FlowMappingFirstKey)),
             Tok::BlockSequenceStart if block => (
-                Ev::SequenceStart {
-                    anchor,
-                    tag,
-                    flow: false,
-                },
+                properties.sequence(false),
                 Some(State::BlockSequenceFirstEntry),
             ),
-            Tok::BlockMappingStart if block => (
-                Ev::MappingStart {
-                    anchor,
-                    tag,
-                    flow: false,
-                },
-                Some(State::BlockMappingFirstKey),
-            ),
-            _ if anchor.is_some() || tag.is_some() => (
-                Ev::Scalar {
-                    anchor,
-                    tag,
-                    plain_implicit: implicit,
-                    value: String::new(),
-                },
-                self.pop_state(),
-            ),
+            Tok::BlockMappingStart if block => {
+                (properties.mapping(false), Some(State::BlockMappingFirstKey))
+            }
+            _ if properties.anchor.is_some() || properties.tag.is_some() => {
+                let implicit = properties.tag.as_deref().is_none_or(|t| t == "!");
+                (properties.scalar(implicit, String::new()), self.pop_state())
+            }
             other => {
                 let what = if block {
                     "while parsing a block node"
@@ -481,6 +420,12 @@ impl Parser {
         Ok(event(ev, start))
     }
 
+    fn parse_block_sequence_first_entry(&mut self) -> Result<Event> {
+        let token = self.take()?;
+        self.marks.push(token.start);
+        self.parse_block_sequence_entry()
+    }
+
     fn parse_block_sequence_entry(&mut self) -> Result<Event> {
         if self.check(|t| matches!(t, Tok::BlockEntry))? {
             let token = self.take()?;
@@ -494,6 +439,31 @@ impl Parser {
         self.expect_block_end("while parsing a block collection", Ev::SequenceEnd)
     }
 
+    /// A sequence's `- ` entries at a mapping key's own indentation (`key:\n- a\n- b`), which have
+    /// no BLOCK-SEQUENCE-START and end at the first token that is not `- `.
+    fn parse_indentless_sequence_entry(&mut self) -> Result<Event> {
+        if self.check(|t| matches!(t, Tok::BlockEntry))? {
+            let token = self.take()?;
+            if !self
+                .check(|t| matches!(t, Tok::BlockEntry | Tok::Key | Tok::Value | Tok::BlockEnd))?
+            {
+                self.states.push(State::IndentlessSequenceEntry);
+                return self.parse_node(true, false);
+            }
+            self.state = Some(State::IndentlessSequenceEntry);
+            return Ok(empty_scalar(token.end));
+        }
+        let start = self.peek()?.start;
+        self.state = self.pop_state();
+        Ok(event(Ev::SequenceEnd, start))
+    }
+
+    fn parse_block_mapping_first_key(&mut self) -> Result<Event> {
+        let token = self.take()?;
+        self.marks.push(token.start);
+        self.parse_block_mapping_key()
+    }
+
     fn parse_block_mapping_key(&mut self) -> Result<Event> {
         if self.check(|t| matches!(t, Tok::Key))? {
             let token = self.take()?;
@@ -505,6 +475,15 @@ impl Parser {
             return Ok(empty_scalar(token.end));
         }
         self.expect_block_end("while parsing a block mapping", Ev::MappingEnd)
+    }
+
+    /// A block mapping's value, which may be an indentless sequence.
+    fn parse_block_mapping_value(&mut self) -> Result<Event> {
+        self.parse_value(
+            |t| matches!(t, Tok::Key | Tok::Value | Tok::BlockEnd),
+            State::BlockMappingKey,
+            true,
+        )
     }
 
     /// The end of a block collection: a BLOCK-END token, or PyYAML's `expected <block end>`.
@@ -523,6 +502,12 @@ impl Parser {
         self.state = self.pop_state();
         self.marks.pop();
         Ok(event(end, token.start))
+    }
+
+    fn parse_flow_sequence_first_entry(&mut self) -> Result<Event> {
+        let token = self.take()?;
+        self.marks.push(token.start);
+        self.parse_flow_sequence_entry(true)
     }
 
     fn parse_flow_sequence_entry(&mut self, first: bool) -> Result<Event> {
@@ -556,6 +541,38 @@ impl Parser {
         Ok(event(Ev::SequenceEnd, token.start))
     }
 
+    /// The key of a single-pair mapping inside a flow sequence (`[a: 1]`), after its KEY token.
+    fn parse_flow_sequence_entry_mapping_key(&mut self) -> Result<Event> {
+        let token = self.take()?;
+        if !self.check(|t| matches!(t, Tok::Value | Tok::FlowEntry | Tok::FlowSequenceEnd))? {
+            self.states.push(State::FlowSequenceEntryMappingValue);
+            return self.parse_node(false, false);
+        }
+        self.state = Some(State::FlowSequenceEntryMappingValue);
+        Ok(empty_scalar(token.end))
+    }
+
+    /// The value of that single-pair mapping.
+    fn parse_flow_sequence_entry_mapping_value(&mut self) -> Result<Event> {
+        self.parse_value(
+            |t| matches!(t, Tok::FlowEntry | Tok::FlowSequenceEnd),
+            State::FlowSequenceEntryMappingEnd,
+            false,
+        )
+    }
+
+    fn parse_flow_sequence_entry_mapping_end(&mut self) -> Result<Event> {
+        self.state = Some(State::FlowSequenceEntry);
+        let start = self.peek()?.start;
+        Ok(event(Ev::MappingEnd, start))
+    }
+
+    fn parse_flow_mapping_first_key(&mut self) -> Result<Event> {
+        let token = self.take()?;
+        self.marks.push(token.start);
+        self.parse_flow_mapping_key(true)
+    }
+
     fn parse_flow_mapping_key(&mut self, first: bool) -> Result<Event> {
         if !self.check(|t| matches!(t, Tok::FlowMappingEnd))? {
             if !first {
@@ -584,6 +601,41 @@ impl Parser {
         self.state = self.pop_state();
         self.marks.pop();
         Ok(event(Ev::MappingEnd, token.start))
+    }
+
+    /// A flow mapping's value.
+    fn parse_flow_mapping_value(&mut self) -> Result<Event> {
+        self.parse_value(
+            |t| matches!(t, Tok::FlowEntry | Tok::FlowMappingEnd),
+            State::FlowMappingKey,
+            false,
+        )
+    }
+
+    /// The value of a flow mapping entry written without `:` (`{a, b: 1}`): an empty scalar.
+    fn parse_flow_mapping_empty_value(&mut self) -> Result<Event> {
+        self.state = Some(State::FlowMappingKey);
+        let mark = self.peek()?.start;
+        Ok(empty_scalar(mark))
+    }
+
+    /// A mapping's value: after a VALUE token (`:`), a node, or an empty scalar where the next
+    /// token (one that `ends` the value) says there is none; without a `:`, an empty scalar. The
+    /// parse goes on in `next`. In a block mapping (`block`) the value may be an indentless
+    /// sequence.
+    fn parse_value(&mut self, ends: fn(&Tok) -> bool, next: State, block: bool) -> Result<Event> {
+        if self.check(|t| matches!(t, Tok::Value))? {
+            let token = self.take()?;
+            if !self.check(ends)? {
+                self.states.push(next);
+                return self.parse_node(block, block);
+            }
+            self.state = Some(next);
+            return Ok(empty_scalar(token.end));
+        }
+        self.state = Some(next);
+        let mark = self.peek()?.start;
+        Ok(empty_scalar(mark))
     }
 
     fn flow_error(&mut self, context: &str, closer: &str) -> crate::scanner::YamlError {
