@@ -33,8 +33,7 @@ pub fn run(op: &str, shards: u64, out: &std::path::Path) -> Result<Status> {
     let k = usize::try_from(shards).context("--shards")?;
     let plan = ShardPlan::new_by_key(op, k);
     let scratch = Scratch::new(out);
-    let replaced = commit::replace_shard_plan(&scratch, &[], &plan)?;
-    crate::report_replaced(&replaced, out);
+    commit::replace_shard_plan(&scratch, &[], &plan)?.report(out);
     eprintln!(
         "{}: op {op}: {k} by-key shards in {}: each child runs the whole command and claims the keys it meets first",
         crate::TOOL,

@@ -8,6 +8,7 @@
 //! logs and statuses. Only once the plan is in place is the staging folder, with what was moved
 //! aside, deleted.
 
+use crate::TOOL;
 use anyhow::{bail, Context, Result};
 use protocol::layout::Scratch;
 use protocol::shard_plan::ShardPlan;
@@ -22,6 +23,21 @@ pub struct Replaced {
     pub plan: bool,
     /// Shard folders of the earlier run beyond the new shard count, now removed.
     pub removed: Vec<PathBuf>,
+}
+
+impl Replaced {
+    /// Says what replacing an earlier run's plan in `out` changed.
+    pub fn report(&self, out: &Path) {
+        if self.plan {
+            eprintln!(
+                "{TOOL}: replaced the plan in {} from an earlier run",
+                out.display()
+            );
+        }
+        for path in &self.removed {
+            eprintln!("{TOOL}: removed {} left by the earlier run", path.display());
+        }
+    }
 }
 
 /// A step taken in the scratch, and how to take it back.

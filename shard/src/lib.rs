@@ -4,6 +4,7 @@
 
 mod by_key;
 mod commit;
+mod flow;
 mod listing;
 mod robust;
 mod shape;
@@ -11,9 +12,7 @@ mod shape_file;
 mod split;
 mod strategy;
 
-use anyhow::{Context, Result};
-use protocol::layout::{shapes_in_scratch, Scratch};
-use protocol::shard_plan::{Shard, ShardPlan, VERSION};
+use anyhow::Result;
 use std::path::PathBuf;
 use toolkit::Status;
 
@@ -104,157 +103,15 @@ pub struct Args {
     pub shape_file: Option<PathBuf>,
 }
 
+/// The tool's run: a by-key plan, or the shape file's shards read, decided and written
+/// (`flow`).
 pub fn run(args: &Args) -> Result<Status> {
-    let op = args.op.name().to_owned();
     let Some(path) = args.shape_file.as_ref().filter(|_| !args.by_key) else {
-        return by_key::run(&op, args.shards, &args.out);
+        return by_key::run(args.op.name(), args.shards, &args.out);
     };
-    let strategy = args.strategy.unwrap_or(if args.history.is_some() {
-        Strategy::Lpt
-    } else {
-        Strategy::RoundRobin
-    });
-    let file = match (&args.costs, &args.history) {
-        (Some(path), _) => Some(protocol::costs::CostFile::load(path)?),
-        (None, Some(dir)) => from_history(dir, &op, args),
-        (None, None) => None,
-    };
-    let balance = Balance {
-        strategy,
-        costs: file,
-        model: args.cost_model,
-        overhead: args.overhead,
-    };
-    let name = path.display().to_string();
-    if path.is_dir() {
-        anyhow::bail!("{name}: is a directory: give the shape file (a YAML file)");
+    let inputs = flow::Inputs::read(args, path)?;
+    match flow::Sharded::decide(args, inputs)? {
+        Some(sharded) => sharded.write(args),
+        None => Ok(Status::NothingToDo),
     }
-    let bytes = toolkit::file::read(path)
-        .with_context(|| format!("reading shape file {name} (check the path)"))?;
-    let source =
-        std::fs::canonicalize(path).with_context(|| format!("resolving the path of {name}"))?;
-    let shards = usize::try_from(args.shards).unwrap_or(usize::MAX);
-    let entry = args.entry.as_deref();
-    let cut = split(
-        &bytes,
-        &name,
-        &source.display().to_string(),
-        &op,
-        entry,
-        shards,
-        &balance,
-    )?;
-    if cut.pieces.len() < 2 {
-        eprintln!(
-            "{TOOL}: op {op:?} has {} shape(s) in {name} and --shards is {}: fewer than 2 shards would result, nothing to do",
-            cut.total, args.shards
-        );
-        return Ok(Status::NothingToDo);
-    }
-    let plan = ShardPlan {
-        version: VERSION,
-        op: op.clone(),
-        entry: Some(entry.unwrap_or(&op).to_owned()),
-        mode: None,
-        source,
-        strategy: strategy.name().to_owned(),
-        cost_source: cut.costs.as_ref().map(|c| c.source.to_owned()),
-        shapes: cut.total,
-        shards: cut
-            .pieces
-            .iter()
-            .enumerate()
-            .map(|(i, p)| {
-                let costs: Option<Vec<f64>> = cut
-                    .costs
-                    .as_ref()
-                    .map(|c| p.shapes.iter().map(|&j| c.per_shape[j]).collect());
-                Shard {
-                    index: i,
-                    shape_file: shapes_in_scratch(i),
-                    shapes: p.shapes.clone(),
-                    shape_texts: Some(
-                        p.shapes
-                            .iter()
-                            .map(|&j| cut.shapes[j].text.clone())
-                            .collect(),
-                    ),
-                    expected_cost: costs.as_ref().map(|c| c.iter().sum()),
-                    shape_costs: costs,
-                }
-            })
-            .collect(),
-    };
-    let scratch = Scratch::new(&args.out);
-    if args.dry_run {
-        listing::print(&scratch, cut.pieces.len())?;
-        return Ok(Status::Done);
-    }
-    let texts: Vec<&str> = cut.pieces.iter().map(|p| p.text.as_str()).collect();
-    let replaced = commit::replace(&scratch, &texts, &plan)?;
-    report_replaced(&replaced, &args.out);
-    let sizes: Vec<String> = cut
-        .pieces
-        .iter()
-        .map(|p| p.shapes.len().to_string())
-        .collect();
-    eprintln!(
-        "{TOOL}: op {op}: {} shapes into {} shards of {} in {} ({})",
-        cut.total,
-        sizes.len(),
-        sizes.join(", "),
-        args.out.display(),
-        strategy.name()
-    );
-    if let Some(line) = expected_line(&plan) {
-        eprintln!("{TOOL}: {line}");
-    }
-    listing::print(&scratch, cut.pieces.len())?;
-    Ok(Status::Done)
-}
-
-/// Says what replacing an earlier run's plan changed.
-fn report_replaced(replaced: &commit::Replaced, out: &std::path::Path) {
-    if replaced.plan {
-        eprintln!(
-            "{TOOL}: replaced the plan in {} from an earlier run",
-            out.display()
-        );
-    }
-    for path in &replaced.removed {
-        eprintln!("{TOOL}: removed {} left by the earlier run", path.display());
-    }
-}
-
-/// The costs of the op's last sweep kept in the record folder `dir`, when that sweep ran on this
-/// run's Triton and device model; else `None`, after a line saying why.
-fn from_history(dir: &std::path::Path, op: &str, args: &Args) -> Option<protocol::costs::CostFile> {
-    match protocol::history::find(dir, op, || args.platform.find()) {
-        Ok(history) => {
-            eprintln!(
-                "{TOOL}: op {op}: balancing by the costs its last sweep measured ({})",
-                history.costs.path().display()
-            );
-            Some(history.costs)
-        }
-        Err(why) => {
-            let model = args.cost_model.unwrap_or(Model::Robust).name();
-            eprintln!("{TOOL}: op {op}: no usable history ({why}): splitting by the {model} model");
-            None
-        }
-    }
-}
-
-/// `expected cost per shard (file): 12.100 s (largest) to 11.800 s, mean 11.900 s`, for a plan
-/// with costs (model units have no `s`).
-fn expected_line(plan: &ShardPlan) -> Option<String> {
-    let source = plan.cost_source.as_deref()?;
-    let loads: Vec<f64> = plan.shards.iter().filter_map(|s| s.expected_cost).collect();
-    let max = loads.iter().copied().fold(0.0, f64::max);
-    let min = loads.iter().copied().fold(f64::INFINITY, f64::min);
-    let unit = if source == "file" { " s" } else { "" };
-    Some(format!(
-        "expected cost per shard ({source}): {max:.3}{unit} (largest) to {min:.3}{unit}, mean {:.3}{unit}",
-        loads.iter().sum::<f64>() / loads.len().max(1) as f64
-    ))
 }

@@ -41,6 +41,44 @@ pub fn split(
     let doc = shape_file::load(bytes, name)?;
     let mut schema = Schema::new(&doc, name);
     schema.validate()?;
+    let (key, id) = find_entry(&doc, &mut schema, name, op, entry)?;
+    let found = Entry::read(&doc, &mut schema, name, describe_entry(op, entry), key, id)?;
+    let total = found.items.len();
+    let k = shards.min(total);
+    if k < 2 {
+        return Ok(Split {
+            total,
+            pieces: Vec::new(),
+            shapes: Vec::new(),
+            costs: None,
+        });
+    }
+    found.check_size(k)?;
+    let infos = strategy::describe(&mut schema, found.items);
+    let cut = balance.assign(op, &infos, k);
+    let pieces = cut
+        .groups
+        .into_iter()
+        .enumerate()
+        .map(|(i, picked)| found.piece(i, k, source, picked))
+        .collect();
+    Ok(Split {
+        total,
+        pieces,
+        shapes: infos,
+        costs: cut.costs,
+    })
+}
+
+/// The op's entry in the document: its key's node and its value's; an error where the top level
+/// is not a mapping or has no such key.
+fn find_entry(
+    doc: &Doc,
+    schema: &mut Schema<'_>,
+    name: &str,
+    op: &str,
+    entry: Option<&str>,
+) -> Result<(NodeId, NodeId)> {
     let root = &doc.nodes[doc.root];
     if !matches!(root.kind, Kind::Map(_)) || root.tag != tag::MAP {
         return Err(doc.error_at(
@@ -51,106 +89,143 @@ pub fn split(
     }
     let top = schema.dict_any_pyyaml(doc.root)?;
     let wanted = entry.unwrap_or(op);
-    let Some(&(_, entry_key, entry_id)) = top
+    match top
         .iter()
         .find(|(k, _, _)| *k == Key::Str(wanted.to_owned()))
-    else {
-        return Err(missing_entry(&doc, &top, name, op, entry));
-    };
-    let what = match entry {
+    {
+        Some(&(_, key, id)) => Ok((key, id)),
+        None => Err(missing_entry(doc, &top, name, op, entry)),
+    }
+}
+
+/// How messages and the shard files' comments name the entry: `op "mm"`, or
+/// `entry "BlasBenchmark" (op "mm")` where `--entry` names another key.
+fn describe_entry(op: &str, entry: Option<&str>) -> String {
+    match entry {
         Some(e) if e != op => format!("entry {e:?} (op {op:?})"),
         _ => format!("op {op:?}"),
-    };
-    let entry_node = &doc.nodes[entry_id];
-    if !matches!(entry_node.kind, Kind::Map(_)) || entry_node.tag != tag::MAP {
-        return Err(doc.error_at(
-            name,
-            entry_id,
-            format!("{what} is not a mapping: give it a \"shapes\" list"),
-        ));
     }
-    let pairs = schema.dict_any_pyyaml(entry_id)?;
-    let Some(shapes_at) = pairs.iter().position(|(k, _, _)| is_shapes(k)) else {
-        return Err(doc.error_at(
+}
+
+/// The op's entry, checked to be one shard files can be written from: a mapping with a
+/// `shapes` list and no recursive structure.
+struct Entry<'d> {
+    doc: &'d Doc,
+    /// How errors name the shape file.
+    name: &'d str,
+    /// How messages and comments name the entry ([`describe_entry`]).
+    what: String,
+    /// The entry's key node, kept as each shard file's key.
+    key: NodeId,
+    /// The entry's value node.
+    id: NodeId,
+    /// The entry's pairs, key and value nodes, in order.
+    pairs: Vec<(NodeId, NodeId)>,
+    /// Where the `shapes` pair is among `pairs`.
+    shapes_at: usize,
+    /// The `shapes` list's items.
+    items: &'d [NodeId],
+}
+
+impl<'d> Entry<'d> {
+    /// The entry whose key is `key` and value `id`; an error naming what keeps shard files from
+    /// being written from it.
+    fn read(
+        doc: &'d Doc,
+        schema: &mut Schema<'_>,
+        name: &'d str,
+        what: String,
+        key: NodeId,
+        id: NodeId,
+    ) -> Result<Entry<'d>> {
+        let node = &doc.nodes[id];
+        if !matches!(node.kind, Kind::Map(_)) || node.tag != tag::MAP {
+            return Err(doc.error_at(
+                name,
+                id,
+                format!("{what} is not a mapping: give it a \"shapes\" list"),
+            ));
+        }
+        let pairs = schema.dict_any_pyyaml(id)?;
+        let Some(shapes_at) = pairs.iter().position(|(k, _, _)| is_shapes(k)) else {
+            return Err(doc.error_at(name, id, format!("{what} has no \"shapes\" list: add one")));
+        };
+        let shapes = pairs[shapes_at].2;
+        let Kind::Seq(items) = &doc.nodes[shapes].kind else {
+            return Err(doc.error_at(
+                name,
+                shapes,
+                format!("{what}: \"shapes\" is not a list: make it a list of shapes"),
+            ));
+        };
+        if doc.reaches_cycle[id] {
+            return Err(doc.error_at(
+                name,
+                id,
+                format!("{what} holds a recursive structure (an alias inside the collection it names): PyYAML reads it, but no shard file can write it out; replace that alias with a copy of the data it stands for"),
+            ));
+        }
+        Ok(Entry {
+            doc,
             name,
-            entry_id,
-            format!("{what} has no \"shapes\" list: add one"),
-        ));
-    };
-    let shapes = pairs[shapes_at].2;
-    let Kind::Seq(items) = &doc.nodes[shapes].kind else {
-        return Err(doc.error_at(
-            name,
-            shapes,
-            format!("{what}: \"shapes\" is not a list: make it a list of shapes"),
-        ));
-    };
-    if doc.reaches_cycle[entry_id] {
-        return Err(doc.error_at(
-            name,
-            entry_id,
-            format!("{what} holds a recursive structure (an alias inside the collection it names): PyYAML reads it, but no shard file can write it out; replace that alias with a copy of the data it stands for"),
-        ));
-    }
-    let total = items.len();
-    let k = shards.min(total);
-    if k < 2 {
-        return Ok(Split {
-            total,
-            pieces: Vec::new(),
-            shapes: Vec::new(),
-            costs: None,
-        });
+            what,
+            key,
+            id,
+            pairs: pairs.iter().map(|&(_, k, v)| (k, v)).collect(),
+            shapes_at,
+            items,
+        })
     }
 
-    let mut memo = vec![None; doc.nodes.len()];
-    let mut siblings = 0u64;
-    for (i, &(_, key, value)) in pairs.iter().enumerate() {
-        siblings = siblings.saturating_add(expanded_size(&doc, key, &mut memo));
-        if i != shapes_at {
-            siblings = siblings.saturating_add(expanded_size(&doc, value, &mut memo));
+    /// Refuses an entry whose `k` shard files would expand to more than [`MAX_NODES`] nodes once
+    /// aliases are written out: each shard file repeats the entry's other pairs.
+    fn check_size(&self, k: usize) -> Result<()> {
+        let doc = self.doc;
+        let mut memo = vec![None; doc.nodes.len()];
+        let mut siblings = 0u64;
+        for (i, &(key, value)) in self.pairs.iter().enumerate() {
+            siblings = siblings.saturating_add(expanded_size(doc, key, &mut memo));
+            if i != self.shapes_at {
+                siblings = siblings.saturating_add(expanded_size(doc, value, &mut memo));
+            }
+        }
+        let all_shapes = expanded_size(doc, self.pairs[self.shapes_at].1, &mut memo);
+        if siblings.saturating_mul(k as u64).saturating_add(all_shapes) > MAX_NODES {
+            return Err(doc.error_at(
+                self.name,
+                self.id,
+                format!("{} expands to more than {MAX_NODES} nodes once aliases are written out: refusing", self.what),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Shard `i` of `k`, holding the shapes at `picked`, written out with a comment naming
+    /// `source` and its first shapes.
+    fn piece(&self, i: usize, k: usize, source: &str, picked: Vec<usize>) -> Piece {
+        let mut listed: Vec<String> = picked.iter().take(3).map(usize::to_string).collect();
+        if picked.len() > 3 {
+            listed.push("...".to_owned());
+        }
+        let comment = format!(
+            "# shard {i} of {k}: {} from {source} (shapes {})",
+            self.what.replace('"', ""),
+            listed.join(", ")
+        );
+        let items: Vec<NodeId> = picked.iter().map(|&j| self.items[j]).collect();
+        let text = shape_file::shard_file(
+            self.doc,
+            &comment,
+            self.key,
+            &self.pairs,
+            self.shapes_at,
+            &items,
+        );
+        Piece {
+            shapes: picked,
+            text,
         }
     }
-    let all_shapes = expanded_size(&doc, shapes, &mut memo);
-    if siblings.saturating_mul(k as u64).saturating_add(all_shapes) > MAX_NODES {
-        return Err(doc.error_at(
-            name,
-            entry_id,
-            format!("{what} expands to more than {MAX_NODES} nodes once aliases are written out: refusing"),
-        ));
-    }
-
-    let infos = strategy::describe(&mut schema, items);
-    let cut = balance.assign(op, &infos, k);
-    let pairs: Vec<(NodeId, NodeId)> = pairs.iter().map(|&(_, k, v)| (k, v)).collect();
-    let pieces = cut
-        .groups
-        .into_iter()
-        .enumerate()
-        .map(|(i, picked)| {
-            let mut listed: Vec<String> = picked.iter().take(3).map(usize::to_string).collect();
-            if picked.len() > 3 {
-                listed.push("...".to_owned());
-            }
-            let comment = format!(
-                "# shard {i} of {k}: {} from {source} (shapes {})",
-                what.replace('"', ""),
-                listed.join(", ")
-            );
-            let items: Vec<NodeId> = picked.iter().map(|&j| items[j]).collect();
-            let text = shape_file::shard_file(&doc, &comment, entry_key, &pairs, shapes_at, &items);
-            Piece {
-                shapes: picked,
-                text,
-            }
-        })
-        .collect();
-    Ok(Split {
-        total,
-        pieces,
-        shapes: infos,
-        costs: cut.costs,
-    })
 }
 
 /// No top-level key is the entry: list the keys there are, and say how to name the right one.
