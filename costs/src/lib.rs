@@ -17,9 +17,10 @@ pub mod shape_costs;
 
 use anyhow::{Context, Result};
 use protocol::layout::Scratch;
+use protocol::lock::ScratchLock;
 use protocol::shard_plan::ShardPlan;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use toolkit::Status;
 
 use protocol::costs::{target_of, CostFile, MAX_SECONDS};
@@ -83,103 +84,175 @@ pub struct Args {
     pub scratch: Option<PathBuf>,
 }
 
+/// The run as steps that hand each other typed values: the finished run opened
+/// ([`FinishedRun`]), the cost file locked and read, what the run measured ([`Measured`]), the
+/// costs written ([`write`]), and the files written printed.
 pub fn run(args: &Args) -> Result<Status> {
     if args.predict {
         return prediction::run(args);
     }
-    let Some(scratch_dir) = &args.scratch else {
-        anyhow::bail!("give the SCRATCH folder of a finished run, or --predict");
-    };
-    if args.costs.is_none() && args.record_dir.is_none() {
-        anyhow::bail!(
-            "give --costs FILE or --record-dir DIR: where to write what the run measured"
-        );
-    }
-    let scratch = Scratch::new(scratch_dir);
-    if !scratch.shard_plan().is_file() {
-        anyhow::bail!(
-            "{}: no plan.json: give the scratch folder of a run (warmup-shard --out)",
-            scratch_dir.display()
-        );
-    }
-    // Held while the plan and the status files are read: a run rewriting this scratch
-    // (warmup-shard, warmup-spawn) is refused, or refuses us, rather than read half-written.
-    let _lock = scratch.lock()?;
-    let (plan, scratch) = ShardPlan::load(&scratch.shard_plan())?;
-    args.op.for_shard_plan(&plan, &scratch.shard_plan())?;
-    if plan.by_key() {
-        // Its children each ran the whole command: no shard's time belongs to any shape.
-        eprintln!(
-            "{TOOL}: {}: a by-key run (warmup-shard --by-key) has no shapes to learn costs of; nothing written",
-            scratch.shard_plan().display()
-        );
+    let Some(finished) = FinishedRun::open(args)? else {
         return Ok(Status::NothingToDo);
-    }
+    };
     // Read, merged and written under a lock beside the file (beside the file a symlink leads
     // to, where it is replaced): two runs updating one cost file from different scratches each
     // keep what the other wrote. `--record-dir`'s file takes its own lock when it is written.
-    let _update = match &args.costs {
-        Some(path) => {
-            let target = target_of(path)?;
-            if let Some(dir) = &args.record_dir {
-                let kept = protocol::history::costs_path(dir, &plan.op);
-                if target_of(&kept)? == target {
-                    anyhow::bail!(
-                        "--costs {} is the file --record-dir keeps the op's costs in ({}): give one of them",
-                        path.display(),
-                        kept.display()
-                    );
-                }
-            }
-            Some(toolkit::lock::update_lock(TOOL, &target)?)
-        }
-        None => None,
-    };
+    let _update = args
+        .costs
+        .as_deref()
+        .map(|path| {
+            cost_file_target(args, path, &finished.plan.op)
+                .and_then(|target| toolkit::lock::update_lock(TOOL, &target))
+        })
+        .transpose()?;
     let mut file = args
         .costs
         .as_deref()
         .map(CostFile::load_or_new)
         .transpose()?;
-    let startup = args
-        .startup
-        .unwrap_or_else(|| history::startup(&plan, &scratch).unwrap_or(0.0));
-    let m = shape_costs::of_run(&plan, &scratch, startup)?;
-    for why in &m.skipped {
-        eprintln!("{TOOL}: {why}: its shapes keep the costs they had");
-    }
-    for what in &m.saturated {
-        eprintln!("{TOOL}: {what}, more than a cost file holds: counted as {MAX_SECONDS:e} s");
-    }
-    if m.without_text > 0 {
-        eprintln!(
-            "{TOOL}: {} shape(s) hold values JSON cannot hold (dates, bytes, sets): a cost file cannot name them",
-            m.without_text
-        );
-    }
-    if m.costs.is_empty() {
-        eprintln!(
-            "{TOOL}: no shard of {} ran to a good end: nothing to learn, {} left as it was",
-            scratch_dir.display(),
-            args.costs
-                .iter()
-                .chain(&args.record_dir)
-                .map(|p| p.display().to_string())
-                .collect::<Vec<_>>()
-                .join(" and ")
-        );
+    let Some(measured) = Measured::of(args, &finished)? else {
         return Ok(Status::NothingToDo);
+    };
+    let written = write(args, &finished.plan.op, file.as_mut(), &measured)?;
+    let mut out = std::io::stdout().lock();
+    for path in written {
+        writeln!(out, "{}", path.display()).context("writing to stdout")?;
     }
+    out.flush().context("writing to stdout")?;
+    Ok(Status::Done)
+}
+
+/// A finished run's scratch folder, locked, and its plan.
+struct FinishedRun<'a> {
+    /// SCRATCH as given.
+    given: &'a Path,
+    plan: ShardPlan,
+    scratch: Scratch,
+    /// Held while the plan and the status files are read: a run rewriting this scratch
+    /// (warmup-shard, warmup-spawn) is refused, or refuses us, rather than read half-written.
+    _lock: ScratchLock,
+}
+
+impl<'a> FinishedRun<'a> {
+    /// Checks that the command line names a run and where its costs go, then opens the run;
+    /// None, said, for a by-key run, which has no costs to learn.
+    fn open(args: &'a Args) -> Result<Option<FinishedRun<'a>>> {
+        let Some(given) = &args.scratch else {
+            anyhow::bail!("give the SCRATCH folder of a finished run, or --predict");
+        };
+        if args.costs.is_none() && args.record_dir.is_none() {
+            anyhow::bail!(
+                "give --costs FILE or --record-dir DIR: where to write what the run measured"
+            );
+        }
+        let scratch = Scratch::new(given);
+        if !scratch.shard_plan().is_file() {
+            anyhow::bail!(
+                "{}: no plan.json: give the scratch folder of a run (warmup-shard --out)",
+                given.display()
+            );
+        }
+        let lock = scratch.lock()?;
+        let (plan, scratch) = ShardPlan::load(&scratch.shard_plan())?;
+        args.op.for_shard_plan(&plan, &scratch.shard_plan())?;
+        if plan.by_key() {
+            // Its children each ran the whole command: no shard's time belongs to any shape.
+            eprintln!(
+                "{TOOL}: {}: a by-key run (warmup-shard --by-key) has no shapes to learn costs of; nothing written",
+                scratch.shard_plan().display()
+            );
+            return Ok(None);
+        }
+        Ok(Some(FinishedRun {
+            given,
+            plan,
+            scratch,
+            _lock: lock,
+        }))
+    }
+}
+
+/// The file `--costs` `path` is updated through (where a symlink leads), refused where it is
+/// the one `--record-dir` keeps `op`'s costs in.
+fn cost_file_target(args: &Args, path: &Path, op: &str) -> Result<PathBuf> {
+    let target = target_of(path)?;
+    if let Some(dir) = &args.record_dir {
+        let kept = protocol::history::costs_path(dir, op);
+        if target_of(&kept)? == target {
+            anyhow::bail!(
+                "--costs {} is the file --record-dir keeps the op's costs in ({}): give one of them",
+                path.display(),
+                kept.display()
+            );
+        }
+    }
+    Ok(target)
+}
+
+/// What the run measured of each shape, less the start-up of each child.
+struct Measured {
+    /// The seconds of each child's wall time taken as start-up.
+    startup: f64,
+    shapes: shape_costs::ShapeCosts,
+}
+
+impl Measured {
+    /// The shapes' costs, with a line for what could not be measured; None, said, where no shard
+    /// ran to a good end.
+    fn of(args: &Args, finished: &FinishedRun<'_>) -> Result<Option<Measured>> {
+        let (plan, scratch) = (&finished.plan, &finished.scratch);
+        let startup = args
+            .startup
+            .unwrap_or_else(|| history::startup(plan, scratch).unwrap_or(0.0));
+        let m = shape_costs::of_run(plan, scratch, startup)?;
+        for why in &m.skipped {
+            eprintln!("{TOOL}: {why}: its shapes keep the costs they had");
+        }
+        for what in &m.saturated {
+            eprintln!("{TOOL}: {what}, more than a cost file holds: counted as {MAX_SECONDS:e} s");
+        }
+        if m.without_text > 0 {
+            eprintln!(
+                "{TOOL}: {} shape(s) hold values JSON cannot hold (dates, bytes, sets): a cost file cannot name them",
+                m.without_text
+            );
+        }
+        if m.costs.is_empty() {
+            eprintln!(
+                "{TOOL}: no shard of {} ran to a good end: nothing to learn, {} left as it was",
+                finished.given.display(),
+                args.costs
+                    .iter()
+                    .chain(&args.record_dir)
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(" and ")
+            );
+            return Ok(None);
+        }
+        Ok(Some(Measured { startup, shapes: m }))
+    }
+}
+
+/// Sets `op`'s measured costs in the `--costs` `file` and keeps them in `--record-dir`, each
+/// said; the files written, in that order.
+fn write(
+    args: &Args,
+    op: &str,
+    file: Option<&mut CostFile>,
+    measured: &Measured,
+) -> Result<Vec<PathBuf>> {
+    let m = &measured.shapes;
     let mut written = Vec::new();
-    if let (Some(file), Some(path)) = (&mut file, &args.costs) {
+    if let (Some(file), Some(path)) = (file, &args.costs) {
         let mut new = 0;
         for (text, seconds) in &m.costs {
-            new += usize::from(file.set(&plan.op, text, *seconds));
+            new += usize::from(file.set(op, text, *seconds));
         }
         file.save()
             .with_context(|| format!("writing cost file {}", path.display()))?;
         eprintln!(
-            "{TOOL}: op {}: {} shape cost(s) into {} ({new} new), {} measured alone, {} split from shards of several",
-            plan.op,
+            "{TOOL}: op {op}: {} shape cost(s) into {} ({new} new), {} measured alone, {} split from shards of several",
             m.costs.len(),
             path.display(),
             m.alone,
@@ -188,19 +261,14 @@ pub fn run(args: &Args) -> Result<Status> {
         written.push(path.clone());
     }
     if let Some(dir) = &args.record_dir {
-        let path = history::keep(dir, &plan.op, &m.costs)?;
+        let path = history::keep(dir, op, &m.costs)?;
         eprintln!(
-            "{TOOL}: op {}: {} shape cost(s) kept with the records in {} (start-up {startup:.2} s a child)",
-            plan.op,
+            "{TOOL}: op {op}: {} shape cost(s) kept with the records in {} (start-up {:.2} s a child)",
             m.costs.len(),
-            path.display()
+            path.display(),
+            measured.startup
         );
         written.push(path);
     }
-    let mut out = std::io::stdout().lock();
-    for path in written {
-        writeln!(out, "{}", path.display()).context("writing to stdout")?;
-    }
-    out.flush().context("writing to stdout")?;
-    Ok(Status::Done)
+    Ok(written)
 }

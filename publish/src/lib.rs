@@ -78,146 +78,292 @@ pub struct Args {
     pub merged: PathBuf,
 }
 
+/// The publish, as steps that hand each other typed values: MERGED read ([`Input`]), where it
+/// goes ([`Target`]) and the shards' sidecars combined, what DIR held ([`Existing`]), the record
+/// that keeps it ([`NewRecord`]), written, then said ([`report`]).
 pub fn run(args: &Args) -> Result<Status> {
-    let op = args.op.name();
-    if let Some(why) = protocol::op::file_name_problem(op) {
-        bail!("op {op:?} cannot be a file name ({why}); give --op a plain name such as mm");
-    }
-    let merged = &args.merged;
-    let scratch = merged.is_dir().then(|| Scratch::new(merged));
-    let source = scratch
-        .as_ref()
-        .map_or_else(|| merged.clone(), Scratch::merged);
-    let merged = record::read(&source)?;
-    if merged.counts.configs == 0 {
-        eprintln!(
-            "{TOOL}: {}: no configs ({}); nothing written",
-            merged.name, merged.counts
-        );
+    let Some(input) = Input::read(args)? else {
         return Ok(Status::NothingToDo);
+    };
+    let target = Target::of(args)?;
+    let new_sidecar = shards_sidecar(input.scratch.as_ref(), target.op)?;
+    std::fs::create_dir_all(&target.dir)
+        .with_context(|| format!("creating record folder {}", target.dir.display()))?;
+    // The lock every record session of the op holds while it adds a key: the record is not
+    // replaced under a session folding its journal into it, nor the journal removed mid-append;
+    // and two publishes into the folder take turns, each adding to what the other published.
+    let _record_lock =
+        toolkit::lock::update_lock(TOOL, &history::record_lock_target(&target.dir, target.op))?;
+    let existing = Existing::find(&target, new_sidecar.as_ref())?;
+    let record = NewRecord::of(&input.merged, &existing);
+    let wrote = match new_sidecar {
+        Some(new) => write_with_sidecar(args, &target, new, &input.merged, &existing, &record)?,
+        None => write_alone(&target, &input.merged, &record)?,
+    };
+    let wrote = existing.forgot + &wrote + &existing.journal.finish()?;
+    report(&target, &input.merged, &record, &wrote, existing.old.note)
+}
+
+/// MERGED, read and checked, and the SCRATCH folder it is the merged record of, where it was one.
+struct Input {
+    merged: record::Merged,
+    scratch: Option<Scratch>,
+}
+
+impl Input {
+    /// None, said, where MERGED holds no configs: nothing to publish.
+    fn read(args: &Args) -> Result<Option<Input>> {
+        let op = args.op.name();
+        if let Some(why) = protocol::op::file_name_problem(op) {
+            bail!("op {op:?} cannot be a file name ({why}); give --op a plain name such as mm");
+        }
+        let scratch = args.merged.is_dir().then(|| Scratch::new(&args.merged));
+        let source = scratch
+            .as_ref()
+            .map_or_else(|| args.merged.clone(), Scratch::merged);
+        let merged = record::read(&source)?;
+        if merged.counts.configs == 0 {
+            eprintln!(
+                "{TOOL}: {}: no configs ({}); nothing written",
+                merged.name, merged.counts
+            );
+            return Ok(None);
+        }
+        Ok(Some(Input { merged, scratch }))
     }
-    let dir = absolute_record_dir(args)?;
-    let file = protocol::layout::record_file(&dir, op);
-    // Rendered first: a path the format cannot carry must fail before anything is written.
-    let env = replay::render(args.format, &dir, args.op.given(), &file)?;
-    let combined = match &scratch {
+}
+
+/// Where the record goes, and the replay environment that points at it.
+struct Target<'a> {
+    op: &'a str,
+    /// DIR, absolute.
+    dir: PathBuf,
+    /// `DIR/<op>.json`.
+    file: PathBuf,
+    /// `DIR/<op>.meta.json`.
+    sidecar: PathBuf,
+    /// The environment change, as `--format` prints it.
+    env: Vec<u8>,
+}
+
+impl<'a> Target<'a> {
+    fn of(args: &'a Args) -> Result<Target<'a>> {
+        let op = args.op.name();
+        let dir = absolute_record_dir(args)?;
+        let file = protocol::layout::record_file(&dir, op);
+        // Rendered first: a path the format cannot carry must fail before anything is written.
+        let env = replay::render(args.format, &dir, args.op.given(), &file)?;
+        Ok(Target {
+            op,
+            sidecar: history::meta_path(&dir, op),
+            dir,
+            file,
+            env,
+        })
+    }
+}
+
+/// The shards' sidecars combined, from SCRATCH (none from a file), its notes said.
+fn shards_sidecar(
+    scratch: Option<&Scratch>,
+    op: &str,
+) -> Result<Option<serde_json::Map<String, serde_json::Value>>> {
+    let combined = match scratch {
         Some(scratch) => meta::combine(scratch, op)?,
         None => meta::Combined::default(),
     };
     for note in &combined.notes {
         eprintln!("{TOOL}: {note}");
     }
+    Ok(combined.sidecar)
+}
 
-    std::fs::create_dir_all(&dir)
-        .with_context(|| format!("creating record folder {}", dir.display()))?;
-    // The lock every record session of the op holds while it adds a key: the record is not
-    // replaced under a session folding its journal into it, nor the journal removed mid-append;
-    // and two publishes into the folder take turns, each adding to what the other published.
-    let _record_lock = toolkit::lock::update_lock(TOOL, &history::record_lock_target(&dir, op))?;
-    // First, so that a publish cut short leaves a record and sidecar without costs (no usable
-    // history) rather than a new sidecar beside another run's costs.
-    let mut wrote = forget_costs(&dir, op)?;
-    let journal = Journal::find(&dir, op)?;
-    let old = old_record(&file);
-    let sidecar = history::meta_path(&dir, op);
-    let old_sidecar = meta::load(&sidecar);
-    // A kernel whose source or configs changed since DIR's record was made: its old keys were
-    // decided for another kernel, and the new sidecar's fingerprint would vouch for them.
-    let changed = match (&old_sidecar, &combined.sidecar) {
-        (Some(old), Some(new)) => meta::changed_kernels(old, new),
-        _ => Vec::new(),
-    };
-    for kernel in &changed {
-        eprintln!(
-            "{TOOL}: kernel {kernel} changed since {} was recorded (its fingerprint differs): its \
-             keys there are not kept",
-            file.display()
-        );
+/// What DIR held for the op before this publish, which the published record keeps.
+struct Existing {
+    /// What forgetting the op's costs did, said in the publish's line.
+    forgot: String,
+    journal: Journal,
+    old: Old,
+    sidecar: Option<serde_json::Map<String, serde_json::Value>>,
+    /// The kernels changed since DIR's record was made, whose old keys are not kept.
+    changed: Vec<String>,
+}
+
+impl Existing {
+    /// Reads DIR under the record lock, forgetting the op's costs there first; says which
+    /// kernels changed. `new`: the published sidecar, whose fingerprints say that.
+    fn find(
+        target: &Target<'_>,
+        new: Option<&serde_json::Map<String, serde_json::Value>>,
+    ) -> Result<Existing> {
+        // First, so that a publish cut short leaves a record and sidecar without costs (no usable
+        // history) rather than a new sidecar beside another run's costs.
+        let forgot = forget_costs(&target.dir, target.op)?;
+        let journal = Journal::find(&target.dir, target.op)?;
+        let old = old_record(&target.file);
+        let sidecar = meta::load(&target.sidecar);
+        // A kernel whose source or configs changed since DIR's record was made: its old keys were
+        // decided for another kernel, and the new sidecar's fingerprint would vouch for them.
+        let changed = match (&sidecar, new) {
+            (Some(old), Some(new)) => meta::changed_kernels(old, new),
+            _ => Vec::new(),
+        };
+        for kernel in &changed {
+            eprintln!(
+                "{TOOL}: kernel {kernel} changed since {} was recorded (its fingerprint differs): \
+                 its keys there are not kept",
+                target.file.display()
+            );
+        }
+        Ok(Existing {
+            forgot,
+            journal,
+            old,
+            sidecar,
+            changed,
+        })
     }
-    let still_same = |kernel: &str| !changed.iter().any(|c| c == kernel);
-    let skip: Vec<String> = changed
-        .iter()
-        .map(|k| serde_json::Value::from(k.as_str()).to_string())
-        .collect();
-    let mut union = last_wins::LastWins::default();
-    if let Some(old) = &old.records {
-        union.update_except(old, &skip);
+
+    fn still_same(&self, kernel: &str) -> bool {
+        !self.changed.iter().any(|c| c == kernel)
     }
-    for entry in &journal.entries {
-        union.update_except(&entry.record, &skip);
+}
+
+/// The record published: DIR's record, then the journal's keys, then MERGED's, a key's last
+/// value winning (a changed kernel's old keys left out).
+struct NewRecord {
+    union: last_wins::LastWins,
+    counts: Counts,
+    /// The configs kept from DIR that MERGED does not have.
+    kept: usize,
+    /// Whether it is MERGED as it is, whose bytes are then written as given.
+    unchanged: bool,
+}
+
+impl NewRecord {
+    fn of(merged: &record::Merged, existing: &Existing) -> NewRecord {
+        let skip: Vec<String> = existing
+            .changed
+            .iter()
+            .map(|k| serde_json::Value::from(k.as_str()).to_string())
+            .collect();
+        let mut union = last_wins::LastWins::default();
+        if let Some(old) = &existing.old.records {
+            union.update_except(old, &skip);
+        }
+        for entry in &existing.journal.entries {
+            union.update_except(&entry.record, &skip);
+        }
+        union.update(&merged.records);
+        let kept = union.configs() - merged.counts.configs;
+        NewRecord {
+            unchanged: kept == 0 && union.kernels() == merged.counts.kernels,
+            counts: Counts {
+                kernels: union.kernels(),
+                configs: union.configs(),
+            },
+            kept,
+            union,
+        }
     }
-    union.update(&merged.records);
-    let kept = union.configs() - merged.counts.configs;
-    let unchanged = kept == 0 && union.kernels() == merged.counts.kernels;
-    let bytes = if unchanged {
-        merged.bytes
-    } else {
-        union.to_bytes()
-    };
-    let counts = Counts {
-        kernels: union.kernels(),
-        configs: union.configs(),
-    };
-    wrote += &match combined.sidecar {
-        Some(mut new) => {
-            // The seconds of every key kept: the journal's (its last line for a key first),
-            // then the sidecar's there; a key the shards have keeps the shards' figure.
-            let journaled: Vec<(&str, &str, &serde_json::Value)> = journal
-                .entries
-                .iter()
-                .rev()
-                .filter_map(|e| e.seconds.as_ref())
-                .map(|(kernel, key, seconds)| (kernel.as_str(), key.as_str(), seconds))
-                .filter(|(kernel, _, _)| still_same(kernel))
-                .collect();
-            meta::keep_tune_seconds(&mut new, journaled);
-            if let Some(old) = &old_sidecar {
-                let mut entries = meta::tune_entries(old);
-                entries.retain(|(kernel, _, _)| still_same(kernel));
-                meta::keep_tune_seconds(&mut new, entries);
-                meta::keep_fingerprints(&mut new, old);
-            }
-            for note in provenance(
-                &mut new,
-                &union,
-                &merged.records,
-                &journal,
-                &old_sidecar,
-                &file,
-            ) {
-                eprintln!("{TOOL}: {note}");
-            }
-            match &args.signature {
-                Some(sig) => {
-                    new.insert(history::COMPLETE_FOR.into(), sig.as_str().into());
-                }
-                None => {
-                    new.remove(history::COMPLETE_FOR);
-                }
-            }
-            let text = meta::to_bytes(&new)?;
-            toolkit::atomic::commit_all([
-                toolkit::atomic::stage(&file, |out| out.write_all(&bytes))?,
-                toolkit::atomic::stage(&sidecar, |out| out.write_all(&text))?,
-            ])?;
-            format!(", the shards' versions and device to {}", sidecar.display())
+
+    fn bytes<'a>(&self, merged: &'a record::Merged) -> std::borrow::Cow<'a, [u8]> {
+        if self.unchanged {
+            std::borrow::Cow::Borrowed(&merged.bytes)
+        } else {
+            std::borrow::Cow::Owned(self.union.to_bytes())
+        }
+    }
+}
+
+/// Writes the record and, beside it, the shards' sidecar `new` with what DIR's sidecar and
+/// journal say of the keys kept; says so, for the publish's line.
+fn write_with_sidecar(
+    args: &Args,
+    target: &Target<'_>,
+    mut new: serde_json::Map<String, serde_json::Value>,
+    merged: &record::Merged,
+    existing: &Existing,
+    record: &NewRecord,
+) -> Result<String> {
+    keep_seconds_there(&mut new, existing);
+    let notes = provenance(
+        &mut new,
+        &record.union,
+        &merged.records,
+        existing,
+        &target.file,
+    );
+    for note in notes {
+        eprintln!("{TOOL}: {note}");
+    }
+    match &args.signature {
+        Some(sig) => {
+            new.insert(history::COMPLETE_FOR.into(), sig.as_str().into());
         }
         None => {
-            toolkit::atomic::write(&file, &bytes)?;
-            // The replay would check the new configs against another record's versions and device.
-            remove_stale(
-                &sidecar,
-                "which described the record it replaced",
-                "the replay checks the new configs against it",
-            )?
+            new.remove(history::COMPLETE_FOR);
         }
-    };
-    wrote += &journal.finish()?;
+    }
+    let text = meta::to_bytes(&new)?;
+    let bytes = record.bytes(merged);
+    toolkit::atomic::commit_all([
+        toolkit::atomic::stage(&target.file, |out| out.write_all(&bytes))?,
+        toolkit::atomic::stage(&target.sidecar, |out| out.write_all(&text))?,
+    ])?;
+    Ok(format!(
+        ", the shards' versions and device to {}",
+        target.sidecar.display()
+    ))
+}
+
+/// The seconds of every key kept: the journal's (its last line for a key first), then the
+/// sidecar's there; a key the shards have keeps the shards' figure. And DIR's fingerprints of
+/// the kernels kept that the shards' sidecars do not name.
+fn keep_seconds_there(new: &mut serde_json::Map<String, serde_json::Value>, existing: &Existing) {
+    let journaled: Vec<(&str, &str, &serde_json::Value)> = existing
+        .journal
+        .entries
+        .iter()
+        .rev()
+        .filter_map(|e| e.seconds.as_ref())
+        .map(|(kernel, key, seconds)| (kernel.as_str(), key.as_str(), seconds))
+        .filter(|(kernel, _, _)| existing.still_same(kernel))
+        .collect();
+    meta::keep_tune_seconds(new, journaled);
+    if let Some(old) = &existing.sidecar {
+        let mut entries = meta::tune_entries(old);
+        entries.retain(|(kernel, _, _)| existing.still_same(kernel));
+        meta::keep_tune_seconds(new, entries);
+        meta::keep_fingerprints(new, old);
+    }
+}
+
+/// Writes the record with no sidecar, removing DIR's: the replay would check the new configs
+/// against another record's versions and device. Says so, for the publish's line.
+fn write_alone(target: &Target<'_>, merged: &record::Merged, record: &NewRecord) -> Result<String> {
+    toolkit::atomic::write(&target.file, &record.bytes(merged))?;
+    remove_stale(
+        &target.sidecar,
+        "which described the record it replaced",
+        "the replay checks the new configs against it",
+    )
+}
+
+/// Prints the replay environment, then says what was written (`wrote`: besides the record) and
+/// `note`, what of DIR's record could not be kept.
+fn report(
+    target: &Target<'_>,
+    merged: &record::Merged,
+    record: &NewRecord,
+    wrote: &str,
+    note: Option<String>,
+) -> Result<Status> {
     let mut out = std::io::stdout().lock();
-    out.write_all(&env)
+    out.write_all(&target.env)
         .and_then(|()| out.flush())
         .context("writing to stdout")?;
-    let kept = match kept {
+    let kept = match record.kept {
         0 => String::new(),
         n => format!(
             " ({} from this run, {n} key(s) kept from the record there, which this run did not \
@@ -225,8 +371,12 @@ pub fn run(args: &Args) -> Result<Status> {
             merged.counts
         ),
     };
-    eprintln!("{TOOL}: wrote {counts}{kept} to {}{wrote}", file.display());
-    if let Some(note) = old.note {
+    eprintln!(
+        "{TOOL}: wrote {}{kept} to {}{wrote}",
+        record.counts,
+        target.file.display()
+    );
+    if let Some(note) = note {
         eprintln!("{TOOL}: {note}");
     }
     Ok(Status::Done)
@@ -279,14 +429,14 @@ fn provenance(
     new: &mut serde_json::Map<String, serde_json::Value>,
     union: &last_wins::LastWins,
     merged: &Records,
-    journal: &Journal,
-    old_sidecar: &Option<serde_json::Map<String, serde_json::Value>>,
+    existing: &Existing,
     file: &Path,
 ) -> Vec<String> {
     use std::collections::{HashMap, HashSet};
     let plain = |text: &str| serde_json::from_str::<String>(text).ok();
     let this_run = meta::Provenance::of(new);
-    let there = old_sidecar
+    let there = existing
+        .sidecar
         .as_ref()
         .map_or_else(meta::Provenance::unknown, meta::Provenance::of);
     let text = merged.text.as_str();
@@ -299,7 +449,7 @@ fn provenance(
         })
         .collect();
     let mut journaled: HashMap<(String, String), meta::Made> = HashMap::new();
-    for entry in &journal.entries {
+    for entry in &existing.journal.entries {
         if let Some((kernel, key, _)) = &entry.seconds {
             let at = entry.made.clone().unwrap_or_else(|| there.own().clone());
             journaled.insert((kernel.clone(), key.clone()), at);

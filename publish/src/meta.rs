@@ -45,6 +45,9 @@ const PROCESS_SECONDS: [(&str, Fold); 2] = [
     ("compile_seconds", Fold::Sum),
 ];
 
+/// A shard's sidecar, with its shard's number.
+type ShardSidecar = (usize, Map<String, Value>);
+
 /// The shards' sidecars as one, and what a person should know about how it was made.
 #[derive(Debug, Default)]
 pub struct Combined {
@@ -70,30 +73,13 @@ pub fn combine(scratch: &Scratch, op: &str) -> Result<Combined> {
             })
         }
     };
-    let mut notes = Vec::new();
-    let mut read = Vec::new();
-    for shard in 0..plan.shards.len() {
-        let path = meta_path(&scratch.record_dir(shard), op);
-        let parsed = match toolkit::file::read(&path) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => Err(format!("cannot be read ({e})")),
-            Ok(bytes) => parse(&bytes),
-        };
-        match parsed {
-            Ok(sidecar) => read.push((shard, sidecar)),
-            Err(why) => notes.push(format!(
-                "{}: {why}; left out of the published sidecar",
-                path.display()
-            )),
-        }
-    }
+    let (read, mut notes) = read_shards(scratch, op, plan.shards.len());
     if read.is_empty() {
         return Ok(Combined {
             sidecar: None,
             notes,
         });
     }
-
     let mut out = Map::new();
     out.insert("format".into(), FORMAT.into());
     out.insert("version".into(), VERSION.into());
@@ -109,6 +95,50 @@ pub fn combine(scratch: &Scratch, op: &str) -> Result<Combined> {
     if let Some(kernels) = kernels(&read, &mut notes) {
         out.insert("kernels".into(), Value::Object(kernels));
     }
+    agreed_fields(&mut out, &read, &mut notes);
+    for (field, fold) in PROCESS_SECONDS {
+        if let Some(value) = process_seconds(&read, field, fold) {
+            out.insert(field.into(), value);
+        }
+    }
+    let made = made_by_shards(&read);
+    set_foreign(
+        &mut out,
+        made.iter()
+            .map(|((k, key), m)| (k.as_str(), key.as_str(), m)),
+    );
+    Ok(Combined {
+        sidecar: Some(out),
+        notes,
+    })
+}
+
+/// The sidecars of the plan's `shards` that are there and the harness's, each with its shard;
+/// a note for each other one, left out.
+fn read_shards(scratch: &Scratch, op: &str, shards: usize) -> (Vec<ShardSidecar>, Vec<String>) {
+    let mut notes = Vec::new();
+    let mut read = Vec::new();
+    for shard in 0..shards {
+        let path = meta_path(&scratch.record_dir(shard), op);
+        let parsed = match toolkit::file::read(&path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => Err(format!("cannot be read ({e})")),
+            Ok(bytes) => parse(&bytes),
+        };
+        match parsed {
+            Ok(sidecar) => read.push((shard, sidecar)),
+            Err(why) => notes.push(format!(
+                "{}: {why}; left out of the published sidecar",
+                path.display()
+            )),
+        }
+    }
+    (read, notes)
+}
+
+/// Each of FIELDS into `out`: the shards' value where they all agree, else `null`, which the
+/// replay checks nothing against, with a note.
+fn agreed_fields(out: &mut Map<String, Value>, read: &[ShardSidecar], notes: &mut Vec<String>) {
     for field in FIELDS {
         let values: Vec<(usize, &Value)> = read
             .iter()
@@ -125,16 +155,14 @@ pub fn combine(scratch: &Scratch, op: &str) -> Result<Combined> {
             ));
         }
     }
-    for (field, fold) in PROCESS_SECONDS {
-        if let Some(value) = process_seconds(&read, field, fold) {
-            out.insert(field.into(), value);
-        }
-    }
-    // Each key where its shard made it (the first shard's, as the merge keeps the first shard's
-    // config): those not made as the published sidecar's own device and Triton are named so.
+}
+
+/// Each key where its shard made it (the first shard's, as the merge keeps the first shard's
+/// config): those not made as the published sidecar's own device and Triton are named so.
+fn made_by_shards(read: &[ShardSidecar]) -> Vec<((String, String), Made)> {
     let mut made: Vec<((String, String), Made)> = Vec::new();
     let mut seen = std::collections::HashSet::new();
-    for (_, sidecar) in &read {
+    for (_, sidecar) in read {
         let provenance = Provenance::of(sidecar);
         for (kernel, key) in keys_of(sidecar) {
             if seen.insert((kernel.clone(), key.clone())) {
@@ -143,15 +171,7 @@ pub fn combine(scratch: &Scratch, op: &str) -> Result<Combined> {
             }
         }
     }
-    set_foreign(
-        &mut out,
-        made.iter()
-            .map(|((k, key), m)| (k.as_str(), key.as_str(), m)),
-    );
-    Ok(Combined {
-        sidecar: Some(out),
-        notes,
-    })
+    made
 }
 
 /// Where a key was made: `(device, triton)`, each a string, or null where unknown.
@@ -360,7 +380,7 @@ fn parse(bytes: &[u8]) -> Result<Map<String, Value>, String> {
 
 /// `field` over the shards that hold it: None where none does (the field is left out); `null`
 /// where the fold has no number to give (no shard's is one, or a sum would miss a shard's).
-fn process_seconds(read: &[(usize, Map<String, Value>)], field: &str, fold: Fold) -> Option<Value> {
+fn process_seconds(read: &[ShardSidecar], field: &str, fold: Fold) -> Option<Value> {
     let held: Vec<&Value> = read.iter().filter_map(|(_, s)| s.get(field)).collect();
     if held.is_empty() {
         return None;
@@ -376,7 +396,7 @@ fn process_seconds(read: &[(usize, Map<String, Value>)], field: &str, fold: Fold
 
 /// Every shard's `{kernel: {key: value}}` under `field` (`tune_seconds`, `race`), the first
 /// shard's where several have a key.
-fn per_key(read: &[(usize, Map<String, Value>)], field: &str) -> Map<String, Value> {
+fn per_key(read: &[ShardSidecar], field: &str) -> Map<String, Value> {
     let mut all = Map::new();
     for (_, sidecar) in read {
         let Some(Value::Object(kernels)) = sidecar.get(field) else {
@@ -437,10 +457,7 @@ pub fn keep_fingerprints(new: &mut Map<String, Value>, old: &Map<String, Value>)
 /// two fingerprints (or one names `null`) getting `null`, which the harness reads as a kernel
 /// whose keys are tuned again, with a note naming it. None where no shard's sidecar has the field
 /// (sidecars from before fingerprints), so that the published one has none either.
-fn kernels(
-    read: &[(usize, Map<String, Value>)],
-    notes: &mut Vec<String>,
-) -> Option<Map<String, Value>> {
+fn kernels(read: &[ShardSidecar], notes: &mut Vec<String>) -> Option<Map<String, Value>> {
     // (shard, fingerprint, whether a running kernel confirmed it: not in the shard's `unchecked`)
     type Held = Vec<(usize, Value, bool)>;
     let mut seen: Vec<(String, Held)> = Vec::new();
