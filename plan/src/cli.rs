@@ -35,7 +35,7 @@ impl Driver {
 }
 
 const ABOUT: &str = "Decide how warmup or warmup-slurm runs COMMAND: plain, replaying the \
-record, one process recording, or a sweep with its plan";
+record, one process recording, or a sweep with its shard plan";
 
 const AFTER: &str = "The driver's options follow warmup-plan's own, unchanged; `--help` after `--for DRIVER`
 is the driver's help. Output (docs/CONTRACT.md, \"warmup-plan\"): decision=plain|replay|record|sweep,
