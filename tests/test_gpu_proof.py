@@ -67,3 +67,32 @@ def test_a_dry_proof_sweeps_warms_up_and_replays_the_same_picks(dry):
     assert ours["picks_differing"] == 0 and ours["latency_vs_serial_picks"]["geomean_ratio"] == 1.0
     assert ours["gpu_latency_vs_serial_picks"]["per_shape"] == {}  # no CUDA graphs without a GPU
     assert ours["speedup"] and "| ours1x2 | 0,0 | 2 | 0 |" in stdout
+
+
+def test_the_phase_clock_says_where_a_real_pytest_run_spent_its_time(tmp_path):
+    """bench_e2e.sh --phases: tests/gpu/phase_clock.py loaded into a real pytest, then e2e_report.py's
+    run line and its last table, read from the clock's file and the log's tuner lines."""
+    (tmp_path / "test_sleep.py").write_text("import time\n\n\ndef test_sleep():\n    time.sleep(0.3)\n")
+    clock, log = tmp_path / "phases.json", tmp_path / "run.log"
+    env = clean_env(PYTHONPATH=str(ROOT / "tests" / "gpu"), PHASE_CLOCK_FILE=str(clock))
+    t0 = subprocess.run([sys.executable, "-c", "import time; print(time.time())"], capture_output=True,
+                        text=True, check=True).stdout.strip()
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "phase_clock",
+                           "test_sleep.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=HANG)
+    t1 = subprocess.run([sys.executable, "-c", "import time; print(time.time())"], capture_output=True,
+                        text=True, check=True).stdout.strip()
+    assert done.returncode == 0, done.stdout + done.stderr
+    log.write_text(done.stdout + "Triton autotuning for function k finished after 1.25s\n"
+                   "Triton autotuning for function k finished after 0.50s\n")
+    report = [sys.executable, str(ROOT / "tests" / "gpu" / "e2e_report.py")]
+    line = subprocess.run([*report, "--run", "plain_x_cold_r1", "x", "plain", "cold", "1", "0", t0, t1, str(log),
+                           "", str(clock)], capture_output=True, text=True, check=True).stdout
+    phases = json.loads(line)["phases"]
+    assert 0.3 <= phases["tests"] < float(t1) - float(t0), phases
+    assert phases["tuners' own"] == "1.75 (2)", "the tuners' own seconds are summed from the log"
+    assert all(phases[name] >= 0 for name in ("start, imports", "collection", "finish", "exit")), phases
+    assert phases["before Python"] > -0.05, "the process's start is read in clock ticks (10 ms)"
+    runs = tmp_path / "runs.jsonl"
+    runs.write_text(line)
+    table = subprocess.run([*report, "--table", str(runs)], capture_output=True, text=True, check=True).stdout
+    assert "| run | wall s | before Python |" in table and "| plain_x_cold_r1 |" in table, table

@@ -37,6 +37,10 @@
 #
 # usage: tests/gpu/bench_e2e.sh --flaggems DIR [--cases mm,addmm] [--modes cold,rerun,mem]
 #            [--variants plain,ours,race,serial,audit] [--gpus N] [--repeat N] [--extra 'ARGS'] [--budget SECS]
+#            [--phases]
+#
+# --phases clocks where each run's time goes (phase_clock.py, loaded into every variant's pytest,
+# with TRITON_PRINT_AUTOTUNING=1): e2e.md's last table.
 #
 # --repeat N runs every case N times, each repetition from homes of its own (so each cold is cold),
 # the variants alternating, to show the run-to-run spread beside the ratios (e2e.md's last table:
@@ -56,6 +60,7 @@ gpus=1
 repeat=1
 extra=
 budget=560
+phases=0
 while [ $# -gt 0 ]; do
     case $1 in
         --flaggems) flaggems=$2; shift 2 ;;
@@ -66,6 +71,7 @@ while [ $# -gt 0 ]; do
         --repeat) repeat=$2; shift 2 ;;
         --extra) extra=$2; shift 2 ;;
         --budget) budget=$2; shift 2 ;;
+        --phases) phases=1; shift ;;
         -h | --help) sed -n '2,/^$/p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "bench_e2e: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
@@ -113,14 +119,14 @@ run() {
     shift 7
     [ "$case" != triton ] || dir=$tgpu
     mkdir -p "$home/triton" "$home/fg" "$home/rec"
-    rm -f "$home/result.json"
+    rm -f "$home/result.json" "$home/phases.json"
     t0=$(date +%s.%N)
     (cd "$dir" && env TRITON_CACHE_DIR="$home/triton" FLAGGEMS_CACHE_DIR="$home/fg" \
-        GPU_BENCH_RESULT="$home/result.json" "$@") >"$OUT/logs/$name.log" 2>&1
+        GPU_BENCH_RESULT="$home/result.json" PHASE_CLOCK_FILE="$home/phases.json" "$@") >"$OUT/logs/$name.log" 2>&1
     rc=$?
     t1=$(date +%s.%N)
     "$python" "$root/tests/gpu/e2e_report.py" --run "$name" "$case" "$variant" "$mode" "$rep" "$rc" "$t0" "$t1" \
-        "$OUT/logs/$name.log" "$home/result.json" >>"$runs"
+        "$OUT/logs/$name.log" "$home/result.json" "$home/phases.json" >>"$runs"
     say "$name: rc $rc in $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s"
 }
 
@@ -157,10 +163,17 @@ cp tests/gpu/shapes.yaml "$shapes/triton.yaml"
 tgpu=$base/tgpu
 mkdir -p "$tgpu"
 cp tests/gpu/conftest.py tests/gpu/gpu_bench_kernels.py tests/gpu/test_triton_bench.py "$tgpu/"
+clock=()
+if [ "$phases" = 1 ]; then
+    mkdir -p "$base/plugins"
+    cp tests/gpu/phase_clock.py "$base/plugins/"
+    export PYTHONPATH=$base/plugins${PYTHONPATH:+:$PYTHONPATH} TRITON_PRINT_AUTOTUNING=1
+    clock=(-p phase_clock)
+fi
 for rep in $(seq 1 "$repeat"); do
 for case in "${case_list[@]}"; do
     # shellcheck disable=SC2206,SC2207,SC2086  # word lists on purpose
-    argv=("$python" $(case_argv "$case") $extra)
+    argv=("$python" $(case_argv "$case") "${clock[@]}" $extra)
     op=$(case_op "$case")
     for mode in "${mode_list[@]}"; do
         if [ $((SECONDS - start)) -gt "$budget" ]; then say "budget spent: $case $mode (repetition $rep) not run"; continue; fi

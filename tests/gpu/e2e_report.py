@@ -1,19 +1,27 @@
 """bench_e2e.sh's tables: each variant (ours, race) against plain per case and mode, from the runs
 it timed, and each variant's median and range over the repetitions.
 
-usage: python e2e_report.py --run NAME CASE VARIANT MODE REP RC T0 T1 LOG [RESULT] >> RUNS.jsonl   (one run)
+usage: python e2e_report.py --run NAME CASE VARIANT MODE REP RC T0 T1 LOG [RESULT [PHASES]] >> RUNS.jsonl   (one run)
        python e2e_report.py --table RUNS.jsonl > e2e.md
 
 Speed is plain's wall seconds over ours (above 1: ours is faster). Pick quality compares, shape by
 shape, the latency FlagGems' benchmark measured for its own kernel (ms) in ours against plain in
 the same mode; the geometric mean and the worst ratio are over the shapes of at least 0.25 ms in
 plain (below that a launch's host time dominates), with every shape's ratio listed too.
+
+Where a run has a PHASES file (phase_clock.py's, bench_e2e.sh --phases), its seconds per phase go
+into a last table: before Python starts (scripts/warmup, warmup-plan), the interpreter's start and
+imports up to pytest's initial conftests, the conftests (FlagGems' import), configure (the harness's
+pool start), collection, the tests, session finish and unconfigure, and exit; then the seconds
+the process spent in Triton's compile, in C builds (launchers) and in do_bench, and the autotuners'
+own "finished after" seconds summed (TRITON_PRINT_AUTOTUNING=1).
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 import statistics
 import sys
 
@@ -56,12 +64,39 @@ def harness_lines(path: str) -> list[str]:
         return [line.strip() for line in f if line.startswith(keep)]
 
 
+PHASES = (("before Python", "t0", "process_start"), ("start, imports", "process_start", "conftests_start"),
+          ("conftests", "conftests_start", "conftests_end"), ("configure", "configure_start", "configure_end"),
+          ("collection", "collection_start", "collection_end"), ("tests", "tests_start", "tests_end"),
+          ("finish", "sessionfinish_start", "unconfigure_end"), ("exit", "exit", "t1"))
+SPENT = (("compile", "triton_compile"), ("C builds", "c_build"), ("do_bench", "do_bench"))
+
+
+def phases(path: str, t0: float, t1: float, log: str) -> dict[str, float | str]:
+    """The run's seconds per phase (PHASES) and in what it spent (SPENT), from phase_clock.py's file;
+    nothing where there is none."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            clock = json.load(f)
+    except (OSError, ValueError):
+        return {}
+    at = {**clock["at"], "t0": t0, "t1": t1}
+    out: dict[str, float | str] = {name: round(at[b] - at[a], 2) for name, a, b in PHASES if a in at and b in at}
+    for name, key in SPENT:
+        calls, seconds = clock["spent"].get(key, (0, 0.0))
+        out[name] = f"{seconds:.2f} ({calls})"
+    with open(log, encoding="utf-8", errors="replace") as f:
+        tuned = [float(m.group(1)) for m in re.finditer(r"finished after ([0-9.]+)s", f.read())]
+    out["tuners' own"] = f"{sum(tuned):.2f} ({len(tuned)})"
+    return out
+
+
 def run_line(name: str, case: str, variant: str, mode: str, rep: str, rc: str, t0: str, t1: str,
-             log: str, result: str = "") -> str:
+             log: str, result: str = "", phase_file: str = "") -> str:
     latency = parse_log(log) or (parse_result(result) if result else {})
     return json.dumps({"name": name, "case": case, "variant": variant, "mode": mode, "rep": int(rep),
                        "rc": int(rc), "seconds": round(float(t1) - float(t0), 2), "latency_ms": latency,
-                       "harness": harness_lines(log)})
+                       "harness": harness_lines(log),
+                       "phases": phases(phase_file, float(t0), float(t1), log) if phase_file else {}})
 
 
 def load(path: str) -> dict[tuple[str, str, int, str], dict]:
@@ -129,6 +164,20 @@ def main(path: str) -> None:
         print(f"\n{title}:")
         for row in rows:
             print(f"- {row}")
+    phase_table(runs)
+
+
+def phase_table(runs: dict[tuple[str, str, int, str], dict]) -> None:
+    """Every run's seconds per phase, where it was clocked."""
+    clocked = [run for run in runs.values() if run.get("phases")]
+    if not clocked:
+        return
+    columns = [name for name, _, _ in PHASES] + [name for name, _ in SPENT] + ["tuners' own"]
+    print("\n| run | wall s | " + " | ".join(columns) + " |")
+    print("| --- " * (len(columns) + 2) + "|")
+    for run in clocked:
+        cells = [str(run["phases"].get(name, "-")) for name in columns]
+        print(f"| {run['name']} | {run['seconds']:.1f} | " + " | ".join(cells) + " |")
 
 
 def _spread(values: list[float], fmt: str) -> str:
@@ -138,7 +187,7 @@ def _spread(values: list[float], fmt: str) -> str:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["--run"] and len(sys.argv) in (11, 12):
+    if sys.argv[1:2] == ["--run"] and len(sys.argv) in (11, 12, 13):
         print(run_line(*sys.argv[2:]))
     elif sys.argv[1:2] == ["--table"] and len(sys.argv) == 3:
         main(sys.argv[2])
