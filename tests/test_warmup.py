@@ -777,6 +777,18 @@ def test_one_gpu_runs_one_process_that_records_where_the_harness_is(work):
     assert "below 2" in plain.lines()[0] and "skipping" in plain.lines()[0], plain.stderr
 
 
+def test_one_device_made_visible_twice_is_one_device_by_key_too(work):
+    """CUDA_VISIBLE_DEVICES=0,0 is one device: --by-key (one child per device) records in one
+    process as the run without it does, never a one-child sweep; --devices 0,0 is refused."""
+    env = {"FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR": str(work / "records"), "PYTHONPATH": str(fake_harness(work)),
+           "CUDA_VISIBLE_DEVICES": "0,0"}
+    command = harness_command()[:-2]  # no shape file
+    for opts in [(), ("--by-key",), ("--by-key", "--gpus", "2")]:
+        decided = plan(work, *opts, command=command, **env)
+        assert decided["decision"] == "record", (opts, decided)
+        assert "one device (0, listed 2 times)" in decided["reason"], decided["reason"]
+
+
 def test_race_is_in_the_environment_of_the_process_that_records_and_of_every_sweep_child(work):
     env = {"FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR": str(work / "records"), "PYTHONPATH": str(fake_harness(work))}
     one = warmup(work, "--gpus", "1", "--race", command=harness_command(), **env)

@@ -246,12 +246,20 @@ fn sweep_devices(
             listed.len()
         )));
     }
-    // By key, one child per device: a device listed twice is one (`--by-key` refused it already).
+    // By key, one child per device: a device listed twice is one (`--by-key` refused it in
+    // --devices already; a visibility variable's repeats are dropped here).
     let listed = if by_key {
         unique(listed)
     } else {
         listed.clone()
     };
+    if listed.len() < 2 {
+        return Err(plain(format!(
+            "one device ({}) listed {} times; by key each device runs one child, nothing to parallelize, skipping",
+            listed[0],
+            devices.as_ref().map_or(0, Vec::len)
+        )));
+    }
     let take = usize::try_from(gpus)
         .unwrap_or(usize::MAX)
         .min(listed.len());
@@ -354,8 +362,9 @@ fn one_device(f: &Facts) -> Option<String> {
     match (&f.gpus, &f.devices) {
         (Gpus::Count(n), _) if *n < 2 => Some(format!("GPU count {n}")),
         (_, Ok(list)) if list.len() == 1 => Some(format!("one visible GPU ({})", list[0])),
-        // No shape file to split: a device listed twice is one device, by key.
-        (_, Ok(list)) if !f.by_key && f.shape_file.is_none() && distinct(&f.devices) == 1 => Some(
+        // By key (asked, or no shape file to split) a device listed twice is one device: one
+        // child per device would be one child, and one process records what it would claim.
+        (_, Ok(list)) if (f.by_key || f.shape_file.is_none()) && distinct(&f.devices) == 1 => Some(
             format!("one device ({}, listed {} times)", list[0], list.len()),
         ),
         // No count, and the devices cannot be told: one process, as before.
@@ -674,13 +683,33 @@ mod tests {
         assert!(
             matches!(decide(&f), Decision::Sweep { ref devices, by_key: true, .. } if devices.len() == 2)
         );
-        // One device listed twice is one device: one process records.
-        f.by_key = false;
+        // One device listed twice is one device: one process records, by key or not (a
+        // visibility variable's `0,0`; --by-key refuses `--devices 0,0` itself).
         f.gpus = Gpus::Unset;
         f.devices = Ok(vec!["0".into(), "0".into()]);
-        assert!(decide(&f)
-            .reason()
-            .contains("one device (0, listed 2 times)"));
+        for by_key in [false, true] {
+            f.by_key = by_key;
+            let d = decide(&f);
+            assert_eq!(d.name(), "record", "by key {by_key}: {d:?}");
+            assert!(
+                d.reason().contains("one device (0, listed 2 times)"),
+                "{d:?}"
+            );
+        }
+        // Without the harness there is no recording: by key on one device is plain, saying so.
+        let mut bare = f.clone();
+        bare.harness = sweeping().harness;
+        bare.gpus = Gpus::Count(2);
+        let said = decide(&bare).reason().to_owned();
+        assert!(said.contains("one device (0) listed 2 times"), "{said}");
+        // With a shape file and not by key, two children share the device, as ever.
+        f.by_key = false;
+        f.shape_file = sweeping().shape_file;
+        f.gpus = Gpus::Count(2);
+        f.prediction = Prediction::NotAsked;
+        assert!(
+            matches!(decide(&f), Decision::Sweep { ref devices, by_key: false, .. } if devices.len() == 2)
+        );
     }
 
     #[test]
