@@ -12,7 +12,7 @@ plain (below that a launch's host time dominates), with every shape's ratio list
 Where a run has a PHASES file (phase_clock.py's, bench_e2e.sh --phases), its seconds per phase go
 into a last table: before Python starts (scripts/warmup, warmup-plan), the interpreter's start and
 imports up to pytest's initial conftests, the conftests (FlagGems' import), configure (the harness's
-pool start), collection, the tests, session finish and unconfigure, and exit; then the seconds
+session start), collection, the tests, session finish and unconfigure, and exit; then the seconds
 the process spent in Triton's compile, in C builds (launchers) and in do_bench, and the autotuners'
 own "finished after" seconds summed (TRITON_PRINT_AUTOTUNING=1).
 """

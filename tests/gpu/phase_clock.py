@@ -3,7 +3,7 @@ the process exits, where its wall time went, to the JSON file PHASE_CLOCK_FILE n
 
 - `at`: wall-clock times (time.time()) of the process's start (from /proc), this plugin's import,
   and the start and end of pytest's phases: the initial conftests (FlagGems' import), configure
-  (the harness's pool start), collection, the test loop, session finish, unconfigure, and exit;
+  (the harness's session start), collection, the test loop, session finish, unconfigure, and exit;
 - `spent`: calls and seconds, in this process, of Triton's compile, of its C launcher and
   utility builds (compile_module_from_src, a C compiler run on a cold cache) and of
   triton.testing.do_bench (the autotuners' full timing). Nested calls count once.
