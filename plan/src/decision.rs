@@ -248,22 +248,21 @@ fn sweep_devices(
     }
     // By key, one child per device: a device listed twice is one (`--by-key` refused it in
     // --devices already; a visibility variable's repeats are dropped here).
-    let listed = if by_key {
+    let children = if by_key {
         unique(listed)
     } else {
         listed.clone()
     };
-    if listed.len() < 2 {
+    if children.len() < 2 {
         return Err(plain(format!(
-            "one device ({}) listed {} times; by key each device runs one child, nothing to parallelize, skipping",
-            listed[0],
-            devices.as_ref().map_or(0, Vec::len)
+            "{}; by key each device runs one child, nothing to parallelize, skipping",
+            listed_again(listed)
         )));
     }
     let take = usize::try_from(gpus)
         .unwrap_or(usize::MAX)
-        .min(listed.len());
-    Ok(listed[..take].to_vec())
+        .min(children.len());
+    Ok(children[..take].to_vec())
 }
 
 /// Why the sweep runs, or the plain run where the history predicts it does not pay off.
@@ -304,6 +303,11 @@ fn unique(list: &[String]) -> Vec<String> {
         }
     }
     seen
+}
+
+/// One device listed more than once, as the reasons name it: `one device (0, listed 2 times)`.
+fn listed_again(list: &[String]) -> String {
+    format!("one device ({}, listed {} times)", list[0], list.len())
 }
 
 /// How many distinct devices are listed (none when they cannot be).
@@ -364,9 +368,9 @@ fn one_device(f: &Facts) -> Option<String> {
         (_, Ok(list)) if list.len() == 1 => Some(format!("one visible GPU ({})", list[0])),
         // By key (asked, or no shape file to split) a device listed twice is one device: one
         // child per device would be one child, and one process records what it would claim.
-        (_, Ok(list)) if (f.by_key || f.shape_file.is_none()) && distinct(&f.devices) == 1 => Some(
-            format!("one device ({}, listed {} times)", list[0], list.len()),
-        ),
+        (_, Ok(list)) if (f.by_key || f.shape_file.is_none()) && distinct(&f.devices) == 1 => {
+            Some(listed_again(list))
+        }
         // No count, and the devices cannot be told: one process, as before.
         (Gpus::Unset, Err(_)) => Some("no GPU count".to_owned()),
         (Gpus::Unset, Ok(list)) if list.len() < 2 => Some("no GPU count".to_owned()),
@@ -701,7 +705,10 @@ mod tests {
         bare.harness = sweeping().harness;
         bare.gpus = Gpus::Count(2);
         let said = decide(&bare).reason().to_owned();
-        assert!(said.contains("one device (0) listed 2 times"), "{said}");
+        assert!(
+            said.contains("one device (0, listed 2 times); by key each device runs one child"),
+            "{said}"
+        );
         // With a shape file and not by key, two children share the device, as ever.
         f.by_key = false;
         f.shape_file = sweeping().shape_file;
