@@ -152,7 +152,7 @@ impl<'a> FinishedRun<'a> {
                 given.display()
             );
         }
-        let lock = scratch.lock()?;
+        let lock = scratch.lock(crate::TOOL)?;
         let (plan, scratch) = ShardPlan::load(&scratch.shard_plan())?;
         args.op.for_shard_plan(&plan, &scratch.shard_plan())?;
         if plan.by_key() {

@@ -32,7 +32,7 @@ impl Locks {
         let root =
             std::fs::canonicalize(scratch.root()).unwrap_or_else(|_| scratch.root().to_path_buf());
         if !self.held.iter().any(|(held, _)| *held == root) {
-            let lock = scratch.lock()?;
+            let lock = scratch.lock(crate::TOOL)?;
             self.held.push((root, lock));
         }
         Ok(())

@@ -4,6 +4,12 @@
 //!
 //! `flock(2)` rather than a pid file alone: the kernel drops the lock when its holder dies, however
 //! it dies, so a lock is never left stale. The pid in the file only names the holder.
+//!
+//! A lock lives as long as any process holding its open file: a run killed outright leaves it
+//! held by warmup-spawn's watchdog, which inherited it and lets go once it has killed the run's
+//! processes (up to 10 s), so that no next run starts while they could still write there. A tool
+//! finding the lock held after the process named in the file has ended waits for that
+//! ([`LEFTOVERS`]) rather than refuse a run started again at once.
 
 use crate::layout::Scratch;
 use anyhow::{bail, Context, Result};
@@ -11,13 +17,22 @@ use nix::errno::Errno;
 use nix::fcntl::{Flock, FlockArg};
 use std::fs::File;
 use std::io::{self, Write};
+use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
+use std::time::{Duration, Instant};
 use toolkit::lock::{try_lock, Taken};
 
 /// Set by a caller that holds the lock for a whole run (scripts/warmup): its open descriptor
 /// on `SCRATCH/.lock`. A tool that finds it open on that same file runs under it.
 pub const LOCK_FD: &str = "WARMUP_SCRATCH_LOCK_FD";
+
+/// How long a lock is waited for once the process named in it has ended: longer than a killed
+/// run's watchdog takes to kill what the run left (spawn's `watchdog::KILL_FOR`, 10 s).
+pub const LEFTOVERS: Duration = Duration::from_secs(15);
+
+/// How often a lock held by what an ended run left is tried again.
+const RETRY: Duration = Duration::from_millis(50);
 
 /// A held scratch lock, released when dropped (or when the process ends).
 #[derive(Debug)]
@@ -29,8 +44,9 @@ pub struct ScratchLock {
 
 impl Scratch {
     /// Takes the scratch's lock, or runs under the caller's ([`LOCK_FD`]); exit 2's error,
-    /// naming the scratch and the holder, when another process holds it.
-    pub fn lock(&self) -> Result<ScratchLock> {
+    /// naming the scratch and the holder, when another process holds it. `tool` says that it
+    /// waits, where it waits for what an ended run left ([`LEFTOVERS`]).
+    pub fn lock(&self, tool: &str) -> Result<ScratchLock> {
         let path = self.lock_file();
         if held_by_caller(&path) {
             return Ok(ScratchLock { _held: None });
@@ -46,28 +62,32 @@ impl Scratch {
             },
             Err(e) => return Err(e).with_context(|| cannot_open(&path)),
         };
-        let taken = try_lock(file, FlockArg::LockExclusiveNonblock)
-            .with_context(|| format!("locking {}", path.display()))?;
-        match taken {
-            Taken::Held(held) => {
-                if writable {
-                    write_pid(&held)
-                        .with_context(|| format!("writing this pid to {}", path.display()))?;
+        let locking = || format!("locking {}", path.display());
+        let held = match try_lock(file, FlockArg::LockExclusiveNonblock).with_context(locking)? {
+            Taken::Held(held) => held,
+            Taken::Busy(file) => {
+                self.after_leftovers(tool, file.as_raw_fd())?;
+                // Ours now: flock(2) again on the same open file keeps the lock, in nix's hands.
+                match try_lock(file, FlockArg::LockExclusiveNonblock).with_context(locking)? {
+                    Taken::Held(held) => held,
+                    Taken::Busy(_) => return Err(self.in_use()),
                 }
-                Ok(ScratchLock { _held: Some(held) })
             }
-            Taken::Busy(_) => Err(self.in_use()),
+        };
+        if writable {
+            write_pid(&held).with_context(|| format!("writing this pid to {}", path.display()))?;
         }
+        Ok(ScratchLock { _held: Some(held) })
     }
 
     /// Takes the lock for the caller, on the descriptor it lends ([`LOCK_FD`], open on this
     /// scratch's lock file), so that the lock outlives this process: the caller holds it until
     /// it closes that descriptor or ends, and the tools it runs then run under it. The holder
     /// named in the file is the caller (this process's parent). Exit 2's error, as [`lock`]'s,
-    /// when another process holds it.
+    /// when another process holds it; waits as it does for what an ended run left.
     ///
     /// [`lock`]: Scratch::lock
-    pub fn lock_for_caller(&self) -> Result<()> {
+    pub fn lock_for_caller(&self, tool: &str) -> Result<()> {
         let path = self.lock_file();
         let Some(fd) = lent_fd(&path) else {
             bail!(
@@ -77,27 +97,62 @@ impl Scratch {
                 path.display()
             );
         };
-        // The caller's descriptor is borrowed for the call alone: flock(2) on it locks the open
-        // file description the caller holds (nix's `Flock` would own it, and unlock on drop).
-        #[allow(unsafe_code)]
-        let locked = unsafe { nix::libc::flock(fd, nix::libc::LOCK_EX | nix::libc::LOCK_NB) };
-        if locked != 0 {
-            return match Errno::last() {
-                Errno::EWOULDBLOCK => Err(self.in_use()),
-                e => Err(e).with_context(|| format!("locking {}", path.display())),
-            };
+        // flock(2) on the caller's descriptor locks the open file description the caller holds.
+        if !take(fd).with_context(|| format!("locking {}", path.display()))? {
+            self.after_leftovers(tool, fd)?;
         }
         let caller = nix::unistd::getppid();
         std::fs::write(&path, format!("{caller}\n"))
             .with_context(|| format!("writing the caller's pid to {}", path.display()))
     }
 
+    /// Takes the lock on `fd` (open on this scratch's lock file, found held) once what an
+    /// ended run left lets go of it, waiting up to [`LEFTOVERS`] and saying so once; exit 2's
+    /// error at once where the holder named in the file lives (or none is named), and after
+    /// the wait where the lock is still held.
+    fn after_leftovers(&self, tool: &str, fd: RawFd) -> Result<()> {
+        let path = self.lock_file();
+        let Some(pid) = self.holder().filter(|&pid| ended(pid)) else {
+            return Err(self.in_use());
+        };
+        eprintln!(
+            "{tool}: {}: pid {pid}, which holds this scratch, has ended; waiting up to {} s for \
+             what it left (a killed run's watchdog ending its processes) to let go of {}",
+            self.root().display(),
+            LEFTOVERS.as_secs(),
+            path.display()
+        );
+        let end = Instant::now() + LEFTOVERS;
+        while Instant::now() < end {
+            std::thread::sleep(RETRY);
+            if take(fd).with_context(|| format!("locking {}", path.display()))? {
+                return Ok(());
+            }
+        }
+        bail!(
+            "{}: this scratch folder is still locked {} s after pid {pid}, which held it, ended: \
+             a process it started holds {} open (`fuser -v {}` names it); end that process, or \
+             give another scratch folder",
+            self.root().display(),
+            LEFTOVERS.as_secs(),
+            path.display(),
+            path.display()
+        )
+    }
+
+    /// The pid the holder wrote in the lock file, if any.
+    fn holder(&self) -> Option<i32> {
+        std::fs::read_to_string(self.lock_file())
+            .ok()
+            .and_then(|pid| pid.trim().parse::<i32>().ok())
+            .filter(|&pid| pid > 0)
+    }
+
     /// The refusal when another run holds the lock, naming the scratch and the holder.
     fn in_use(&self) -> anyhow::Error {
         let path = self.lock_file();
-        let holder = std::fs::read_to_string(&path)
-            .ok()
-            .and_then(|pid| pid.trim().parse::<u32>().ok())
+        let holder = self
+            .holder()
             .map_or_else(|| "another process".to_owned(), |pid| format!("pid {pid}"));
         anyhow::anyhow!(
             "{}: this scratch folder is in use by another run ({holder} holds {}); wait for it \
@@ -106,6 +161,26 @@ impl Scratch {
             path.display()
         )
     }
+}
+
+/// An exclusive `flock(2)` on `fd`, not waiting: whether it was taken. The descriptor is
+/// borrowed (nix's `Flock` would own it, and unlock it when dropped).
+fn take(fd: RawFd) -> io::Result<bool> {
+    // SAFETY: flock(2) only locks the open file description behind our descriptor `fd`.
+    #[allow(unsafe_code)]
+    if unsafe { nix::libc::flock(fd, nix::libc::LOCK_EX | nix::libc::LOCK_NB) } == 0 {
+        return Ok(true);
+    }
+    let e = io::Error::last_os_error();
+    match e.raw_os_error() {
+        Some(nix::libc::EWOULDBLOCK) => Ok(false),
+        _ => Err(e),
+    }
+}
+
+/// Whether process `pid` has ended (a zombie, not yet reaped, has not).
+fn ended(pid: i32) -> bool {
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None) == Err(Errno::ESRCH)
 }
 
 /// The lock file, for writing the holder's pid; read-only where the scratch is.
@@ -174,16 +249,16 @@ mod tests {
     fn a_second_lock_is_refused_naming_the_scratch_and_the_holder() {
         let dir = tempfile::tempdir().expect("tempdir");
         let scratch = Scratch::new(dir.path());
-        let held = scratch.lock().expect("first lock");
+        let held = scratch.lock("test").expect("first lock");
         let pid = std::fs::read_to_string(scratch.lock_file()).expect("pid written");
         assert_eq!(pid.trim(), std::process::id().to_string());
-        let err = format!("{:#}", scratch.lock().expect_err("second lock"));
+        let err = format!("{:#}", scratch.lock("test").expect_err("second lock"));
         assert!(
             err.contains(&format!("pid {}", std::process::id())),
             "{err}"
         );
         assert!(err.contains(&dir.path().display().to_string()), "{err}");
         drop(held);
-        scratch.lock().expect("free again once dropped");
+        scratch.lock("test").expect("free again once dropped");
     }
 }

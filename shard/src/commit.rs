@@ -141,7 +141,7 @@ pub fn replace_shard_plan(
     let created_root = !root.exists();
     fs::create_dir_all(root)
         .with_context(|| format!("creating scratch folder {}", root.display()))?;
-    let _lock = scratch.lock()?;
+    let _lock = scratch.lock(crate::TOOL)?;
     let result = stage(scratch, shards, plan).and_then(|mut tx| {
         let outcome = put_in_place(&mut tx, scratch, plan.shards.len(), shards.len());
         match outcome {

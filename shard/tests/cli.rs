@@ -528,3 +528,40 @@ fn an_alias_bomb_and_a_merge_bomb_are_refused_exit_2_writing_nothing() {
     ));
     assert_nothing_written(&out);
 }
+
+#[test]
+fn a_lock_left_held_by_an_ended_run_is_waited_for_then_taken() {
+    // A run killed outright: the pid in SCRATCH/.lock has ended, what it left holds the lock.
+    let dir = TempDir::new().expect("tempdir");
+    let src = source(&dir, SHAPES);
+    let out = dir.path().join("run");
+    std::fs::create_dir(&out).expect("scratch");
+    let mut leftover = testkit::Leftover::hold(&out.join(".lock"));
+    let mut child = testkit::process(env!("CARGO_BIN_EXE_warmup-shard"))
+        .args(["--op", "mm", "--shards", "2", "--out"])
+        .arg(&out)
+        .arg(&src)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("warmup-shard starts");
+    let pid = child.id();
+    let waiting = format!(
+        "warmup-shard: {}: pid {}, which holds this scratch, has ended; waiting up to 15 s",
+        out.display(),
+        leftover.named
+    );
+    let (said, found) = testkit::stderr_until(&mut child, &waiting);
+    assert!(found, "{said}");
+    leftover.end();
+    let done = child.wait_with_output().expect("warmup-shard ends");
+    let rest = String::from_utf8_lossy(&done.stderr);
+    assert_eq!(done.status.code(), Some(0), "{said}{rest}");
+    assert!(out.join("w1/shapes.yaml").is_file(), "{said}{rest}");
+    let holder = std::fs::read_to_string(out.join(".lock")).expect("lock file");
+    assert_eq!(
+        holder.trim(),
+        pid.to_string(),
+        "the holder now: {said}{rest}"
+    );
+}

@@ -294,7 +294,7 @@ pub fn run(args: &Args) -> Result<Status> {
     let env = backend::Environment::current();
     match Mode::of(args) {
         Mode::LockScratch(scratch) => {
-            Scratch::new(scratch).lock_for_caller()?;
+            Scratch::new(scratch).lock_for_caller(TOOL)?;
             Ok(Status::Done)
         }
         Mode::ListDevices(args) => list_devices(args, &env),

@@ -57,7 +57,7 @@ impl ScratchHold {
     pub fn take(scratch: &Scratch, some: Option<&[usize]>) -> Result<ScratchHold> {
         let Some(some) = some else {
             return Ok(ScratchHold {
-                _whole: Some(scratch.lock()?),
+                _whole: Some(scratch.lock(crate::TOOL)?),
                 _shards: Vec::new(),
             });
         };

@@ -5,6 +5,10 @@
 //! up, SIGKILL included: the watchdog SIGKILLs every group it was told of and every process
 //! carrying the run's marker (`process`), then exits.
 //!
+//! Forked before anything else, it shares warmup-spawn's open scratch lock and keeps it until it
+//! exits: no next run takes the scratch while the processes it is killing could still write
+//! there (docs/CONTRACT.md, "The scratch lock").
+//!
 //! PR_SET_PDEATHSIG alone reaches only the direct children: their own children, and what left
 //! their group, would live on.
 

@@ -50,3 +50,79 @@ fn without_a_lent_descriptor_it_is_refused() {
             "names no descriptor of the caller open on",
         ));
 }
+
+/// `warmup-spawn --lock-scratch SCRATCH` as scripts/warmup runs it, from bash lending its own
+/// descriptor on SCRATCH/.lock: the child (stderr piped) and the bash's pid.
+fn lock_for_a_caller(scratch: &std::path::Path) -> std::process::Child {
+    testkit::process("bash")
+        .args([
+            "-c",
+            r#"exec {fd}<>"$1/.lock"; export WARMUP_SCRATCH_LOCK_FD=$fd; exec "$0" --lock-scratch "$1""#,
+            env!("CARGO_BIN_EXE_warmup-spawn"),
+        ])
+        .arg(scratch)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("bash runs")
+}
+
+fn waiting_line(scratch: &std::path::Path, leftover: &testkit::Leftover) -> String {
+    format!(
+        "warmup-spawn: {}: pid {}, which holds this scratch, has ended; waiting up to 15 s",
+        scratch.display(),
+        leftover.named
+    )
+}
+
+#[test]
+fn a_run_started_again_at_once_waits_for_what_the_killed_one_left() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut leftover = testkit::Leftover::hold(&dir.path().join(".lock"));
+    let mut caller = lock_for_a_caller(dir.path());
+    let pid = caller.id(); // bash, which execs warmup-spawn: the caller the file names
+    let (said, found) = testkit::stderr_until(&mut caller, &waiting_line(dir.path(), &leftover));
+    assert!(found, "{said}");
+    leftover.end();
+    let done = caller.wait_with_output().expect("ends");
+    let rest = String::from_utf8_lossy(&done.stderr);
+    assert_eq!(done.status.code(), Some(0), "{said}{rest}");
+    // The file names the caller's parent: this test process.
+    let holder = std::fs::read_to_string(dir.path().join(".lock")).expect("lock file");
+    assert_ne!(holder.trim(), pid.to_string(), "{holder}");
+    assert_eq!(
+        holder.trim(),
+        std::process::id().to_string(),
+        "{said}{rest}"
+    );
+}
+
+#[test]
+fn what_a_killed_run_left_is_waited_for_15_s_then_named_with_what_to_do() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let leftover = testkit::Leftover::hold(&dir.path().join(".lock"));
+    let started = std::time::Instant::now();
+    let done = lock_for_a_caller(dir.path())
+        .wait_with_output()
+        .expect("ends");
+    let stderr = String::from_utf8_lossy(&done.stderr);
+    assert_eq!(done.status.code(), Some(2), "{stderr}");
+    assert!(
+        started.elapsed() >= std::time::Duration::from_secs(15),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&waiting_line(dir.path(), &leftover)),
+        "{stderr}"
+    );
+    let lock = dir.path().join(".lock");
+    let refused = format!(
+        "{}: this scratch folder is still locked 15 s after pid {}, which held it, ended: a \
+         process it started holds {} open (`fuser -v {}` names it); end that process, or give \
+         another scratch folder",
+        dir.path().display(),
+        leftover.named,
+        lock.display(),
+        lock.display()
+    );
+    assert!(stderr.contains(&refused), "{stderr}");
+}

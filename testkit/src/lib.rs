@@ -5,7 +5,9 @@
 //! A dev-dependency only; no tool links it.
 
 use assert_cmd::Command;
+use std::io::{BufRead, BufReader};
 use std::path::Path;
+use std::process::{Child, Stdio};
 
 /// Variables that steer the tools or the harness: removed from every test's environment.
 /// `WARMUP_` covers the fixture harness's knobs, the hidden probe root, the scratch lock a
@@ -26,13 +28,92 @@ pub fn scrubbed(name: &str) -> bool {
 /// The built tool at `path` (pass `env!("CARGO_BIN_EXE_warmup-<name>")`), with the scrubbed
 /// environment.
 pub fn tool(path: impl AsRef<Path>) -> Command {
-    let mut cmd = Command::new(path.as_ref());
+    Command::from_std(process(path))
+}
+
+/// [`tool`] as a plain process, for a test that talks to it while it runs.
+pub fn process(path: impl AsRef<Path>) -> std::process::Command {
+    let mut cmd = std::process::Command::new(path.as_ref());
     for (name, _) in std::env::vars_os() {
         if name.to_str().is_some_and(scrubbed) {
             cmd.env_remove(name);
         }
     }
     cmd
+}
+
+/// Reads `child`'s piped stderr until a line holding `text`; all it read, and whether it was
+/// found (not found: the stream ended first).
+pub fn stderr_until(child: &mut Child, text: &str) -> (String, bool) {
+    let stderr = child.stderr.as_mut().expect("stderr piped");
+    let mut read = String::new();
+    let mut lines = BufReader::new(stderr);
+    loop {
+        let mut line = String::new();
+        if lines.read_line(&mut line).unwrap_or(0) == 0 {
+            return (read, false);
+        }
+        read.push_str(&line);
+        if line.contains(text) {
+            return (read, true);
+        }
+    }
+}
+
+/// What a killed run leaves holding its scratch lock: a process holding an exclusive `flock` on
+/// the lock file while the pid written there is of a process that has ended. Killed when
+/// dropped, or by [`Leftover::end`].
+#[derive(Debug)]
+pub struct Leftover {
+    holder: Child,
+    /// The ended process the lock file names.
+    pub named: u32,
+}
+
+impl Leftover {
+    /// Holds `lock` (a scratch's `.lock`, made if missing) and writes an ended pid in it.
+    pub fn hold(lock: &Path) -> Leftover {
+        let mut holder = std::process::Command::new("bash")
+            .args([
+                "-c",
+                r#"exec 9<>"$0" && flock -x 9 && echo held && exec sleep 600"#,
+            ])
+            .arg(lock)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("bash and flock(1) start");
+        let mut line = String::new();
+        BufReader::new(holder.stdout.take().expect("piped"))
+            .read_line(&mut line)
+            .expect("the holder says it holds the lock");
+        assert_eq!(
+            line,
+            "held\n",
+            "the holder could not lock {}",
+            lock.display()
+        );
+        let mut ended = std::process::Command::new("true")
+            .spawn()
+            .expect("true starts");
+        ended.wait().expect("true ends");
+        std::fs::write(lock, format!("{}\n", ended.id())).expect("the lock file is writable");
+        Leftover {
+            holder,
+            named: ended.id(),
+        }
+    }
+
+    /// Lets go of the lock: the holder is killed and reaped.
+    pub fn end(&mut self) {
+        let _ = self.holder.kill();
+        let _ = self.holder.wait();
+    }
+}
+
+impl Drop for Leftover {
+    fn drop(&mut self) {
+        self.end();
+    }
 }
 
 #[cfg(test)]
