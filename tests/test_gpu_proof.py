@@ -96,3 +96,18 @@ def test_the_phase_clock_says_where_a_real_pytest_run_spent_its_time(tmp_path):
     runs.write_text(line)
     table = subprocess.run([*report, "--table", str(runs)], capture_output=True, text=True, check=True).stdout
     assert "| run | wall s | before Python |" in table and "| plain_x_cold_r1 |" in table, table
+
+
+@pytest.mark.parametrize(("modes", "said"), [
+    ("cold,rerun,rerun", "--modes names 'rerun' twice, and each run is named by its mode: number the re-runs"),
+    ("cold,again", "unknown mode 'again' (cold, rerun, rerun1, rerun2, ..., mem)"),
+])
+def test_bench_e2e_refuses_modes_whose_runs_would_share_a_name(tmp_path, modes, said):
+    """Two re-runs of one name once left one row in e2e.md for four pairs of runs: each run is
+    named by its mode, so a repeated or unknown mode is refused before any run."""
+    (tmp_path / "benchmark").mkdir()
+    (tmp_path / "benchmark" / "test_blas_perf.py").write_text("")
+    done = subprocess.run(["bash", str(ROOT / "tests" / "gpu" / "bench_e2e.sh"), "--flaggems", str(tmp_path),
+                           "--modes", modes], env=clean_env(), capture_output=True, text=True, timeout=HANG)
+    assert done.returncode == 2, done.stderr
+    assert said in done.stderr

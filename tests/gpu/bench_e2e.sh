@@ -10,7 +10,9 @@
 # cache, FlagGems' store, record folder), cold first, then again in the same homes:
 #
 #   cold    an empty Triton cache and an empty FlagGems store
-#   rerun   the same homes again: plain reads FlagGems' store, ours reads its record
+#   rerun   the same homes again: plain reads FlagGems' store, ours reads its record; rerun1,
+#           rerun2, ... name more of them (cold,rerun1,...,rerun5: five re-runs, the variants
+#           alternating), as each run is named by its mode
 #   mem     the re-run with FLAGGEMS_DB_URL=sqlite:///:memory: (plain re-tunes; ours replays)
 #
 # Variants (--variants, default plain,ours), each from a home of its own:
@@ -83,6 +85,20 @@ case ,$variants, in
     *,plain,*) ;;
     *) echo "bench_e2e: --variants must include plain, which every other variant is compared with" >&2; exit 2 ;;
 esac
+seen=,
+for mode in ${modes//,/ }; do
+    case $mode in
+        cold | mem | rerun | rerun[1-9] | rerun[1-9][0-9]) ;;
+        *) echo "bench_e2e: unknown mode '$mode' (cold, rerun, rerun1, rerun2, ..., mem)" >&2; exit 2 ;;
+    esac
+    case $seen in
+        *,"$mode",*)
+            echo "bench_e2e: --modes names '$mode' twice, and each run is named by its mode: number the re-runs (cold,rerun1,rerun2,...)" >&2
+            exit 2
+            ;;
+    esac
+    seen+=$mode,
+done
 for variant in ${variants//,/ }; do
     case $variant in
         plain | ours | race | serial | audit) ;;
