@@ -442,7 +442,7 @@ def test_a_killed_runs_orphaned_measurement_cannot_take_the_next_runs_gate(tmp_p
                        env=script_env(tmp_path, FIXTURE_EVENTS=str(b_events.path)), cwd=tmp_path,
                        capture_output=True, text=True, timeout=GUARD)
 
-    def story() -> str:  # all a failure here needs: this test flaked twice under load, cause unknown
+    def story() -> str:  # all a failure here needs (it failed under load once A's watchdog held the lock)
         return (f"\n--- run A's stderr, its orphan's included:\n{a_err.read_text()}\n--- run B's stderr:\n"
                 f"{b.stderr}\n--- A's events: {a_events.all()}\n--- B's events: {b_events.all()}")
 

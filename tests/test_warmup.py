@@ -779,7 +779,8 @@ def test_one_gpu_runs_one_process_that_records_where_the_harness_is(work):
 
 def test_one_device_made_visible_twice_is_one_device_by_key_too(work):
     """CUDA_VISIBLE_DEVICES=0,0 is one device: --by-key (one child per device) records in one
-    process as the run without it does, never a one-child sweep; --devices 0,0 is refused."""
+    process as the run without it does, never a one-child sweep (`--by-key --devices 0,0` is
+    refused: test_a_bad_option_passed_to_a_tool_is_a_usage_error_before_anything_runs)."""
     env = {"FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR": str(work / "records"), "PYTHONPATH": str(fake_harness(work)),
            "CUDA_VISIBLE_DEVICES": "0,0"}
     command = harness_command()[:-2]  # no shape file
