@@ -181,6 +181,27 @@ def test_the_session_is_unregistered_once_its_config_is_unconfigured(tmp_path):
     assert said.read_text() == "False"
 
 
+@pytest.mark.parametrize("mode", ["record", "replay"])
+def test_a_session_has_tritons_own_key_computed_before_its_first_kernel(tmp_path, recorded, mode):
+    """Computed in a thread from the session's start: at pytest's session start, before any test
+    ran a kernel, the memo Triton's compile reads fills without this process's main thread asking."""
+    said = tmp_path / "key"
+    (tmp_path / "key_probe.py").write_text(
+        "import time\n"
+        "from warmup_harness.triton_private import own_key\n"
+        "def pytest_sessionstart(session):\n"
+        f"    deadline = time.monotonic() + {HANG}\n"
+        "    while own_key().cache_info().currsize == 0 and time.monotonic() < deadline:\n"
+        "        time.sleep(0.01)\n"
+        f"    open({str(said)!r}, 'w').write(str(own_key().cache_info().currsize))\n")
+    folder = copy_records(recorded[0], tmp_path / "rec")
+    variable = "FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR" if mode == "record" else "FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR"
+    run = bench(tmp_path, shape_file(tmp_path, SHAPES[:1]), "-p", "key_probe", PYTHONPATH=f"{SOURCE}:{tmp_path}",
+                **{variable: str(folder)})
+    assert run.returncode == 0, run.output
+    assert said.read_text() == "1"
+
+
 def test_record_keeps_every_key_decided_before_a_crash(tmp_path):
     shapes = shape_file(tmp_path, SHAPES)
     run = bench(tmp_path, shapes, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "rec"),

@@ -42,6 +42,8 @@ sys.path.insert(0, str(FIXTURE))
 import cpu_fakes  # noqa: E402
 from cpu_fakes import SCALE_CONFIGS, TMA_CONFIGS, Tensor, scale_even_kernel, scale_kernel, tma_args  # noqa: E402
 from report_lines import parse_reports  # noqa: E402
+from warmup_harness import early_key  # noqa: E402
+from warmup_harness import triton_private as tp  # noqa: E402
 from warmup_harness.precompile import cache_entries  # noqa: E402
 from warmup_harness.precompile import capture  # noqa: E402
 from warmup_harness.precompile import pool as compile_pool  # noqa: E402
@@ -321,15 +323,44 @@ def test_a_key_found_compiled_never_starts_or_waits_for_the_pool(cpu):
     assert pool._executor is None and new_children(before) == [], "a worker process was started"
 
 
-def test_a_key_with_less_new_work_than_a_pools_start_compiles_in_this_process(cpu, compiles, monkeypatch):
+FEW = SCALE_CONFIGS[:compile_pool.FORK_AT_ONCE - 1]  # too few new configs to start a forked pool at once
+
+
+@pytest.mark.parametrize("start_method", ["fork", "spawn"])
+def test_a_key_with_less_new_work_than_a_pools_start_compiles_in_this_process(cpu, compiles, monkeypatch,
+                                                                              start_method):
     pool_pays_from(monkeypatch, 1e9)  # this machine's speed decides nothing here
+    configs = FEW if start_method == "fork" else SCALE_CONFIGS
     forget_compiled(scale_kernel)
     before = {child.pid for child in multiprocessing.active_children()}
-    pool = pc.CompilePool("processes", 2)
-    report = pc.precompile(scale_kernel, SCALE_CONFIGS, scale_launch()[1], pool)
-    assert (report.compiled, report.left) == (len(SCALE_CONFIGS), 0), report.errors
+    pool = pc.CompilePool("processes", 2, start_method=start_method)
+    report = pc.precompile(scale_kernel, configs, scale_launch()[1], pool)
+    assert (report.compiled, report.left) == (len(configs), 0), report.errors
     assert pool._executor is None and new_children(before) == [], "a worker process was started"
-    assert compiles.misses == len(SCALE_CONFIGS), "not compiled in this process"
+    assert compiles.misses == len(configs), "not compiled in this process"
+
+
+@pytest.mark.parametrize("overlap", [False, True])
+def test_a_forked_pool_starts_at_once_for_a_key_of_enough_new_configs(cpu, compiles, monkeypatch, overlap):
+    """No config is compiled here first to learn whether the pool pays (that compile would hold the
+    others back by a whole compile): the pool takes the key from its first config, whatever one
+    compile here would have taken."""
+    pool_pays_from(monkeypatch, 1e9)  # the probe would keep every config here
+    configs = SCALE_CONFIGS[:compile_pool.FORK_AT_ONCE]
+    forget_compiled(scale_kernel)
+    pool = pc.CompilePool("processes", 2)
+    compiled_here: list[str] = []
+    here = pool._here
+    monkeypatch.setattr(pool, "_here", lambda job: compiled_here.append(job[1].label) or here(job))
+    try:
+        result = pc.precompile(scale_kernel, configs, scale_launch()[1], pool, overlap=overlap)
+        report = result.finish() if overlap else result
+        assert pool._executor is not None, "the pool was not started"
+    finally:
+        pool.close()
+    assert (report.compiled, report.left) == (len(configs), 0), report.errors
+    assert capture.config_label(configs[0]) not in compiled_here, "the first config was compiled here first"
+    assert compiles.misses == len(compiled_here) < len(configs)
 
 
 def test_a_key_with_more_new_work_than_a_pools_start_starts_the_pool(cpu, monkeypatch):
@@ -493,8 +524,9 @@ def test_a_worker_that_dies_leaves_its_configs_to_triton_with_a_line_and_the_nex
         compiler.close()
     reports = parse_reports("\n".join(lines))
     configs = len(SCALE_CONFIGS)
-    assert [(r["compiled"], r["left"]) for r in reports] == [(1, configs - 1), (configs, 0)], lines
-    assert any(line.startswith(f"precompile k: {len(SCALE_CONFIGS) - 1} config(s) left to Triton's own compile, "
+    # The pool starts at once for the key (FORK_AT_ONCE): every config of the first key was the workers'.
+    assert [(r["compiled"], r["left"]) for r in reports] == [(0, configs), (configs, 0)], lines
+    assert any(line.startswith(f"precompile k: {configs} config(s) left to Triton's own compile, "
                                f"the first because ") and line.endswith(
                                    ": a compile worker died (killed by SIGKILL); the next key starts new workers")
                for line in lines), lines
@@ -665,6 +697,60 @@ def test_a_device_triton_cannot_compile_for_turns_precompile_off_with_one_line(c
         compiler.before_timing("k", scale_kernel, SCALE_CONFIGS, scale_launch(n)[1])
     compiler.close()
     assert len(lines) == 1 and lines[0].startswith("precompile off: Triton cannot compile"), lines
+
+
+# --- Triton's own key, computed early ----------------------------------------------------------
+
+
+@pytest.fixture
+def no_early_key(monkeypatch):
+    """This process as if no session had started the early key's thread yet."""
+    monkeypatch.setattr(early_key, "_thread", None)
+
+
+def test_tritons_own_key_is_computed_once_in_a_thread_of_its_own(no_early_key):
+    calls: list[str] = []
+    early_key.start(lambda: calls.append(threading.current_thread().name))
+    early_key.start(lambda: calls.append("again"))
+    early_key.wait()
+    assert calls == ["warmup-harness-triton-key"]
+
+
+def test_the_key_the_thread_computes_is_the_one_tritons_compile_uses(no_early_key):
+    """Triton's memoized triton_key, which `triton.compile` calls (3.4) or calls through
+    get_cache_key (3.5 and later): once the thread has run, a compile finds it computed."""
+    key = tp.own_key()
+    used = triton.compiler.compiler.compile.__globals__
+    assert (used.get("triton_key") or used["get_cache_key"].__globals__["triton_key"]) is key
+    key.cache_clear()
+    early_key.start()
+    early_key.wait()
+    assert key.cache_info().currsize == 1
+
+
+def test_a_key_that_fails_in_the_thread_is_left_to_tritons_own_compile(no_early_key, monkeypatch):
+    unhandled: list[object] = []
+    monkeypatch.setattr(threading, "excepthook", unhandled.append)
+
+    def fails():
+        raise OSError("libtriton.so: cannot read")
+
+    early_key.start(fails)
+    early_key.wait()
+    assert unhandled == []
+
+
+def test_a_forked_pool_waits_for_the_thread_before_it_forks(cpu, no_early_key):
+    released = threading.Event()
+    early_key.start(lambda: released.wait(HANG))
+    threading.Timer(0.3, released.set).start()
+    pool = pc.CompilePool("processes", 2)
+    try:
+        pool.start()
+        assert released.is_set(), "the workers were forked while the thread still ran"
+    finally:
+        released.set()
+        pool.close()
 
 
 # --- timing ------------------------------------------------------------------------------------

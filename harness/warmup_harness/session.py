@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from . import env, versions
+from . import early_key, env, versions
 from .autotune import records
 from .autotune.clocks import CompileClock, process_age
 from .autotune.device import device_name
@@ -55,6 +55,7 @@ class Session:
     def start(cls, config: Any, mode: env.Mode, miss_policy: env.MissPolicy) -> Session:
         """Checks the settings and files before anything runs, then puts the hooks in; raises
         ProtocolError or RecordError."""
+        early_key.start()  # the session's first kernel finds Triton's own key computed
         compiler = precompile.Precompiler(
             compile_settings(lambda name: env.raw_setting(config, name)),
             lambda line: say(config, [line]))

@@ -44,7 +44,8 @@ What is used, and what Triton does with it:
 * the specialization JSON's fields (`constant_keys`, `constant_vals`, `attrs_keys`, `attrs_vals`,
   `signature`, `options`), read as `preload` reads them (`rebuild`);
 * `triton._C.libtriton.get_cache_invalidating_env_vars`, `triton.runtime.cache.get_cache_key` (3.5
-  and later; on 3.4 `compile` builds the same key from `triton.compiler.compiler.triton_key`) and
+  and later; on 3.4 `compile` builds the same key from `triton.compiler.compiler.triton_key`), the
+  memoized `triton_key` itself (`triton.runtime.cache` on 3.5 and later: own_key, early_key.py) and
   `get_cache_manager`, a manager's `get_group` and `cache_dir`, and the entry's metadata file name
   `<name[:150]>.json`, as `triton.compiler.compile` names it; `triton.compile(..., _env_vars=)`
   (3.5 and later);
@@ -80,6 +81,8 @@ import triton.language as tl
 from triton.compiler import ASTSource, make_backend
 from triton.runtime.driver import driver
 from triton.runtime.jit import DependenciesFinder, JITFunction
+
+from . import early_key
 
 try:
     from triton import knobs
@@ -248,13 +251,21 @@ def rebuild(fn: JITFunction, specialization: str, target: Any) -> tuple[Any, Any
     return ASTSource(fn, signature, constexprs, attrs), backend, options
 
 
+def own_key() -> Callable[[], str]:
+    """Triton's key of itself, `triton_key` (memoized): where every cache key of a compile starts."""
+    try:
+        from triton.runtime.cache import triton_key  # 3.5 and later
+    except ImportError:  # 3.4
+        from triton.compiler.compiler import triton_key
+    return triton_key
+
+
 def _cache_key(src: Any, backend: Any, options: Any, env_vars: dict) -> str:
+    early_key.wait()  # computing it already
     try:
         from triton.runtime.cache import get_cache_key  # 3.5 and later
     except ImportError:  # 3.4: `compile` builds the same key itself
-        from triton.compiler.compiler import triton_key
-
-        return f"{triton_key()}-{src.hash()}-{backend.hash()}-{options.hash()}-{str(sorted(env_vars.items()))}"
+        return f"{own_key()()}-{src.hash()}-{backend.hash()}-{options.hash()}-{str(sorted(env_vars.items()))}"
     return get_cache_key(src, backend, options, env_vars)
 
 

@@ -6,8 +6,9 @@ series: the tuner waits for the slowest compile before its first timing. A timin
 own config's kernel, and the device lock keeps timings one at a time per device either way.
 
 How. The key's jobs are captured and looked up in the cache as pool.run does, and its first
-round is decided as pool.run decides it (the first job compiled here to learn whether the pool
-pays); what is left goes to the worker processes without waiting for it. A timing of a config
+round is decided as pool.run decides it (a forked pool not running yet starts at once for
+FORK_AT_ONCE new configs, else the first job is compiled here to learn whether the pool pays);
+what is left goes to the worker processes without waiting for it. A timing of a config
 waits for that config's jobs only (`wait_for`), and a race takes the configs in the order their
 compiles finish (`as_compiled`). A job a sibling process is compiling is asked for again with
 waiting, as pool.run's second round does; the pool's bound on silence applies to each wait.
@@ -63,7 +64,7 @@ class Ahead:
         todo = [i for i, job in enumerate(taken.jobs) if not ahead._found(i, job)]
         if not todo:
             return ahead
-        if pool._executor is None:  # forked, not running: whether it pays, as pool.run decides
+        if pool._executor is None and not pool.starts_at_once(len(todo)):  # whether it pays, as pool.run
             start = time.perf_counter()
             ahead._settle(todo[0], pool._here(taken.jobs[todo[0]]))
             if (len(todo) - 1) * (time.perf_counter() - start) < pool.start_s:  # all here, as pool.run

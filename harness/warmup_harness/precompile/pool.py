@@ -40,6 +40,14 @@ POOL_START_S = 1.5
 # of work in the session's process (n=8: 0.40 s against 0.26 s; not at n=4: 0.22 s against 0.24 s).
 # On the 2-CPU development machine it paid only from about 1 s: there its 2 busy CPUs limit it.
 FORK_POOL_START_S = 0.4
+# A forked pool not running yet is started at once, with no config compiled here first to learn a
+# compile's seconds, for a key of at least this many new configs. That first compile held the rest
+# back by a whole compile: FlagGems' addmm's first key (8 configs, one H200) spent 1.18 s here
+# (one config compiled, then the pool forked) before its other seven compiled in the pool. At the
+# cheapest compile measured on the GPU host (0.05 s a config, above), a pool forked for 4 configs
+# costs 0.24 s against 0.22 s here, and for 8, 0.26 s against 0.40 s: from 4 on, starting at once
+# loses at most 0.02 s.
+FORK_AT_ONCE = 4
 CLOSE_GRACE_S = 2.0  # at the end, how long a worker process may finish what it does before it is killed
 
 
@@ -84,6 +92,11 @@ class CompilePool:
     def forked(self) -> bool:
         return self.mode == "processes" and self.start_method == "fork"
 
+    def starts_at_once(self, new: int) -> bool:
+        """Whether a key of `new` configs to compile starts this pool, not running yet, without
+        compiling one here first to learn whether the pool pays."""
+        return self.forked and new >= FORK_AT_ONCE
+
     @property
     def start_s(self) -> float:
         """The work in this process from which starting the pool for a key pays."""
@@ -120,10 +133,11 @@ class CompilePool:
         """Each job's outcome (an Outcome, or why it failed), and how many waited for a sibling.
 
         Processes only where they pay: jobs found in the cache are settled here first; the rest
-        are compiled here one by one unless the pool is running or their work (the first one's
-        seconds times their number) reaches the pool's start-up (`start_s`), and with the pool the caller compiles
-        from the end of the list while the workers still start up, so that it never waits for a
-        worker's start-up to do what it could do itself."""
+        are compiled here one by one unless the pool is running, or is forked and they are
+        FORK_AT_ONCE or more, or their work (the first one's seconds times their number) reaches
+        the pool's start-up (`start_s`); with the pool the caller compiles from the end of the list
+        while the workers still start up, so that it never waits for a worker's start-up to do
+        what it could do itself."""
         self.waited_s = 0.0
         outcomes = [Outcome.FOUND if self._cached(fn, job) else Outcome.BUSY for fn, job in jobs]
         todo = [i for i, outcome in enumerate(outcomes) if outcome == Outcome.BUSY]
@@ -144,6 +158,9 @@ class CompilePool:
         if self.mode != "processes" or self.stuck or not jobs:
             return self._round(jobs, wait=False)
         if self._executor is not None:  # started (a record session starts it early)
+            return self._shared(jobs)
+        if self.starts_at_once(len(jobs)):
+            self.start()
             return self._shared(jobs)
         start = time.perf_counter()
         first = self._here(jobs[0])

@@ -19,6 +19,7 @@ import time
 import warnings
 from typing import Any
 
+from .. import early_key
 from ..stdlib_private import pool_processes
 from . import worker
 
@@ -73,6 +74,7 @@ def start(workers: int, forked: bool,
     returns; spawned ones import while the caller goes on), each worker's start-up as a future
     (done once it finished), and its processes (to say how one died)."""
     if forked:
+        early_key.wait()  # no thread of the session's runs at the fork, and the workers get the key
         # Every worker lets go of the session's locks before any answers `ready`: each waits at
         # this barrier once it has, so the pool's wait_started cannot return while a worker that
         # has taken no job yet still holds a copy of a claim's descriptor. (A fork pool starts all
