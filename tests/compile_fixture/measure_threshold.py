@@ -2,7 +2,7 @@
 POOL_START_S): for n new configs of one key, the seconds the harness takes to compile them in this
 process one after another, against starting a pool of worker processes for the key (forked, and
 spawned), as compile_pool decides it: the first config compiled here, then the pool started for
-the rest.
+the rest; a forked pool takes all of a key of FORK_AT_ONCE or more new configs at once.
 
     python3 tests/compile_fixture/measure_threshold.py --summary threshold.txt
 
