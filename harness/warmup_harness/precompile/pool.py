@@ -157,10 +157,8 @@ class CompilePool:
     def _first_round(self, jobs: list[tuple[Any, CompileJob]]) -> list[Outcome | str]:
         if self.mode != "processes" or self.stuck or not jobs:
             return self._round(jobs, wait=False)
-        if self._executor is not None:  # started (a record session starts it early)
-            return self._shared(jobs)
-        if self.starts_at_once(len(jobs)):
-            self.start()
+        # Running (a record session starts it early), or worth starting now (_shared starts it).
+        if self._executor is not None or self.starts_at_once(len(jobs)):
             return self._shared(jobs)
         start = time.perf_counter()
         first = self._here(jobs[0])
