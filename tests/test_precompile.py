@@ -346,12 +346,10 @@ def test_a_forked_pool_starts_at_once_for_a_key_of_enough_new_configs(cpu, compi
     others back by a whole compile): the pool takes the key from its first config, whatever one
     compile here would have taken."""
     pool_pays_from(monkeypatch, 1e9)  # the probe would keep every config here
+    monkeypatch.setattr(pc.CompilePool, "_started", lambda self: True)  # nor does the caller help them start
     configs = SCALE_CONFIGS[:compile_pool.FORK_AT_ONCE]
     forget_compiled(scale_kernel)
     pool = pc.CompilePool("processes", 2)
-    compiled_here: list[str] = []
-    here = pool._here
-    monkeypatch.setattr(pool, "_here", lambda job: compiled_here.append(job[1].label) or here(job))
     try:
         result = pc.precompile(scale_kernel, configs, scale_launch()[1], pool, overlap=overlap)
         report = result.finish() if overlap else result
@@ -359,8 +357,7 @@ def test_a_forked_pool_starts_at_once_for_a_key_of_enough_new_configs(cpu, compi
     finally:
         pool.close()
     assert (report.compiled, report.left) == (len(configs), 0), report.errors
-    assert capture.config_label(configs[0]) not in compiled_here, "the first config was compiled here first"
-    assert compiles.misses == len(compiled_here) < len(configs)
+    assert compiles.misses == 0, "a config was compiled here first"
 
 
 def test_a_key_with_more_new_work_than_a_pools_start_starts_the_pool(cpu, monkeypatch):
