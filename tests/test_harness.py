@@ -202,6 +202,34 @@ def test_a_session_has_tritons_own_key_computed_before_its_first_kernel(tmp_path
     assert said.read_text() == "1"
 
 
+def key_probe(work: Path, said: Path) -> str:
+    """A plugin (`-p key_probe`) that writes, before any other plugin's pytest_configure, whether
+    Triton's own key is being hashed or is hashed already; it imports nothing of the harness's."""
+    (work / "key_probe.py").write_text(
+        "import sys, threading, pytest\n"
+        "@pytest.hookimpl(tryfirst=True)\n"
+        "def pytest_configure(config):\n"
+        "    begun = any(t.name == 'warmup-harness-triton-key' for t in threading.enumerate())\n"
+        "    tp = sys.modules.get('warmup_harness.triton_private')\n"
+        "    begun = begun or (tp is not None and tp.own_key().cache_info().currsize > 0)\n"
+        f"    open({str(said)!r}, 'w').write(str(begun))\n")
+    return f"{SOURCE}:{work}"
+
+
+@pytest.mark.parametrize("mode", ["record", "replay", "plain"])
+def test_tritons_own_key_is_hashed_while_the_conftests_import(tmp_path, recorded, mode):
+    """Started before the first conftest (FlagGems' import, seconds, in FlagGems' benchmark) where a
+    protocol variable is set; a run without one starts nothing."""
+    said = tmp_path / "key"
+    variables = {"record": {"FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR": str(tmp_path / "rec")},
+                 "replay": {"FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR": str(copy_records(recorded[0], tmp_path / "rec"))},
+                 "plain": {}}[mode]
+    run = bench(tmp_path, shape_file(tmp_path, SHAPES[:1]), "-p", "key_probe",
+                PYTHONPATH=key_probe(tmp_path, said), **variables)
+    assert run.returncode == 0, run.output
+    assert said.read_text() == str(mode != "plain")
+
+
 def test_record_keeps_every_key_decided_before_a_crash(tmp_path):
     shapes = shape_file(tmp_path, SHAPES)
     run = bench(tmp_path, shapes, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "rec"),

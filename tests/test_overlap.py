@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 
 from support import BIN_DIR, HANG
-from test_harness import SCRIPT, SHAPES, Run, bench_command, bench_env, copy_records, recorded, shape_file
+from test_harness import (SCRIPT, SHAPES, Run, bench_command, bench_env, copy_records, key_probe, recorded,
+                          shape_file)
 from test_warmup import finish, wait_for
 from test_warmup import warmup as fixture_warmup
 
@@ -175,6 +176,17 @@ def test_a_gate_closed_without_a_word_ends_the_session_before_any_test(tmp_path,
     assert run.returncode == 2, run.output
     assert "warmup-spawn stopped the run, or was killed); no test runs" in run.output
     assert events.of("collected", "measure") and not events.of("test", "measure"), events.all()
+
+
+def test_a_measurement_at_its_gate_has_started_nothing(tmp_path, gate):
+    """Not even Triton's own key (early_key.py), which a session hashes from pytest's start: the
+    sweep beside it has the CPUs until the gate opens."""
+    said = tmp_path / "key"
+    proc = gated(tmp_path, gate, "-p", "key_probe", PYTHONPATH=key_probe(tmp_path, said))
+    gate.say("live")
+    run = ended(proc, tmp_path)
+    assert run.returncode == 0, run.output
+    assert said.read_text() == "False"
 
 
 def test_a_measurement_behind_an_open_gate_stops_when_the_script_is_killed(recorded, tmp_path, gate):

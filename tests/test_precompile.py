@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import gc
 import importlib
 import importlib.util
@@ -723,6 +724,29 @@ def test_the_key_the_thread_computes_is_the_one_tritons_compile_uses(no_early_ke
     early_key.start()
     early_key.wait()
     assert key.cache_info().currsize == 1
+
+
+def test_a_compile_while_the_thread_runs_waits_for_its_key_instead_of_hashing_again(no_early_key, monkeypatch):
+    """Triton's memo lets a second caller compute the key again beside the first: while the thread
+    runs, the name Triton's compile calls waits for it, and Triton's own function is back after."""
+    module, name = tp.key_home()
+    hashed: list[str] = []
+    release = threading.Event()
+
+    @functools.lru_cache
+    def slow_key():
+        hashed.append(threading.current_thread().name)
+        release.wait(HANG)
+        return "the key"
+
+    monkeypatch.setattr(module, name, slow_key)
+    early_key.start()
+    assert tp.own_key() is slow_key  # the harness's own questions get Triton's function
+    threading.Timer(0.2, release.set).start()
+    assert getattr(module, name)() == "the key"  # as get_cache_key (3.5+) or compile (3.4) calls it
+    early_key.wait()
+    assert hashed == ["warmup-harness-triton-key"]
+    assert getattr(module, name) is slow_key
 
 
 def test_a_key_that_fails_in_the_thread_is_left_to_tritons_own_compile(no_early_key, monkeypatch):

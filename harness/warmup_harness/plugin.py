@@ -5,8 +5,9 @@ At configure the session (session.py) starts, or, for a measurement started with
 gate (gate.py) is registered to start it when the sweep's outcome comes; either is then a plugin
 object registered with `config.pluginmanager`, whose own hooks end it, and holds the run's state.
 Nothing happens at import: FlagGems' store is isolated in a hook, Triton is imported when a
-protocol variable is set, FlagGems never (compile workers, processes of their own, import neither
-pytest nor this module: precompile/worker.py).
+protocol variable is set (before the conftests, for early_key.py's thread), FlagGems never
+(compile workers, processes of their own, import neither pytest nor this module:
+precompile/worker.py).
 """
 
 from __future__ import annotations
@@ -43,7 +44,12 @@ def pytest_addoption(parser):
 def pytest_load_initial_conftests(early_config):
     # FlagGems reads its store's location when it is imported, which a benchmark's conftest does
     # before pytest_configure runs: this hook runs before the first conftest is imported.
-    _isolate_stores(early_config)
+    if _isolate_stores(early_config) is not None and not os.environ.get(env.GATE, "").strip():
+        # Triton's own key is hashed while the conftests import (early_key.py); a gated session
+        # starts nothing before its gate opens.
+        from . import early_key
+
+        early_key.start()
 
 
 def _isolate_stores(config) -> str | None:

@@ -45,7 +45,9 @@ What is used, and what Triton does with it:
   `signature`, `options`), read as `preload` reads them (`rebuild`);
 * `triton._C.libtriton.get_cache_invalidating_env_vars`, `triton.runtime.cache.get_cache_key` (3.5
   and later; on 3.4 `compile` builds the same key from `triton.compiler.compiler.triton_key`), the
-  memoized `triton_key` itself (`triton.runtime.cache` on 3.5 and later: own_key, early_key.py) and
+  memoized `triton_key` itself (`triton.runtime.cache` on 3.5 and later: key_home, own_key; the
+  module attribute, which compile reads at each call, is one that waits for early_key.py's thread
+  while that runs, as Triton 3.9's own compile workers put theirs there) and
   `get_cache_manager`, a manager's `get_group` and `cache_dir`, and the entry's metadata file name
   `<name[:150]>.json`, as `triton.compiler.compile` names it; `triton.compile(..., _env_vars=)`
   (3.5 and later);
@@ -70,6 +72,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib
 import inspect
 import json
 import os
@@ -251,13 +254,28 @@ def rebuild(fn: JITFunction, specialization: str, target: Any) -> tuple[Any, Any
     return ASTSource(fn, signature, constexprs, attrs), backend, options
 
 
-def own_key() -> Callable[[], str]:
-    """Triton's key of itself, `triton_key` (memoized): where every cache key of a compile starts."""
+def key_home() -> tuple[Any, str]:
+    """Where Triton's compile finds its key of itself: the module and the name it reads at each
+    call (`triton.runtime.cache.triton_key`, which get_cache_key calls, on 3.5 and later;
+    `triton.compiler.compiler.triton_key`, which `compile` calls, on 3.4)."""
     try:
-        from triton.runtime.cache import triton_key  # 3.5 and later
-    except ImportError:  # 3.4
-        from triton.compiler.compiler import triton_key
-    return triton_key
+        from triton.runtime import cache
+
+        if hasattr(cache, "triton_key"):  # 3.5 and later
+            return cache, "triton_key"
+    except ImportError:
+        pass
+    compiler = importlib.import_module("triton.compiler.compiler")
+    if not hasattr(compiler, "triton_key"):
+        raise ImportError("Triton has no triton_key where 3.4 to 3.9 keep it")
+    return compiler, "triton_key"
+
+
+def own_key() -> Callable[[], str]:
+    """Triton's key of itself, `triton_key` (memoized): where every cache key of a compile starts;
+    Triton's own function, also while early_key's thread computes it."""
+    key = getattr(*key_home())
+    return getattr(key, "_warmup_harness_waits_for", key)
 
 
 def _cache_key(src: Any, backend: Any, options: Any, env_vars: dict) -> str:

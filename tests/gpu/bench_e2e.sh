@@ -39,10 +39,13 @@
 #
 # usage: tests/gpu/bench_e2e.sh --flaggems DIR [--cases mm,addmm] [--modes cold,rerun,mem]
 #            [--variants plain,ours,race,serial,audit] [--gpus N] [--repeat N] [--extra 'ARGS'] [--budget SECS]
-#            [--phases]
+#            [--phases] [--alternate]
 #
 # --phases clocks where each run's time goes (phase_clock.py, loaded into every variant's pytest,
 # with TRITON_PRINT_AUTOTUNING=1): e2e.md's last table.
+#
+# --alternate reverses the variants' order at every other mode (cold plain then ours, rerun1 ours
+# then plain, ...), so that no variant always runs right after another one's run.
 #
 # --repeat N runs every case N times, each repetition from homes of its own (so each cold is cold),
 # the variants alternating, to show the run-to-run spread beside the ratios (e2e.md's last table:
@@ -63,6 +66,7 @@ repeat=1
 extra=
 budget=560
 phases=0
+alternate=0
 while [ $# -gt 0 ]; do
     case $1 in
         --flaggems) flaggems=$2; shift 2 ;;
@@ -74,6 +78,7 @@ while [ $# -gt 0 ]; do
         --extra) extra=$2; shift 2 ;;
         --budget) budget=$2; shift 2 ;;
         --phases) phases=1; shift ;;
+        --alternate) alternate=1; shift ;;
         -h | --help) sed -n '2,/^$/p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "bench_e2e: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
@@ -186,6 +191,7 @@ if [ "$phases" = 1 ]; then
     export PYTHONPATH=$base/plugins${PYTHONPATH:+:$PYTHONPATH} TRITON_PRINT_AUTOTUNING=1
     clock=(-p phase_clock)
 fi
+turn=0  # --alternate: the runs of modes so far, whose parity orders the variants
 for rep in $(seq 1 "$repeat"); do
 for case in "${case_list[@]}"; do
     # shellcheck disable=SC2206,SC2207,SC2086  # word lists on purpose
@@ -195,7 +201,12 @@ for case in "${case_list[@]}"; do
         if [ $((SECONDS - start)) -gt "$budget" ]; then say "budget spent: $case $mode (repetition $rep) not run"; continue; fi
         store=()
         [ "$mode" != mem ] || store=(FLAGGEMS_DB_URL=sqlite:///:memory:)
-        for variant in "${variant_list[@]}"; do
+        order=("${variant_list[@]}")
+        if [ "$alternate" = 1 ] && [ $((turn++ % 2)) = 1 ]; then
+            order=()
+            for ((i = ${#variant_list[@]} - 1; i >= 0; i--)); do order+=("${variant_list[i]}"); done
+        fi
+        for variant in "${order[@]}"; do
             home=$base/${variant}_${case}_r$rep
             warmup=("$root/scripts/warmup" --gpus "$gpus" --entry BlasBenchmark)
             knobs=()
