@@ -10,11 +10,11 @@ hashing release the GIL, so a thread computes it beside the conftests' imports; 
 workers forked after it finished inherit the key instead of each computing it again.
 
 Safety. The key is Triton's own memoized function, called as Triton calls it; the thread only
-calls it sooner. Computing it imports nothing (the packages it
-walks are those `import triton` imported; checked on Triton 3.4 to 3.9). A failure is left
-unsaid: the session's first compile meets it again and says it as Triton does. `wait` is called
-before the harness forks compile workers (a child of a fork keeps whatever a running thread held)
-and before the harness asks for the key itself.
+calls it sooner. Computing it imports nothing (the packages it walks are those `import triton`
+imported; checked on Triton 3.4 to 3.9). A failure is left unsaid: the session's first compile
+meets it again and says it as Triton does. `wait` is called before the harness forks compile
+workers (a child of a fork keeps whatever a running thread held) and before the harness asks for
+the key itself.
 
 When. The plugin starts it before pytest imports the first conftest, where a protocol variable
 is set and no gate holds the session back (plugin.py): FlagGems' benchmark imports FlagGems in its

@@ -55,7 +55,7 @@ class Session:
     def start(cls, config: Any, mode: env.Mode, miss_policy: env.MissPolicy) -> Session:
         """Checks the settings and files before anything runs, then puts the hooks in; raises
         ProtocolError or RecordError."""
-        early_key.start()  # the session's first kernel finds Triton's own key computed
+        early_key.start()  # already under way since pytest's start, unless gated or loaded late (plugin.py)
         compiler = precompile.Precompiler(
             compile_settings(lambda name: env.raw_setting(config, name)),
             lambda line: say(config, [line]))
