@@ -35,6 +35,8 @@ import threading
 from typing import Callable
 
 _thread: threading.Thread | None = None  # one per process: the key is the process's
+# On the waiting stand-in: Triton's own function it stands in for (triton_private.own_key reads it).
+WAITS_FOR = "_warmup_harness_waits_for"
 
 
 def start(key: Callable[[], object] | None = None) -> None:
@@ -66,7 +68,7 @@ def _waiting(key: Callable[[], object]) -> Callable[[], object]:
         wait()
         return key()
 
-    triton_key._warmup_harness_waits_for = key  # type: ignore[attr-defined]
+    setattr(triton_key, WAITS_FOR, key)
     return triton_key
 
 
@@ -77,7 +79,7 @@ def _compute(key: Callable[[], object], home: tuple[object, str] | None) -> None
         pass
     finally:
         # Triton's function back, unless someone replaced the waiting one meanwhile.
-        if home is not None and getattr(getattr(*home), "_warmup_harness_waits_for", None) is key:
+        if home is not None and getattr(getattr(*home), WAITS_FOR, None) is key:
             setattr(*home, key)
 
 

@@ -44,7 +44,7 @@ def pytest_addoption(parser):
 def pytest_load_initial_conftests(early_config):
     # FlagGems reads its store's location when it is imported, which a benchmark's conftest does
     # before pytest_configure runs: this hook runs before the first conftest is imported.
-    if _isolate_stores(early_config) is not None and not os.environ.get(env.GATE, "").strip():
+    if _isolate_stores(early_config) is not None and not _gate():
         # Triton's own key is hashed while the conftests import (early_key.py); a gated session
         # starts nothing before its gate opens.
         from . import early_key
@@ -63,7 +63,7 @@ def pytest_configure(config):
     # A plugin named in a conftest's pytest_plugins is loaded after the initial conftests: then
     # this is the first hook it sees, and late_store says whether FlagGems came in first.
     store_note = _isolate_stores(config)
-    gate = os.environ.get(env.GATE, "").strip()
+    gate = _gate()
     if gate:  # started alongside the sweep: the session starts when the gate opens (gate.py)
         from .gate import Gate
 
@@ -71,6 +71,11 @@ def pytest_configure(config):
             Gate(config, gate, lambda: _start(config, store_note), lambda line: _say(config, line)))
         return
     _start(config, store_note)
+
+
+def _gate() -> str:
+    """WARMUP_HARNESS_GATE's value: set only on a measurement started with the sweep (gate.py)."""
+    return os.environ.get(env.GATE, "").strip()
 
 
 def _say(config, line: str) -> None:

@@ -258,24 +258,18 @@ def key_home() -> tuple[Any, str]:
     """Where Triton's compile finds its key of itself: the module and the name it reads at each
     call (`triton.runtime.cache.triton_key`, which get_cache_key calls, on 3.5 and later;
     `triton.compiler.compiler.triton_key`, which `compile` calls, on 3.4)."""
-    try:
-        from triton.runtime import cache
-
-        if hasattr(cache, "triton_key"):  # 3.5 and later
-            return cache, "triton_key"
-    except ImportError:
-        pass
-    compiler = importlib.import_module("triton.compiler.compiler")
-    if not hasattr(compiler, "triton_key"):
-        raise ImportError("Triton has no triton_key where 3.4 to 3.9 keep it")
-    return compiler, "triton_key"
+    for name in ("triton.runtime.cache", "triton.compiler.compiler"):  # 3.5 and later; 3.4
+        module = importlib.import_module(name)
+        if hasattr(module, "triton_key"):
+            return module, "triton_key"
+    raise ImportError("Triton has no triton_key where 3.4 to 3.9 keep it")
 
 
 def own_key() -> Callable[[], str]:
     """Triton's key of itself, `triton_key` (memoized): where every cache key of a compile starts;
     Triton's own function, also while early_key's thread computes it."""
     key = getattr(*key_home())
-    return getattr(key, "_warmup_harness_waits_for", key)
+    return getattr(key, early_key.WAITS_FOR, key)
 
 
 def _cache_key(src: Any, backend: Any, options: Any, env_vars: dict) -> str:
