@@ -98,6 +98,26 @@ def test_the_phase_clock_says_where_a_real_pytest_run_spent_its_time(tmp_path):
     assert "| run | wall s | before Python |" in table and "| plain_x_cold_r1 |" in table, table
 
 
+def test_the_e2e_report_compares_the_triton_cases_picks_by_the_gpus_time_alone_on_every_shape(tmp_path):
+    """bench_e2e.sh's triton case: its shapes are all below 0.25 ms, where a launch's host time blurs
+    the launch-inclusive latency, so its picks are also compared by tests/gpu's CUDA-graph timing."""
+    report = [sys.executable, str(ROOT / "tests" / "gpu" / "e2e_report.py")]
+    (tmp_path / "run.log").write_text("")
+    lines = []
+    for variant, result in (("plain", SERIAL), ("race", WARMUP)):
+        path = tmp_path / f"{variant}.json"
+        path.write_text(json.dumps(result))
+        lines.append(subprocess.run([*report, "--run", f"{variant}_triton_cold_r1", "triton", variant, "cold", "1",
+                                     "0", "0", "10", str(tmp_path / "run.log"), str(path)],
+                                    capture_output=True, text=True, check=True).stdout)
+    assert json.loads(lines[1])["gpu_ms"] == {"a": 0.022, "b": 0.100}
+    (tmp_path / "runs.jsonl").write_text("".join(lines))
+    table = subprocess.run([*report, "--table", str(tmp_path / "runs.jsonl")], capture_output=True, text=True,
+                           check=True).stdout
+    assert f"- the GPU's time alone, every shape: geomean {1.1 ** 0.5:.3f}, worst 1.100 (a)" in table, table
+    assert "| triton | cold | 1 | race | 10.0 | 10.0 | 1.00x | 1.000 (1 shapes) | 1.000 |" in table, table
+
+
 @pytest.mark.parametrize(("modes", "said"), [
     ("cold,rerun,rerun", "--modes names 'rerun' twice, and each run is named by its mode: number the re-runs"),
     ("cold,again", "unknown mode 'again' (cold, rerun, rerun1, rerun2, ..., mem)"),
