@@ -36,7 +36,7 @@
 # FlagGems 5.0.2's benchmark ends every test FAILED after its last shape (its record logger's
 # AttributeError under pytest's live logging), plain or not; its log file is left in FlagGems' root.
 # Everything lands in $OUT: e2e.log, runs.jsonl (every run), e2e.md (the tables), logs.tar.gz (each
-# run's log and, for the triton case, its result file, which adds the GPU's time alone, gpu_ms).
+# run's log and, for the triton case, tests/gpu's result file).
 #
 # usage: tests/gpu/bench_e2e.sh --flaggems DIR [--cases mm,addmm] [--modes cold,rerun,mem]
 #            [--variants plain,ours,race,serial,audit] [--gpus N] [--repeat N] [--extra 'ARGS'] [--budget SECS]
@@ -149,7 +149,7 @@ run() {
     t1=$(date +%s.%N)
     "$python" "$root/tests/gpu/e2e_report.py" --run "$name" "$case" "$variant" "$mode" "$rep" "$rc" "$t0" "$t1" \
         "$OUT/logs/$name.log" "$home/result.json" "$home/phases.json" >>"$runs"
-    # tests/gpu's latencies with the GPU's time alone (gpu_ms), which runs.jsonl does not carry
+    # tests/gpu's result file whole (percentiles, the GPU's time alone), beside the run's log
     [ ! -f "$home/result.json" ] || cp "$home/result.json" "$OUT/logs/$name.result.json"
     say "$name: rc $rc in $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s"
 }

@@ -26,6 +26,7 @@ import math
 import re
 import statistics
 import sys
+from collections.abc import Iterable
 
 LARGE_MS = 0.25
 
@@ -123,16 +124,21 @@ def picks(plain: dict, ours: dict) -> tuple[str, str, list[str]]:
         rows.append(f"{shape}: {base:.4f} -> {mine:.4f} ms ({ratio:.3f})")
         if base >= LARGE_MS:
             ratios.append(ratio)
-    alone = [(shape, base, ours.get("gpu_ms", {}).get(shape)) for shape, base in plain.get("gpu_ms", {}).items()]
-    alone = [(shape, base, mine / base) for shape, base, mine in alone if base and mine]
+    alone = {shape: ours.get("gpu_ms", {}).get(shape, 0.0) / base
+             for shape, base in plain.get("gpu_ms", {}).items() if base}
+    alone = {shape: ratio for shape, ratio in alone.items() if ratio}
     if alone:  # what a pick changes, below 0.25 ms too: tests/gpu's CUDA-graph timing
-        worst = max(alone, key=lambda row: row[2])
-        geomean = math.exp(sum(math.log(ratio) for _, _, ratio in alone) / len(alone))
-        rows.append(f"the GPU's time alone, every shape: geomean {geomean:.3f}, worst {worst[2]:.3f} ({worst[0]})")
+        worst = max(alone, key=alone.get)
+        rows.append(f"the GPU's time alone, every shape: geomean {_geomean(alone.values()):.3f}, "
+                    f"worst {alone[worst]:.3f} ({worst})")
     if not ratios:
         return "-", "-", rows
-    geomean = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
-    return f"{geomean:.3f} ({len(ratios)} shapes)", f"{max(ratios):.3f}", rows
+    return f"{_geomean(ratios):.3f} ({len(ratios)} shapes)", f"{max(ratios):.3f}", rows
+
+
+def _geomean(ratios: Iterable[float]) -> float:
+    logs = [math.log(r) for r in ratios]
+    return math.exp(sum(logs) / len(logs))
 
 
 def main(path: str) -> None:
