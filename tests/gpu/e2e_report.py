@@ -48,16 +48,17 @@ def parse_log(path: str) -> dict[str, float]:
     return shapes
 
 
-def parse_result(path: str, field: str = "ms") -> dict[str, float]:
-    """A latency per shape that tests/gpu's conftest writes to GPU_BENCH_RESULT, for a case that is
-    not FlagGems' benchmark: `ms` (launches included) or `gpu_ms` (the GPU's time alone, in a CUDA
-    graph); nothing where there is no file."""
+def parse_result(path: str) -> dict[str, dict[str, float]]:
+    """The latencies per shape that tests/gpu's conftest writes to GPU_BENCH_RESULT, for a case that
+    is not FlagGems' benchmark: `ms` (launches included) and `gpu_ms` (the GPU's time alone, in a
+    CUDA graph), each {shape: ms}; nothing where there is no file."""
     try:
         with open(path, encoding="utf-8") as f:
             shapes = json.load(f).get("shapes", {})
     except (OSError, ValueError):
         return {}
-    return {name: float(shape[field]) for name, shape in shapes.items() if shape.get(field)}
+    return {field: {name: float(shape[field]) for name, shape in shapes.items() if shape.get(field)}
+            for field in ("ms", "gpu_ms")}
 
 
 def harness_lines(path: str) -> list[str]:
@@ -96,10 +97,10 @@ def phases(path: str, t0: float, t1: float, log: str) -> dict[str, float | str]:
 
 def run_line(name: str, case: str, variant: str, mode: str, rep: str, rc: str, t0: str, t1: str,
              log: str, result: str = "", phase_file: str = "") -> str:
-    latency = parse_log(log) or (parse_result(result) if result else {})
+    measured = parse_result(result) if result else {}
     return json.dumps({"name": name, "case": case, "variant": variant, "mode": mode, "rep": int(rep),
-                       "rc": int(rc), "seconds": round(float(t1) - float(t0), 2), "latency_ms": latency,
-                       "gpu_ms": parse_result(result, "gpu_ms") if result else {},
+                       "rc": int(rc), "seconds": round(float(t1) - float(t0), 2),
+                       "latency_ms": parse_log(log) or measured.get("ms", {}), "gpu_ms": measured.get("gpu_ms", {}),
                        "harness": harness_lines(log),
                        "phases": phases(phase_file, float(t0), float(t1), log) if phase_file else {}})
 
@@ -124,9 +125,9 @@ def picks(plain: dict, ours: dict) -> tuple[str, str, list[str]]:
         rows.append(f"{shape}: {base:.4f} -> {mine:.4f} ms ({ratio:.3f})")
         if base >= LARGE_MS:
             ratios.append(ratio)
-    alone = {shape: ours.get("gpu_ms", {}).get(shape, 0.0) / base
-             for shape, base in plain.get("gpu_ms", {}).items() if base}
-    alone = {shape: ratio for shape, ratio in alone.items() if ratio}
+    mine_alone = ours.get("gpu_ms", {})
+    alone = {shape: mine_alone[shape] / base for shape, base in plain.get("gpu_ms", {}).items()
+             if base and mine_alone.get(shape)}
     if alone:  # what a pick changes, below 0.25 ms too: tests/gpu's CUDA-graph timing
         worst = max(alone, key=alone.get)
         rows.append(f"the GPU's time alone, every shape: geomean {_geomean(alone.values()):.3f}, "
