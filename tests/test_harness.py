@@ -34,6 +34,9 @@ SHAPES = [[64, 64, 64], [100, 60, 64], [256, 512, 128], [1024, 1024, 256]]
 PLAIN_MM = "kernels_plain:mm_kernel_general"
 STORE_MM = "kernels_store:mm_kernel_general"
 ADD = "kernels_plain:add_kernel"
+# Racing is a record session's default; a test that counts the tuner's timings as plain makes them
+# (every config once, in full) turns it off.
+FULL_TIMING = {"WARMUP_HARNESS_RACE": "0"}
 TRITON = triton.__version__  # the Triton these tests run on (make test-triton runs several)
 
 
@@ -96,9 +99,10 @@ def config_launched_as(record: dict) -> dict:
 
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory):
-    """One record-mode session over SHAPES: its folder (copy before changing it) and its run."""
+    """One record-mode session over SHAPES, every config timed in full as without the harness (the
+    winners racing must match): its folder (copy before changing it) and its run."""
     work = tmp_path_factory.mktemp("recorded")
-    run = bench(work, shape_file(work, SHAPES), FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(work / "rec"))
+    run = bench(work, shape_file(work, SHAPES), FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(work / "rec"), **FULL_TIMING)
     assert run.returncode == 0, run.output
     return work / "rec", run
 
@@ -151,7 +155,7 @@ def test_a_record_session_keeps_its_keys_tuned_and_configs_timed_in_its_progress
     progress = tmp_path / "w0" / "progress.json"
     progress.parent.mkdir()
     run = bench(tmp_path, shape_file(tmp_path, SHAPES), FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "rec"),
-                WARMUP_HARNESS_PROGRESS=str(progress))
+                WARMUP_HARNESS_PROGRESS=str(progress), **FULL_TIMING)
     assert run.returncode == 0, run.output
     timed = sum(run.session["timed"].values())
     assert timed > 12 and json.loads(progress.read_text()) == {"keys": 12, "configs": timed}
@@ -650,7 +654,7 @@ def test_a_key_flaggems_own_store_holds_is_recorded_not_swept_outside_a_sweep_ch
     # A sweep child, and a fresh session, tune in a private store: the warm one answers nothing.
     for name, extra, why in [("child", {"FLAGGEMS_PERF_WARMUP_WORKER": "1"}, "a sweep child"),
                              ("fresh", {"WARMUP_HARNESS_FRESH": "1"}, "WARMUP_HARNESS_FRESH is set")]:
-        run = bench(tmp_path, shapes, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / name), **extra)
+        run = bench(tmp_path, shapes, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / name), **extra, **FULL_TIMING)
         assert run.returncode == 0, run.output
         assert run.session["timed"] == warm.session["timed"], f"{name}: a warm store short-cut the sweep"
         assert run.session["env"]["FLAGGEMS_DB_URL"] == "sqlite:///:memory:"
@@ -788,7 +792,7 @@ def test_a_changed_pruner_re_tunes_its_kernel_alone(tmp_path):
     first = cache_session(tmp_path, shapes, folder, script=script)
     assert first.returncode == 0, first.output
     edit(script.parent / "kernels_plain.py", PRUNE, PRUNE.replace("max(128, nargs[\"n\"])", "128"))
-    again = cache_session(tmp_path, shapes, folder, script=script, HOME=str(tmp_path / "cold-home"))
+    again = cache_session(tmp_path, shapes, folder, script=script, HOME=str(tmp_path / "cold-home"), **FULL_TIMING)
     assert again.returncode == 0, again.output
     assert set(again.session["timed"]) == {ADD} and again.session["timed"][ADD] == 4 * 2, again.output
     assert f"kernel {ADD} changed since" in again.stderr
@@ -1006,11 +1010,10 @@ def test_a_record_folder_whose_record_is_no_record_file_still_runs_the_benchmark
     assert len(json.loads((records / "mm.json").read_text())) == 3, "a whole record published over it"
 
 
-def test_record_with_racing_keeps_the_winners_times_fewer_configs_in_full_and_says_what_each_key_cost(
+def test_record_races_by_default_keeps_the_winners_times_fewer_configs_in_full_and_says_what_each_key_cost(
         recorded, tmp_path):
     run = bench(tmp_path, shape_file(tmp_path, SHAPES), "-s",  # -s: Triton's and the race's prints uncaptured
-                FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "rec"), WARMUP_HARNESS_RACE="1",
-                TRITON_PRINT_AUTOTUNING="1")
+                FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "rec"), TRITON_PRINT_AUTOTUNING="1")
     assert run.returncode == 0, run.output
     records = json.loads((tmp_path / "rec" / "mm.json").read_text())
     assert records == json.loads((recorded[0] / "mm.json").read_text()), "the fake device's timings are exact"
@@ -1025,6 +1028,16 @@ def test_record_with_racing_keeps_the_winners_times_fewer_configs_in_full_and_sa
     closing = [ln for ln in run.harness_lines() if ln.startswith("[warmup-harness] race: ")]
     assert len(closing) == 1 and closing[0].startswith("[warmup-harness] race: 12 key(s), "), run.stderr
     assert " re-timed in full in " in closing[0]
+
+
+def test_racing_off_times_every_config_once_in_full_and_records_the_same_winners(recorded, tmp_path):
+    run = bench(tmp_path, shape_file(tmp_path, SHAPES), FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "rec"),
+                **FULL_TIMING)
+    assert run.returncode == 0, run.output
+    assert json.loads((tmp_path / "rec" / "mm.json").read_text()) == json.loads((recorded[0] / "mm.json").read_text())
+    assert run.session["timed"][PLAIN_MM] == 4 * 24, "every config of each of the 4 keys, once"
+    assert "race" not in json.loads((tmp_path / "rec" / "mm.meta.json").read_text()), "no race: no race field"
+    assert not any("race" in ln for ln in run.harness_lines()), run.stderr
 
 
 def test_replay_never_races_a_key_it_sweeps_live(recorded, tmp_path):

@@ -951,9 +951,10 @@ def test_settings_default_to_processes_sharing_the_cpus_among_the_children(monke
     assert chosen.lock_dir == Path.cwd() / "locks" and not chosen.shared_lock_dir
     assert cs.CompileSettings.from_env({cs.PRELOAD: ""}).preload == ()
     assert (s.start, cs.CompileSettings.from_env({cs.START: " Spawn "}).start) == ("fork", "spawn")
-    assert (s.race, s.overlap) == (False, True), "racing is opt-in, timing as compiled is not"
-    on = cs.CompileSettings.from_env({cs.RACE: " Yes", cs.OVERLAP: "0", cs.RACE_HISTORY: "20", cs.RACE_NEAR: "2.5"})
-    assert (on.race, on.overlap, on.race_history, on.race_near) == (True, False, 20, 0.025)
+    assert (s.race, s.overlap) == (True, True), "racing and timing as compiled are both on by default"
+    off = cs.CompileSettings.from_env({cs.RACE: " No", cs.OVERLAP: "0", cs.RACE_HISTORY: "20", cs.RACE_NEAR: "2.5"})
+    assert (off.race, off.overlap, off.race_history, off.race_near) == (False, False, 20, 0.025)
+    assert cs.CompileSettings.from_env({cs.RACE: "1"}).race
     assert (s.race_history, s.race_near) == (None, 0.20), "no history unless asked; near is 20% by default"
 
 

@@ -790,19 +790,26 @@ def test_one_device_made_visible_twice_is_one_device_by_key_too(work):
         assert "one device (0, listed 2 times)" in decided["reason"], decided["reason"]
 
 
-def test_race_is_in_the_environment_of_the_process_that_records_and_of_every_sweep_child(work):
+def test_race_and_no_race_are_in_the_environment_of_the_process_that_records_and_of_every_sweep_child(work):
+    """Racing is the harness's default: scripts/warmup exports WARMUP_HARNESS_RACE only when an
+    option says so, over the environment's, the last of the two options winning."""
     env = {"FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR": str(work / "records"), "PYTHONPATH": str(fake_harness(work))}
-    one = warmup(work, "--gpus", "1", "--race", command=harness_command(), **env)
-    assert one.returncode == 0, one.stderr
-    assert [s["env"]["WARMUP_HARNESS_RACE"] for s in one.sessions] == ["1"]
+    off = warmup(work, "--gpus", "1", "--no-race", command=harness_command(), **env)
+    assert off.returncode == 0, off.stderr
+    assert [s["env"]["WARMUP_HARNESS_RACE"] for s in off.sessions] == ["0"]
     (work / "sweep").mkdir()
-    swept = warmup(work / "sweep", "--gpus", "2", "--devices", "0,1", "--race",
+    swept = warmup(work / "sweep", "--gpus", "2", "--devices", "0,1", "--no-race",
                    FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(work / "sweep" / "records"))
     assert swept.returncode == 0 and len(swept.children) == 2, swept.stderr
-    assert [c["env"]["WARMUP_HARNESS_RACE"] for c in swept.children] == ["1", "1"]
-    (work / "without").mkdir()
-    plain = warmup(work / "without", "--gpus", "1", command=harness_command(), **env)
-    assert [s["env"]["WARMUP_HARNESS_RACE"] for s in plain.sessions] == [None], "opt-in"
+    assert [c["env"]["WARMUP_HARNESS_RACE"] for c in swept.children] == ["0", "0"]
+    for name, opts, extra, want in [("default", (), {}, None),
+                                    ("kept", (), {"WARMUP_HARNESS_RACE": "0"}, "0"),
+                                    ("over", ("--race",), {"WARMUP_HARNESS_RACE": "0"}, "1"),
+                                    ("last", ("--race", "--no-race"), {}, "0")]:
+        (work / name).mkdir()
+        run = warmup(work / name, "--gpus", "1", *opts, command=harness_command(), **env, **extra)
+        assert run.returncode == 0, run.stderr
+        assert [s["env"]["WARMUP_HARNESS_RACE"] for s in run.sessions] == [want], name
 
 
 @pytest.mark.parametrize("command, line", [

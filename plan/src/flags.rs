@@ -90,10 +90,14 @@ pub struct Warmup {
     /// same device model) is replayed or not tuned again
     #[arg(long)]
     pub fresh: bool,
-    /// Race each swept key's configs: time each briefly, then in full only those the short
-    /// timing's measured noise cannot rule out (WARMUP_HARNESS_RACE=1 in COMMAND's environment)
-    #[arg(long)]
+    /// Race each swept key's configs, the harness's default: time each briefly, then in full only
+    /// those the short timing's measured noise cannot rule out (WARMUP_HARNESS_RACE=1 in
+    /// COMMAND's environment, over what the environment holds)
+    #[arg(long, overrides_with = "no_race")]
     pub race: bool,
+    /// Time every config of a swept key in full, as the tuner does alone (WARMUP_HARNESS_RACE=0)
+    #[arg(long, overrides_with = "race")]
+    pub no_race: bool,
     /// The benchmark command, after --
     #[arg(value_name = "COMMAND", last = true, required = true)]
     pub command: Vec<OsString>,

@@ -181,8 +181,9 @@ pub fn warmup(args: &Warmup, found: &Discovery, decision: &Decision) -> Output {
             ..
         } => sweep(&mut out, args, found, devices, *by_history, *by_key),
     }
-    if args.race && !matches!(decision, Decision::Plain { .. }) {
-        out.export(names::RACE, "1");
+    // Racing is the harness's default: only an option given exports it, over the environment's.
+    if (args.race || args.no_race) && !matches!(decision, Decision::Plain { .. }) {
+        out.export(names::RACE, if args.race { "1" } else { "0" });
     }
     out.list("command", args.command.clone());
     out

@@ -41,8 +41,8 @@ pub const FRESH: &str = "WARMUP_HARNESS_FRESH";
 /// record run: a record session using its record folder as a cache that ends with every test
 /// passed writes it into the sidecar's `complete_for`.
 pub const SIGNATURE: &str = "WARMUP_HARNESS_SIGNATURE";
-/// `1`: a record session races a swept key's configs, timing in full only those a short timing
-/// cannot rule out (scripts/warmup `--race`).
+/// A record session races a swept key's configs, timing in full only those a short timing cannot
+/// rule out, unless this is `0` (scripts/warmup `--no-race`; `--race` sets `1`).
 pub const RACE: &str = "WARMUP_HARNESS_RACE";
 /// The vendor FlagGems runs on; `warmup-spawn --backend auto` follows it when set.
 pub const VENDOR: &str = "FLAGGEMS_VENDOR";

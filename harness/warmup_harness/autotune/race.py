@@ -1,7 +1,7 @@
-"""Racing a swept key's configs (`WARMUP_HARNESS_RACE`, `scripts/warmup --race`): every pruned config
-is timed briefly first, the ones the short timing shows to lose by more than its noise are
-dropped, and only the rest are timed in full, the tuner's own way; the winner is the fastest full
-timing.
+"""Racing a swept key's configs (a record session's default; `WARMUP_HARNESS_RACE=0`, `scripts/warmup
+--no-race`, times every config in full instead): every pruned config is timed briefly first, the
+ones the short timing shows to lose by more than its noise are dropped, and only the rest are timed
+in full, the tuner's own way; the winner is the fastest full timing.
 
 Why. Timing every config in full is most of a compile-heavy cold sweep once compiling is done
 ahead: FlagGems' mm times about 160 configs a key, each for `warmup=5, rep=10` ms and do_bench's own

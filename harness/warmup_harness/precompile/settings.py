@@ -49,7 +49,7 @@ INI_SETTINGS = {
     TIMEOUT: "seconds the compile workers may go without a result before the key is left to Triton",
     LOCK_DIR: "the folder of the per-device timing locks",
     RACE: "record mode: race a swept key's configs, timing in full only those a short timing cannot rule out "
-          "(1/yes or 0/no, default 0)",
+          "(1/yes, default, or 0/no: every config timed in full)",
     RACE_HISTORY: "racing: skip (neither compile nor time) a config never near the best on this many raced keys "
                   "of the record on this device (unset: never skip; 3 lost no pick where measured)",
     RACE_NEAR: "racing: the percent from the best short timing within which a config counts as near (default 20)",
@@ -70,7 +70,7 @@ class CompileSettings:
     timeout_s: float = DEFAULT_TIMEOUT_S  # how long compile workers may go without a result
     notes: tuple[str, ...] = ()  # what was changed from the values given (a count capped), said at the start
     start: str = "fork"  # how worker processes start, where the platform allows it (worker_processes.fork_unsafe)
-    race: bool = False  # record mode: race a swept key's configs (autotune/race.py)
+    race: bool = True  # record mode: race a swept key's configs (autotune/race.py)
     overlap: bool = True  # time a config as soon as its compile is done (precompile/ahead.py)
     race_history: int | None = None  # racing: raced keys of history from which cold configs are skipped
     race_near: float = 0.20  # racing: a config within this of the best short timing is near
@@ -94,7 +94,7 @@ def compile_settings(get: Callable[[str], str | None]) -> CompileSettings:
         raise ProtocolError(f"{START}={start!r} is not one of {', '.join(STARTS)}")
     workers, notes = _workers(get)
     return CompileSettings(mode, workers, _preload(get), lock_dir, not chosen_dir, _seconds(get, TIMEOUT), notes,
-                           start, _switch(get, RACE, False), _switch(get, OVERLAP, True), _count(get, RACE_HISTORY),
+                           start, _switch(get, RACE, True), _switch(get, OVERLAP, True), _count(get, RACE_HISTORY),
                            _percent(get, RACE_NEAR, 20.0) / 100, _path(get, RACE_AUDIT))
 
 
