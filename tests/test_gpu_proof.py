@@ -104,7 +104,7 @@ def test_the_e2e_report_compares_the_triton_cases_picks_by_the_gpus_time_alone_o
     report = [sys.executable, str(ROOT / "tests" / "gpu" / "e2e_report.py")]
     (tmp_path / "run.log").write_text("")
     lines = []
-    for variant, result in (("plain", SERIAL), ("race", WARMUP)):
+    for variant, result in (("plain", SERIAL), ("ours", WARMUP)):
         path = tmp_path / f"{variant}.json"
         path.write_text(json.dumps(result))
         lines.append(subprocess.run([*report, "--run", f"{variant}_triton_cold_r1", "triton", variant, "cold", "1",
@@ -115,7 +115,7 @@ def test_the_e2e_report_compares_the_triton_cases_picks_by_the_gpus_time_alone_o
     table = subprocess.run([*report, "--table", str(tmp_path / "runs.jsonl")], capture_output=True, text=True,
                            check=True).stdout
     assert f"- the GPU's time alone, every shape: geomean {1.1 ** 0.5:.3f}, worst 1.100 (a)" in table, table
-    assert "| triton | cold | 1 | race | 10.0 | 10.0 | 1.00x | 1.000 (1 shapes) | 1.000 |" in table, table
+    assert "| triton | cold | 1 | ours | 10.0 | 10.0 | 1.00x | 1.000 (1 shapes) | 1.000 |" in table, table
 
 
 @pytest.mark.parametrize(("modes", "said"), [

@@ -18,11 +18,13 @@
 # Variants (--variants, default plain,ours), each from a home of its own:
 #
 #   plain   FlagGems' benchmark alone (its store on)
-#   ours    scripts/warmup --gpus N, as landed
-#   race    scripts/warmup --gpus N --race: a swept key's configs raced (WARMUP_HARNESS_RACE=1)
-#   serial  scripts/warmup --gpus N with WARMUP_HARNESS_COMPILE_OVERLAP=0: a key's configs timed
-#           only once its whole pool is done, as before issue 31 (ours times each as it compiles)
-#   audit   race, with WARMUP_HARNESS_RACE_AUDIT: the dropped configs are timed in full too, and
+#   ours    scripts/warmup --gpus N, as landed: a swept key's configs raced, each timed as it
+#           compiles
+#   full    scripts/warmup --gpus N --no-race: every config timed in full, as ours was before
+#           racing became the default (e2e.md compares ours' picks with its too)
+#   serial  full, with WARMUP_HARNESS_COMPILE_OVERLAP=0: a key's configs timed only once its whole
+#           pool is done, as before issue 31
+#   audit   ours, with WARMUP_HARNESS_RACE_AUDIT: the dropped configs are timed in full too, and
 #           each key's timings land in logs/audit_CASE_MODE_rREP.jsonl (race_audit.py reads them);
 #           its wall time is not racing's
 #
@@ -39,7 +41,7 @@
 # run's log and, for the triton case, tests/gpu's result file).
 #
 # usage: tests/gpu/bench_e2e.sh --flaggems DIR [--cases mm,addmm] [--modes cold,rerun,mem]
-#            [--variants plain,ours,race,serial,audit] [--gpus N] [--repeat N] [--extra 'ARGS'] [--budget SECS]
+#            [--variants plain,ours,full,serial,audit] [--gpus N] [--repeat N] [--extra 'ARGS'] [--budget SECS]
 #            [--phases] [--alternate]
 #
 # --phases clocks where each run's time goes (phase_clock.py, loaded into every variant's pytest,
@@ -107,8 +109,8 @@ for mode in ${modes//,/ }; do
 done
 for variant in ${variants//,/ }; do
     case $variant in
-        plain | ours | race | serial | audit) ;;
-        *) echo "bench_e2e: unknown variant '$variant' (plain, ours, race, serial, audit)" >&2; exit 2 ;;
+        plain | ours | full | serial | audit) ;;
+        *) echo "bench_e2e: unknown variant '$variant' (plain, ours, full, serial, audit)" >&2; exit 2 ;;
     esac
 done
 
@@ -214,9 +216,9 @@ for case in "${case_list[@]}"; do
             warmup=("$root/scripts/warmup" --gpus "$gpus" --entry BlasBenchmark)
             knobs=()
             case $variant in
-                race) warmup+=(--race) ;;
-                audit) warmup+=(--race); knobs=(WARMUP_HARNESS_RACE_AUDIT="$OUT/logs/audit_${case}_${mode}_r$rep.jsonl") ;;
-                serial) knobs=(WARMUP_HARNESS_COMPILE_OVERLAP=0) ;;
+                full) warmup+=(--no-race) ;;
+                serial) warmup+=(--no-race); knobs=(WARMUP_HARNESS_COMPILE_OVERLAP=0) ;;
+                audit) knobs=(WARMUP_HARNESS_RACE_AUDIT="$OUT/logs/audit_${case}_${mode}_r$rep.jsonl") ;;
             esac
             if [ "$variant" = plain ]; then
                 run "plain_${case}_${mode}_r$rep" "$case" plain "$mode" "$rep" "$home" -- \

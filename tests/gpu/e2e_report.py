@@ -1,4 +1,4 @@
-"""bench_e2e.sh's tables: each variant (ours, race) against plain per case and mode, from the runs
+"""bench_e2e.sh's tables: each variant (ours, full, ...) against plain per case and mode, from the runs
 it timed, and each variant's median and range over the repetitions.
 
 usage: python e2e_report.py --run NAME CASE VARIANT MODE REP RC T0 T1 LOG [RESULT [PHASES]] >> RUNS.jsonl   (one run)
@@ -167,10 +167,9 @@ def main(path: str) -> None:
                             [*ours.get("harness", []), *rows]))
             spread.setdefault((case, mode, name), []).append(
                 (ours["seconds"], speed, float(geomean.split()[0]) if geomean != "-" else None))
-        if "race" in variants and "ours" in variants:
-            ours, race = runs.get((case, mode, rep, "ours")), runs.get((case, mode, rep, "race"))
-            if ours is not None and race is not None:
-                details.append((f"{case} {mode} (repetition {rep}), race against ours", picks(ours, race)[2]))
+        ours, full = runs.get((case, mode, rep, "ours")), runs.get((case, mode, rep, "full"))
+        if ours is not None and full is not None:  # racing's picks against every config timed in full
+            details.append((f"{case} {mode} (repetition {rep}), ours against full", picks(full, ours)[2]))
     print("\n| case | mode | variant | reps | variant s: median (min-max) | speed: median (min-max) | "
           "picks geomean: median (min-max) |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
