@@ -98,24 +98,46 @@ def test_the_phase_clock_says_where_a_real_pytest_run_spent_its_time(tmp_path):
     assert "| run | wall s | before Python |" in table and "| plain_x_cold_r1 |" in table, table
 
 
+E2E_REPORT = [sys.executable, str(ROOT / "tests" / "gpu" / "e2e_report.py")]
+
+
+def e2e_triton_runs(tmp_path, variants: dict) -> list[str]:
+    """bench_e2e.sh's run lines for a triton cold run of each variant, from its tests/gpu result."""
+    (tmp_path / "run.log").write_text("")
+    lines = []
+    for variant, result in variants.items():
+        path = tmp_path / f"{variant}.json"
+        path.write_text(json.dumps(result))
+        lines.append(subprocess.run([*E2E_REPORT, "--run", f"{variant}_triton_cold_r1", "triton", variant, "cold",
+                                     "1", "0", "0", "10", str(tmp_path / "run.log"), str(path)],
+                                    capture_output=True, text=True, check=True).stdout)
+    return lines
+
+
+def e2e_table(tmp_path, lines: list[str]) -> str:
+    (tmp_path / "runs.jsonl").write_text("".join(lines))
+    return subprocess.run([*E2E_REPORT, "--table", str(tmp_path / "runs.jsonl")], capture_output=True, text=True,
+                          check=True).stdout
+
+
 def test_the_e2e_report_compares_the_triton_cases_picks_by_the_gpus_time_alone_on_every_shape(tmp_path):
     """bench_e2e.sh's triton case: its shapes are all below 0.25 ms, where a launch's host time blurs
     the launch-inclusive latency, so its picks are also compared by tests/gpu's CUDA-graph timing."""
-    report = [sys.executable, str(ROOT / "tests" / "gpu" / "e2e_report.py")]
-    (tmp_path / "run.log").write_text("")
-    lines = []
-    for variant, result in (("plain", SERIAL), ("ours", WARMUP)):
-        path = tmp_path / f"{variant}.json"
-        path.write_text(json.dumps(result))
-        lines.append(subprocess.run([*report, "--run", f"{variant}_triton_cold_r1", "triton", variant, "cold", "1",
-                                     "0", "0", "10", str(tmp_path / "run.log"), str(path)],
-                                    capture_output=True, text=True, check=True).stdout)
+    lines = e2e_triton_runs(tmp_path, {"plain": SERIAL, "ours": WARMUP})
     assert json.loads(lines[1])["gpu_ms"] == {"a": 0.022, "b": 0.100}
-    (tmp_path / "runs.jsonl").write_text("".join(lines))
-    table = subprocess.run([*report, "--table", str(tmp_path / "runs.jsonl")], capture_output=True, text=True,
-                           check=True).stdout
+    table = e2e_table(tmp_path, lines)
     assert f"- the GPU's time alone, every shape: geomean {1.1 ** 0.5:.3f}, worst 1.100 (a)" in table, table
     assert "| triton | cold | 1 | ours | 10.0 | 10.0 | 1.00x | 1.000 (1 shapes) | 1.000 |" in table, table
+
+
+def test_the_e2e_report_compares_racings_picks_with_every_config_timed_in_full(tmp_path):
+    """Variant full (`--no-race`) beside ours (racing, the default): ours' picks against full's."""
+    table = e2e_table(tmp_path, e2e_triton_runs(tmp_path, {"plain": SERIAL, "full": SERIAL, "ours": WARMUP}))
+    section = table.split("\ntriton cold (repetition 1), ours against full:\n", 1)
+    assert len(section) == 2, table
+    assert section[1].split("\n\n", 1)[0].rstrip("\n").endswith(
+        f"- the GPU's time alone, every shape: geomean {1.1 ** 0.5:.3f}, worst 1.100 (a)"), table
+    assert "triton cold (repetition 1), full against plain:" in table, table
 
 
 @pytest.mark.parametrize(("modes", "said"), [
