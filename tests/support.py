@@ -70,6 +70,17 @@ def clean_env(**extra: str) -> dict[str, str]:
     return env
 
 
+def with_stand_in_sbatch(folder: Path, env: dict[str, str]) -> dict[str, str]:
+    """`env` with an `sbatch` first on PATH that refuses to submit anything: warmup-plan only checks
+    that sbatch is there before it plans a Slurm submission, so a test of the plan needs no Slurm."""
+    bin_dir = folder / "stand-in-slurm"
+    bin_dir.mkdir(exist_ok=True)
+    sbatch = bin_dir / "sbatch"
+    sbatch.write_text("#!/bin/sh\necho 'stand-in sbatch: this test submits nothing' >&2\nexit 99\n")
+    sbatch.chmod(0o755)
+    return {**env, "PATH": f"{bin_dir}:{env.get('PATH', os.defpath)}"}
+
+
 def tool(name: str) -> str:
     """Path of a built tool, e.g. tool("shard") -> .../warmup-shard."""
     path = BIN_DIR / f"warmup-{name}"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from support import HANG, ROOT, clean_env, run_tool, tool
+from support import HANG, ROOT, clean_env, run_tool, tool, with_stand_in_sbatch
 from test_history import H200, driver_probe, sidecar
 
 EXAMPLE = ROOT / "examples" / "shapes.yaml"
@@ -110,7 +110,7 @@ def test_warmup_slurm_reads_only_names_warmup_plan_assigns_for_each_mode(tmp_pat
         "finish": ({"mode", "scratch", "op", "record_dir"}, ["--scratch", str(scratch), "--finish"]),
     }
     every = set()
-    env = clean_env(FLAGGEMS_PERF_CURRENT_OP="mm")
+    env = with_stand_in_sbatch(tmp_path, clean_env(FLAGGEMS_PERF_CURRENT_OP="mm"))
     for mode, (needs, args) in cases.items():
         assert decision_of("warmup-slurm", args, env, tmp_path) == mode, args
         got = assigned("warmup-slurm", args, names, env, tmp_path)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from support import BIN_DIR, HANG, ROOT, clean_env, on_a_terminal, tool
+from support import BIN_DIR, HANG, ROOT, clean_env, on_a_terminal, tool, with_stand_in_sbatch
 
 SCRIPT = ROOT / "scripts" / "warmup"
 HARNESS = ROOT / "tests" / "harness" / "test_bench.py"
@@ -959,7 +959,8 @@ def test_a_record_folder_whose_name_is_not_utf8_is_replayed_recorded_and_publish
     # the script reads them (eval).
     show = 'eval "$("$0" --format sh --for warmup-slurm "$@")" && printf "%s\\0" "$record_dir" "${shard_argv[@]}"'
     slurm = subprocess.run(["bash", "-c", show, tool("plan"), "--scratch", str(work / "s"), "--shards", "2", "--",
-                            *harness_command()], cwd=work, capture_output=True, env=clean_env(**env), timeout=HANG)
+                            *harness_command()], cwd=work, capture_output=True,
+                           env=with_stand_in_sbatch(work, clean_env(**env)), timeout=HANG)
     assert slurm.returncode == 0, slurm.stderr
     record_dir, *shard_argv = slurm.stdout.split(b"\0")[:-1]
     assert record_dir == os.fsencode(records)
