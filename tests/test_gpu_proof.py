@@ -153,3 +153,26 @@ def test_bench_e2e_refuses_modes_whose_runs_would_share_a_name(tmp_path, modes, 
                            "--modes", modes], env=clean_env(), capture_output=True, text=True, timeout=HANG)
     assert done.returncode == 2, done.stderr
     assert said in done.stderr
+
+
+@pytest.mark.parametrize(("files", "argv"), [
+    (["test_mm.py", "test_blas_perf.py"], ["benchmark/test_mm.py::test_mm", "-m", "mm"]),
+    (["test_blas_perf.py"], ["benchmark/test_blas_perf.py", "-m", "mm", "-k", "test_blas_benchmark"]),
+])
+def test_the_device_scripts_run_the_benchmark_of_the_flaggems_generation_the_checkout_holds(tmp_path, files, argv):
+    """FlagGems 5.3 keeps one benchmark file per op, 5.0 one for every BLAS op: the device scripts
+    run whichever the checkout has."""
+    (tmp_path / "benchmark").mkdir()
+    for name in files:
+        (tmp_path / "benchmark" / name).write_text("")
+    done = subprocess.run(["bash", "-c", '. tests/gpu/lib.sh && flaggems_test "$0" mm', str(tmp_path)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=HANG)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == argv
+
+
+def test_the_device_scripts_refuse_a_folder_that_is_no_flaggems_checkout(tmp_path):
+    done = subprocess.run(["bash", str(ROOT / "tests" / "gpu" / "bench_e2e.sh"), "--flaggems", str(tmp_path)],
+                          env=clean_env(), capture_output=True, text=True, timeout=HANG)
+    assert done.returncode == 2
+    assert "holds neither benchmark/test_mm.py (FlagGems 5.3 and later) nor benchmark/test_blas_perf.py" in done.stderr

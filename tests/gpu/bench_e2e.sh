@@ -3,8 +3,9 @@
 # user runs it (plain, FlagGems' store on) against scripts/warmup, in the same call, case by case.
 #
 # On the GPU machine, from the repo root, with .bin, .whl and a FlagGems source tree carried
-# (tests/gpu/prepare.sh makes .bin and .whl; the FlagGems tree, v5.0.2, is the user's benchmark
-# and is carried, never committed). FlagGems 5.0.2's test_blas_benchmark fails as released
+# (tests/gpu/prepare.sh makes .bin and .whl; the FlagGems tree, its benchmark/ and for 5.3 its src/
+# too, put first on PYTHONPATH, is the user's benchmark and is carried, never committed; 5.3 and later
+# need no change, test_mm.py and test_addmm.py as tagged). FlagGems 5.0.2's test_blas_benchmark fails as released
 # (UnboundLocalError: it assigns FLOAT_DTYPES inside the function, for grouped_mm): the carried copy
 # has that one assignment renamed, nothing else. Each case runs plain and ours from a home of its own (Triton
 # cache, FlagGems' store, record folder), cold first, then again in the same homes:
@@ -86,8 +87,10 @@ while [ $# -gt 0 ]; do
         *) echo "bench_e2e: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
-[ -n "$flaggems" ] && [ -f "$flaggems/benchmark/test_blas_perf.py" ] || {
-    echo "bench_e2e: --flaggems DIR must hold FlagGems' benchmark/test_blas_perf.py" >&2; exit 2; }
+# shellcheck source=tests/gpu/lib.sh
+. "$root/tests/gpu/lib.sh"
+[ -n "$flaggems" ] || { echo "bench_e2e: --flaggems DIR is required" >&2; exit 2; }
+flaggems_test "$flaggems" mm >/dev/null || exit 2
 flaggems=$(cd "$flaggems" && pwd)
 case ,$variants, in
     *,plain,*) ;;
@@ -120,12 +123,11 @@ exec > >(tee -a "$OUT/e2e.log") 2>&1
 say() { printf '[bench_e2e %4ss] %s\n' "$((SECONDS - start))" "$*"; }
 python=${PYTHON:-python3}
 
-# shellcheck source=tests/gpu/lib.sh
-. "$root/tests/gpu/lib.sh"
 if compgen -G ".whl/*.whl" >/dev/null; then
     install_wheels "$python" || { say "FAILED to install .whl"; exit 1; }
     export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 fi
+flaggems_path "$flaggems"
 export WARMUP_BIN_DIR=$root/.bin
 "$WARMUP_BIN_DIR/warmup-shard" --version >/dev/null || { say "FAILED: carry .bin"; exit 1; }
 say "repo $(git rev-parse --short HEAD 2>/dev/null || echo '?'); $(nproc) CPUs; $(nvidia-smi -L | head -1)"
@@ -156,19 +158,14 @@ run() {
     say "$name: rc $rc in $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s"
 }
 
-# The cases: FlagGems' BLAS benchmark on one op, one dtype, a shape file of its own.
-bench_args() {
-    case $1 in
-        mm) echo "-m mm -k test_blas_benchmark --dtypes float16 --shape_file $shapes/mm.yaml" ;;
-        addmm) echo "-m addmm -k test_blas_benchmark --dtypes bfloat16 --shape_file $shapes/addmm.yaml" ;;
-    esac
-}
+bench_dtype() { case $1 in mm) echo float16 ;; addmm) echo bfloat16 ;; esac; }
 # The case's pytest line.
 case_argv() {
     if [ "$1" = triton ]; then
         echo "-m pytest -q -s test_triton_bench.py --shape_file $shapes/triton.yaml"
     else
-        echo "-m pytest -q -s benchmark/test_blas_perf.py $(bench_args "$1") --level core --warmup 100 --iter 100 --record log"
+        echo "-m pytest -q -s $(flaggems_test "$flaggems" "$1" | tr '\n' ' ')--dtypes $(bench_dtype "$1") --shape_file $shapes/$1.yaml" \
+            "--level core --warmup 100 --iter 100 --record log"
     fi
 }
 # The op FlagGems' benchmark and tests/gpu's conftest read.

@@ -4,8 +4,11 @@
 # the command, each from a home of its own (HOME, so FlagGems' store in ~/.flaggems, Triton's cache
 # in ~/.triton and the record cache in ~/.cache are its own), cold and then re-run in the same home:
 #
-#   mm     pytest benchmark/test_blas_perf.py -m mm --dtypes float16 --level core
-#   addmm  pytest benchmark/test_blas_perf.py -m addmm --dtypes bfloat16 --level core
+#   mm     pytest benchmark/test_mm.py::test_mm -m mm --dtypes float16 --level core
+#   addmm  pytest benchmark/test_addmm.py::test_addmm -m addmm --dtypes bfloat16 --level core
+#
+# (FlagGems 5.3 and later; on 5.0, `benchmark/test_blas_perf.py -m OP -k test_blas_benchmark`:
+# lib.sh's flaggems_test tells which by what the checkout has.)
 #
 # `--record log` is added to both sides: without it FlagGems 5.0.2's benchmark ends every test
 # FAILED after its last shape (its record logger's AttributeError under pytest), plain or not; and
@@ -33,8 +36,10 @@ while [ $# -gt 0 ]; do
         *) echo "bench_line: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
-[ -n "$flaggems" ] && [ -f "$flaggems/benchmark/test_blas_perf.py" ] || {
-    echo "bench_line: --flaggems DIR must hold FlagGems' benchmark/test_blas_perf.py" >&2; exit 2; }
+# shellcheck source=tests/gpu/lib.sh
+. "$root/tests/gpu/lib.sh"
+[ -n "$flaggems" ] || { echo "bench_line: --flaggems DIR is required" >&2; exit 2; }
+flaggems_test "$flaggems" mm >/dev/null || exit 2
 flaggems=$(cd "$flaggems" && pwd)
 OUT=${OUT:-$root/gpu_out}
 mkdir -p "$OUT/logs"
@@ -43,8 +48,6 @@ say() { printf '[bench_line %4ss] %s\n' "$((SECONDS - start))" "$*"; }
 python=${PYTHON:-python3}
 
 # The user's machine: pytest, the tools and the harness on PATH, nothing of ours in the environment.
-# shellcheck source=tests/gpu/lib.sh
-. "$root/tests/gpu/lib.sh"
 install_wheels "$python" || { say "FAILED to install .whl"; exit 1; }
 mkdir -p /tmp/line-bin
 ln -sf "$root/.bin"/warmup-* "$root/scripts/warmup" /tmp/line-bin/
@@ -53,6 +56,7 @@ mkdir -p /tmp/line-bin/lib && ln -sf "$root/scripts/lib/warmup-common.sh" /tmp/l
 printf '#!%s\nimport sys\nfrom pytest import console_main\nsys.exit(console_main())\n' \
     "$(command -v "$python")" >/tmp/line-bin/pytest && chmod +x /tmp/line-bin/pytest
 export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH} PATH=/tmp/line-bin:$PATH WARMUP_BIN_DIR=$root/.bin
+flaggems_path "$flaggems"
 unset XDG_CACHE_HOME TRITON_CACHE_DIR FLAGGEMS_CACHE_DIR FLAGGEMS_PERF_CURRENT_OP \
     FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR PARALLEL_WARMUP_GPUS
 say "repo $(git rev-parse --short HEAD 2>/dev/null || echo '?'); $(nproc) CPUs; $(nvidia-smi -L | head -1)"
@@ -82,7 +86,8 @@ for rep in $(seq 1 "$repeat"); do
     for case in "${case_list[@]}"; do
         dtype=float16
         [ "$case" != addmm ] || dtype=bfloat16
-        line=(pytest benchmark/test_blas_perf.py -m "$case" --dtypes "$dtype" --level core --record log -s)
+        mapfile -t test < <(flaggems_test "$flaggems" "$case")
+        line=(pytest "${test[@]}" --dtypes "$dtype" --level core --record log -s)
         for mode in "${mode_list[@]}"; do
             if [ $((SECONDS - start)) -gt "$budget" ]; then say "budget spent: $case $mode (repetition $rep) not run"; continue; fi
             run "plain_${case}_${mode}_r$rep" "$case" plain "$mode" "$rep" "$base/plain_${case}_r$rep" "${line[@]}"

@@ -26,17 +26,18 @@ while [ $# -gt 0 ]; do
         *) echo "profile_replay: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
-[ -n "$flaggems" ] && [ -f "$flaggems/benchmark/test_blas_perf.py" ] || {
-    echo "profile_replay: --flaggems DIR must hold FlagGems' benchmark/test_blas_perf.py" >&2; exit 2; }
+# shellcheck source=tests/gpu/lib.sh
+. "$root/tests/gpu/lib.sh"
+[ -n "$flaggems" ] || { echo "profile_replay: --flaggems DIR is required" >&2; exit 2; }
+flaggems_test "$flaggems" mm >/dev/null || exit 2
 flaggems=$(cd "$flaggems" && pwd)
 OUT=${OUT:-$root/gpu_out}
 mkdir -p "$OUT/logs"
 exec > >(tee -a "$OUT/profile.log") 2>&1
 python=${PYTHON:-python3}
-# shellcheck source=tests/gpu/lib.sh
-. "$root/tests/gpu/lib.sh"
 install_wheels "$python" || exit 1
 export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH} WARMUP_BIN_DIR=$root/.bin
+flaggems_path "$flaggems"
 
 base=/tmp/prof
 rm -rf "$base" && mkdir -p "$base/shapes"
@@ -59,7 +60,8 @@ run() {
         "${session:-?}" "$rc" | tee -a "$times"
 }
 
-bench=(-m pytest -q -s benchmark/test_blas_perf.py -m addmm -k test_blas_benchmark --dtypes bfloat16
+mapfile -t test < <(flaggems_test "$flaggems" addmm)
+bench=(-m pytest -q -s "${test[@]}" --dtypes bfloat16
        --shape_file "$base/shapes/addmm.yaml" --level core --warmup 100 --iter 100 --record log)
 plain=(env "$python" "${bench[@]}")
 bare=(env "$python" "${bench[@]}" -p no:warmup_harness)
