@@ -274,7 +274,7 @@ OPS = ["mm", "default", "a..b", ".mm", "mm.json", "meta", "mm.metadata", "mm.cos
        "mm.costs", "mm.meta.costs", ".", "..", "a/b", "../mm", "/abs"]
 
 
-def test_the_harness_refuses_exactly_the_ops_warmup_publish_refuses(tmp_path):
+def test_the_harness_refuses_exactly_the_ops_warmup_publish_and_warmup_cache_refuse(tmp_path):
     merged = tmp_path / "merged.json"
     merged.write_text(json.dumps({"m:k": {"[1]": {"kwargs": {"B": 1}}}}) + "\n")
     verdicts = {}
@@ -282,6 +282,8 @@ def test_the_harness_refuses_exactly_the_ops_warmup_publish_refuses(tmp_path):
         published = run_tool("publish", "--op", op, "--record-dir", tmp_path / f"rec{i}", merged)
         refused = "cannot be a file name" in published.stderr
         assert published.returncode == (2 if refused else 0), (op, published.stderr)
+        removed = run_tool("cache", "remove", "--dry-run", "--op", op, env={"XDG_CACHE_HOME": str(tmp_path)})
+        assert removed.returncode == (2 if refused else 0), (op, removed.stderr)
         try:
             harness_env.mode_from_env({"FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR": str(tmp_path / f"rec{i}"),
                                        "FLAGGEMS_PERF_CURRENT_OP": op})

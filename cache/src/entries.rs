@@ -1,19 +1,25 @@
 //! What the cache holds, read without changing anything: one [`Entry`] per op recorded in each
 //! (Triton, device) folder (`protocol::cache_dir`), with what `warmup-cache list` shows and what
 //! `remove` judges by. A record that cannot be read is still an entry (its counts unknown), so
-//! that it can be seen and removed.
+//! that it can be seen and removed. A platform folder that is a symlink to a folder (a team
+//! folder) is read through it, as runs use it; an op's name is its file's bytes, UTF-8 or not, as
+//! the harness names it.
 
 use protocol::cache_dir;
 use protocol::history::{costs_path, journal_path, meta_path, Meta};
+use protocol::layout::record_file;
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 /// One op's record in one cache folder.
 #[derive(Debug, Clone)]
 pub struct Entry {
-    /// The cache folder (`ROOT/<slug>`).
+    /// The cache folder (`ROOT/<slug>`, as named there: a link is not resolved).
     pub folder: PathBuf,
-    pub op: String,
+    /// The op, as its record file names it (`<op>.json`), bytes that are not UTF-8 kept.
+    pub op: OsString,
     /// Kernels and keys in `<op>.json`; `None` when it cannot be read as a record.
     pub kernels: Option<usize>,
     pub keys: Option<usize>,
@@ -34,9 +40,9 @@ impl Entry {
     }
 }
 
-fn files(folder: &Path, op: &str) -> Vec<PathBuf> {
+fn files(folder: &Path, op: &OsStr) -> Vec<PathBuf> {
     vec![
-        folder.join(format!("{op}.json")),
+        record_file(folder, op),
         meta_path(folder, op),
         costs_path(folder, op),
         journal_path(folder, op),
@@ -44,13 +50,14 @@ fn files(folder: &Path, op: &str) -> Vec<PathBuf> {
     ]
 }
 
-/// Every entry under `root`, by folder then op; a root that does not exist holds none.
+/// Every entry under `root`, by folder then op; a root that does not exist holds none. A
+/// folder is one that is, or a symlink to one (a link to a file, or to nothing, is none).
 pub fn scan(root: &Path) -> std::io::Result<Vec<Entry>> {
     let mut folders: Vec<PathBuf> = match std::fs::read_dir(root) {
         Ok(dir) => dir
             .filter_map(|e| e.ok())
-            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
             .map(|e| e.path())
+            .filter(|path| std::fs::metadata(path).is_ok_and(|m| m.is_dir()))
             .collect(),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(e),
@@ -65,23 +72,29 @@ pub fn scan(root: &Path) -> std::io::Result<Vec<Entry>> {
     Ok(entries)
 }
 
-/// The ops recorded in `folder`: its `<op>.json` files, sidecars and cost files aside.
-fn ops(folder: &Path) -> Vec<String> {
-    let mut ops: Vec<String> = std::fs::read_dir(folder)
+/// The ops recorded in `folder`: its `<op>.json` files, sidecars and cost files aside
+/// (`protocol::op::SIBLING_SUFFIXES`).
+fn ops(folder: &Path) -> Vec<OsString> {
+    let mut ops: Vec<OsString> = std::fs::read_dir(folder)
         .into_iter()
         .flatten()
         .filter_map(|e| e.ok())
-        .filter_map(|e| e.file_name().into_string().ok())
-        .filter(|name| !name.starts_with('.'))
-        .filter_map(|name| name.strip_suffix(".json").map(str::to_owned))
-        .filter(|op| !op.ends_with(".meta") && !op.ends_with(".costs"))
+        .filter_map(|e| {
+            let name = e.file_name();
+            let op = name.as_bytes().strip_suffix(b".json")?;
+            let sibling = protocol::op::SIBLING_SUFFIXES
+                .iter()
+                .any(|s| op.ends_with(s.as_bytes()));
+            (!op.is_empty() && !op.starts_with(b".") && !sibling)
+                .then(|| OsStr::from_bytes(op).to_os_string())
+        })
         .collect();
     ops.sort();
     ops
 }
 
-fn entry(folder: &Path, op: String) -> Entry {
-    let record = toolkit::file::read(&folder.join(format!("{op}.json")))
+fn entry(folder: &Path, op: OsString) -> Entry {
+    let record = toolkit::file::read(&record_file(folder, &op))
         .ok()
         .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok());
     let buckets = record.as_ref().and_then(|r| r.as_object()).map(|kernels| {

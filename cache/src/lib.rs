@@ -3,17 +3,22 @@
 //!
 //! A tool of its own because the cache is the user's, not a run's: no step of the flow lists or
 //! prunes it. Where the cache is and how its folders are named is `protocol::cache_dir`'s, the
-//! rule warmup-plan records by; [`entries`] reads what it holds, [`remove`] deletes under the
-//! locks its writers take; the machine's Triton and device (`--unused`) come from
-//! `protocol::probe`, as warmup-shard's and warmup-costs' do.
+//! rule warmup-plan records by; [`entries`] reads what it holds, [`listing`] shows it, [`remove`]
+//! deletes under the locks its writers take; the machine's Triton and device (`--unused`) come
+//! from `protocol::probe`, as warmup-shard's and warmup-costs' do.
 
 pub mod entries;
+pub mod listing;
 pub mod remove;
 
 use anyhow::{bail, Context, Result};
 use entries::Entry;
+use listing::shown;
 use protocol::cache_dir;
+use std::collections::HashSet;
+use std::ffi::OsString;
 use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 use toolkit::Status;
 
@@ -29,7 +34,8 @@ const EXAMPLES: &str = "EXAMPLES:
       removes the records no run used in the last 30 days
   warmup-cache remove --unused --python .venv/bin/python
       removes the records of another Triton than that Python's, or another GPU model than this
-      machine's (they never answer a run here)
+      machine's (they never answer a run here); where no driver file names this machine's GPU,
+      add --device-model NAME
   warmup-cache path
       prints the cache folder
 
@@ -49,7 +55,7 @@ const EXIT_STATUS: [(&str, &str); 3] = [
     ),
     (
         "2",
-        "usage error, or no cache folder (neither XDG_CACHE_HOME nor HOME is set), or this machine's Triton cannot be told for --unused",
+        "usage error, or no cache folder (neither XDG_CACHE_HOME nor HOME is set), or this machine's Triton or device model cannot be told for --unused",
     ),
 ];
 
@@ -78,16 +84,18 @@ pub enum Command {
 #[derive(Debug, clap::Args)]
 #[group(id = "which", required = true, multiple = false)]
 pub struct RemoveArgs {
-    /// Remove op OP's record in every folder
-    #[arg(long, value_name = "OP", group = "which")]
-    pub op: Option<String>,
+    /// Remove op OP's record in every folder (trimmed; a name the harness could give its files)
+    #[arg(long, value_name = "OP", group = "which",
+          value_parser = clap::builder::TypedValueParser::try_map(clap::builder::OsStringValueParser::new(), protocol::op::os_name))]
+    pub op: Option<OsString>,
     /// Remove records no run used in the last DAYS days (a fraction allowed)
     #[arg(long, value_name = "DAYS", group = "which", value_parser = toolkit::cli::non_negative)]
     pub older_than: Option<f64>,
     /// Remove the folders of another Triton version or device model than this machine's
     #[arg(long, group = "which")]
     pub unused: bool,
-    /// Print what would be removed, and remove nothing
+    /// Print what would be removed and what kept, and remove nothing (the exit status is the
+    /// removal's)
     #[arg(long)]
     pub dry_run: bool,
     /// This machine's Triton and device, for --unused [default Python: python3 on PATH]
@@ -109,9 +117,9 @@ pub fn run(args: &Args) -> Result<Status> {
         Command::List { json } => {
             let entries = scan(&root)?;
             let text = if *json {
-                list_json(&entries)
+                listing::json(&entries)
             } else {
-                list_table(&entries)
+                listing::table(&entries)
             };
             std::io::stdout()
                 .lock()
@@ -126,14 +134,14 @@ pub fn run(args: &Args) -> Result<Status> {
     }
 }
 
-fn scan(root: &std::path::Path) -> Result<Vec<Entry>> {
+fn scan(root: &Path) -> Result<Vec<Entry>> {
     entries::scan(root).with_context(|| format!("reading the cache folder {}", root.display()))
 }
 
-fn remove_entries(root: &std::path::Path, args: &RemoveArgs) -> Result<Status> {
+fn remove_entries(root: &Path, args: &RemoveArgs) -> Result<Status> {
     let all = scan(root)?;
     let chosen: Vec<&Entry> = if let Some(op) = &args.op {
-        all.iter().filter(|e| e.op == op.trim()).collect()
+        all.iter().filter(|e| &e.op == op).collect()
     } else if let Some(days) = args.older_than {
         let limit = SystemTime::now()
             .checked_sub(Duration::from_secs_f64((days * 86_400.0).min(1e15)))
@@ -142,43 +150,43 @@ fn remove_entries(root: &std::path::Path, args: &RemoveArgs) -> Result<Status> {
             .filter(|e| e.last_use.is_none_or(|t| t < limit))
             .collect()
     } else {
-        let mut platform = args.platform.clone();
-        if platform.triton.is_none() && platform.python.is_none() {
-            platform.python = Some("python3".into());
-        }
-        let here = platform.find();
-        let Some(triton) = &here.triton else {
-            bail!(
-                "--unused: cannot tell this machine's Triton ({} has no triton installed): give --python PYTHON (the one that runs your benchmarks) or --triton VERSION",
-                platform.python.unwrap_or_default().display()
-            );
-        };
-        let mine = cache_dir::slug(Some(triton), here.device.as_deref());
-        eprintln!(
-            "{TOOL}: this machine: Triton {triton}, device {} (folder {mine})",
-            here.device.as_deref().unwrap_or("unknown")
-        );
-        all.iter()
-            .filter(|e| e.folder.file_name().is_none_or(|n| n != mine.as_str()))
-            .collect()
+        let mine = this_machine(root, &args.platform)?;
+        all.iter().filter(|e| !mine.holds(&e.folder)).collect()
     };
     let mut out = std::io::stdout().lock();
     let mut status = Status::Done;
+    // A folder reached by two names (a link to a team folder beside it) is one folder.
+    let mut done: HashSet<(PathBuf, OsString)> = HashSet::new();
     for entry in &chosen {
-        let line = format!("{} {}", entry.op, entry.folder.display());
-        if args.dry_run {
-            writeln!(out, "would remove {line}").context("writing to stdout")?;
+        let real = std::fs::canonicalize(&entry.folder).unwrap_or_else(|_| entry.folder.clone());
+        if !done.insert((real, entry.op.clone())) {
             continue;
         }
-        match remove::remove(TOOL, entry)? {
+        let line = format!("{} {}", shown(&entry.op), shown(&entry.folder));
+        let removed = if args.dry_run {
+            if remove::in_use(entry)? {
+                remove::Removed::InUse
+            } else {
+                writeln!(out, "would remove {line}").context("writing to stdout")?;
+                continue;
+            }
+        } else {
+            remove::remove(TOOL, entry)?
+        };
+        match removed {
             remove::Removed::Done => {
                 writeln!(out, "removed {line}").context("writing to stdout")?
             }
             remove::Removed::InUse => {
+                let kept = if args.dry_run {
+                    "would be left"
+                } else {
+                    "left"
+                };
                 eprintln!(
-                    "{TOOL}: op {} in {} is in use by a running record session; left as it is (remove it once the run ends)",
-                    entry.op,
-                    entry.folder.display()
+                    "{TOOL}: op {} in {} is in use by a running record session; {kept} as it is (remove it once the run ends)",
+                    shown(&entry.op),
+                    shown(&entry.folder)
                 );
                 status = Status::Partial;
             }
@@ -190,124 +198,51 @@ fn remove_entries(root: &std::path::Path, args: &RemoveArgs) -> Result<Status> {
     Ok(status)
 }
 
-fn list_table(entries: &[Entry]) -> String {
-    let count = |n: Option<usize>| n.map_or_else(|| "?".to_owned(), |n| n.to_string());
-    let rows: Vec<[String; 8]> = entries
-        .iter()
-        .map(|e| {
-            [
-                e.op.clone(),
-                count(e.kernels),
-                count(e.keys),
-                e.triton.clone().unwrap_or_else(|| "-".into()),
-                e.device.clone().unwrap_or_else(|| "-".into()),
-                size(e.bytes),
-                e.last_use.map_or_else(|| "-".into(), date),
-                e.folder
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default(),
-            ]
-        })
-        .collect();
-    let head = [
-        "OP", "KERNELS", "KEYS", "TRITON", "DEVICE", "SIZE", "LAST USE", "FOLDER",
-    ]
-    .map(str::to_owned);
-    let mut widths = head.clone().map(|h| h.chars().count());
-    for row in &rows {
-        for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.chars().count());
-        }
-    }
-    let mut text = String::new();
-    for row in std::iter::once(&head).chain(&rows) {
-        let cells: Vec<String> = row
-            .iter()
-            .zip(widths)
-            .map(|(cell, w)| format!("{cell:<w$}"))
-            .collect();
-        text.push_str(cells.join("  ").trim_end());
-        text.push('\n');
-    }
-    text
+/// This machine's cache folder, which `--unused` keeps: by its name, and by where it leads (a
+/// link to a team folder under another name leads to the same records).
+struct Mine {
+    name: String,
+    real: Option<PathBuf>,
 }
 
-fn list_json(entries: &[Entry]) -> String {
-    let items: Vec<serde_json::Value> = entries
-        .iter()
-        .map(|e| {
-            let unix = e
-                .last_use
-                .and_then(|t| t.duration_since(SystemTime::UNIX_EPOCH).ok())
-                .map(|d| d.as_secs());
-            serde_json::json!({
-                "op": e.op,
-                "kernels": e.kernels,
-                "keys": e.keys,
-                "triton": e.triton,
-                "device": e.device,
-                "bytes": e.bytes,
-                "last_use": unix,
-                "folder": e.folder.to_string_lossy(),
-            })
-        })
-        .collect();
-    let mut text = serde_json::Value::from(items).to_string();
-    text.push('\n');
-    text
+impl Mine {
+    fn holds(&self, folder: &Path) -> bool {
+        folder.file_name().is_some_and(|n| n == self.name.as_str())
+            || self
+                .real
+                .as_ref()
+                .is_some_and(|real| std::fs::canonicalize(folder).is_ok_and(|f| &f == real))
+    }
 }
 
-fn size(bytes: u64) -> String {
-    let mut value = bytes as f64;
-    for unit in ["B", "K", "M", "G"] {
-        if value < 1024.0 || unit == "G" {
-            return if unit == "B" {
-                format!("{bytes}B")
-            } else {
-                format!("{value:.1}{unit}")
-            };
-        }
-        value /= 1024.0;
+/// This machine's Triton and device model, each told or named; where either cannot be, every
+/// folder would look like another machine's, so `--unused` removes nothing.
+fn this_machine(root: &Path, args: &protocol::probe::PlatformArgs) -> Result<Mine> {
+    let blank = |v: &Option<String>| v.as_deref().is_some_and(|v| v.trim().is_empty());
+    if blank(&args.triton) {
+        bail!("--triton is blank: give this machine's Triton version (such as 3.6.0), or drop it and give --python PYTHON");
     }
-    unreachable!("G ends the loop")
-}
-
-/// `YYYY-MM-DD HH:MM` in UTC (the civil-from-days rule, so no time zone database is needed).
-fn date(t: SystemTime) -> String {
-    let secs = t
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let days = i64::try_from(secs / 86_400).unwrap_or(0);
-    let (h, m) = ((secs % 86_400) / 3600, (secs % 3600) / 60);
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02} {h:02}:{m:02}")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn dates_are_utc_civil_dates() {
-        let at = |s: u64| date(SystemTime::UNIX_EPOCH + Duration::from_secs(s));
-        assert_eq!(at(0), "1970-01-01 00:00");
-        assert_eq!(at(951_782_400), "2000-02-29 00:00");
-        assert_eq!(at(1_796_300_000), "2026-12-03 12:13");
+    if blank(&args.device_model) {
+        bail!("--device-model is blank: give this machine's GPU model as its records name it (such as \"NVIDIA H200\")");
     }
-
-    #[test]
-    fn sizes_are_short() {
-        assert_eq!(size(512), "512B");
-        assert_eq!(size(2048), "2.0K");
-        assert_eq!(size(5 << 20), "5.0M");
+    let mut platform = args.clone();
+    if platform.triton.is_none() && platform.python.is_none() {
+        platform.python = Some("python3".into());
     }
+    let here = platform.find();
+    let Some(triton) = &here.triton else {
+        bail!(
+            "--unused: cannot tell this machine's Triton ({} has no triton installed): give --python PYTHON (the one that runs your benchmarks) or --triton VERSION",
+            platform.python.unwrap_or_default().display()
+        );
+    };
+    let Some(device) = &here.device else {
+        bail!(
+            "--unused: cannot tell this machine's device model (no NVIDIA driver, AMD or PCI GPU files name one), so every folder would look like another GPU's: pass --device-model NAME (as `warmup-cache list` shows it); nothing removed"
+        );
+    };
+    let name = cache_dir::slug(Some(triton), Some(device));
+    eprintln!("{TOOL}: this machine: Triton {triton}, device {device} (folder {name})");
+    let real = std::fs::canonicalize(root.join(&name)).ok();
+    Ok(Mine { name, real })
 }

@@ -8,12 +8,13 @@
 //! - `.<op>.costs.json.lock`, the cost file's update lock (warmup-costs, warmup-publish).
 //!
 //! The lock files themselves stay: a process that opened one before it was unlinked would lock
-//! a file nobody else sees.
+//! a file nobody else sees. The files are removed by name: one that is a symlink goes, never
+//! what it points to; a folder reached through a link (a team folder) has its files removed.
 
 use crate::entries::Entry;
 use anyhow::{Context, Result};
 use nix::fcntl::FlockArg;
-use protocol::history::{costs_path, record_lock_target};
+use protocol::history::{costs_path, record_lock_target, sessions_path};
 use toolkit::lock::{self, Taken};
 
 /// How a removal went.
@@ -29,7 +30,7 @@ pub fn remove(tool: &str, entry: &Entry) -> Result<Removed> {
     let dir = &entry.folder;
     let op = &entry.op;
     let _record = lock::update_lock(tool, &record_lock_target(dir, op))?;
-    let sessions = dir.join(format!(".{op}.sessions"));
+    let sessions = sessions_path(dir, op);
     let file = lock::open(&sessions)
         .with_context(|| format!("opening {} (is the folder writable?)", sessions.display()))?;
     let _sessions = match lock::try_lock(file, FlockArg::LockExclusiveNonblock)
@@ -47,4 +48,26 @@ pub fn remove(tool: &str, entry: &Entry) -> Result<Removed> {
         }
     }
     Ok(Removed::Done)
+}
+
+/// Whether a live record session holds `entry`'s op, as [`remove`] would find it, waiting for
+/// nothing and making nothing (`--dry-run`): its `.<op>.sessions` is held by someone.
+pub fn in_use(entry: &Entry) -> Result<bool> {
+    let sessions = sessions_path(&entry.folder, &entry.op);
+    let file = match std::fs::File::options()
+        .read(true)
+        .write(true)
+        .open(&sessions)
+    {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => {
+            return Err(e).with_context(|| {
+                format!("opening {} (is the folder writable?)", sessions.display())
+            })
+        }
+    };
+    let taken = lock::try_lock(file, FlockArg::LockExclusiveNonblock)
+        .with_context(|| format!("locking {}", sessions.display()))?;
+    Ok(matches!(taken, Taken::Busy(_)))
 }

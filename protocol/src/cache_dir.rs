@@ -11,7 +11,7 @@
 //! it always had. Runs at once share a folder safely because every writer already takes the
 //! op's locks there (the harness's fold and warmup-publish: `DIR/.<op>.lock`).
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 
 /// The cache's folder under the user's cache home.
@@ -19,8 +19,11 @@ pub const RECORDS: &str = "parallel-warmup/records";
 
 /// The file whose modification time is an op's last use in a cache folder: touched by
 /// warmup-plan whenever a run uses the folder for the op (a replay writes nothing else there).
-pub fn used_path(dir: &Path, op: &str) -> PathBuf {
-    dir.join(format!(".{op}.used"))
+pub fn used_path(dir: &Path, op: impl AsRef<OsStr>) -> PathBuf {
+    let mut name = OsString::from(".");
+    name.push(op);
+    name.push(".used");
+    dir.join(name)
 }
 
 /// The cache root from the environment `var` reads: `$XDG_CACHE_HOME/parallel-warmup/records`,

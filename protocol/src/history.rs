@@ -13,6 +13,7 @@
 use crate::costs::CostFile;
 use crate::probe::Platform;
 use serde_json::Value;
+use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 
 /// The harness's sidecar format, the version warmup-publish writes (2 added `foreign`: where the
@@ -26,25 +27,42 @@ pub const SIDECAR_READS: [u64; 2] = [1, 2];
 pub const COMPLETE_FOR: &str = "complete_for";
 
 /// `DIR/<op>.costs.json`: the op's costs, as the last sweep measured them.
-pub fn costs_path(dir: &Path, op: &str) -> PathBuf {
-    dir.join(format!("{op}.costs.json"))
+pub fn costs_path(dir: &Path, op: impl AsRef<OsStr>) -> PathBuf {
+    let mut name = op.as_ref().to_os_string();
+    name.push(".costs.json");
+    dir.join(name)
 }
 
 /// `DIR/<op>.meta.json`: the sidecar of the record `DIR/<op>.json`.
-pub fn meta_path(dir: &Path, op: &str) -> PathBuf {
-    dir.join(format!("{op}.meta.json"))
+pub fn meta_path(dir: &Path, op: impl AsRef<OsStr>) -> PathBuf {
+    let mut name = op.as_ref().to_os_string();
+    name.push(".meta.json");
+    dir.join(name)
 }
 
 /// `DIR/.<op>.journal`: the keys a record session decided and has not folded into `<op>.json`
 /// yet (docs/CONTRACT.md, record mode). The replay pins them too, so a journal left beside a
 /// record that something else replaced would override it.
-pub fn journal_path(dir: &Path, op: &str) -> PathBuf {
-    dir.join(format!(".{op}.journal"))
+pub fn journal_path(dir: &Path, op: impl AsRef<OsStr>) -> PathBuf {
+    let mut name = OsString::from(".");
+    name.push(op);
+    name.push(".journal");
+    dir.join(name)
+}
+
+/// `DIR/.<op>.sessions`: the file every live record session of the op holds a shared lock on
+/// (the harness's writer.py), so that warmup-publish and warmup-cache can tell one is live.
+pub fn sessions_path(dir: &Path, op: impl AsRef<OsStr>) -> PathBuf {
+    let mut name = OsString::from(".");
+    name.push(op);
+    name.push(".sessions");
+    dir.join(name)
 }
 
 /// `DIR/<op>`, the name whose update lock (`DIR/.<op>.lock`, `toolkit::lock::update_lock`) every
 /// writer of the op's record holds: the harness's record sessions and warmup-publish.
-pub fn record_lock_target(dir: &Path, op: &str) -> PathBuf {
+pub fn record_lock_target(dir: &Path, op: impl AsRef<OsStr>) -> PathBuf {
+    let op = op.as_ref();
     dir.join(op)
 }
 

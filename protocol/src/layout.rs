@@ -37,8 +37,10 @@ const SHAPES: &str = "shapes.yaml";
 
 /// `DIR/<op>.json`: the op's record file in a record folder (a shard's `w<i>/rec`, or the one
 /// published into), the name every tool and the harness give it.
-pub fn record_file(dir: &Path, op: &str) -> PathBuf {
-    dir.join(format!("{op}.json"))
+pub fn record_file(dir: &Path, op: impl AsRef<std::ffi::OsStr>) -> PathBuf {
+    let mut name = op.as_ref().to_os_string();
+    name.push(".json");
+    dir.join(name)
 }
 
 /// The scratch folder of one run.

@@ -6,7 +6,7 @@
 use crate::env::{CURRENT_OP, DEFAULT_OP};
 use crate::shard_plan::ShardPlan;
 use anyhow::{bail, Result};
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::path::Path;
 
 /// `--op OP`, one argument for every tool (`#[command(flatten)]`), so that each reads
@@ -60,14 +60,19 @@ impl OpArg {
 pub const SIBLING_SUFFIXES: [&str; 2] = [".meta", ".costs"];
 
 /// Why `op` cannot name its files in a record folder (`<op>.json`, `<op>.meta.json`,
-/// `<op>.costs.json`, `.<op>.journal`), or `None` when it can. The harness applies the same rule
+/// `<op>.costs.json`, `.<op>.journal`), or `None` when it can; judged on its bytes, so that a
+/// name that is not UTF-8 is judged alike. The harness applies the same rule
 /// (warmup_harness/env.py, `op_file_problem`), checked against this one by tests/test_harness_files.py.
-pub fn file_name_problem(op: &str) -> Option<&'static str> {
-    if op.contains(['/', '\0']) {
+pub fn file_name_problem(op: impl AsRef<OsStr>) -> Option<&'static str> {
+    let op = op.as_ref().as_encoded_bytes();
+    if op.contains(&b'/') || op.contains(&0) {
         Some("it holds '/' or NUL, and would name a file outside the record folder")
-    } else if op == "." || op == ".." {
+    } else if op == b"." || op == b".." {
         Some("'.' and '..' name folders, not files")
-    } else if SIBLING_SUFFIXES.iter().any(|suffix| op.ends_with(suffix)) {
+    } else if SIBLING_SUFFIXES
+        .iter()
+        .any(|suffix| op.ends_with(suffix.as_bytes()))
+    {
         Some("an op ending in '.meta' or '.costs' would write over another op's sidecar or cost file")
     } else {
         None
@@ -75,8 +80,28 @@ pub fn file_name_problem(op: &str) -> Option<&'static str> {
 }
 
 /// Whether `op` can name its files in a record folder: not empty, and no [`file_name_problem`].
-pub fn valid(op: &str) -> bool {
-    !op.is_empty() && file_name_problem(op).is_none()
+pub fn valid(op: impl AsRef<OsStr>) -> bool {
+    !op.as_ref().is_empty() && file_name_problem(op).is_none()
+}
+
+/// An op named on a command line as it was given, bytes that are not UTF-8 kept (warmup-cache
+/// `--op`, a clap value parser): trimmed as [`OpArg`] trims, and refused when blank or when it
+/// cannot name its files ([`file_name_problem`]); `Err` says why.
+pub fn os_name(given: OsString) -> Result<OsString, String> {
+    let op = match given.to_str() {
+        Some(text) => OsString::from(text.trim()),
+        None => {
+            use std::os::unix::ffi::OsStrExt;
+            OsStr::from_bytes(given.as_encoded_bytes().trim_ascii()).to_os_string()
+        }
+    };
+    if op.is_empty() {
+        return Err("blank: give the op's name, such as mm".into());
+    }
+    match file_name_problem(&op) {
+        Some(why) => Err(format!("not an op's name: {why}")),
+        None => Ok(op),
+    }
 }
 
 /// A run's op and where it came from, for the opening line (`op mm (from -m mm)`).
@@ -190,6 +215,30 @@ mod tests {
         );
         assert_eq!(derive(None, &words(&["pytest", "..py"])).name, "default");
         assert_eq!(derive(None, &words(&["./bench.sh"])).name, "default");
+    }
+
+    #[test]
+    fn an_op_given_as_bytes_is_trimmed_and_judged_by_the_same_rule() {
+        use std::os::unix::ffi::OsStrExt;
+        let os = |b: &[u8]| OsStr::from_bytes(b).to_os_string();
+        assert_eq!(os_name(os(b" mm\n")), Ok(os(b"mm")));
+        assert_eq!(
+            os_name(os(b" mm\xff ")),
+            Ok(os(b"mm\xff")),
+            "not UTF-8, kept"
+        );
+        for bad in [
+            &b""[..],
+            b"  ",
+            b"../x",
+            b"a/b",
+            b"..",
+            b"mm.meta",
+            b"\xff/x",
+        ] {
+            assert!(os_name(os(bad)).is_err(), "{bad:?}");
+        }
+        assert!(file_name_problem(os(b"\xff.costs")).is_some());
     }
 
     #[test]

@@ -13,13 +13,10 @@ use anyhow::{Context, Result};
 use nix::fcntl::{Flock, FlockArg};
 use protocol::records::Records;
 use std::fs::File;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use toolkit::lock::Taken;
 
-/// `DIR/.<op>.sessions`: the file every live record session of the op holds a shared lock on.
-pub fn sessions_path(dir: &Path, op: &str) -> PathBuf {
-    dir.join(format!(".{op}.sessions"))
-}
+pub use protocol::history::sessions_path;
 
 /// What a publish may do with a journal it found.
 #[derive(Debug)]

@@ -50,7 +50,11 @@ pub fn update_lock(tool: &str, target: &Path) -> Result<Flock<File>> {
     let name = target
         .file_name()
         .with_context(|| format!("{}: not a file path", target.display()))?;
-    let path = crate::atomic::folder_of(target).join(format!(".{}.lock", name.to_string_lossy()));
+    // Built from the name's bytes: a name that is not UTF-8 locks the file its other writers lock.
+    let mut lock_name = std::ffi::OsString::from(".");
+    lock_name.push(name);
+    lock_name.push(".lock");
+    let path = crate::atomic::folder_of(target).join(lock_name);
     let file = open(&path).with_context(|| {
         format!(
             "opening the lock file {} that guards {} (is its folder writable?)",
