@@ -10,6 +10,7 @@ constant (Autotuner's own parameter for a custom timer): there is no GPU to laun
 from __future__ import annotations
 
 import json
+import math
 import sys
 
 import pytest
@@ -416,16 +417,22 @@ def test_a_kernels_fingerprint_follows_its_source_and_its_configs_in_order(tmp_p
 
 class RaceBench:
     """A do_bench that tells a short timing (the race's: a warm-up and a repetition budget) from a
-    full one (the tuner's: neither), and answers each config's from a table: `short[block]` a list
-    of the short timings it gives one after another (the last repeated), `full[block]` one value."""
+    full one (the tuner's: neither) and from the race's warm-up (brief.WARM_MS of warm-up), and
+    answers each config's from a table: `short[block]` a list of the short timings it gives one
+    after another (the last repeated), `full[block]` one value."""
 
     def __init__(self, launcher, short: dict, full: dict):
         self.launcher, self.short, self.full = launcher, short, full
         self.calls: list[tuple[int, str]] = []
 
     def __call__(self, kernel_call, quantiles=None, warmup=None, rep=None):
+        from warmup_harness.autotune import brief
+
         kernel_call()
         block = self.launcher.launches[-1]["BLOCK"]
+        if warmup == brief.WARM_MS:
+            self.calls.append((block, "warm"))
+            return [0.0] * len(quantiles) if quantiles else 0.0
         if warmup is None and rep is None:
             self.calls.append((block, "full"))
             ms = self.full[block]
@@ -480,7 +487,7 @@ def test_race_two_configs_within_the_noise_are_both_timed_in_full_and_the_faster
     winner, racer = raced(tuner)
     assert timer.timed("full") == {64, 128}, timer.calls
     assert winner == 128, "the winner is the fastest full timing, not the fastest short one"
-    assert tuner.configs_timings[tuner.configs[2]][0] == float("inf"), "a dropped config never wins"
+    assert tuner.configs[2] not in tuner.configs_timings, "a dropped config never reaches the tuner"
 
 
 def test_race_noise_is_measured_a_noisy_device_keeps_more_contenders():
@@ -571,7 +578,8 @@ def test_race_a_tuner_with_the_deprecated_warmup_and_rep_is_timed_briefly_by_the
     winner, racer = raced(tuner)
     assert winner == 256
     assert {(b, w, r) for b, w, r in calls if (w, r) == (5, 10)} == {(64, 5, 10), (256, 5, 10)}, calls
-    assert all((w, r) in ((1, 2), (5, 10)) for _, w, r in calls), calls
+    assert calls[0] == (64, 25, 2), "the device is warmed first: the first config, 25 ms of warm-up"
+    assert all((w, r) in ((1, 2), (5, 10)) for _, w, r in calls[1:]), calls
 
 
 class FakeBenchDevice:
@@ -625,9 +633,12 @@ def test_race_a_tuner_timed_as_the_driver_times_is_timed_briefly_without_do_benc
         monkeypatch, {64: [0.5], 128: [1.2, 0.1, 0.6], 256: [0.55]}, {64: 0.5, 128: 0.45, 256: 0.52})
     winner, _ = raced(tuner)
     launches = [launch["BLOCK"] for launch in launcher.launches]
-    # 64 first, with nothing to be out-run by: 1 + 4 launches (2 ms of 0.5 ms samples). 128's first
-    # two (1.2, 0.1) are not both past 2 x 0.5, so it is timed on: one more (2 ms / their median
-    # 0.65 ms is 3). 256: 1 + 3 (2 ms / 0.55 ms). Then 64's four more short timings, for the noise.
+    # The device warmed first on 64: one launch timed (0.5 ms), 25 ms / 0.5 ms = 50 more. Then 64,
+    # with nothing to be out-run by: 1 + 4 launches (2 ms of 0.5 ms samples). 128's first two (1.2,
+    # 0.1) are not both past 2 x 0.5, so it is timed on: one more (2 ms / their median 0.65 ms is
+    # 3). 256: 1 + 3 (2 ms / 0.55 ms). Then 64's four more short timings, for the noise.
+    assert launches[:51] == [64] * 51, launches
+    launches = launches[51:]
     assert launches[:13] == [64] * 5 + [128] * 4 + [256] * 4, launches
     assert launches[13:33] == [64] * 20, launches
     assert full_timed == [64] and winner == 64, (full_timed, winner)
@@ -739,3 +750,105 @@ def raced_with(tuner, racer):
     finally:
         tuners.uninstall()
     return decided[0]["kwargs"]["BLOCK"], racer
+
+
+class TimingModel:
+    """A do_bench for a device with a timing model: each config's true time `ms[block]`, times
+    `factor(block, n, work_ms)` for its n-th short timing (from 0) with `work_ms` of kernels run
+    before it (a warm-up's budget, a short timing's 2 ms, a full one's 100); full timings exact."""
+
+    def __init__(self, launcher, ms: dict, factor):
+        self.launcher, self.ms, self.factor = launcher, ms, factor
+        self.work_ms = 0.0
+        self.shorts: dict[int, int] = {}
+        self.full: list[int] = []
+
+    def __call__(self, kernel_call, quantiles=None, warmup=None, rep=None):
+        from warmup_harness.autotune import brief
+
+        kernel_call()
+        block = self.launcher.launches[-1]["BLOCK"]
+        if warmup == brief.WARM_MS:
+            self.work_ms += warmup
+            return [0.0] * len(quantiles)
+        if warmup is None:
+            self.work_ms += 100
+            self.full.append(block)
+            return [self.ms[block]] * len(quantiles)
+        n = self.shorts[block] = self.shorts.get(block, -1) + 1
+        ms = self.ms[block] * self.factor(block, n, self.work_ms)
+        self.work_ms += rep
+        return [ms] * len(quantiles)
+
+
+TRUE_MS = {64: 0.9, 128: 1.0, 256: 3.0}  # 64 wins; 128, 10% slower, is the pick to avoid
+
+
+def modelled(factor, order=(64, 128, 256)) -> tuple[int, TimingModel]:
+    """Records one key of a tuner timed on `factor`'s device, its configs in `order`: (the recorded
+    BLOCK, the model)."""
+    launcher = Launcher(body)
+    model = TimingModel(launcher, TRUE_MS, factor)
+    tuner = Autotuner(launcher, ["x", "n"], [triton.Config({"BLOCK": b}, num_warps=4) for b in order],
+                      ["n"], None, None, do_bench=model)
+    return raced(tuner)[0], model
+
+
+@pytest.mark.parametrize("why, factor, order", [
+    ("a cold device: its first 2 ms of kernels three times slower, until the clock ramps up",
+     lambda block, n, work_ms: 3.0 if work_ms < 2 else 1.0, (64, 128, 256)),
+    ("the winner's first launches slow", lambda block, n, work_ms: 1.5 if (block, n) == (64, 0) else 1.0,
+     (64, 128, 256)),
+    ("the winner alternating 0.8x and 1.5x, slow first", lambda block, n, work_ms: (1.5, 0.8)[n % 2] if block == 64
+     else 1.0, (64, 128, 256)),
+    ("the winner's first short timing NaN", lambda block, n, work_ms: math.nan if (block, n) == (64, 0) else 1.0,
+     (128, 64, 256)),
+    ("the winner's first short timing inf", lambda block, n, work_ms: math.inf if (block, n) == (64, 0) else 1.0,
+     (128, 64, 256)),
+])
+def test_race_a_winner_whose_short_timings_are_noisier_than_the_bests_is_kept(why, factor, order):
+    """The race drops a config on its own short timings, never on one sample: the true winner is
+    timed in full and wins, whichever way its short timings mislead."""
+    winner, model = modelled(factor, order)
+    assert winner == 64, f"{why}: the 10%-slower config was recorded; timed in full: {model.full}"
+    assert 256 not in model.full, "a config three times slower is still dropped"
+
+
+def test_race_warms_the_device_on_the_first_config_before_any_short_timing():
+    launcher = Launcher(body)
+    seen = []
+
+    def factor(block, n, work_ms):
+        seen.append((block, work_ms))
+        return 1.0
+
+    model = TimingModel(launcher, TRUE_MS, factor)
+    tuner = Autotuner(launcher, ["x", "n"], [triton.Config({"BLOCK": b}, num_warps=4) for b in (64, 128, 256)],
+                      ["n"], None, None, do_bench=model)
+    raced(tuner)
+    assert launcher.launches[0]["BLOCK"] == 64 and seen[0] == (64, 25.0), (launcher.launches[:2], seen[:2])
+
+
+def test_race_a_tuner_whose_run_sets_no_nargs_is_timed_in_full_and_said():
+    """The race launches with the arguments `run` names in `tuner.nargs`; a run that names none is
+    not raced: every config is handed to it, timed in full, said once."""
+    from warmup_harness.autotune import race
+
+    class NoNargs(OwnRunTuner):
+        def prune_configs(self, kwargs, *rest):  # no nargs while it prunes, its own _bench's after
+            saved, self.nargs = self.nargs, None
+            try:
+                return super().prune_configs(kwargs, *rest)
+            finally:
+                self.nargs = saved
+
+    tuner, timer = race_tuner({64: [2.0], 128: list(QUIET), 256: [9.0]}, {64: 1.0, 128: 0.5, 256: 1.0}, cls=NoNargs)
+    lines = []
+    racer = race.Racer(lines.append)
+    tuners.install(policies.Recorder(lambda *a: None), racer=racer)
+    try:
+        tuner.run(object(), 250)
+    finally:
+        tuners.uninstall()
+    assert timer.timed("full") == {64, 128, 256} and timer.timed("short") == set(), timer.calls
+    assert racer.keys == {} and len(lines) == 1 and "is not raced (its run sets no nargs" in lines[0], lines

@@ -1220,7 +1220,7 @@ def test_a_race_times_its_configs_in_the_order_their_compiles_finish(cpu, monkey
 
     def bench(self, tuner, args, config, meta, time_it):
         order.append(SCALE_CONFIGS.index(config))
-        if sorted(order) == [0, 2, 3]:
+        if set(order) == {0, 2, 3}:
             released.touch()
         return original(self, tuner, args, config, meta, time_it)
 
@@ -1235,5 +1235,5 @@ def test_a_race_times_its_configs_in_the_order_their_compiles_finish(cpu, monkey
     forget_compiled(tuner)
     racer = race.Racer(lambda line: None, compiler.as_compiled)
     tune_scale_once(tuner, compiler, racer=racer)
-    assert order[:4] == [0, 2, 3, 1], order
+    assert order[:5] == [0, 0, 2, 3, 1], f"the device warmed on the first config compiled, then the race: {order}"
     assert [v["raced"] for v in racer.keys[next(iter(racer.keys))].values()] == [len(SCALE_CONFIGS)]

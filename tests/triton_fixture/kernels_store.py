@@ -4,7 +4,9 @@ Like LibTuner (flag_gems/utils/libentry.py): its key goes through per-argument s
 rounding up to a power of two, so nearby shapes share a decision), its decisions live in a SQLite
 store found through FLAGGEMS_DB_URL when the module is imported (by default a file under $HOME),
 the store hands back configs rebuilt without their pre-hooks, and run() maps those back to the
-tuner's own configs.
+tuner's own configs. Beside the decisions the store keeps every `_bench` answer, per key and config,
+as LibTuner's BenchmarkCache does in FlagGems 5.0 and 5.3 (`cache[config] = tuple(ret)`, inf
+included), and a timing it holds is not timed again.
 """
 
 import json
@@ -54,6 +56,26 @@ class ConfigStore:
         self.db.commit()
 
 
+class BenchStore:
+    """(key, config) -> the tuner's `_bench` answer, kept in SQLite beside the decisions."""
+
+    def __init__(self, db, table: str):
+        self.db, self.table = db, table
+        db.execute(f"CREATE TABLE IF NOT EXISTS {table} (key TEXT, config TEXT, p50 DOUBLE, p20 DOUBLE, "
+                   f"p80 DOUBLE, PRIMARY KEY (key, config))")
+
+    def get(self, key, config):
+        row = self.db.execute(f"SELECT p50, p20, p80 FROM {self.table} WHERE key = ? AND config = ?",
+                              (repr(key), repr(sorted(config.all_kwargs().items())))).fetchone()
+        return list(row) if row is not None else None
+
+    def __setitem__(self, key_config, timing):
+        key, config = key_config
+        self.db.execute(f"INSERT OR REPLACE INTO {self.table} VALUES (?, ?, ?, ?, ?)",
+                        (repr(key), repr(sorted(config.all_kwargs().items())), *timing))
+        self.db.commit()
+
+
 def pow2(value):
     return 2 ** math.ceil(math.log2(value))
 
@@ -63,6 +85,7 @@ class StoreTuner(Autotuner):
         super().__init__(fn, fn.arg_names, configs, key, None, None)
         self.strategy = strategy
         self.cache = ConfigStore(fn.__name__)
+        self.timings = BenchStore(self.cache.db, f"bench_{fn.__name__}")
 
     def get_key(self, args):
         key = tuple(s(args[k]) for s, k in zip(self.strategy, self.keys))
@@ -74,7 +97,15 @@ class StoreTuner(Autotuner):
             key = self.get_key({k: v for k, v in {**self.nargs, **kwargs}.items() if k in self.arg_names})
             if key not in self.cache:
                 pruned = self.prune_configs(kwargs)
-                timings = {config: self._bench(*args, config=config, **kwargs) for config in pruned}
+
+                def bench(config):
+                    ret = self.timings.get(key, config)
+                    if ret is None:
+                        ret = self._bench(*args, config=config, **kwargs)
+                        self.timings[key, config] = tuple(ret)
+                    return list(ret)
+
+                timings = {config: bench(config) for config in pruned}
                 self.cache[key] = min(timings, key=timings.get)
             config = self.cache[key]
             if config.pre_hook is None:

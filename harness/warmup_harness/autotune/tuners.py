@@ -23,7 +23,8 @@ autotune cache (3.4+) would turn a sweep into a lookup the same way a warm FlagG
 On a miss, Triton's and FlagGems' tuners prune their configs (`prune_configs`) right before they
 time them: the hook there hands the pruned configs to the session's precompiler (precompile/),
 which compiles them all at once, and `_bench`, where each config is timed, goes through it too;
-with a racer (race.py) the hook starts the key's race, which answers the `_bench` calls.
+with a racer (race.py) the hook runs the key's race and hands the tuner only the configs it keeps,
+whose `_bench` calls it answers.
 
 The autotuner's names these hooks touch are listed, with the versions checked, in
 triton_private.py. The hooks' state (what they replaced, the precompiler, the clock) is the
@@ -117,9 +118,12 @@ class Hooks:
                 if hooks.precompiler is not None or hooks.racer is not None:
                     hooks._time_through(type(tuner))
                 worth = configs  # all of them, but those a race's history rules out
+                launch_kwargs = args[0] if args else kwargs.get("kwargs", {})
                 if hooks.racer is not None:
                     worth = hooks.racer.start(tuner, state.kernel, key, configs, lambda: state.fingerprint(tuner))
-                hooks.before_timing(tuner, worth, args[0] if args else kwargs.get("kwargs", {}))
+                hooks.before_timing(tuner, worth, launch_kwargs)
+                if hooks.racer is not None:  # the tuner times only the configs its race keeps
+                    return hooks.racer.decide(tuner, configs, hooks._timer(tuner, launch_kwargs))
             return configs
 
         self.replaced = {name: Autotuner.__dict__.get(name, _MISSING) for name in PATCHED}
@@ -137,28 +141,47 @@ class Hooks:
         if owner is None or getattr(owner.__dict__["_bench"], "_warmup_harness", False):
             return
         original = owner.__dict__["_bench"]
-        precompiler, clock, racer = self.precompiler, self.clock, self.racer
+        hooks = self
 
         def _bench(tuner, *args, config, **meta):
-            def timer(config, do_bench=None):  # one timing, with the tuner's do_bench or the race's short one
-                def time_it():
-                    if do_bench is None:
-                        return original(tuner, *args, config=config, **meta)
-                    with do_bench_as(tuner, do_bench):
-                        return original(tuner, *args, config=config, **meta)
-
-                if precompiler is None:
-                    return time_it()
-                if clock is None:
-                    return precompiler.bench(tuner, args, config, meta, time_it)
-                return clock.bench(precompiler, lambda timed: precompiler.bench(tuner, args, config, meta, timed),
-                                   time_it)
-
-            return timer(config) if racer is None else racer.bench(tuner, config, timer)
+            timer = hooks._timing(tuner, original, args, meta)
+            return timer(config) if hooks.racer is None else hooks.racer.bench(tuner, config, timer)
 
         _bench._warmup_harness = True
+        _bench._warmup_harness_original = original
         self.benches.append((owner, original))
         owner._bench = _bench
+
+    def _timing(self, tuner: Any, original: Any, args: tuple, meta: dict) -> Any:
+        """One launch's timer: (config, do_bench or None) -> the tuner's own `_bench` answer for
+        `config` with the tuner's do_bench or the race's short one, through the precompiler."""
+        precompiler, clock = self.precompiler, self.clock
+
+        def timer(config, do_bench=None):
+            def time_it():
+                if do_bench is None:
+                    return original(tuner, *args, config=config, **meta)
+                with do_bench_as(tuner, do_bench):
+                    return original(tuner, *args, config=config, **meta)
+
+            if precompiler is None:
+                return time_it()
+            if clock is None:
+                return precompiler.bench(tuner, args, config, meta, time_it)
+            return clock.bench(precompiler, lambda timed: precompiler.bench(tuner, args, config, meta, timed),
+                               time_it)
+
+        return timer
+
+    def _timer(self, tuner: Any, launch_kwargs: dict) -> Any:
+        """The timer of the launch being tuned, for its race: the launch's positional arguments are
+        `tuner.nargs` (in order, as `run` made it), its keyword ones those pruning was given. None
+        where the tuner's `run` set no `nargs`, or its `_bench` is not the hooks'."""
+        nargs = getattr(tuner, "nargs", None)
+        original = getattr(getattr(type(tuner), "_bench", None), "_warmup_harness_original", None)
+        if not isinstance(nargs, dict) or original is None or "_bench" in tuner.__dict__:
+            return None
+        return self._timing(tuner, original, tuple(nargs.values()), dict(launch_kwargs))
 
     def uninstall(self) -> None:
         """Takes the hooks off; every tuner's store is as the tuner left it."""
