@@ -218,3 +218,36 @@ def test_a_device_the_plan_cannot_name_replays_in_one_process_and_a_key_made_els
     assert sum(session["timed"].values()) > 0, "the keys made on the A100 were not tuned again"
     assert f"was recorded on NVIDIA A100, this process runs on {DEVICE}: its keys are tuned again" \
         in again.stderr, again.stderr
+
+
+def test_two_devices_where_a_sweep_would_not_pay_resume_a_record_that_does_not_answer_in_one_process(tmp_path):
+    """Issue 41: two devices, COMMAND changed (-v added, so its record no longer answers) and a
+    history predicting under 10% saved: one process records, resuming from the folder, and tunes
+    no key the record holds (it ran plain and tuned every key); its re-run replays."""
+    shapes = shape_file(tmp_path, SHAPES)
+    record_dir = tmp_path / "records"
+    env = nothing_set(tmp_path, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(record_dir))
+    first = finished(warmup(tmp_path, env, shapes, "--gpus", "2", "--devices", "0,1"), tmp_path)
+    assert first.returncode == 0 and (record_dir / "mm.costs.json").is_file(), first.output
+    recorded = keys(record_dir / "mm.json")
+    # A start-up that dwarfs the tuning: the history predicts no saving on two devices.
+    meta = json.loads((record_dir / "mm.meta.json").read_text())
+    (record_dir / "mm.meta.json").write_text(json.dumps({**meta, "startup_seconds": 1000.0}))
+
+    def verbose() -> Run:
+        proc = subprocess.Popen([str(SCRIPT), "--gpus", "2", "--devices", "0,1", "--",
+                                 *bench_command(shapes, "-v")], env=env, cwd=tmp_path, text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        return finished(proc, tmp_path)
+
+    again = verbose()
+    assert again.returncode == 0, again.output
+    assert sum(again.session["timed"].values()) == 0, f"a key the record holds was tuned: {again.session['timed']}"
+    [line] = [ln for ln in again.stderr.splitlines() if ln.startswith("[parallel-warmup]")]
+    assert "less than 10% saved" in line and "one process instead" in line, line
+    assert "no complete run" in line and "its keys are resumed from" in line, line
+    assert again.session["worker"] is None, "no child ran"
+    assert again.session["env"]["WARMUP_HARNESS_RESUME_DIR"] == str(record_dir), again.session["env"]
+    assert keys(record_dir / "mm.json") == recorded
+    third = verbose()
+    assert third.returncode == 0 and f"the record in {record_dir} answers" in third.stderr, third.output

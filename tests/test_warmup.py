@@ -760,6 +760,34 @@ def test_a_rerun_with_a_full_record_starts_no_child_and_replays_it_once(work):
     assert swept.returncode == 0 and len(swept.children) == 2, swept.stderr
 
 
+def test_a_changed_test_file_conftest_or_default_shape_file_makes_the_record_no_longer_complete(work):
+    """Issue 41: the signature covers what decides the keys, by content: the test file COMMAND
+    names, the conftests above it and, with no --shape_file, the core_shapes.yaml beside it (what
+    FlagGems' benchmark reads by default). A change to any is no replay; the same bytes again are."""
+    from test_history import driver_probe
+
+    bench = work / "repo" / "benchmark"
+    bench.mkdir(parents=True)
+    files = {work / "repo" / "pytest.ini": "[pytest]\n", work / "repo" / "conftest.py": "# root\n",
+             bench / "conftest.py": "# bench\n", bench / "test_mm_perf.py": "def test_mm(): pass\n",
+             bench / "core_shapes.yaml": "mm: {shapes: [[1, 2, 3]]}\n"}
+    for path, text in files.items():
+        path.write_text(text)
+    records = work / "records"
+    env = {"FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR": str(records), "WARMUP_PROBE_ROOT": str(driver_probe(work)),
+           "PYTHONPATH": str(fake_harness(work))}
+    command = [sys.executable, "-m", "pytest", "-p", "warmup_harness", str(bench / "test_mm_perf.py"), "-m", "mm"]
+    complete_record(work, records, command, **env)
+    assert plan(work, "--gpus", "2", command=command, **env)["decision"] == "replay"
+    (work / "repo" / "notes.txt").write_text("nothing pytest reads")
+    for path, text in files.items():
+        path.write_text(text + "# changed\n")
+        decided = plan(work, "--gpus", "2", command=command, **env)
+        assert decided["decision"] != "replay" and "no complete run" in decided["reason"], (path, decided)
+        path.write_text(text)  # touched back to the same bytes: complete again
+        assert plan(work, "--gpus", "2", command=command, **env)["decision"] == "replay", path
+
+
 def test_one_gpu_runs_one_process_that_records_where_the_harness_is(work):
     records = work / "records"
     env = {"FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR": str(records), "PYTHONPATH": str(fake_harness(work))}

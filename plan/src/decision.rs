@@ -2,9 +2,10 @@
 //! plain, replay the record, record in one process, or sweep. Pure: no file is read here, so
 //! every rule is a unit test. The skip rules are the plugin's, in its order; where the harness is
 //! in COMMAND's Python (and this is no child and no replay run), a record that answers the op
-//! and a run on one device come first, an unset GPU count means every visible device, and a run
-//! with no shape file on 2 or more distinct devices claims keys (by-key mode) without being told
-//! (docs/CONTRACT.md, "warmup-plan").
+//! and a run on one device come first, an unset GPU count means every visible device, a run
+//! with no shape file on 2 or more distinct devices claims keys (by-key mode) without being told,
+//! and a skip with a record folder records in one process, resuming from it, so that no key the
+//! folder holds is tuned again (docs/CONTRACT.md, "warmup-plan").
 
 use std::path::{Path, PathBuf};
 
@@ -165,11 +166,25 @@ fn rules(f: &Facts) -> Rule<Decision> {
         return Err(not_whole(text));
     }
     let harness = f.harness.is_ok() && !f.replay_dir_set;
-    if harness {
-        if let Some(decision) = harness_decision(f) {
-            return Ok(decision);
-        }
+    if !harness {
+        return sweep_rules(f, false);
     }
+    if let Some(decision) = harness_decision(f) {
+        return Ok(decision);
+    }
+    // Where the harness runs, a skip never re-tunes what the record folder holds: one process
+    // records, resuming from it, as on one device.
+    sweep_rules(f, true).or_else(|skip| {
+        let why = skip.reason();
+        let why = why
+            .strip_suffix("skipping")
+            .map_or(why, |w| w.trim_end_matches([';', ',', ' ']));
+        one_process(f, format!("{why}: one process instead")).ok_or(skip)
+    })
+}
+
+/// The plugin's rules: a sweep, or the first skip that applies.
+fn sweep_rules(f: &Facts, harness: bool) -> Rule<Decision> {
     let gpus = gpu_count(&f.gpus, harness)?;
     // No shape file on 2 or more distinct devices, where the harness is: the children claim keys.
     let by_key = f.by_key || (harness && f.shape_file.is_none() && distinct(&f.devices) >= 2);
@@ -328,24 +343,26 @@ fn harness_decision(f: &Facts) -> Option<Decision> {
         });
     }
     let one = one_device(f)?;
-    let dir = match &f.record_folder {
-        RecordFolder::Named(dir) | RecordFolder::Cache(dir) => dir,
-        RecordFolder::CacheUnavailable(why) => {
-            return Some(plain(format!(
-                "no record folder is named and the record cache cannot be used ({why}): COMMAND runs unchanged, recording nothing (set {} to keep a record)",
-                protocol::env::RECORD_DIR
-            )))
-        }
-        // A warmup child, decided plain before any rule of the harness.
-        RecordFolder::NotUsed => return None,
-    };
+    if let RecordFolder::CacheUnavailable(why) = &f.record_folder {
+        return Some(plain(format!(
+            "no record folder is named and the record cache cannot be used ({why}): COMMAND runs unchanged, recording nothing (set {} to keep a record)",
+            protocol::env::RECORD_DIR
+        )));
+    }
+    one_process(f, format!("{one}: one device, one process"))
+}
+
+/// COMMAND once, the harness recording into the record folder and resuming from the keys it
+/// holds; `lead` says why. `None` where there is no record folder.
+fn one_process(f: &Facts, lead: String) -> Option<Decision> {
+    let dir = f.record_folder.dir()?;
     if let Record::Damaged(why) = &f.record {
         // The harness adds only to a record file (and refuses the run): it records nothing here.
         return Some(Decision::Record {
             reason: format!(
-                "{one}: one device, one process: {why}, and the harness adds only to a record \
-                 file, so COMMAND runs once with the harness recording nothing (move that file \
-                 away, the record is a cache, to record into {})",
+                "{lead}: {why}, and the harness adds only to a record file, so COMMAND runs once \
+                 with the harness recording nothing (move that file away, the record is a cache, \
+                 to record into {})",
                 dir.display()
             ),
             dir: None,
@@ -353,11 +370,11 @@ fn harness_decision(f: &Facts) -> Option<Decision> {
     }
     Some(Decision::Record {
         reason: format!(
-            "{one}: one device, one process: COMMAND runs once with the harness recording (compile-ahead on) into {}, for the next run{}",
+            "{lead}: COMMAND runs once with the harness recording (compile-ahead on) into {}, for the next run{}",
             dir.display(),
             not_replayed(f)
         ),
-        dir: Some(dir.clone()),
+        dir: Some(dir.to_owned()),
     })
 }
 
@@ -637,6 +654,85 @@ mod tests {
             "sweep",
             "a sweep publishes a whole record over it"
         );
+    }
+
+    /// What makes a run meet a skip rule.
+    type Skip = fn(&mut Facts);
+
+    #[test]
+    fn where_the_harness_runs_a_skip_with_a_record_folder_records_in_one_process_resuming() {
+        // Two devices, a record the signature no longer answers (`-v` added), a history that
+        // predicts under 10% saved: one process resumes from the folder rather than tune all.
+        let mut f = with_harness(sweeping());
+        f.record_folder = RecordFolder::Named("/r".into());
+        f.record = Record::Misses("/r/mm.meta.json names no complete run".into());
+        f.prediction = Prediction::Figures {
+            warmup: 30.0,
+            plain: 31.0,
+            worth: false,
+        };
+        let d = decide(&f);
+        assert_eq!(d.name(), "record", "{d:?}");
+        assert_eq!(
+            d.reason(),
+            "the history in /r predicts 30.00 s with the warmup against 31.00 s plain, less than \
+             10% saved (--always sweeps anyway): one process instead: COMMAND runs once with the \
+             harness recording (compile-ahead on) into /r, for the next run; the record in /r is \
+             not replayed (/r/mm.meta.json names no complete run): its keys are resumed from, \
+             the rest tuned"
+        );
+        // Every other skip of rule 3 the harness can meet, each into the same folder.
+        let skips: [(&str, Skip); 5] = [
+            ("no --shape_file", |f| {
+                f.shape_file = None;
+                f.devices = Err("no devices found".into());
+            }),
+            ("--shape_file gone.yaml is missing", |f| {
+                f.shape_file = Some(("gone.yaml".into(), false))
+            }),
+            ("cannot list the devices (none)", |f| {
+                f.devices = Err("none".into())
+            }),
+            ("only 0 visible GPU(s)", |f| f.devices = Ok(vec![])),
+            ("one device (0, listed 2 times)", |f| {
+                f.by_key = true;
+                f.gpus = Gpus::Count(2);
+                f.devices = Ok(vec!["0".into(), "0".into()]);
+            }),
+        ];
+        for (says, skip) in skips {
+            let mut g = with_harness(sweeping());
+            g.record_folder = RecordFolder::Cache("/c".into());
+            skip(&mut g);
+            let d = decide(&g);
+            assert!(
+                matches!(&d, Decision::Record { dir: Some(dir), .. } if dir == Path::new("/c")),
+                "{says}: {d:?}"
+            );
+            assert!(
+                d.reason().contains(says) && !d.reason().contains("skipping"),
+                "{d:?}"
+            );
+            // Without the harness, or with no record folder to resume from, the skip stands.
+            let mut bare = g.clone();
+            bare.harness = sweeping().harness;
+            assert!(reason(&bare).contains(says), "{says}");
+            g.record_folder = RecordFolder::CacheUnavailable("no HOME".into());
+            let said = reason(&g);
+            assert!(
+                said.contains("skipping") || said.contains("recording nothing"),
+                "{said}"
+            );
+        }
+        // A record file that is no record: one process that records nothing, as on one device.
+        f.record = Record::Damaged("/r/mm.json: empty file: it is no record".into());
+        assert!(matches!(decide(&f), Decision::Record { dir: None, .. }));
+        // A replay folder pins the configs, and a count that is no number is the plugin's skip.
+        let mut g = f.clone();
+        g.replay_dir_set = true;
+        assert!(reason(&g).contains("already pinned"));
+        f.gpus = Gpus::Invalid("x".into());
+        assert!(reason(&f).contains("not a whole number"));
     }
 
     #[test]

@@ -57,7 +57,7 @@ pub struct Discovery {
     pub platform: Platform,
     /// The shape file COMMAND names, as given.
     pub shape_file: Option<PathBuf>,
-    /// This run's signature (`protocol::history::signature`): a sidecar whose `complete_for`
+    /// This run's signature (`protocol::signature`): a sidecar whose `complete_for`
     /// holds it vouches that its record holds every key this run needs.
     pub signature: String,
 }
@@ -128,10 +128,16 @@ pub fn discover(args: &Warmup, world: &World) -> Result<Discovery> {
     let derived = protocol::op::derive(world.var(names::CURRENT_OP), &args.command);
     let op = derived.name.clone();
     let record_folder = crate::cache::resolve(named, worker, world, &platform);
-    let shape_bytes = shape_file
-        .as_deref()
-        .and_then(|f| toolkit::file::read(&world.cwd.join(f)).ok());
-    let signature = protocol::history::signature(&op, &args.command, shape_bytes.as_deref());
+    let versions = packages
+        .as_ref()
+        .map(|p| (p.triton.as_deref(), p.flag_gems.as_deref()));
+    let (triton, flag_gems) = versions.unwrap_or_default();
+    let signature = protocol::signature::signature(
+        &op,
+        &args.command,
+        &world.cwd,
+        &[("triton", triton), ("flag_gems", flag_gems)],
+    );
     let (record, prediction) = match record_folder.dir() {
         Some(dir) => (
             answers(dir, &op, &platform, &signature),
@@ -254,8 +260,9 @@ fn answers(dir: &Path, op: &str, platform: &Platform, signature: &str) -> Record
     if meta.complete_for.as_deref() != Some(signature) {
         let field = protocol::history::COMPLETE_FOR;
         return Record::Misses(format!(
-            "{} names no complete run of this COMMAND and shape file ({}, this run's is \
-             {signature}): the record may lack keys this run needs",
+            "{} names no complete run of this COMMAND, its shape file, test files and \
+             package versions ({}, this run's is {signature}): the record may lack keys this \
+             run needs",
             meta.path.display(),
             match &meta.complete_for {
                 Some(s) => format!("its {field} is {s}"),

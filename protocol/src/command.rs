@@ -106,6 +106,62 @@ pub fn test_file_of(command: &[OsString]) -> Option<PathBuf> {
     })
 }
 
+/// The test paths a pytest COMMAND names, as given (a `::node` part dropped): each word that is
+/// no option nor the value of one of pytest's options that take the next word, and names a
+/// `.py` file or an existing folder (`cwd` is where COMMAND runs: a word that is neither is some
+/// plugin option's value). None when COMMAND does not run pytest; empty when it names none
+/// (pytest collects from the folder it runs in).
+pub fn test_paths_of(command: &[OsString], cwd: &Path) -> Option<Vec<PathBuf>> {
+    let at = pytest_args_start(command)?;
+    let mut args = command[at..].iter().map(|a| a.as_bytes());
+    let mut paths = Vec::new();
+    while let Some(arg) = args.next() {
+        if VALUED.contains(&arg) {
+            args.next();
+            continue;
+        }
+        if arg.starts_with(b"-") {
+            continue;
+        }
+        let path = match arg.windows(2).position(|w| w == b"::") {
+            Some(end) => &arg[..end],
+            None => arg,
+        };
+        let path = PathBuf::from(OsStr::from_bytes(path));
+        if path.as_os_str().as_bytes().ends_with(b".py") || cwd.join(&path).is_dir() {
+            paths.push(path);
+        }
+    }
+    Some(paths)
+}
+
+/// pytest's options that take the next word as their value (and the harness's shape file).
+const VALUED: &[&[u8]] = &[
+    b"-k",
+    b"-m",
+    b"-p",
+    b"-o",
+    b"-c",
+    b"-W",
+    b"-r",
+    b"--rootdir",
+    b"--confcutdir",
+    b"--basetemp",
+    b"--ignore",
+    b"--ignore-glob",
+    b"--deselect",
+    b"--junitxml",
+    b"--junit-xml",
+    b"--log-file",
+    b"--override-ini",
+    b"--tb",
+    b"--durations",
+    b"--maxfail",
+    b"--import-mode",
+    b"--capture",
+    b"--shape_file",
+];
+
 /// How a pytest COMMAND treats the harness's plugin, from its words and `PYTEST_ADDOPTS`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PluginUse {

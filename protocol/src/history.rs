@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 pub const SIDECAR_FORMAT: &str = "warmup-harness-meta";
 pub const SIDECAR_VERSION: u64 = 2;
 pub const SIDECAR_READS: [u64; 2] = [1, 2];
-/// The sidecar's field naming the signature ([`signature`]) of the last run that finished with
+/// The sidecar's field naming the signature ([`crate::signature`]) of the last run that finished with
 /// nothing missing from the record: the evidence a replay decision needs that the record holds
 /// every key that run needs (docs/CONTRACT.md, "The record/replay harness").
 pub const COMPLETE_FOR: &str = "complete_for";
@@ -179,35 +179,6 @@ impl Meta {
             )),
         }
     }
-}
-
-/// What identifies the set of keys a run needs, as far as it can be told without running it: the
-/// op, COMMAND's words and the bytes of the shape file it names (`None`: it names none, or one
-/// that cannot be read). FNV-1a, 128 bits, as 32 hex digits: an identity, not a secret.
-pub fn signature(op: &str, command: &[std::ffi::OsString], shape_file: Option<&[u8]>) -> String {
-    const PRIME: u128 = 0x0000_0000_0100_0000_0000_0000_0000_013B;
-    let mut hash: u128 = 0x6c62_272e_07bb_0142_62b8_2175_6295_c58d;
-    // Each part ends with a NUL, which no word of an argv holds: the parts cannot run together.
-    let mut eat = |bytes: &[u8]| {
-        for b in bytes.iter().chain(std::iter::once(&0u8)) {
-            hash ^= u128::from(*b);
-            hash = hash.wrapping_mul(PRIME);
-        }
-    };
-    eat(b"warmup-signature 1");
-    eat(op.as_bytes());
-    eat(command.len().to_string().as_bytes());
-    for word in command {
-        eat(word.as_encoded_bytes());
-    }
-    match shape_file {
-        Some(bytes) => {
-            eat(b"shape file");
-            eat(bytes);
-        }
-        None => eat(b"no shape file"),
-    }
-    format!("{hash:032x}")
 }
 
 /// A number of seconds: finite and at least 0; anything else (`null`, text, a list) is none.

@@ -20,6 +20,7 @@
 //!   pytest, its Python), read from its words; [`python`]: what that Python would import (Triton's
 //!   version, the harness), read from its package metadata; [`choice`]: the shards a run of some
 //!   shards asks for (`--only`, `--index-from-env`);
+//! - [`signature`]: what decides the keys a run needs, which a record's `complete_for` names;
 //! - [`records`]: the `{kernel: {key: config}}` shape check and counts that warmup-merge and
 //!   warmup-publish both report;
 //! - [`summary`]: the run-summary lines scripts read, and [`replay`]: warmup-publish's JSON;
@@ -43,5 +44,6 @@ pub mod python;
 pub mod records;
 pub mod replay;
 pub mod shard_plan;
+pub mod signature;
 pub mod status;
 pub mod summary;

@@ -1,6 +1,6 @@
 //! What a Python interpreter would import, read from its installed packages' metadata without
 //! starting it (an interpreter costs half a second, and a hung one holds the run): the folders on
-//! its path, the Triton version (`triton-*.dist-info/METADATA`) and whether the harness
+//! its path, the Triton and FlagGems versions (`triton-*.dist-info/METADATA`) and whether the harness
 //! (`warmup_harness`) is installed there. The one Triton probe of the house: warmup-plan decides
 //! with it, and `--python` of warmup-shard and warmup-costs (`crate::probe`) reads it.
 //!
@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 
 /// The distribution names as their metadata folders spell them (lowercase, `_` for `-`).
 const TRITON: &str = "triton";
+const FLAG_GEMS: &str = "flag_gems";
 const HARNESS: &str = "warmup_harness";
 
 /// The environment a lookup reads: the variables and the home folder it would see.
@@ -64,6 +65,8 @@ pub struct Packages {
     /// The folders searched, in Python's order.
     pub path: Vec<PathBuf>,
     pub triton: Option<String>,
+    /// FlagGems' version, whose benchmark's keys depend on it (the run's signature covers it).
+    pub flag_gems: Option<String>,
     pub harness: Harness,
 }
 
@@ -72,6 +75,7 @@ pub fn packages(python: &Path, lookup: &Lookup) -> Packages {
     let found = find_program(python, lookup.path.as_deref());
     let path = search_path(&found, lookup);
     let triton = path.iter().find_map(|dir| version_in(dir, TRITON));
+    let flag_gems = path.iter().find_map(|dir| version_in(dir, FLAG_GEMS));
     let harness = path
         .iter()
         .find_map(|dir| harness_in(dir))
@@ -80,6 +84,7 @@ pub fn packages(python: &Path, lookup: &Lookup) -> Packages {
         python: found,
         path,
         triton,
+        flag_gems,
         harness,
     }
 }
