@@ -153,7 +153,11 @@ fn remove_entries(root: &std::path::Path, args: &RemoveArgs) -> Result<Status> {
                 platform.python.unwrap_or_default().display()
             );
         };
-        let mine = cache_dir::slug(Some(triton), here.device.as_deref());
+        let mine = cache_dir::slug(
+            Some(triton),
+            here.device.as_deref(),
+            &protocol::probe::root(),
+        );
         eprintln!(
             "{TOOL}: this machine: Triton {triton}, device {} (folder {mine})",
             here.device.as_deref().unwrap_or("unknown")

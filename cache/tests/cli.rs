@@ -19,7 +19,7 @@ fn root(home: &Path) -> PathBuf {
 
 /// A record of `keys` keys of one kernel for op `op`, made with `triton` on `device`.
 fn record(home: &Path, triton: &str, device: &str, op: &str, keys: usize) -> PathBuf {
-    let dir = root(home).join(slug(Some(triton), Some(device)));
+    let dir = root(home).join(slug(Some(triton), Some(device), Path::new("/")));
     std::fs::create_dir_all(&dir).expect("mkdir");
     let bucket: serde_json::Map<String, serde_json::Value> = (0..keys)
         .map(|i| {
