@@ -256,6 +256,45 @@ def test_the_plan_and_the_harness_name_a_device_alike_on_every_vendor(tmp_path, 
     assert named.stdout.strip() == name
 
 
+# A benchmark process where torch (and FlagGems) are imported: vendors' device modules, each
+# `name: device`; FlagGems' runtime naming the module it runs on.
+RUNTIME = """
+import sys, types
+def module(device):
+    return types.SimpleNamespace(is_available=lambda: device is not None, current_device=lambda: 0,
+                                 get_device_name=lambda i: device)
+sys.modules["torch"] = types.SimpleNamespace(**{{k: module(v) for k, v in {modules!r}.items()}})
+if {vendor!r}:
+    sys.modules["flag_gems.runtime"] = types.SimpleNamespace(device=types.SimpleNamespace(name={vendor!r}))
+from warmup_harness.autotune.device import device_name
+print(device_name())
+"""
+
+
+@pytest.mark.parametrize("tree, modules, vendor, plan, harness", [
+    ("pci", {"npu": "Ascend910B"}, "", "PCI 1da3:1020", "PCI 1da3:1020"),
+    ("empty", {"cuda": None, "npu": "Ascend910B"}, "", "", "Ascend910B"),
+    ("empty", {"cuda": "NVIDIA H100", "mlu": "MLU370-X8"}, "mlu", "", "MLU370-X8"),
+    ("empty", {"cuda": None, "musa": "MTT S4000", "xpu": "Intel Max 1550"}, "", "", "MTT S4000"),
+], ids=["files-first", "npu", "flaggems-vendor", "musa"])
+def test_the_harness_names_by_the_runtime_only_where_the_plans_files_name_nothing(
+        tmp_path, tree, modules, vendor, plan, harness):
+    """One rule: the files first, on both sides; where they name nothing the plan's device is
+    unknown (its record cache folder is this machine's) and the harness asks the accelerator's
+    runtime already imported: the module FlagGems runs on, else the first vendor's with a device."""
+    root = ROOT / "tests" / "data" / "sysfs" / tree if tree != "empty" else tmp_path / "empty"
+    root.mkdir(exist_ok=True)
+    planned = run_tool("plan", "--format", "json", "--gpus", "2", "--devices", "0,1", "--", "true",
+                       env={"WARMUP_PROBE_ROOT": str(root), "FLAGGEMS_VENDOR": "nvidia"}, cwd=tmp_path)
+    assert planned.returncode == 0, planned.stderr
+    assert json.loads(planned.stdout)["device"] == plan
+    code = RUNTIME.format(modules=modules, vendor=vendor)
+    named = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=tmp_path,
+                           env=clean_env(PYTHONPATH=str(ROOT / "harness"), WARMUP_PROBE_ROOT=str(root)))
+    assert named.returncode == 0, named.stderr
+    assert named.stdout.strip() == harness
+
+
 @pytest.mark.parametrize("fields, tools_say", [
     ({"version": 1.0}, "sidecar version 1.0"), ({"version": True}, "sidecar version true"),
     ({"device": H200 + " "}, 'made on device "NVIDIA H200 "'),

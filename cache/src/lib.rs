@@ -241,7 +241,7 @@ fn this_machine(root: &Path, args: &protocol::probe::PlatformArgs) -> Result<Min
             "--unused: cannot tell this machine's device model (no NVIDIA driver, AMD or PCI GPU files name one), so every folder would look like another GPU's: pass --device-model NAME (as `warmup-cache list` shows it); nothing removed"
         );
     };
-    let name = cache_dir::slug(Some(triton), Some(device));
+    let name = cache_dir::slug(Some(triton), Some(device), &protocol::probe::root());
     eprintln!("{TOOL}: this machine: Triton {triton}, device {device} (folder {name})");
     let real = std::fs::canonicalize(root.join(&name)).ok();
     Ok(Mine { name, real })

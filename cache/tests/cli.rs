@@ -21,7 +21,7 @@ fn root(home: &Path) -> PathBuf {
 
 /// A record of `keys` keys of one kernel for op `op`, made with `triton` on `device`.
 fn record(home: &Path, triton: &str, device: &str, op: &str, keys: usize) -> PathBuf {
-    let dir = root(home).join(slug(Some(triton), Some(device)));
+    let dir = root(home).join(slug(Some(triton), Some(device), Path::new("/")));
     record_in(&dir, triton, device, op.as_ref(), keys);
     dir
 }
@@ -294,7 +294,7 @@ fn a_platform_folder_that_links_to_a_team_folder_is_listed_and_removed_inside_it
     std::fs::write(&victim, "keep me").expect("victim");
     std::os::unix::fs::symlink(&victim, team.join(".mm.used")).expect("file link");
     std::fs::create_dir_all(root(home.path())).expect("mkdir");
-    let link = root(home.path()).join(slug(Some("3.6.0"), Some("NVIDIA H200")));
+    let link = root(home.path()).join(slug(Some("3.6.0"), Some("NVIDIA H200"), Path::new("/")));
     std::os::unix::fs::symlink(&team, &link).expect("folder link");
     // A link to a file is no folder, as runs find it.
     std::os::unix::fs::symlink(&victim, root(home.path()).join("not-a-folder")).expect("link");
@@ -396,7 +396,7 @@ fn a_dry_run_keeps_a_live_sessions_record_and_exits_as_the_removal_would() {
 #[test]
 fn an_op_of_any_bytes_is_listed_on_one_line_and_removed_by_its_name() {
     let home = tempfile::tempdir().expect("tempdir");
-    let dir = root(home.path()).join(slug(Some("3.6.0"), Some("NVIDIA H200")));
+    let dir = root(home.path()).join(slug(Some("3.6.0"), Some("NVIDIA H200"), Path::new("/")));
     let odd = OsStr::from_bytes(b"mm\xff");
     record_in(&dir, "3.6.0", "NVIDIA H200", odd, 2);
     record_in(&dir, "3.6.0", "NVIDIA\nH200", "two\nlines".as_ref(), 1);

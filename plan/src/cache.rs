@@ -33,6 +33,7 @@ pub fn resolve(
             &root,
             platform.triton.as_deref(),
             platform.device.as_deref(),
+            &world.env.root("/"),
         )
     });
     match found {
@@ -127,6 +128,44 @@ mod tests {
             matches!(none, RecordFolder::CacheUnavailable(_)),
             "{none:?}"
         );
+    }
+
+    #[test]
+    fn a_device_no_file_names_gets_a_cache_folder_per_machine() {
+        let (home, a, b) = (
+            tempfile::tempdir(),
+            tempfile::tempdir(),
+            tempfile::tempdir(),
+        );
+        let (home, a, b) = (home.expect("home"), a.expect("a"), b.expect("b"));
+        for (machine, id) in [(&a, "a1"), (&b, "b2")] {
+            std::fs::create_dir_all(machine.path().join("etc")).expect("mkdir");
+            std::fs::write(machine.path().join("etc/machine-id"), id).expect("write");
+        }
+        let on = |machine: &tempfile::TempDir, platform: &Platform| {
+            let vars = [("HOME", home.path().to_str().expect("utf-8"))];
+            let w = World {
+                env: Environment::fake(&vars, machine.path()),
+                ..world(&[])
+            };
+            resolve(None, false, &w, platform)
+        };
+        let unknown = Platform {
+            triton: Some("3.6.0".into()),
+            device: None,
+        };
+        assert_ne!(
+            on(&a, &unknown),
+            on(&b, &unknown),
+            "two machines share HOME"
+        );
+        assert_eq!(on(&a, &unknown), on(&a, &unknown));
+        assert_eq!(
+            on(&a, &h200()),
+            on(&b, &h200()),
+            "a named model is one folder"
+        );
+        assert_ne!(on(&a, &unknown), on(&a, &h200()));
     }
 
     /// A sweep on two listed devices of a shape file in `work`, with no record folder named

@@ -122,13 +122,25 @@ fn path(p: &Path) -> OsString {
     p.as_os_str().to_os_string()
 }
 
+/// Where the run uses the record cache and no file names its device: that the folder is this
+/// machine's alone (docs/CONTRACT.md, "Device names").
+fn unnamed(found: &Discovery) -> String {
+    match (&found.facts.record_folder, &found.platform.device) {
+        (RecordFolder::Cache(dir), None) => format!(
+            " (no driver file names this device: the record cache's folder {} is this machine's own)",
+            dir.file_name().unwrap_or_default().to_string_lossy()
+        ),
+        _ => String::new(),
+    }
+}
+
 /// scripts/warmup's assignments for `decision`.
 pub fn warmup(args: &Warmup, found: &Discovery, decision: &Decision) -> Output {
     let mut out = Output::default();
     // Where COMMAND runs with the harness's variables, the reason says which op and why.
     let reason = match decision {
         Decision::Plain { reason } => reason.clone(),
-        _ => format!("{}: {}", found.op_said, decision.reason()),
+        _ => format!("{}: {}{}", found.op_said, decision.reason(), unnamed(found)),
     };
     out.set("decision", decision.name())
         .set("reason", reason)

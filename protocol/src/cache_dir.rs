@@ -5,7 +5,8 @@
 //!
 //! The cache is `$XDG_CACHE_HOME/parallel-warmup/records` (an absolute `XDG_CACHE_HOME`, as the
 //! XDG base directory spec asks), else `$HOME/.cache/parallel-warmup/records`. Inside it, one
-//! folder per (Triton version, device model), named by [`slug`], each laid out as any record
+//! folder per (Triton version, device model; this machine where the device has no name), named
+//! by [`slug`], each laid out as any record
 //! folder: records made with another Triton or on another GPU sit side by side and none replaces
 //! another, while a named folder (`FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR`) keeps the one-level layout
 //! it always had. Runs at once share a folder safely because every writer already takes the
@@ -46,18 +47,30 @@ pub fn current_root() -> Result<PathBuf, String> {
 
 /// The folder name of a (Triton version, device model) pair: `<triton>_<device>_<hash>`, each
 /// name cut to what a file name safely holds (ASCII letters, digits, `.` and `-`; every other
-/// run of characters one `-`; at most 40 characters; `unknown` for a blank or missing one),
-/// then 12 hex digits of FNV-1a 64 over `triton` NUL `device` as given (an unknown one as the
+/// run of characters one `-`; at most 40 characters; `unknown` for a blank or missing Triton),
+/// then 12 hex digits of FNV-1a 64 over `triton` NUL `device` as given (an unknown Triton as the
 /// empty string), so two names that read alike once cut never share a folder.
-/// `3.6.0_NVIDIA-H200_5b1e...`.
-pub fn slug(triton: Option<&str>, device: Option<&str>) -> String {
-    let (t, d) = (triton.unwrap_or(""), device.unwrap_or(""));
+/// `3.6.0_NVIDIA-H200_5b1e...`. A device no rule names (`None` or blank) is this machine's
+/// (`probe::machine` under `probe_root`): `<triton>_unknown-<machine>_<hash>`, its hash over
+/// `triton` NUL 0xFF `machine`, which no device name (UTF-8) holds, so it is never a named
+/// device's folder nor another machine's.
+pub fn slug(triton: Option<&str>, device: Option<&str>, probe_root: &Path) -> String {
+    let t = triton.unwrap_or("");
+    let (shown, hashed) = match device.map(str::trim).filter(|d| !d.is_empty()) {
+        Some(d) => (safe(d), device.unwrap_or_default().as_bytes().to_vec()),
+        None => {
+            let machine = crate::probe::machine(probe_root);
+            let mut bytes = vec![0xff];
+            bytes.extend(machine.bytes());
+            (format!("unknown-{machine}"), bytes)
+        }
+    };
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in t.bytes().chain([0]).chain(d.bytes()) {
+    for byte in t.bytes().chain([0]).chain(hashed) {
         hash ^= u64::from(byte);
         hash = hash.wrapping_mul(0x0100_0000_01b3);
     }
-    format!("{}_{}_{:012x}", safe(t), safe(d), hash >> 16)
+    format!("{}_{}_{:012x}", safe(t), shown, hash >> 16)
 }
 
 fn safe(name: &str) -> String {
@@ -78,12 +91,17 @@ fn safe(name: &str) -> String {
     }
 }
 
-/// The cache folder for this Triton and device under `root`, if it can be used, making
-/// nothing: it is a folder, or can be made as one (its nearest existing part is a folder,
+/// The cache folder for this Triton and device under `root` (the device's [`slug`], this
+/// machine's under `probe_root` where it has no name), if it can be used, making nothing: it is a folder, or can be made as one (its nearest existing part is a folder,
 /// `toolkit::file::check_folder`), and that folder is one this user can write in and enter.
 /// `Err` says why it cannot be used. [`make`] makes it, once a run is decided that uses it.
-pub fn locate(root: &Path, triton: Option<&str>, device: Option<&str>) -> Result<PathBuf, String> {
-    let dir = root.join(slug(triton, device));
+pub fn locate(
+    root: &Path,
+    triton: Option<&str>,
+    device: Option<&str>,
+    probe_root: &Path,
+) -> Result<PathBuf, String> {
+    let dir = root.join(slug(triton, device, probe_root));
     toolkit::file::check_folder(&dir)?;
     let Some(nearest) = dir.ancestors().find(|at| at.is_dir()) else {
         return Err(format!("no part of {} exists", dir.display()));
@@ -139,6 +157,11 @@ mod tests {
         assert!(root(env(&[])).is_err());
     }
 
+    /// A slug of a named device (the probe root is not read).
+    fn slug(triton: Option<&str>, device: Option<&str>) -> String {
+        super::slug(triton, device, Path::new("/nonexistent"))
+    }
+
     #[test]
     fn slugs_are_safe_file_names_and_differ_where_the_names_do() {
         let h200 = slug(Some("3.6.0"), Some("NVIDIA H200"));
@@ -165,11 +188,43 @@ mod tests {
         assert!(long.len() < 80, "{long}");
     }
 
+    /// A probe root holding only `etc/machine-id`.
+    fn machine(id: &str) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir_all(dir.path().join("etc")).expect("mkdir");
+        std::fs::write(dir.path().join("etc/machine-id"), format!("{id}\n")).expect("write");
+        dir
+    }
+
+    #[test]
+    fn a_device_with_no_name_gets_a_folder_of_this_machine_never_shared_with_another_or_a_named_one(
+    ) {
+        let (a, b) = (machine("a1"), machine("b2"));
+        let here = super::slug(Some("3.6.0"), None, a.path());
+        assert!(here.starts_with("3.6.0_unknown-"), "{here}");
+        assert_eq!(
+            here,
+            super::slug(Some("3.6.0"), Some(" "), a.path()),
+            "blank"
+        );
+        assert_eq!(here, super::slug(Some("3.6.0"), None, a.path()), "stable");
+        assert_ne!(
+            here,
+            super::slug(Some("3.6.0"), None, b.path()),
+            "two machines"
+        );
+        // Not even a device named as the folder reads is given this machine's folder.
+        let shown = here.split('_').nth(1).expect("device part");
+        assert_ne!(here, slug(Some("3.6.0"), Some(shown)));
+        assert_ne!(here, slug(Some("3.6.0"), Some("unknown")));
+    }
+
     #[test]
     fn locating_a_folder_makes_nothing_and_one_that_cannot_be_made_is_said() {
         let dir = tempfile::tempdir().expect("tempdir");
         let file = dir.path().join("file");
         std::fs::write(&file, "").expect("write");
+        let locate = |root: &Path, t, d| locate(root, t, d, Path::new("/nonexistent"));
         let err = locate(&file, Some("3.6.0"), None).expect_err("under a file");
         assert!(err.contains("is not a folder but a file"), "{err}");
         let root = dir.path().join("c");

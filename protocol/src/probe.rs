@@ -13,7 +13,8 @@
 //!   names its device by the same rules (`warmup_harness.autotune.device`), so that a record it
 //!   made is one this side can tell is this device's. [`PROBE_ROOT`] prefixes the paths (unset or
 //!   empty: `/`), as for warmup-spawn's backend probe, so that tests can build a fake `/proc` and
-//!   `/sys`.
+//!   `/sys`. Where no rule names the device, [`machine`] names this machine, so that the record
+//!   cache gives it a folder of its own (`crate::cache_dir::slug`).
 
 use crate::env::PROBE_ROOT;
 use std::path::{Path, PathBuf};
@@ -62,13 +63,17 @@ impl PlatformArgs {
                 .as_deref()
                 .and_then(crate::python::triton_version)
         });
-        let root = std::env::var_os(PROBE_ROOT)
-            .filter(|r| !r.is_empty())
-            .map_or_else(|| PathBuf::from("/"), PathBuf::from);
         let device =
-            clean(self.device_model.clone()).or_else(|| device_name(&root, &self.tokens()));
+            clean(self.device_model.clone()).or_else(|| device_name(&root(), &self.tokens()));
         Platform { triton, device }
     }
+}
+
+/// Where devices are probed: [`PROBE_ROOT`] when set and not empty, else `/`.
+pub fn root() -> PathBuf {
+    std::env::var_os(PROBE_ROOT)
+        .filter(|r| !r.is_empty())
+        .map_or_else(|| PathBuf::from("/"), PathBuf::from)
 }
 
 pub fn clean(value: Option<String>) -> Option<String> {
@@ -154,7 +159,10 @@ fn amd_name(root: &Path) -> Option<String> {
     one(gpus)
 }
 
-fn pci_name(root: &Path) -> Option<String> {
+/// Every PCI GPU or accelerator under `root`: `(class, "PCI <vendor>:<device>")`, the class
+/// `0x03xxxx` (display) or `0x12xxxx` (processing accelerator), lowercase hex without `0x`;
+/// the name `None` where its ids cannot be read.
+fn pci_gpus(root: &Path) -> Vec<(String, Option<String>)> {
     let hex = |text: String| {
         let digits = text
             .strip_prefix("0x")
@@ -162,7 +170,7 @@ fn pci_name(root: &Path) -> Option<String> {
             .to_ascii_lowercase();
         (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_hexdigit())).then_some(digits)
     };
-    let mut found: Vec<(String, Option<String>)> = Vec::new(); // (class, name)
+    let mut found = Vec::new();
     for (_, dev) in entries(&root.join("sys/bus/pci/devices")) {
         let Some(class) = sysfs(&dev.join("class")).and_then(hex) else {
             continue;
@@ -175,10 +183,44 @@ fn pci_name(root: &Path) -> Option<String> {
             .zip(sysfs(&dev.join("device")).and_then(hex));
         found.push((class, ids.map(|(v, d)| format!("PCI {v}:{d}"))));
     }
+    found
+}
+
+fn pci_name(root: &Path) -> Option<String> {
+    let mut found = pci_gpus(root);
     if found.iter().any(|(class, _)| !class.starts_with("0300")) {
         found.retain(|(class, _)| !class.starts_with("0300"));
     }
     one(found.into_iter().map(|(_, name)| name).collect())
+}
+
+/// This machine, for a device no rule of [`device_name`] names (the record cache gives it a
+/// folder of its own: `crate::cache_dir`): 12 hex digits of FNV-1a 64 over the machine id
+/// (`etc/machine-id`, else `var/lib/dbus/machine-id`), else the host name
+/// (`proc/sys/kernel/hostname`, else `etc/hostname`), and the sorted ids of every PCI GPU and
+/// accelerator. Stable while the machine keeps its id and its cards; a container without a
+/// machine id is its host name's (Docker: the container's, new at each start unless given).
+pub fn machine(root: &Path) -> String {
+    let id = [
+        "etc/machine-id",
+        "var/lib/dbus/machine-id",
+        "proc/sys/kernel/hostname",
+        "etc/hostname",
+    ]
+    .iter()
+    .find_map(|file| sysfs(&root.join(file)))
+    .unwrap_or_default();
+    let mut cards: Vec<String> = pci_gpus(root).into_iter().filter_map(|(_, n)| n).collect();
+    cards.sort();
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in id
+        .bytes()
+        .chain(cards.iter().flat_map(|c| [0].into_iter().chain(c.bytes())))
+    {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{:012x}", hash >> 16)
 }
 
 /// The model of the listed devices from the driver's per-GPU `information` files in `gpus`.
@@ -303,6 +345,47 @@ mod tests {
         pci("0000:17:00.0", "0x030200", "0x10de", "0x2335");
         pci("0000:18:00.0", "0x030200", "0x10de", "0x2330");
         assert_eq!(device_name(dir.path(), &[]), None, "two models");
+    }
+
+    #[test]
+    fn a_machine_is_its_id_else_its_host_name_and_its_cards() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let write = |file: &str, text: &str| {
+            let at = dir.path().join(file);
+            std::fs::create_dir_all(at.parent().expect("parent")).expect("mkdir");
+            std::fs::write(at, text).expect("write");
+        };
+        write("proc/sys/kernel/hostname", "node-1\n");
+        let by_host = machine(dir.path());
+        assert_eq!(by_host.len(), 12, "{by_host}");
+        write("proc/sys/kernel/hostname", "node-2\n");
+        assert_ne!(machine(dir.path()), by_host, "another host");
+        write("etc/machine-id", "0123abcd\n");
+        let by_id = machine(dir.path());
+        write("proc/sys/kernel/hostname", "node-3\n");
+        assert_eq!(
+            machine(dir.path()),
+            by_id,
+            "the machine id wins over the host name"
+        );
+        // Two models of card (which name no device): the same machine id with other cards is
+        // another machine.
+        let cards = dir.path().join("sys/bus/pci/devices");
+        for (bus, device) in [("0000:17:00.0", "0x2335"), ("0000:18:00.0", "0x20b0")] {
+            let at = cards.join(bus);
+            std::fs::create_dir_all(&at).expect("mkdir");
+            for (file, text) in [
+                ("class", "0x030200"),
+                ("vendor", "0x10de"),
+                ("device", device),
+            ] {
+                std::fs::write(at.join(file), text).expect("write");
+            }
+        }
+        assert_eq!(device_name(dir.path(), &[]), None);
+        let with_cards = machine(dir.path());
+        assert_ne!(with_cards, by_id);
+        assert_eq!(machine(dir.path()), with_cards, "stable");
     }
 
     #[test]

@@ -19,7 +19,9 @@ CUDA libraries for CI to fetch. So this conftest replaces exactly those calls:
   function of kernel, config, integer arguments and FLAGGEMS_PERF_WARMUP_WORKER, so sweeps of one
   key agree across processes, while a measurement run that swept instead of replaying would pick
   other winners than the warmup children did;
-* target: the device's name as Triton knows it, "fake 0", which the harness's sidecar records.
+* target: the device's name as Triton knows it, "fake 0", which the harness's sidecar records;
+  `fake N` with `FIXTURE_ARCH=N` (another device), none with `FIXTURE_NO_TARGET=1` (a device
+  nothing names).
 
 Everything else (keys, pruning, the autotuner's cache, `self._bench`, picking the minimum) is
 Triton's. `FIXTURE_HANG_TIMING=MxNxK` hangs in the first timing of a kernel launched with those
@@ -74,7 +76,9 @@ class FakeDevice:
         return self.do_bench
 
     def get_current_target(self):
-        return SimpleNamespace(backend="fake", arch=0, warp_size=32)
+        if os.environ.get("FIXTURE_NO_TARGET") == "1":
+            raise RuntimeError("no target: FIXTURE_NO_TARGET=1")
+        return SimpleNamespace(backend="fake", arch=int(os.environ.get("FIXTURE_ARCH") or 0), warp_size=32)
 
     def launch(self, jit_fn, args, kwargs):
         bound = dict(zip(jit_fn.arg_names, args))

@@ -3,8 +3,10 @@
 The name is warmup-plan's (protocol's `probe::device_name`, the same rules in the same order), so
 that a record the harness made is one warmup-plan can tell is for this device without starting an
 interpreter: the NVIDIA driver's files, else AMD's sysfs and KFD topology, else any PCI GPU's ids,
-read under `/` or, for tests, `WARMUP_PROBE_ROOT`. Where those name nothing: torch's name for the
-current device, else Triton's target.
+read under `/` or, for tests, `WARMUP_PROBE_ROOT`. Where those name nothing (the plan then gives
+the record cache a folder of this machine's own): the accelerator's runtime, as already imported,
+never importing one (torch's device module FlagGems names, `flag_gems.runtime.device.name`, else
+the first of `torch.cuda`, `npu`, `mlu`, `musa`, `xpu` that has a device), else Triton's target.
 """
 
 from __future__ import annotations
@@ -23,12 +25,9 @@ def device_name() -> str | None:
     probed = probe_name(probe_root(), [token] if token else [])
     if probed is not None:
         return probed
-    torch = sys.modules.get("torch")
-    try:
-        if torch is not None and torch.cuda.is_available():
-            return str(torch.cuda.get_device_name(torch.cuda.current_device()))
-    except Exception:
-        pass
+    name = runtime_name()
+    if name is not None:
+        return name
     try:
         from ..triton_private import current_target
 
@@ -36,6 +35,29 @@ def device_name() -> str | None:
         return f"{target.backend} {target.arch}"
     except Exception:
         return None
+
+
+RUNTIMES = ("cuda", "npu", "mlu", "musa", "xpu")  # torch's device modules, by vendor
+
+
+def runtime_name() -> str | None:
+    """The current device's name as torch's device module gives it, where torch is imported: the
+    module FlagGems runs on where it is imported, else the first of RUNTIMES with a device."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return None
+    runtime = sys.modules.get("flag_gems.runtime")
+    preferred = getattr(getattr(runtime, "device", None), "name", None)
+    for name in ([preferred] if isinstance(preferred, str) else []) + list(RUNTIMES):
+        try:
+            module = getattr(torch, name, None)
+            if module is not None and module.is_available():
+                text = str(module.get_device_name(module.current_device())).strip()
+                if text:
+                    return text
+        except Exception:
+            continue
+    return None
 
 
 def probe_root() -> Path:

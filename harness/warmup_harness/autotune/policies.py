@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from . import records
-from .records import UNKNOWN, Made, Provenance, describe, made_here
+from .records import UNKNOWN, Made, Provenance, describe, replays_here
 from .configs import config_record, config_text, key_text
 from .tuner_cache import Policy, TunerState, pruned_away, remember
 
@@ -129,7 +129,7 @@ class Replayer(Policy):
             return self._miss(state, key, text, "not in the record")
         if self._provenance is not None:
             made = self._provenance.made(state.kernel, text)
-            if not made_here(made, self._here):
+            if not replays_here(made, self._here):
                 if (state.kernel, text) not in self.missed:
                     self.elsewhere[made] = self.elsewhere.get(made, 0) + 1
                 return self._miss(state, key, text, f"made on {describe(made)}")

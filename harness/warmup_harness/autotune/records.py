@@ -225,6 +225,13 @@ def made_here(made: Made, here: Made) -> bool:
     return None not in made and made == here
 
 
+def replays_here(made: Made, here: Made) -> bool:
+    """Whether a replay (a folder the user or the sweep's measurement named: its word) pins a key
+    made with `made` in a process running `here`: the same Triton, known, and a device that is
+    this one or that had no name (a sweep's children on an unnamed device, seconds ago)."""
+    return made[1] is not None and made[1] == here[1] and made[0] in (None, here[0])
+
+
 def sidecar_damage(meta: dict, path: Path) -> str | None:
     """What makes a sidecar unfit to add keys to (a field of the wrong type), or None."""
     foreign = meta.get("foreign", [])
