@@ -130,7 +130,7 @@ class Session:
                 history = History(meta, compiler.settings.race_history, device_name)
             racer = Racer(lambda line: say(config, [line]), compiler.as_compiled, history, compiler.settings.race_near,
                           compiler.settings.race_audit)
-        hooks = tuners.install(policy, compiler, clock, racer)
+        hooks = tuners.install(policy, compiler, clock, racer, lambda line: say(config, [line]))
         if not (isinstance(policy, once_recorder.OnceRecorder) and policy.same_folder):  # a cache may tune nothing
             compiler.start_early()  # its workers' imports overlap pytest's collection
         session = cls(config, mode, policy, [], compiler, hooks, writer=writer)
@@ -172,7 +172,8 @@ class Session:
         policy = policies.Replayer(recorded, str(path), miss_policy is env.MissPolicy.FAIL, lambda: None,
                                    records.fingerprints(meta), provenance,
                                    lambda: (device_name(), triton.__version__))
-        hooks = tuners.install(policy, compiler)  # its pool starts at the first key swept live, if any
+        # Its compile pool starts at the first key swept live, if any.
+        hooks = tuners.install(policy, compiler, say=lambda line: say(config, [line]))
         return cls(config, mode, policy, notes, compiler, hooks)
 
     def opening_lines(self) -> list[str]:

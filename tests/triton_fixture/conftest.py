@@ -2,7 +2,8 @@
 
 The harness under test (warmup_harness) hooks Triton's autotuners; this benchmark gives it real
 ones to hook: Triton's own `Autotuner` (kernels_plain.py) and a subclass that replaces `run` the way
-FlagGems' LibTuner does (kernels_store.py), plus a heuristics-only kernel. One test per shape of
+FlagGems' LibTuner does (kernels_store.py, 5.0's shape; kernels_store53.py, 5.3's, with
+FIXTURE_LIBTUNER=5.3), plus a heuristics-only kernel. One test per shape of
 the op's entry in `--shape_file` (op from FLAGGEMS_PERF_CURRENT_OP, default "default"), or without
 one, of `FIXTURE_SHAPES` (a JSON list), as a benchmark with shapes of its own.
 

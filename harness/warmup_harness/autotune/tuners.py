@@ -26,6 +26,9 @@ which compiles them all at once, and `_bench`, where each config is timed, goes 
 with a racer (race.py) the hook runs the key's race and hands the tuner only the configs it keeps,
 whose `_bench` calls it answers.
 
+FlagGems 5.3's ways of picking without the store (run modes, `benchmark_config`, FlagTune's cost
+model) are watched by bypass.py, which says each once.
+
 The autotuner's names these hooks touch are listed, with the versions checked, in
 triton_private.py. The hooks' state (what they replaced, the precompiler, the clock) is the
 `Hooks` object the session holds, found again on `Autotuner` itself (its `cache` property is the
@@ -40,6 +43,7 @@ from typing import Any
 from triton.runtime.autotuner import Autotuner
 
 from ..triton_private import do_bench_as
+from .bypass import Bypasses
 from .configs import kernel_id
 from .tuner_cache import Policy, TunerCache, TunerState
 # Record and replay, by the names the hooks' callers have always used.
@@ -63,8 +67,10 @@ class Hooks:
     timed, and each timing (`Autotuner._bench`, which FlagGems' LibTuner calls too) goes through its
     `bench`, counted by `clock` (clocks.CompileClock) when given."""
 
-    def __init__(self, policy: Policy, precompiler: Any = None, clock: Any = None, racer: Any = None):
+    def __init__(self, policy: Policy, precompiler: Any = None, clock: Any = None, racer: Any = None,
+                 say: Any = None):
         self.policy = policy
+        self.bypasses = Bypasses(say or (lambda line: None))  # FlagGems 5.3's ways around the store (bypass.py)
         self.racer = racer  # the session's race.Racer (record mode with racing on), or None
         self.precompiler = precompiler  # the session's precompiler.Precompiler, or None
         self.clock = clock  # the session's clocks.CompileClock, or None
@@ -81,6 +87,7 @@ class Hooks:
         view = d.get("_warmup_harness_view")
         if view is None or view.raw is not raw:
             view = d["_warmup_harness_view"] = TunerCache(tuner, raw, _state(tuner, self.policy), self.policy)
+            self.bypasses.met(tuner)
         return view
 
     @staticmethod
@@ -110,7 +117,11 @@ class Hooks:
         def prune_configs(tuner, *args, **kwargs):
             configs = original_prune(tuner, *args, **kwargs)
             state = _state(tuner, hooks.policy)
-            if state.pending is not None:
+            hooks.bypasses.met(tuner)
+            if state.pending is None:
+                hooks.bypasses.pruned_unasked(tuner, state.kernel)
+            else:
+                hooks.bypasses.sweeping(tuner, state.kernel)
                 key, state.pending = state.pending, None
                 progress = getattr(hooks.policy, "progress", None)  # record mode's (progress.py)
                 if progress is not None:
@@ -185,6 +196,7 @@ class Hooks:
 
     def uninstall(self) -> None:
         """Takes the hooks off; every tuner's store is as the tuner left it."""
+        self.bypasses.uninstall()
         while self.benches:
             cls, original = self.benches.pop()
             cls._bench = original
@@ -209,9 +221,11 @@ def installed() -> Hooks | None:
     return hooks if isinstance(hooks, Hooks) else None
 
 
-def install(policy: Policy, precompiler: Any = None, clock: Any = None, racer: Any = None) -> Hooks:
-    """Puts a session's hooks on `Autotuner` (Hooks) and returns them; the session takes them off."""
-    hooks = Hooks(policy, precompiler, clock, racer)
+def install(policy: Policy, precompiler: Any = None, clock: Any = None, racer: Any = None,
+            say: Any = None) -> Hooks:
+    """Puts a session's hooks on `Autotuner` (Hooks) and returns them; the session takes them off.
+    `say` says a line (a bypass of FlagGems 5.3's, bypass.py)."""
+    hooks = Hooks(policy, precompiler, clock, racer, say)
     hooks.install()
     return hooks
 
