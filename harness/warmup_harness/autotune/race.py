@@ -53,6 +53,8 @@ import statistics
 import time
 from typing import Any, Callable
 
+from .fingerprints import config_order
+
 SHORT_WARMUP_MS = 1  # a do_bench's warm-up budget for a short timing: at least one launch
 SHORT_REP_MS = 2  # ... and its timed budget: a few launches of a 0.25 ms kernel
 BRIEF_FIRST = 2  # Brief: launches timed first, after one untimed
@@ -150,7 +152,7 @@ class Race:
         self.key = key
         self.configs = list(configs)
         self.ids = {id(config) for config in self.configs}
-        self._index_of = index_of or {}  # id(config) -> its index among the tuner's configs
+        self._index_of = index_of or {}  # id(config) -> its index among the tuner's configs (config_order)
         self._skipped = skipped  # ids of configs the history rules out: neither compiled nor timed
         self._near_x = near
         self.near: list[int] = []  # indexes of the configs within `near` of the best short timing
@@ -286,9 +288,7 @@ class Racer:
         if (key is None or len(configs) < 2 or type(tuner) in self._unraceable
                 or tuner.__dict__.get("_warmup_harness_unraced")):
             return configs
-        index_of: dict[int, int] = {}
-        for i, config in enumerate(getattr(tuner, "configs", None) or []):
-            index_of.setdefault(id(config), i)
+        index_of = config_order(getattr(tuner, "configs", None) or [])  # the same in any order: the fingerprint's
         skipped: set[int] = set()
         if self._history is not None:
             cold = self._history.cold(kernel, fingerprint, len(index_of))
