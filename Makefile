@@ -101,6 +101,7 @@ test-python-rest: venv
 TRITONS       ?= 3.4.0 3.5.1 3.6.0 3.7.1 3.8.0 3.9.0
 TRITON_VENV   := .venv-triton
 HARNESS_TESTS := tests/test_harness.py tests/test_harness_hooks.py tests/test_harness_versions.py \
+                 tests/test_harness_fingerprint.py \
                  tests/test_precompile.py
 
 triton-venv-%:

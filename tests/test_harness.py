@@ -673,8 +673,45 @@ def test_a_key_flaggems_own_store_holds_is_recorded_not_swept_outside_a_sweep_ch
     records = json.loads((tmp_path / "chosen" / "mm.json").read_text())
     swept = json.loads((tmp_path / "fresh" / "mm.json").read_text())
     assert records[STORE_MM] == swept[STORE_MM] == recorded[STORE_MM] and len(records[STORE_MM]) == 4
-    replay = bench(tmp_path, shapes, FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR=str(tmp_path / "chosen"))
-    assert replay.returncode == 0 and "replayed 12, swept 0 live" in replay.stderr, replay.output
+    # Not vouched for as made here (the store may hold another device's answers): swept live, which
+    # the chosen store answers again.
+    replay = bench(tmp_path, shapes, FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR=str(tmp_path / "chosen"),
+                   FLAGGEMS_DB_URL=f"sqlite:///{db}")
+    assert replay.returncode == 0 and "replayed 8, swept 4 live" in replay.stderr, replay.output
+    assert STORE_MM not in replay.session["timed"]
+
+
+def test_keys_a_tuners_store_answered_are_recorded_as_made_on_an_unknown_device_and_never_vouched_for(tmp_path):
+    """Issue 41 item 13: FlagGems 5.3's store names no GPU model, so what it answers may be another
+    device's pick. Such keys are recorded as made on an unknown device: replay sweeps them live,
+    the record as a cache tunes them where the store no longer answers, and the sidecar never
+    names them as made here."""
+    shapes = shape_file(tmp_path, SHAPES)
+    warm = bench(tmp_path, shapes, plugin=False)  # fills the LibTuner-like tuner's store under $HOME
+    assert warm.returncode == 0 and warm.session["timed"][STORE_MM] > 0, warm.output
+    folder = tmp_path / "rec"
+    first = cache_session(tmp_path, shapes, folder)
+    assert first.returncode == 0 and STORE_MM not in first.session["timed"], first.output
+    meta = json.loads((folder / "mm.meta.json").read_text())
+    keys = sorted(json.loads((folder / "mm.json").read_text())[STORE_MM])
+    assert meta["device"] and meta["triton"], meta
+    assert [{**g, "keys": {k: sorted(v) for k, v in g["keys"].items()}} for g in meta["foreign"]
+            if STORE_MM in g["keys"]] == [{"device": None, "triton": None, "keys": {STORE_MM: keys}}], meta["foreign"]
+    assert all(STORE_MM not in g["keys"] or (g["device"], g["triton"]) == (None, None) for g in meta["foreign"])
+    assert f"{folder / 'mm.json'}: 4 key(s) were answered by the tuner's store, not tuned here" in first.stderr
+
+    replay = bench(tmp_path, shapes, FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR=str(folder), HOME=str(tmp_path / "cold"),
+                   **FULL_TIMING)
+    assert replay.returncode == 0 and "replayed 8, swept 4 live" in replay.stderr, replay.output
+    assert "(made on an unknown device with Triton unknown)" in replay.stderr
+    assert set(replay.session["timed"]) == {STORE_MM}
+
+    again = cache_session(tmp_path, shapes, folder, HOME=str(tmp_path / "cold-2"), **FULL_TIMING)
+    assert again.returncode == 0, again.output
+    assert set(again.session["timed"]) == {STORE_MM}, "the store's keys are tuned here, the record's resumed"
+    assert "resume: 8 key(s) taken from" in again.stderr
+    meta = json.loads((folder / "mm.meta.json").read_text())
+    assert not any(STORE_MM in g["keys"] for g in meta.get("foreign", [])), "tuned here now"
 
 
 def fixture_copy(work: Path) -> Path:

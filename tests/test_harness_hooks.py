@@ -385,33 +385,6 @@ def test_resume_from_its_own_folder_writes_nothing_for_the_keys_it_holds(tmp_pat
     assert tuner.fn.launches[-1]["BLOCK"] == 64
 
 
-def jit_kernel(folder, name: str, source: str):
-    """A triton.jit function whose body is `source`, in a module file of its own."""
-    import importlib.util
-
-    path = folder / f"{name}.py"
-    path.write_text(f"import triton\n\n\n@triton.jit\ndef kernel(x, n):\n    {source}\n")
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.kernel
-
-
-def test_a_kernels_fingerprint_follows_its_source_and_its_configs_in_order(tmp_path):
-    def tuner(fn, blocks):
-        return Autotuner(fn, ["x", "n"], [triton.Config({"BLOCK": b}, num_warps=4) for b in blocks], ["n"], None, None)
-
-    one, same, other = (jit_kernel(tmp_path, name, body) for name, body in
-                        (("one", "pass"), ("same", "pass"), ("other", "x = n + 1")))
-    base = configs.fingerprint(tuner(one, (64, 128)))
-    assert isinstance(base, str) and len(base) == 32
-    assert configs.fingerprint(tuner(same, (64, 128))) == base, "the same source and configs"
-    assert configs.fingerprint(tuner(other, (64, 128))) != base, "another source"
-    assert configs.fingerprint(tuner(one, (128, 64))) != base, "the configs in another order"
-    assert configs.fingerprint(tuner(one, (64, 128, 256))) != base, "another config"
-    assert configs.fingerprint(make_tuner()) is None, "no triton.jit function under it: nothing to compare"
-
-
 # --- racing (autotune/race.py) -----------------------------------------------------------------
 
 

@@ -30,13 +30,16 @@ What is used, and what Triton does with it:
 * of a `JITFunction`: `.fn` (the Python function), `.module`, `.cache_key` (a property on 3.4 to
   3.9: sha256 of the source and what it calls, plus the starting line; a compile job names its
   function by it);
-* for a kernel's fingerprint (source_hash, tuner_settings; configs.fingerprint):
+* for a kernel's fingerprint (source_hash, heuristics_values, tuner_settings; fingerprints.py):
   `triton.runtime.jit.DependenciesFinder`, Triton's own walk of a jit function's AST, built as
   `cache_key` builds it (`name=fn._fn_name, globals=fn.__globals__, nonlocals=..., src=fn.src`,
   then `visit(fn.parse())`), whose `_update_hash(func)` is handed each function it finds called
   (3.4: every name and attribute, a `JITFunction` among them; 3.5 to 3.9: each `JITCallable`) and
-  whose `hasher` starts from the source: source_hash's subclass hashes a callee's own source_hash
-  there instead of its `cache_key`, so that no line number enters. Of an `Autotuner`: `keys`,
+  whose `hasher` starts from the source (source_hash hands it the fingerprint's text of it
+  instead): source_hash's subclass hashes a callee's own source_hash there instead of its
+  `cache_key`, so that no line number enters; `JITFunction.src` (from its `def`) and `.fn`, whose
+  `__globals__` and `__code__` the fingerprint reads. Of a `Heuristics` (the class
+  `triton.heuristics` makes, in `triton.runtime.autotuner`): `values` and `fn`. Of an `Autotuner`: `keys`,
   `early_config_prune`, `perf_model`, `configs_top_k`, `reset_to_zero`, `restore_value`, set from
   `triton.autotune`'s arguments on 3.4 to 3.9; and `Autotuner.run(self, *args, **kwargs)` asks
   `key not in self.cache` with the launch's keyword arguments in its local `kwargs`
@@ -65,7 +68,7 @@ lock that has children sharing a cache compile each kernel once. `rebuild` is it
 of the compile's source without either.
 
 This module imports Triton; the harness imports it when it compiles, and for a kernel's
-fingerprint (configs.fingerprint).
+fingerprint (autotune/fingerprints.py).
 """
 
 from __future__ import annotations
@@ -135,29 +138,47 @@ class _LineFree(DependenciesFinder):
     """Triton's dependency walk, hashing each callee by its own source_hash (no line number)."""
 
     active: set[int]
+    own_text: Callable[[Any], str]
 
     def _update_hash(self, func):
         if isinstance(func, JITCallable) and hasattr(func, "parse") and hasattr(func, "src"):
-            text = source_hash(func, self.active) + str(getattr(func, "noinline", False))
+            text = source_hash(func, self.own_text, self.active) + str(getattr(func, "noinline", False))
             self.hasher.update(text.encode("utf-8"))
 
 
-def source_hash(fn: Any, _active: set[int] | None = None) -> str:
-    """sha256 of a jit function's source (from its `def`) and, transitively, of the jit functions
-    it calls as Triton's own walk finds them: its `cache_key` without the starting line, so that
-    moving a kernel in its file changes nothing, and editing it changes it and its callers alone."""
+def source_hash(fn: Any, own_text: Callable[[Any], str], _active: set[int] | None = None) -> str:
+    """sha256 of `own_text(fn)` for a jit function (what stands for its source: fingerprints.py's
+    takes `fn.src`, from its `def`, and `fn.fn`, the Python function) and, transitively, of the jit
+    functions it calls as Triton's own walk finds them: its `cache_key` without the starting line,
+    so that moving a kernel in its file changes nothing, and editing it changes it and its callers
+    alone."""
     active = set() if _active is None else _active
     if id(fn) in active:  # a function that calls itself, as cache_key's placeholder says it
         return f"recursion:{fn._fn_name}"
     active.add(id(fn))
     try:
         nonlocals = inspect.getclosurevars(fn.fn).nonlocals
-        finder = _LineFree(name=fn._fn_name, globals=fn.__globals__, nonlocals=nonlocals, src=fn.src)
-        finder.active = active
+        finder = _LineFree(name=fn._fn_name, globals=fn.__globals__, nonlocals=nonlocals, src=own_text(fn))
+        finder.active, finder.own_text = active, own_text
         finder.visit(fn.parse())
         return finder.ret
     finally:
         active.discard(id(fn))
+
+
+def heuristics_values(tuner: Any) -> list[dict]:
+    """The `values` ({name: function}) of each `triton.heuristics` layer between the tuner and its
+    jit function, outermost first."""
+    from triton.runtime.autotuner import Heuristics
+
+    found, fn = [], getattr(tuner, "fn", None)
+    for _ in range(16):
+        if fn is None or isinstance(fn, JITFunction):
+            break
+        if isinstance(fn, Heuristics):
+            found.append(dict(fn.values))
+        fn = getattr(fn, "fn", None)
+    return found
 
 
 def tuner_settings(tuner: Any) -> dict:

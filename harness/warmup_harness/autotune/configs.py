@@ -8,7 +8,6 @@ attributes whatever Triton version made it.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from typing import Any
 
@@ -40,61 +39,6 @@ def config_record(config: Any) -> dict:
     plain = {name: value for name, value in config_attributes(config).items()
              if name != "pre_hook" and not callable(value)}
     return json.loads(json.dumps(plain, default=repr))
-
-
-def fingerprint(tuner: Any) -> str | None:
-    """What decides the tuner's config, as one hash: sha256, 32 hex digits, of the source of the
-    `triton.jit` function under the tuner and of the jit functions it calls (transitively, as
-    Triton's dependency walk finds them, without line numbers: triton_private.source_hash), of the
-    tuner's configs, in order, each as `config_text`, and of its key, pruning (each function's
-    source, top_k) and reset/restore settings. None where there is none to take (no JITFunction
-    under the tuner, a Triton without the names used): such a kernel is trusted."""
-    try:
-        from ..triton_private import jit_function, source_hash, tuner_settings
-
-        source = source_hash(jit_function(tuner))
-        texts = [config_text(config_record(config)) for config in tuner.configs]
-        settings = json.dumps({name: _callable_text(value) for name, value in tuner_settings(tuner).items()},
-                              sort_keys=True, default=str)
-    except Exception:
-        return None
-    return hashlib.sha256("\n".join([source, *texts, settings]).encode("utf-8")).hexdigest()[:32]
-
-
-def running_fingerprint(kernel: str) -> str | None:
-    """The fingerprint of the kernel a record names (`module:qualified name`) as this process has
-    it loaded, found without a launch: the module's attribute of that name, walked down `.fn` to
-    its autotuner. None where it cannot be found (its module not imported, a kernel made inside a
-    function) or taken."""
-    import sys
-
-    from triton.runtime.autotuner import Autotuner
-
-    module, _, qualname = kernel.partition(":")
-    obj = sys.modules.get(module)
-    for part in qualname.split(".") if obj is not None and "<" not in qualname else []:
-        obj = getattr(obj, part, None)
-    for _ in range(16):
-        if obj is None or isinstance(obj, Autotuner):
-            break
-        obj = getattr(obj, "fn", None)
-    if not isinstance(obj, Autotuner) or kernel_id(obj) != kernel:
-        return None
-    return fingerprint(obj)
-
-
-def _callable_text(value: Any) -> Any:
-    """A setting as text that is the same in every process: a function as its source (a lambda's
-    lines), without where it sits; anything else as itself."""
-    if not callable(value):
-        return value
-    import inspect
-    import textwrap
-
-    try:
-        return textwrap.dedent(inspect.getsource(value))
-    except (OSError, TypeError):
-        return f"{getattr(value, '__module__', '?')}:{getattr(value, '__qualname__', repr(type(value)))}"
 
 
 def config_text(record: dict) -> str:

@@ -26,7 +26,8 @@ from typing import Any, Callable
 
 from . import claims as claims_mod
 from . import records, resume
-from .configs import config_record, config_text, key_text, running_fingerprint
+from .configs import config_record, config_text, key_text
+from .fingerprints import running_fingerprint
 from .policies import Recorder
 from .tuner_cache import TunerState, pruned_away, remember
 

@@ -27,7 +27,8 @@ class Recorder(Policy):
         """The config text the record holds for this key already (resume: once_recorder.py), or None."""
         return None
 
-    def _record(self, tuner: Any, state: TunerState, text: str, config: Any, seconds: float | None) -> None:
+    def _record(self, tuner: Any, state: TunerState, text: str, config: Any, seconds: float | None,
+                store: bool = False) -> None:
         record = config_record(config)
         canon = config_text(record)
         pair = (state.kernel, text)
@@ -36,7 +37,10 @@ class Recorder(Policy):
         if pair not in self._recorded and self._has(tuner, state, text) == canon:
             self._recorded[pair] = canon  # the record has it: nothing to write
             return
-        self._add(state.kernel, text, record, seconds, state.fingerprint(tuner))
+        if store:  # not made here: the writer names it so (writer.RecordWriter.add)
+            self._add(state.kernel, text, record, seconds, state.fingerprint(tuner), store=True)
+        else:
+            self._add(state.kernel, text, record, seconds, state.fingerprint(tuner))
         self._recorded[pair] = canon
 
     def setitem(self, tuner, state, key, config, raw):
@@ -50,7 +54,9 @@ class Recorder(Policy):
 
     def getitem(self, tuner, state, key, raw):
         # A decision the tuner found in its store (FlagGems' own, or one the user chose with
-        # FLAGGEMS_DB_URL) is recorded too, so that the record holds every config the run used.
+        # FLAGGEMS_DB_URL) is recorded too, so that the record holds every config the run used,
+        # as made on an unknown device: a store may hold another device's answers (FlagGems 5.3
+        # names no GPU model in its file), so no record vouches for it.
         config = raw[key]
         try:
             if key in state.recorded:
@@ -59,7 +65,7 @@ class Recorder(Policy):
             pass
         text = key_text(key)
         if (state.kernel, text) not in self._recorded:
-            self._record(tuner, state, text, config, None)
+            self._record(tuner, state, text, config, None, store=True)
         remember(state.recorded, key)
         return config
 

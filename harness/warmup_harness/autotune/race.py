@@ -51,6 +51,7 @@ from typing import Any, Callable
 
 from . import verdict
 from .brief import OUTRUN, Brief, score, short_bench
+from .fingerprints import config_order
 from .race_history import History  # noqa: F401 (session.py's name for it)
 from .verdict import NOISE_MARGIN, NOISE_SAMPLES  # noqa: F401 (the race's settings, by their old names)
 
@@ -66,7 +67,7 @@ class Race:
         self.kernel = kernel
         self.key = key
         self.configs = list(configs)
-        self._index_of = index_of or {}  # id(config) -> its index among the tuner's configs
+        self._index_of = index_of or {}  # id(config) -> its index among the tuner's configs (config_order)
         self._skipped = skipped  # ids of configs the history rules out: neither compiled nor timed
         self._near_x = near
         self.near: list[int] = []  # indexes of the configs within `near` of the best short timing
@@ -214,9 +215,7 @@ class Racer:
         if (key is None or len(configs) < 2 or type(tuner) in self._unraceable
                 or tuner.__dict__.get("_warmup_harness_unraced")):
             return configs
-        index_of: dict[int, int] = {}
-        for i, config in enumerate(getattr(tuner, "configs", None) or []):
-            index_of.setdefault(id(config), i)
+        index_of = config_order(getattr(tuner, "configs", None) or [])  # the same in any order: the fingerprint's
         skipped: set[int] = set()
         if self._history is not None:
             cold = self._history.cold(kernel, fingerprint, len(index_of))

@@ -5,7 +5,7 @@ RECORD_DIR it publishes into). Its `<op>.json` answers a key only where its side
 `<op>.meta.json` says the key was made with this process's Triton version on its device model
 (the sidecar's own `device` and `triton`, or its `foreign` group's: records.Provenance): a config
 tuned for another GPU or compiler is no answer, and neither is one tuned for another version of
-the kernel (the sidecar's `kernels` fingerprint differs from this one's: configs.fingerprint).
+the kernel (the sidecar's `kernels` fingerprint differs from this one's: fingerprints.py).
 `WARMUP_HARNESS_FRESH` (1, true, yes) turns it off. Such a key is pinned to the earlier config, not tuned.
 
 Two uses. The earlier record is the record this session writes (RESUME_DIR = RECORD_DIR, the

@@ -9,7 +9,8 @@ import time
 import weakref
 from typing import Any
 
-from .configs import config_record, config_text, fingerprint, kernel_id, key_text
+from .configs import config_record, config_text, kernel_id, key_text
+from .fingerprints import fingerprint
 
 _UNASKED = object()
 
@@ -31,7 +32,7 @@ class TunerState:
         self._fingerprint: Any = _UNASKED
 
     def fingerprint(self, tuner: Any) -> str | None:
-        """The kernel's fingerprint (configs.fingerprint), taken at its first key and kept."""
+        """The kernel's fingerprint (fingerprints.py), taken at its first key and kept."""
         if self._fingerprint is _UNASKED:
             self._fingerprint = fingerprint(tuner)
         return self._fingerprint

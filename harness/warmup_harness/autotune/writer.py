@@ -116,6 +116,7 @@ class RecordWriter:
         self.foreign: dict[Made, int] = {}  # keys of the record made elsewhere, by where, at the last fold
         self._foreign_here: Made = UNKNOWN
         self.folds = 0  # record rewrites by this writer (each one the whole record)
+        self.from_store = 0  # keys journaled as a tuner's store answered them
         self.unwritten: list[tuple[str, str]] = []  # keys whose journal line could not be written
         self._write_failure: str | None = None  # why the first of them could not
         self._sessions: int | None = None  # the descriptor holding LOCK_SH on `.<op>.sessions`
@@ -190,14 +191,18 @@ class RecordWriter:
             os.close(fd)
 
     def add(self, kernel: str, key: str, config: dict, seconds: float | None,
-            fingerprint: str | None = None) -> None:
+            fingerprint: str | None = None, store: bool = False) -> None:
+        """Journals a key; `store`: a tuner's store answered it, made where nobody knows."""
         if self._device is _UNASKED:
             self._device = self._device_name()
         entry = {"kernel": kernel, "key": key, "config": config,
                  "seconds": round(seconds, 6) if seconds is not None else None}
         if fingerprint is not None:
             entry["fingerprint"] = fingerprint
-        entry["device"], entry["triton"] = self._here()
+        entry["device"], entry["triton"] = UNKNOWN if store else self._here()
+        if store:
+            entry["source"] = "store"
+            self.from_store += 1
         line = (json.dumps(entry) + "\n").encode("utf-8")
         journaled = False
         try:
@@ -396,10 +401,14 @@ class RecordWriter:
         self._foreign_here = here
 
     def foreign_lines(self) -> list[str]:
-        """A line per place where keys this record holds beside this process's were made."""
-        return [f"{self.path}: {count} key(s) there were made on {describe(made)}, not on "
-                f"{describe(self._foreign_here)}: they stay, named so in {self.meta.name}, and are tuned "
-                f"again wherever the device or Triton differs" for made, count in self.foreign.items()]
+        """A line per place where keys this record holds beside this process's were made, after one
+        for the keys a tuner's store answered in this session."""
+        store = [f"{self.path}: {self.from_store} key(s) were answered by the tuner's store, not tuned here: "
+                 f"recorded as made on an unknown device, they are never replayed nor resumed as tuned "
+                 f"here"] if self.from_store else []
+        return store + [f"{self.path}: {count} key(s) there were made on {describe(made)}, not on "
+                        f"{describe(self._foreign_here)}: they stay, named so in {self.meta.name}, and are "
+                        f"tuned again wherever the device or Triton differs" for made, count in self.foreign.items()]
 
     def _drop_changed(self, kernel: str, records: dict, tune: dict, made: dict) -> None:
         """A key of `kernel` decided for another fingerprint than the record's: the record's keys of
