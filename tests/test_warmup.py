@@ -979,3 +979,21 @@ def test_an_unusable_tmpdir_is_a_fallback_that_runs_the_command_unchanged(work):
     one = warmup(work / "one", "--gpus", "1", command=harness_command(), TMPDIR=str(work / "nonexistent"),
                  PYTHONPATH=str(fake_harness(work)))
     assert one.returncode == 0 and one.sessions[0]["mode"] == "record", one.stderr
+
+
+def test_a_publish_that_fails_after_the_sweep_is_said_and_the_measurement_replays_from_the_scratch(work):
+    records = work / "records"
+    # A folder where the sidecar goes: the plan reads no record there, the sweep runs, and then
+    # warmup-publish cannot replace it (root writes through modes; a folder stops it too).
+    (records / "mm.meta.json" / "in-the-way").mkdir(parents=True)
+    run = warmup(work, "--gpus", "2", "--devices", "0,1", FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(records))
+    assert run.returncode == 0, run.stderr
+    assert f"warmup-publish: removing {records / 'mm.meta.json'}" in run.stderr, run.stderr  # the error
+    [scratch] = scratch_folders(work)
+    [said] = [ln for ln in run.lines() if "publishing into the record folder" in ln]
+    assert f"record folder {records} failed" in said and str(scratch / "merged") in said, said
+    measured = run.measurement
+    assert measured["mode"] == "replay" and measured["swept"] == 0, run.stderr
+    assert measured["env"]["FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR"] == str(scratch / "merged")
+    assert (scratch / "merged" / "mm.json").is_file()
+    assert not any("falling back to the normal serial autotune" in ln for ln in run.lines()), run.stderr
