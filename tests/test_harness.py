@@ -589,6 +589,7 @@ def test_record_into_a_folder_that_cannot_be_written_is_refused_before_any_test(
     run = bench(tmp_path, shape_file(tmp_path, SHAPES), FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(folder))
     assert run.returncode == 4, run.output
     assert f"warmup-harness: FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR={folder}: cannot write files there" in run.stderr
+    assert "or replay what it holds with FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR" in run.stderr, run.stderr
     assert run.sessions == []
 
 

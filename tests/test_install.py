@@ -119,3 +119,16 @@ def test_install_puts_tools_scripts_man_pages_and_completions_under_destdir_pref
     assert run.returncode == 0, run.stderr
     assert (tmp_path / "rec" / "mm.json").is_file()
     assert "sweep done" in run.stderr
+
+
+def test_a_script_run_through_a_link_finds_its_library_beside_the_file_it_links_to(tmp_path):
+    # `ln -s .../scripts/warmup ~/bin/warmup`: a link to a link, the second one relative.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for script in SCRIPTS:
+        (tmp_path / f"{script}-first").symlink_to(ROOT / "scripts" / script)
+        (bin_dir / script).symlink_to(Path("..") / f"{script}-first")
+        run = subprocess.run([str(bin_dir / script), "--help"], env=clean_env(WARMUP_BIN_DIR=str(BIN_DIR)),
+                             cwd=tmp_path, capture_output=True, text=True, timeout=HANG)
+        assert run.returncode == 0 and run.stderr == "", run.stderr
+        assert "\nOptions:\n" in run.stdout, run.stdout[:400]

@@ -6,6 +6,7 @@ on one side alone would otherwise be read as '' (each script declares its names 
 from __future__ import annotations
 
 import json
+import keyword
 import re
 import subprocess
 import sys
@@ -122,3 +123,24 @@ def test_warmup_slurm_reads_only_names_warmup_plan_assigns_for_each_mode(tmp_pat
 @pytest.mark.parametrize("script", ["warmup", "warmup-slurm"])
 def test_the_declared_names_are_found(script):
     assert {"shard_argv", "scratch"} <= declared(script)
+
+
+# `-m NAME` names the op when NAME, trimmed, could name a marker (`@pytest.mark.NAME`): Python's
+# own rule, against warmup-plan's (protocol/src/command.rs, `marker_name`).
+MARKS = ["mm", "_x", "x1", "é", "Ωmega", "名前", "ａb", "match", "mm ", "\tmm", "1x", "a-b", "a.b", "·x",
+         "x·", "True", "False", "None", "import", "and", "not", "yield", "mm or bmm", " "]
+
+
+def test_a_marker_names_the_op_exactly_when_python_takes_it_for_an_identifier_and_no_keyword(tmp_path):
+    shapes = tmp_path / "s.yaml"
+    shapes.write_text("mm:\n  shapes:\n    - [1, 2]\n")
+    for mark in MARKS:
+        name = mark.strip()
+        expected = name if name.isidentifier() and not keyword.iskeyword(name) else "default"
+        text = subprocess.run(
+            [tool("plan"), "--format", "sh", "--for", "warmup", "--gpus", "2", "--", sys.executable, "-m", "pytest",
+             "bench.py", "-m", mark, "--shape_file", str(shapes)],  # a shape file: no test file stem
+            capture_output=True, text=True, cwd=tmp_path, env=clean_env(), timeout=HANG, check=True).stdout
+        op = subprocess.run(["bash", "-c", 'eval "$1"; printf %s "$op"', "op", text], capture_output=True,
+                            text=True, check=True).stdout
+        assert op == expected, (mark, text)

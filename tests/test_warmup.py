@@ -61,7 +61,7 @@ def work(tmp_path):
     return tmp_path
 
 
-def warmup(work: Path, *opts: str, shape_file=EXAMPLE, command=None, timeout=HANG, **env) -> Run:
+def warmup(work: Path, *opts: str, shape_file=EXAMPLE, command=None, timeout=HANG, within=(), **env) -> Run:
     trace = work / "trace.jsonl"
     env.setdefault("FLAGGEMS_PERF_CURRENT_OP", "mm")
     env.setdefault("FLAGGEMS_VENDOR", "nvidia")  # this machine has no GPU for auto to find
@@ -69,7 +69,7 @@ def warmup(work: Path, *opts: str, shape_file=EXAMPLE, command=None, timeout=HAN
     full_env = clean_env(WARMUP_BIN_DIR=str(BIN_DIR), WARMUP_FIXTURE_TRACE=str(trace),
                          WARMUP_FIXTURE_SWEEP_SECONDS="0.01", **env)
     cmd = command if command is not None else bench_command(shape_file)
-    proc = subprocess.run([str(SCRIPT), *opts, "--", *cmd], env=full_env, cwd=work,
+    proc = subprocess.run([*within, str(SCRIPT), *opts, "--", *cmd], env=full_env, cwd=work,
                           capture_output=True, text=True, timeout=timeout)
     return Run(proc, trace)
 
@@ -1008,3 +1008,98 @@ def test_an_unusable_tmpdir_is_a_fallback_that_runs_the_command_unchanged(work):
     one = warmup(work / "one", "--gpus", "1", command=harness_command(), TMPDIR=str(work / "nonexistent"),
                  PYTHONPATH=str(fake_harness(work)))
     assert one.returncode == 0 and one.sessions[0]["mode"] == "record", one.stderr
+
+
+def test_a_publish_that_fails_after_the_sweep_is_said_and_the_measurement_replays_from_the_scratch(work):
+    records = work / "records"
+    # A folder where the sidecar goes: the plan reads no record there, the sweep runs, and then
+    # warmup-publish cannot replace it (root writes through modes; a folder stops it too).
+    (records / "mm.meta.json" / "in-the-way").mkdir(parents=True)
+    run = warmup(work, "--gpus", "2", "--devices", "0,1", FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(records))
+    assert run.returncode == 0, run.stderr
+    assert f"warmup-publish: removing {records / 'mm.meta.json'}" in run.stderr, run.stderr  # the error
+    [scratch] = scratch_folders(work)
+    [said] = [ln for ln in run.lines() if "publishing into the record folder" in ln]
+    assert f"record folder {records} failed" in said and str(scratch / "merged") in said, said
+    measured = run.measurement
+    assert measured["mode"] == "replay" and measured["swept"] == 0, run.stderr
+    assert measured["env"]["FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR"] == str(scratch / "merged")
+    assert (scratch / "merged" / "mm.json").is_file()
+    assert not any("falling back to the normal serial autotune" in ln for ln in run.lines()), run.stderr
+
+
+@pytest.mark.parametrize("where", ["named", "cache"])
+def test_a_complete_record_in_a_folder_this_user_cannot_write_is_replayed_and_said_once(work, where):
+    from test_history import driver_probe
+    from test_spawn import read_only
+
+    env = {"WARMUP_PROBE_ROOT": str(driver_probe(work)), "PYTHONPATH": str(fake_harness(work)),
+           "XDG_CACHE_HOME": str(work / "cache")}
+    if where == "named":
+        env["FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR"] = str(work / "records")
+    records = Path(plan(work, "--gpus", "2", command=harness_command(), **env)["record_dir"])
+    first = warmup(work, "--gpus", "2", "--devices", "0,1", command=harness_command(), **env)
+    assert first.returncode == 0 and len(first.children) == 2, first.stderr
+    (work / "trace.jsonl").unlink()
+    # Its keys, with the sidecar of a complete run (the fixture writes none).
+    complete_record(work, records, harness_command(), json.loads((records / "mm.json").read_text()), **env)
+    # Another user's folder (umask 022): read-only to this one (a read-only mount, for root).
+    run = warmup(work, "--gpus", "2", "--devices", "0,1", command=harness_command(),
+                 within=read_only(records, []), **env)
+    assert run.returncode == 0, run.stderr + run.stdout
+    [line] = run.lines()
+    assert f"the record in {records} answers" in line and f"cannot write in {records}" in line, run.stderr
+    assert "only read" in line, line
+    [session] = run.sessions
+    assert session["env"]["FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR"] == str(records), session["env"]
+    assert not session["env"]["FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR"], "nothing is recorded there"
+    assert session["env"]["FLAGGEMS_PERF_WARMUP_WORKER"] is None, "no child ran"
+
+
+def test_a_named_record_folder_this_user_cannot_write_is_said_before_the_sweep_which_publishes_into_the_scratch(work):
+    from test_spawn import read_only
+
+    records = work / "records"
+    records.mkdir()
+    run = warmup(work, "--gpus", "2", "--devices", "0,1", within=read_only(records, []),
+                 FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(records))
+    assert run.returncode == 0, run.stderr
+    opening = run.lines()[0]
+    assert "sweeping on 0,1" in opening and f"cannot write in {records}" in opening, opening
+    assert "warmup-publish: " not in run.stderr.replace("warmup-publish: wrote", ""), run.stderr
+    [scratch] = scratch_folders(work)
+    measured = run.measurement
+    assert measured["mode"] == "replay" and measured["swept"] == 0, run.stderr
+    assert measured["env"]["FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR"] == str(scratch / "merged")
+    assert all(c["env"]["FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR"].endswith("/rec") for c in run.children)
+    assert list(records.iterdir()) == []
+
+
+def test_a_named_record_folder_that_cannot_be_made_is_refused_before_anything_runs(work):
+    from test_spawn import read_only
+
+    (work / "ro").mkdir()
+    records = work / "ro" / "records"
+    run = warmup(work, "--gpus", "2", "--devices", "0,1", within=read_only(work / "ro", []),
+                 FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(records))
+    assert run.returncode == 2, run.stderr
+    assert f"FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR={records}: cannot make {records}" in run.stderr, run.stderr
+    assert run.sessions == [] and not records.exists()
+
+
+def test_one_device_on_an_incomplete_record_this_user_cannot_write_replays_what_it_holds_recording_nothing(work):
+    from test_spawn import read_only
+
+    records = work / "records"
+    records.mkdir()
+    (records / "mm.json").write_text('{"mm_main": {"64x64x64": {"BLOCK": 16}}}')
+    env = {"FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR": str(records), "PYTHONPATH": str(fake_harness(work)),
+           "FLAGGEMS_PERF_CURRENT_OP": "mm", "FLAGGEMS_VENDOR": "nvidia"}
+    show = 'eval "$("$0" --format sh --for warmup "$@")" && env | grep ^FLAGGEMS_PERF_AUTOTUNE_ | sort; echo "$reason"'
+    done = subprocess.run([*read_only(records, ["bash", "-c", show, tool("plan"), "--gpus", "1", "--",
+                                                *harness_command()])],
+                          cwd=work, capture_output=True, text=True, env=clean_env(**env), timeout=HANG)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[:2] == ["FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=",
+                                            f"FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR={records}"], done.stdout
+    assert f"cannot write in {records}" in done.stdout and "without being recorded" in done.stdout, done.stdout

@@ -60,6 +60,9 @@ pub struct Discovery {
     /// This run's signature (`protocol::signature`): a sidecar whose `complete_for`
     /// holds it vouches that its record holds every key this run needs.
     pub signature: String,
+    /// Why this user cannot write in the record folder, which is there to read (another user's,
+    /// a read-only mount): it is replayed and resumed from, and nothing is recorded there.
+    pub read_only: Option<String>,
 }
 
 impl Discovery {
@@ -67,6 +70,7 @@ impl Discovery {
     /// a record or a history from, as discovery finds it then.
     pub fn without_cache(mut self, why: String) -> Discovery {
         self.facts.record_folder = RecordFolder::CacheUnavailable(why);
+        self.read_only = None;
         (self.facts.record, self.facts.prediction) = unread();
         self
     }
@@ -92,6 +96,16 @@ pub fn record_dir(raw: Option<&std::ffi::OsStr>, cwd: &Path) -> Result<Option<Pa
             names::RECORD_DIR,
             dir.display()
         );
+    }
+    // One that is there is read even where it cannot be written (`Discovery::read_only`).
+    if !dir.is_dir() {
+        if let Err(why) = toolkit::file::writable(&dir) {
+            bail!(
+                "{}={}: {why}: point it at a folder this user can write",
+                names::RECORD_DIR,
+                dir.display()
+            );
+        }
     }
     Ok(Some(dir))
 }
@@ -149,6 +163,7 @@ pub fn discover(args: &Warmup, world: &World) -> Result<Discovery> {
         ),
         None => unread(),
     };
+    let record_folder_dir = record_folder.dir().map(Path::to_path_buf);
     let facts = Facts {
         worker,
         gpus: gpus(args.gpus, world.var(names::GPUS)),
@@ -172,6 +187,9 @@ pub fn discover(args: &Warmup, world: &World) -> Result<Discovery> {
         platform,
         shape_file,
         signature,
+        read_only: record_folder_dir
+            .filter(|dir| dir.is_dir())
+            .and_then(|dir| toolkit::file::writable(&dir).err()),
     })
 }
 

@@ -138,9 +138,17 @@ fn unnamed(found: &Discovery) -> String {
 pub fn warmup(args: &Warmup, found: &Discovery, decision: &Decision) -> Output {
     let mut out = Output::default();
     // Where COMMAND runs with the harness's variables, the reason says which op and why.
-    let reason = match decision {
-        Decision::Plain { reason } => reason.clone(),
-        _ => format!("{}: {}{}", found.op_said, decision.reason(), unnamed(found)),
+    let reason = match (decision, &found.read_only) {
+        (Decision::Plain { reason }, _) => reason.clone(),
+        (_, None) => format!("{}: {}{}", found.op_said, decision.reason(), unnamed(found)),
+        (_, Some(why)) => format!(
+            "{}: {}{}; but {why}: the folder is only read, a key it lacks is tuned without being \
+             recorded (make it writable, or set {} to a folder this user can write)",
+            found.op_said,
+            decision.reason(),
+            unnamed(found),
+            names::RECORD_DIR
+        ),
     };
     out.set("decision", decision.name())
         .set("reason", reason)
@@ -173,6 +181,16 @@ pub fn warmup(args: &Warmup, found: &Discovery, decision: &Decision) -> Output {
     }
     match decision {
         Decision::Plain { .. } => {}
+        // A folder that cannot be written: the harness replays it (what it holds is pinned) and
+        // writes nothing; blank is unset, over the caller's variable.
+        Decision::Replay { dir, .. } | Decision::Record { dir: Some(dir), .. }
+            if found.read_only.is_some() =>
+        {
+            out.export(names::RECORD_DIR, "");
+            if !args.fresh {
+                out.export(names::REPLAY_DIR, dir);
+            }
+        }
         Decision::Replay { dir, .. } => {
             out.export(names::RECORD_DIR, dir)
                 .export(names::RESUME_DIR, dir)
@@ -262,8 +280,15 @@ fn sweep(
         .list("spawn_argv", measure_argv(args, found));
     // The record cache is the run's record folder as a named one would be: the measurement gets
     // it too, so that a key it tunes live (a failed shard's) is kept for the next run.
-    if let RecordFolder::Cache(dir) = &found.facts.record_folder {
-        out.export(names::RECORD_DIR, path(dir));
+    // One that cannot be written is only resumed from: the configs go to the scratch.
+    match &found.facts.record_folder {
+        _ if found.read_only.is_some() => {
+            out.export(names::RECORD_DIR, "");
+        }
+        RecordFolder::Cache(dir) => {
+            out.export(names::RECORD_DIR, path(dir));
+        }
+        _ => {}
     }
 }
 
@@ -278,7 +303,9 @@ fn measure_argv(args: &Warmup, found: &Discovery) -> Vec<OsString> {
         argv.push("--discard-scratch".into());
     }
     if let Some(dir) = found.facts.record_folder.dir() {
-        argv.extend(["--record-dir".into(), path(dir)]);
+        if found.read_only.is_none() {
+            argv.extend(["--record-dir".into(), path(dir)]);
+        }
         argv.extend(["--resume-dir".into(), path(dir)]);
     }
     if args.fresh {

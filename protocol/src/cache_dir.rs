@@ -92,9 +92,11 @@ fn safe(name: &str) -> String {
 }
 
 /// The cache folder for this Triton and device under `root` (the device's [`slug`], this
-/// machine's under `probe_root` where it has no name), if it can be used, making nothing: it is a folder, or can be made as one (its nearest existing part is a folder,
-/// `toolkit::file::check_folder`), and that folder is one this user can write in and enter.
-/// `Err` says why it cannot be used. [`make`] makes it, once a run is decided that uses it.
+/// machine's under `probe_root` where it has no name), if it can be used, making nothing: a
+/// folder this user can read and enter (another user's, shared: what it holds is replayed, and
+/// [`toolkit::file::writable`] tells whether anything can be added), or one that can be made (its
+/// nearest existing part a folder this user can write in). `Err` says why it cannot be used.
+/// [`make`] makes it, once a run is decided that uses it.
 pub fn locate(
     root: &Path,
     triton: Option<&str>,
@@ -103,19 +105,15 @@ pub fn locate(
 ) -> Result<PathBuf, String> {
     let dir = root.join(slug(triton, device, probe_root));
     toolkit::file::check_folder(&dir)?;
-    let Some(nearest) = dir.ancestors().find(|at| at.is_dir()) else {
-        return Err(format!("no part of {} exists", dir.display()));
-    };
-    let access = nix::unistd::AccessFlags::W_OK | nix::unistd::AccessFlags::X_OK;
-    nix::unistd::access(nearest, access).map_err(|errno| {
-        let made = if nearest == dir { "write in" } else { "make" };
-        format!(
-            "cannot {made} {}: {} ({})",
-            dir.display(),
-            std::io::Error::from(errno),
-            nearest.display()
-        )
-    })?;
+    if dir.is_dir() {
+        let access = nix::unistd::AccessFlags::R_OK | nix::unistd::AccessFlags::X_OK;
+        nix::unistd::access(&dir, access).map_err(|errno| {
+            let error = std::io::Error::from(errno);
+            format!("cannot read {}: {error}", dir.display())
+        })?;
+    } else {
+        toolkit::file::writable(&dir)?;
+    }
     Ok(dir)
 }
 

@@ -63,8 +63,8 @@ pub fn shape_flags(command: &[OsString]) -> impl Iterator<Item = Arg<'_>> {
 }
 
 /// The marker expression of a pytest COMMAND when it is one bare name (`-m mm`, `-mmm`): the
-/// last `-m` pytest would read, a Python identifier that is no keyword of the expression
-/// language (`and`, `or`, `not`). None for any other COMMAND, or an expression (`-m "mm or bmm"`).
+/// last `-m` pytest would read, trimmed, when it is a [`marker_name`]. None for any other
+/// COMMAND, or an expression (`-m "mm or bmm"`).
 pub fn marker_of(command: &[OsString]) -> Option<String> {
     let at = pytest_args_start(command)?;
     let mut args = command[at..].iter().map(|a| a.as_bytes());
@@ -84,14 +84,29 @@ pub fn marker_of(command: &[OsString]) -> Option<String> {
             }
         }
     }
-    let name = std::str::from_utf8(last?).ok()?;
+    let name = std::str::from_utf8(last?).ok()?.trim();
+    marker_name(name).then(|| name.to_owned())
+}
+
+/// Python's keywords (`keyword.kwlist`): no marker can be named by one (`pytest.mark.import` is
+/// a syntax error), and `and`, `or`, `not` are the expression's own.
+const PYTHON_KEYWORDS: [&str; 35] = [
+    "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue",
+    "def", "del", "elif", "else", "except", "finally", "for", "from", "global", "if", "import",
+    "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return", "try", "while",
+    "with", "yield",
+];
+
+/// Whether `name` can name a marker (`@pytest.mark.NAME`): Python's `str.isidentifier` (a
+/// Unicode XID_Start or `_`, then XID_Continue), and not [`PYTHON_KEYWORDS`]. tests/test_protocol.py
+/// checks it against Python's own `isidentifier` and `keyword.iskeyword`.
+pub fn marker_name(name: &str) -> bool {
     let mut chars = name.chars();
-    let bare = chars
+    chars
         .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
-        && !matches!(name, "and" | "or" | "not");
-    bare.then(|| name.to_owned())
+        .is_some_and(|c| c == '_' || unicode_ident::is_xid_start(c))
+        && chars.all(unicode_ident::is_xid_continue)
+        && !PYTHON_KEYWORDS.contains(&name)
 }
 
 /// The stem of the first test file a pytest COMMAND names (`benchmark/test_blas_perf.py`, or
@@ -587,6 +602,15 @@ mod tests {
         assert_eq!(marker(&["pytest", "-m", "mm or bmm"]), None);
         assert_eq!(marker(&["pytest", "-m", "not"]), None);
         assert_eq!(marker(&["pytest", "-m", "a-b"]), None);
+        assert_eq!(
+            marker(&["pytest", "-m", "mm "]).as_deref(),
+            Some("mm"),
+            "trimmed"
+        );
+        assert_eq!(marker(&["pytest", "-m", "é"]).as_deref(), Some("é"));
+        for keyword in ["True", "None", "import", "yield"] {
+            assert_eq!(marker(&["pytest", "-m", keyword]), None, "{keyword}");
+        }
         assert_eq!(marker(&["pytest", "-k", "-m", "x.py"]), None, "-k's value");
         assert_eq!(marker(&["pytest", "--", "-m", "mm"]), None);
         assert_eq!(

@@ -139,6 +139,28 @@ pub fn check_folder(path: &Path) -> Result<(), String> {
     }
 }
 
+/// Whether this user can make files in the folder `path` or, where it is missing, make it: `Err`
+/// says why not (`cannot write in DIR: Permission denied`, `cannot make DIR: ... (ANCESTOR)`).
+/// Read-only mounts answer for root too (EROFS); `path` passed [`check_folder`] first.
+pub fn writable(path: &Path) -> Result<(), String> {
+    let Some(nearest) = path.ancestors().find(|at| at.is_dir()) else {
+        return Err(format!("no part of {} exists", path.display()));
+    };
+    let access = nix::unistd::AccessFlags::W_OK | nix::unistd::AccessFlags::X_OK;
+    nix::unistd::access(nearest, access).map_err(|errno| {
+        let error = io::Error::from(errno);
+        if nearest == path {
+            format!("cannot write in {}: {error}", path.display())
+        } else {
+            format!(
+                "cannot make {}: {error} ({})",
+                path.display(),
+                nearest.display()
+            )
+        }
+    })
+}
+
 /// What `reader` gives, refused past `limit` bytes (a file that grew while read, or stdin).
 pub fn read_bounded(reader: impl Read, limit: u64) -> io::Result<Vec<u8>> {
     let mut bytes = Vec::new();

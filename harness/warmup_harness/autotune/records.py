@@ -16,6 +16,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from .. import env
 from . import atomic, safe_read
 
 META_FORMAT = "warmup-harness-meta"
@@ -146,7 +147,7 @@ def check_writable(directory: Path, variable: str) -> None:
     except OSError as exc:
         raise RecordError(
             f"{variable}={directory}: cannot write files there ({exc.strerror or exc}): give a "
-            f"folder this user can write"
+            f"folder this user can write, or replay what it holds with {env.REPLAY_DIR} (scripts/warmup does)"
         ) from None
 
 

@@ -1,5 +1,6 @@
 //! The third phase: `warmup-publish --format json` into the record folder (else
-//! `SCRATCH/merged`), where it went read back by the type it was written with; then
+//! `SCRATCH/merged`, also where publishing into the record folder failed), where it went read
+//! back by the type it was written with; then
 //! `warmup-costs`, the sweep's costs kept with the records for the next run's split. A stopped
 //! sweep publishes too, with a record folder, for the next run to resume from.
 
@@ -31,9 +32,10 @@ impl Published {
     ) -> Published {
         let mut dir = None;
         if matches!(merged, Merged::Configs(_)) && rest.stopped().is_none() {
-            if let ToolEnd::Done(out) = publish(rest, &place.publish_dir, place, complete) {
-                dir = ReplayEnv::replay_dir(&out);
-            }
+            dir = match publish(rest, &place.publish_dir, place, complete) {
+                ToolEnd::Done(out) => ReplayEnv::replay_dir(&out),
+                ToolEnd::Failed(_) => into_scratch(rest, place, complete),
+            };
         }
         Published { merged, dir }
     }
@@ -105,6 +107,29 @@ pub fn after_stop(rest: &mut Rest<'_>, place: &Place<'_>) -> Published {
         say("the sweep was stopped before any child recorded a key; nothing to resume from");
     }
     published
+}
+
+/// Where publishing into the record folder failed (a full disk, a folder that turned read-only):
+/// the configs published into `SCRATCH/merged` instead, so that the measurement replays the
+/// sweep rather than tuning every key again; said once. `None` where that fails too, where
+/// there is no record folder (the scratch was the target) or a stop came.
+fn into_scratch(rest: &mut Rest<'_>, place: &Place<'_>, complete: Option<&str>) -> Option<PathBuf> {
+    let record_dir = place.record_dir.as_ref()?;
+    if rest.stopped().is_some() {
+        return None;
+    }
+    let fallback = place.scratch.fallback_records();
+    let ToolEnd::Done(out) = publish(rest, &fallback, place, complete) else {
+        return None;
+    };
+    say(&format!(
+        "WARNING publishing into the record folder {} failed (warmup-publish's error above): the \
+         measurement replays the sweep's configs from {}; the record there may lack them: fix \
+         that folder (its space, its permissions) before the next run",
+        record_dir.display(),
+        fallback.display()
+    ));
+    ReplayEnv::replay_dir(&out)
 }
 
 /// `warmup-publish --format json --record-dir DIR [--signature SIG] -- SCRATCH`.
