@@ -106,8 +106,68 @@ def test_a_journal_that_is_a_fifo_or_a_device_refuses_a_record_session_and_warns
     assert "replayed 12, swept 0 live" in run.stderr
     run = bench(tmp_path, shapes, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(folder))
     assert run.returncode == 4, run.output  # every key would be appended to it: refused before any test
-    assert f"warmup-harness: {folder / '.mm.journal'}: cannot read the journal ({what})" in run.stderr
+    if kind == "dev-zero":  # a link to it: never written through, whatever it names
+        what = "is a symbolic link, which the harness never writes through: remove it"
+        assert f"warmup-harness: {folder / '.mm.journal'} {what}" in run.stderr
+    else:
+        assert f"warmup-harness: {folder / '.mm.journal'}: cannot read the journal ({what})" in run.stderr
     assert run.sessions == []
+
+
+@pytest.mark.parametrize("name", [".mm.journal", ".mm.lock", ".mm.sessions"])
+def test_a_link_planted_as_a_file_the_record_session_writes_refuses_it_and_is_never_written_through(
+        recorded, tmp_path, name):
+    folder = copy_records(recorded[0], tmp_path / "rec")
+    victim = tmp_path / "victim"
+    victim.write_text("precious")
+    (folder / name).symlink_to(victim)  # planted by anyone who can write in a shared record folder
+    shapes = shape_file(tmp_path, [[96, 32, 16]])  # a key the record lacks: it would be journaled
+    run = bench(tmp_path, shapes, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(folder),
+                WARMUP_HARNESS_RESUME_DIR=str(folder))
+    assert run.returncode == 4, run.output
+    assert (f"warmup-harness: {folder / name} is a symbolic link, which the harness never writes through: "
+            f"remove it, or give a record folder of your own") in run.stderr
+    assert run.sessions == [] and victim.read_text() == "precious"
+    assert (folder / name).is_symlink() and sorted(p.name for p in folder.iterdir()) == sorted([name, "mm.json",
+                                                                                                  "mm.meta.json"])
+
+
+def test_a_link_planted_while_a_session_records_is_never_written_through(tmp_path):
+    from warmup_harness.autotune import writer
+
+    folder = tmp_path / "rec"
+    folder.mkdir()
+    victim = tmp_path / "victim"
+    victim.write_text("precious")
+    session = writer.RecordWriter(folder, "mm", lambda: "fake 0")
+    session.open()
+    (folder / ".mm.journal").symlink_to(victim)  # after the check at the start
+    (folder / ".mm.sessions").symlink_to(tmp_path / "made")
+    session.add("m:k", "[1]", {"kwargs": {"B": 1}}, 1.0)
+    session.close()
+    session.release()
+    assert victim.read_text() == "precious" and not (tmp_path / "made").exists()
+    assert session.unwritten == [("m:k", "[1]")]
+    assert any("is a symbolic link, which the harness never writes through" in note for note in session.notes)
+    (folder / ".mm.sessions").unlink()
+    session = writer.RecordWriter(folder, "mm", lambda: "fake 0")
+    (folder / ".mm.lock").symlink_to(tmp_path / "made")
+    session.add("m:k", "[1]", {"kwargs": {"B": 1}}, 1.0)
+    session.release()
+    assert session.unwritten == [("m:k", "[1]")] and not (tmp_path / "made").exists()
+
+
+def test_an_atomic_write_replaces_a_link_at_its_target_and_skips_links_and_fifos_at_temporaries(tmp_path):
+    from warmup_harness.autotune import atomic
+
+    victim = tmp_path / "victim"
+    victim.write_text("precious")
+    (tmp_path / "mm.json").symlink_to(victim)
+    (tmp_path / ".mm.json.tmp1.dead").symlink_to(victim)
+    os.mkfifo(tmp_path / ".mm.json.tmp2.fifo")  # opened to test its lock, it would wait for a writer
+    atomic.write_bytes(tmp_path / "mm.json", b"{}\n")
+    assert victim.read_text() == "precious"
+    assert not (tmp_path / "mm.json").is_symlink() and (tmp_path / "mm.json").read_bytes() == b"{}\n"
 
 
 @pytest.mark.parametrize("kind", KINDS)
