@@ -84,19 +84,24 @@ def journal_entries(data: bytes) -> list[Entry]:
     return entries
 
 
+def journaled(directory: Path, op: str, then: str) -> list[Entry]:
+    """The entries of the journal there, none where there is none; raises RecordError where it
+    cannot be read (a FIFO or a device there included): its keys, if any, are not `then`. Reads only."""
+    path = journal_path(directory, op)
+    try:
+        return journal_entries(safe_read.read_bytes(path))
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        raise RecordError(f"{path}: cannot read the journal ({exc.strerror or exc}); its keys, if any, "
+                          f"are not {then}") from None
+
+
 def unfolded(directory: Path, op: str, records: dict, provenance: Provenance | None = None) -> int:
     """Replay: adds to `records` the keys a record session journaled but did not fold (it was
     killed), as the next record session would fold them, and to `provenance` where each was made
     (a line that says nothing: where the sidecar's own keys were); returns how many. Reads only."""
-    path = journal_path(directory, op)
-    try:
-        data = safe_read.read_bytes(path)
-    except FileNotFoundError:
-        return 0
-    except OSError as exc:  # a FIFO or a device there included: its keys, if any, are not replayed
-        raise RecordError(f"{path}: cannot read the journal ({exc.strerror or exc}); its keys, if any, "
-                          f"are not replayed") from None
-    entries = journal_entries(data)
+    entries = journaled(directory, op, "replayed")
     for kernel, key, config, _, _, where in entries:
         records.setdefault(kernel, {})[key] = config
         if provenance is not None:
