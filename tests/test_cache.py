@@ -107,6 +107,24 @@ def test_one_device_records_into_the_cache_and_leaves_no_temporary_record_folder
     assert sum(again.session["timed"].values()) == 0, again.session["timed"]
 
 
+def test_a_link_planted_as_the_used_stamp_is_left_alone_with_one_line_and_the_run_replays(tmp_path):
+    shapes = shape_file(tmp_path, SHAPES)
+    env = nothing_set(tmp_path)
+    first = finished(warmup(tmp_path, env, shapes, "--gpus", "1"), tmp_path)
+    assert first.returncode == 0, first.output
+    [folder] = cache_folders(tmp_path)
+    victim = tmp_path / "victim"
+    victim.write_text("precious")
+    (folder / ".mm.used").unlink()
+    (folder / ".mm.used").symlink_to(victim)  # planted by anyone who can write in a shared folder
+    run = finished(warmup(tmp_path, env, shapes, "--gpus", "1"), tmp_path)
+    assert run.returncode == 0 and f"the record in {folder} answers" in run.stderr, run.output
+    assert victim.read_text() == "precious"
+    assert (f"[warmup] warning: {folder / '.mm.used'} is a symbolic link, which the tools never write through: "
+            f"remove it; this use of op mm is not marked there\n") in run.stderr
+    assert sum(run.session["timed"].values()) == 0, run.session["timed"]
+
+
 def test_two_runs_at_once_into_the_cache_keep_every_key_of_both(tmp_path):
     """One process each (--gpus 1: the harness folds into the cache under the op's lock), then two
     sweeps at once (each publishes its union under that lock): both key sets are there after."""

@@ -92,3 +92,20 @@ def test_a_winner_that_is_a_fifo_or_a_device_is_no_winner_and_is_not_waited_on(t
     path = tmp_path / "claims" / f"{claims.claim_name('k', '[1]')}.winner.json"
     os.mkfifo(path) if kind == "fifo" else path.symlink_to("/dev/zero")
     assert folder.winner("k", "[1]") is None  # before: blocked on the FIFO, read /dev/zero without end
+
+
+def test_a_link_planted_in_the_claim_folder_is_refused_and_never_written_through(tmp_path):
+    victim = tmp_path / "victim"
+    victim.write_text("precious")
+    (tmp_path / "claims").mkdir()
+    (tmp_path / "claims" / ".lock").symlink_to(tmp_path / "made")
+    with pytest.raises(claims.ClaimError, match=r"claims/\.lock is a symbolic link, which the harness never "
+                                                r"writes through"):
+        claims.Claims(tmp_path / "claims")
+    assert not (tmp_path / "made").exists(), "a file was made where the link points"
+    (tmp_path / "claims" / ".lock").unlink()
+    folder = claims.Claims(tmp_path / "claims")
+    (tmp_path / "claims" / f"{claims.claim_name('k', '[1]')}.claim").symlink_to(victim)
+    with pytest.raises(OSError, match="is a symbolic link, which the harness never writes through"):
+        folder.take("k", "[1]")
+    assert victim.read_text() == "precious"

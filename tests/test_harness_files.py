@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from support import BIN_DIR, HANG, run_tool
-from test_harness import (SCRIPT, SHAPES, SOURCE, Run, bench, bench_command, bench_env, copy_records, recorded,
-                          shape_file)
+from test_harness import (SCRIPT, SHAPES, SOURCE, TRITON, Run, bench, bench_command, bench_env, copy_records,
+                          recorded, shape_file)
 
 sys.path.insert(0, str(SOURCE))
 from warmup_harness import env as harness_env  # noqa: E402
@@ -106,8 +106,68 @@ def test_a_journal_that_is_a_fifo_or_a_device_refuses_a_record_session_and_warns
     assert "replayed 12, swept 0 live" in run.stderr
     run = bench(tmp_path, shapes, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(folder))
     assert run.returncode == 4, run.output  # every key would be appended to it: refused before any test
-    assert f"warmup-harness: {folder / '.mm.journal'}: cannot read the journal ({what})" in run.stderr
+    if kind == "dev-zero":  # a link to it: never written through, whatever it names
+        what = "is a symbolic link, which the harness never writes through: remove it"
+        assert f"warmup-harness: {folder / '.mm.journal'} {what}" in run.stderr
+    else:
+        assert f"warmup-harness: {folder / '.mm.journal'}: cannot read the journal ({what})" in run.stderr
     assert run.sessions == []
+
+
+@pytest.mark.parametrize("name", [".mm.journal", ".mm.lock", ".mm.sessions"])
+def test_a_link_planted_as_a_file_the_record_session_writes_refuses_it_and_is_never_written_through(
+        recorded, tmp_path, name):
+    folder = copy_records(recorded[0], tmp_path / "rec")
+    victim = tmp_path / "victim"
+    victim.write_text("precious")
+    (folder / name).symlink_to(victim)  # planted by anyone who can write in a shared record folder
+    shapes = shape_file(tmp_path, [[96, 32, 16]])  # a key the record lacks: it would be journaled
+    run = bench(tmp_path, shapes, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(folder),
+                WARMUP_HARNESS_RESUME_DIR=str(folder))
+    assert run.returncode == 4, run.output
+    assert (f"warmup-harness: {folder / name} is a symbolic link, which the harness never writes through: "
+            f"remove it, or give a record folder of your own") in run.stderr
+    assert run.sessions == [] and victim.read_text() == "precious"
+    assert (folder / name).is_symlink() and sorted(p.name for p in folder.iterdir()) == sorted([name, "mm.json",
+                                                                                                  "mm.meta.json"])
+
+
+def test_a_link_planted_while_a_session_records_is_never_written_through(tmp_path):
+    from warmup_harness.autotune import writer
+
+    folder = tmp_path / "rec"
+    folder.mkdir()
+    victim = tmp_path / "victim"
+    victim.write_text("precious")
+    session = writer.RecordWriter(folder, "mm", lambda: "fake 0")
+    session.open()
+    (folder / ".mm.journal").symlink_to(victim)  # after the check at the start
+    (folder / ".mm.sessions").symlink_to(tmp_path / "made")
+    session.add("m:k", "[1]", {"kwargs": {"B": 1}}, 1.0)
+    session.close()
+    session.release()
+    assert victim.read_text() == "precious" and not (tmp_path / "made").exists()
+    assert session.unwritten == [("m:k", "[1]")]
+    assert any("is a symbolic link, which the harness never writes through" in note for note in session.notes)
+    (folder / ".mm.sessions").unlink()
+    session = writer.RecordWriter(folder, "mm", lambda: "fake 0")
+    (folder / ".mm.lock").symlink_to(tmp_path / "made")
+    session.add("m:k", "[1]", {"kwargs": {"B": 1}}, 1.0)
+    session.release()
+    assert session.unwritten == [("m:k", "[1]")] and not (tmp_path / "made").exists()
+
+
+def test_an_atomic_write_replaces_a_link_at_its_target_and_skips_links_and_fifos_at_temporaries(tmp_path):
+    from warmup_harness.autotune import atomic
+
+    victim = tmp_path / "victim"
+    victim.write_text("precious")
+    (tmp_path / "mm.json").symlink_to(victim)
+    (tmp_path / ".mm.json.tmp1.dead").symlink_to(victim)
+    os.mkfifo(tmp_path / ".mm.json.tmp2.fifo")  # opened to test its lock, it would wait for a writer
+    atomic.write_bytes(tmp_path / "mm.json", b"{}\n")
+    assert victim.read_text() == "precious"
+    assert not (tmp_path / "mm.json").is_symlink() and (tmp_path / "mm.json").read_bytes() == b"{}\n"
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -236,6 +296,53 @@ def test_a_write_that_fails_while_recording_is_a_warning_and_the_tests_run_on(re
     earlier = json.loads(before["mm.json"])
     assert all(now[k].items() >= earlier[k].items() for k in earlier)
     assert json.dumps([96, 32, 16, *F16]) in now["kernels_plain:mm_kernel_general"]
+
+
+def test_the_keys_a_fold_that_failed_left_in_the_journal_are_pinned_by_the_next_cache_session(recorded, tmp_path):
+    # A full disk (RLIMIT_FSIZE, as above): the keys go to the journal, no fold can put them in the
+    # record. The next session of the record as a cache, with room, must pin them, not tune them.
+    folder = copy_records(recorded[0], tmp_path / "rec")
+    limit = len((folder / "mm.json").read_bytes()) + 64
+    shapes = shape_file(tmp_path, [[96, 32, 16], [80, 48, 16]])  # keys the record lacks
+    cache = {"FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR": str(folder), "WARMUP_HARNESS_RESUME_DIR": str(folder),
+             "FLAGGEMS_DB_URL": "sqlite:///:memory:"}  # FlagGems' store answers nothing
+    env = bench_env(tmp_path, **cache)
+    del env["FIXTURE_TRACE"]
+    proc = subprocess.run(bench_command(shapes), env=env, cwd=tmp_path, capture_output=True, text=True,
+                          timeout=HANG, preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit)))
+    assert proc.returncode == 0 and "not folded into" in proc.stderr, proc.stdout + proc.stderr
+    left = (folder / ".mm.journal").read_text().splitlines()
+    assert len(left) == 6, left
+    run = bench(tmp_path, shapes, **cache)
+    assert run.returncode == 0, run.output
+    assert sum(run.session["timed"].values()) == 0, f"a key was tuned: {run.session['timed']}"
+    assert f"resume: 18 key(s) of {folder / 'mm.json'} and its journal (Triton" in run.stderr, run.stderr
+    assert "resume: 6 key(s) taken from" in run.stderr, run.stderr
+
+
+def test_a_journal_without_a_record_resumes_its_keys_made_here_and_a_line_for_another_kernel_drops_the_old(
+        tmp_path):
+    from warmup_harness.autotune import writer
+
+    folder = tmp_path / "rec"
+    folder.mkdir()
+    here = {"device": "fake 0", "triton": TRITON}
+    lines = [{"kernel": "m:k", "key": "[1]", "config": {"kwargs": {"B": 1}}, "seconds": 1.0, **here},
+             {"kernel": "m:k", "key": "[2]", "config": {"kwargs": {"B": 2}}, "seconds": 2.0, "device": "other",
+              "triton": TRITON},
+             {"kernel": "m:j", "key": "[1]", "config": {"kwargs": {"B": 3}}, "seconds": 3.0, "fingerprint": "a",
+              **here},
+             {"kernel": "m:j", "key": "[2]", "config": {"kwargs": {"B": 4}}, "seconds": 4.0, "fingerprint": "b",
+              **here}]
+    writer.journal_path(folder, "mm").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    said: list[str] = []
+    earlier = resume.load({"WARMUP_HARNESS_RESUME_DIR": str(folder)}.get, "mm", TRITON, said)
+    assert earlier is not None, said
+    assert earlier.usable(lambda: "fake 0", said)
+    assert earlier.lookup("m:k", "[1]") == ({"kwargs": {"B": 1}}, 1.0)
+    assert earlier.lookup("m:k", "[2]") is None, "made on another device"
+    assert earlier.lookup("m:j", "[1]") is None, "tuned for the kernel as it was"
+    assert earlier.lookup("m:j", "[2]") == ({"kwargs": {"B": 4}}, 4.0) and earlier.kernels["m:j"] == "b"
 
 
 NO_TRITON = """

@@ -913,6 +913,26 @@ def test_a_lock_file_another_user_cannot_read_is_named_with_its_mode(open_folder
     assert "folder" not in said.split(cs.LOCK_DIR)[0], said
 
 
+def test_a_link_planted_as_a_device_lock_is_refused_and_never_followed(open_folder, tmp_path, monkeypatch):
+    # In the shared folder anyone can plant a link: followed, it would have this user make the file
+    # it names, or make one of this user's files readable by all.
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    secret = tmp_path / "secret"
+    secret.write_text("key")
+    secret.chmod(0o600)
+    for target in (secret, tmp_path / "made"):
+        path = open_folder / "gpu-0.lock"
+        path.unlink(missing_ok=True)
+        path.symlink_to(target)
+        lock = device_lock.DeviceTimingLock(open_folder, shared=True)
+        with pytest.raises(RuntimeError) as raised, lock:
+            pass
+        assert str(raised.value) == (f"warmup-harness: the device timing lock {path} is a symbolic link, which the "
+                                     f"harness never writes through: remove it, or set {cs.LOCK_DIR} to a folder of "
+                                     f"your own")
+    assert secret.stat().st_mode & 0o777 == 0o600 and not (tmp_path / "made").exists()
+
+
 @pytest.mark.parametrize("where", ["/dev/null/locks", "a-file/locks"])
 def test_a_lock_folder_that_cannot_be_made_is_refused_naming_the_variable(tmp_path, where):
     (tmp_path / "a-file").touch()

@@ -31,8 +31,7 @@ pub fn remove(tool: &str, entry: &Entry) -> Result<Removed> {
     let op = &entry.op;
     let _record = lock::update_lock(tool, &record_lock_target(dir, op))?;
     let sessions = sessions_path(dir, op);
-    let file = lock::open(&sessions)
-        .with_context(|| format!("opening {} (is the folder writable?)", sessions.display()))?;
+    let file = lock::open_said(&sessions, || format!("opening {}", sessions.display()))?;
     let _sessions = match lock::try_lock(file, FlockArg::LockExclusiveNonblock)
         .with_context(|| format!("locking {}", sessions.display()))?
     {

@@ -123,6 +123,26 @@ fn path_prints_the_cache_folder_from_xdg_else_home_and_none_is_exit_2() {
 }
 
 #[test]
+fn remove_never_opens_a_lock_through_a_link_planted_in_a_record_folder() {
+    for planted in [".mm.lock", ".mm.sessions"] {
+        let home = tempfile::tempdir().expect("tempdir");
+        let h200 = record(home.path(), "3.6.0", "NVIDIA H200", "mm", 3);
+        let made = home.path().join("made");
+        std::os::unix::fs::symlink(&made, h200.join(planted)).expect("symlink");
+        cache(home.path())
+            .args(["remove", "--op", "mm"])
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(format!(
+                "{} is a symbolic link, which the tools never write through: remove it",
+                h200.join(planted).display()
+            )));
+        assert!(!made.exists(), "a file was made where the link points");
+        assert!(h200.join("mm.json").is_file(), "removed all the same");
+    }
+}
+
+#[test]
 fn remove_by_op_removes_it_everywhere_and_keeps_the_other_ops_and_the_lock_files() {
     let home = tempfile::tempdir().expect("tempdir");
     let h200 = record(home.path(), "3.6.0", "NVIDIA H200", "mm", 3);

@@ -56,7 +56,9 @@ pub fn apply(found: Discovery, decision: Decision) -> (Discovery, Decision) {
     }
     match cache_dir::make(dir) {
         Ok(()) => {
-            cache_dir::touch(dir, &found.op);
+            if let Some(line) = cache_dir::touch(dir, &found.op) {
+                eprintln!("[{}] warning: {line}", crate::Driver::Warmup.name());
+            }
             (found, decision)
         }
         Err(why) => {

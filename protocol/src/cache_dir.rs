@@ -123,10 +123,20 @@ pub fn make(dir: &Path) -> Result<(), String> {
 }
 
 /// Marks `op` used now in the cache folder `dir` ([`used_path`]); a failure is ignored (the
-/// stamp only orders `warmup-cache remove --older-than`).
-pub fn touch(dir: &Path, op: &str) {
-    if let Ok(file) = std::fs::File::create(used_path(dir, op)) {
-        let _ = file.set_modified(std::time::SystemTime::now());
+/// stamp only orders `warmup-cache remove --older-than`), but for a symbolic link there, which
+/// is left alone (`toolkit::file::open_own`: never written through) and returned as the line to
+/// say.
+pub fn touch(dir: &Path, op: &str) -> Option<String> {
+    let path = used_path(dir, op);
+    match toolkit::file::open_own(&path, std::fs::OpenOptions::new().write(true).create(true)) {
+        Ok(file) => {
+            let _ = file.set_modified(std::time::SystemTime::now());
+            None
+        }
+        Err(e) if toolkit::file::is_link(&e) => {
+            Some(format!("{e}; this use of op {op} is not marked there"))
+        }
+        Err(_) => None,
     }
 }
 
@@ -215,6 +225,23 @@ mod tests {
         let shown = here.split('_').nth(1).expect("device part");
         assert_ne!(here, slug(Some("3.6.0"), Some(shown)));
         assert_ne!(here, slug(Some("3.6.0"), Some("unknown")));
+    }
+
+    #[test]
+    fn a_link_planted_as_the_used_stamp_is_left_alone_and_said() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "precious").expect("victim");
+        std::os::unix::fs::symlink(&victim, used_path(dir.path(), "mm")).expect("symlink");
+        let line = touch(dir.path(), "mm").expect("a line");
+        assert!(line.contains(".mm.used is a symbolic link"), "{line}");
+        assert!(
+            line.ends_with("remove it; this use of op mm is not marked there"),
+            "{line}"
+        );
+        assert_eq!(std::fs::read(&victim).expect("read"), b"precious");
+        assert_eq!(touch(dir.path(), "bmm"), None);
+        assert!(used_path(dir.path(), "bmm").is_file());
     }
 
     #[test]

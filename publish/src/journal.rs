@@ -31,9 +31,9 @@ pub enum Owner {
 /// Asks `DIR/.<op>.sessions` (created if missing) whether a record session is live.
 pub fn owner(dir: &Path, op: &str) -> Result<Owner> {
     let path = sessions_path(dir, op);
-    let file = toolkit::lock::open(&path).with_context(|| {
+    let file = toolkit::lock::open_said(&path, || {
         format!(
-            "opening {}, which tells whether a record session is live (is the folder writable?)",
+            "opening {}, which tells whether a record session is live",
             path.display()
         )
     })?;

@@ -346,6 +346,36 @@ fn a_live_sessions_journal_is_left_to_it() {
 }
 
 #[test]
+fn a_link_planted_as_the_lock_or_the_sessions_file_is_refused_and_never_written_through() {
+    for planted in [".mm.lock", ".mm.sessions"] {
+        let (dir, rec) = record_folder();
+        rec.child(".mm.journal")
+            .write_str(JOURNAL)
+            .expect("journal");
+        let victim = dir.child("victim");
+        victim.write_str("precious").expect("victim");
+        std::os::unix::fs::symlink(victim.path(), rec.child(planted).path()).expect("symlink");
+        let gone = dir.child("gone");
+        std::os::unix::fs::symlink(gone.path(), rec.child(".bmm.lock").path()).expect("symlink");
+        publish_into(rec.path(), MERGED).code(2).stderr(format!(
+            "warmup-publish: {} is a symbolic link, which the tools never write through: remove it\n",
+            rec.child(planted).path().display()
+        ));
+        victim.assert("precious");
+        rec.child("mm.json").assert(predicate::path::missing());
+        rec.child(".mm.journal").assert(JOURNAL);
+        let publish_bmm = publish()
+            .args(["--op", "bmm", "--record-dir"])
+            .arg(rec.path())
+            .arg("-")
+            .write_stdin(MERGED)
+            .assert();
+        publish_bmm.code(2);
+        gone.assert(predicate::path::missing());
+    }
+}
+
+#[test]
 fn the_ops_costs_of_an_earlier_run_go_with_the_record_they_described() {
     let (_dir, rec) = record_folder();
     // Only the op's costs: the file goes.

@@ -158,7 +158,8 @@ fn remove_dead_writers_temporaries(target: &Path) {
             continue;
         }
         let path = entry.path();
-        if let Ok(file) = File::open(&path) {
+        // Not through a link, and not waiting on a FIFO, someone put there under such a name.
+        if let Ok(file) = crate::file::open_own(&path, OpenOptions::new().read(true)) {
             if let Ok(unheld) = Flock::lock(file, FlockArg::LockExclusiveNonblock) {
                 let _ = std::fs::remove_file(&path);
                 drop(unheld);
@@ -234,6 +235,23 @@ mod tests {
             names(dir.path()),
             [".op.json.tmpLIVE01", ".other.json.tmpDEAD02", "op.json"]
         );
+    }
+
+    #[test]
+    fn a_link_planted_at_the_target_or_a_temporarys_name_is_never_written_through() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let d = dir.path();
+        let victim = d.join("victim");
+        fs::write(&victim, "precious").expect("victim");
+        let target = d.join("mm.json");
+        std::os::unix::fs::symlink(&victim, &target).expect("symlink");
+        std::os::unix::fs::symlink(&victim, d.join(".mm.json.tmpLINK01")).expect("symlink");
+        nix::unistd::mkfifo(&d.join(".mm.json.tmpFIFO01"), nix::sys::stat::Mode::S_IRWXU)
+            .expect("mkfifo");
+        write(&target, b"{}").expect("write");
+        assert_eq!(fs::read_to_string(&victim).expect("read"), "precious");
+        assert!(!target.symlink_metadata().expect("there").is_symlink());
+        assert_eq!(fs::read_to_string(&target).expect("read"), "{}");
     }
 
     #[test]

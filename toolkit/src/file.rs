@@ -2,6 +2,9 @@
 //! files): a regular file only, and no more than [`MAX_BYTES`]. A FIFO put where a JSON file was
 //! expected would block the tool until someone writes to it, and `/dev/zero` would be read until
 //! memory runs out; both are refused at once, naming what the path is.
+//!
+//! Writing a file in a folder others may write in (a shared record folder, the record cache, a
+//! lock folder): [`open_own`], never through a symbolic link planted at the file's name.
 
 use std::io::{self, Read};
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
@@ -73,6 +76,50 @@ pub fn read_at_most(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
     }
     read_bounded(file, limit)
 }
+
+/// Opens `path` with `options` as the tools open every file they create, write or lock in a
+/// folder another user may write in (a record folder, a record cache folder): never through a
+/// symbolic link at `path` itself (`O_NOFOLLOW`), which would have the tool create, truncate or
+/// append to whatever file the link's planter chose, and never waiting on a FIFO there
+/// (`O_NONBLOCK`, which changes nothing for a regular file or a lock). A link there is an error
+/// that names it and says to remove it ([`is_link`] tells it apart); links in the folders above
+/// it are followed as ever. `options`' custom flags are replaced.
+pub fn open_own(path: &Path, options: &mut std::fs::OpenOptions) -> io::Result<std::fs::File> {
+    let flags = nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK;
+    match options.custom_flags(flags).open(path) {
+        Err(e)
+            if e.raw_os_error() == Some(nix::libc::ELOOP)
+                && path.symlink_metadata().is_ok_and(|m| m.is_symlink()) =>
+        {
+            Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                Linked(path.to_path_buf()),
+            ))
+        }
+        other => other,
+    }
+}
+
+/// Whether `err` is [`open_own`]'s refusal of a symbolic link.
+pub fn is_link(err: &io::Error) -> bool {
+    err.get_ref().is_some_and(|inner| inner.is::<Linked>())
+}
+
+/// A symbolic link where a tool writes a file of its own.
+#[derive(Debug)]
+struct Linked(std::path::PathBuf);
+
+impl std::fmt::Display for Linked {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} is a symbolic link, which the tools never write through: remove it",
+            self.0.display()
+        )
+    }
+}
+
+impl std::error::Error for Linked {}
 
 /// What a path that is not a regular file is, for a message (`is a FIFO, not ...`).
 fn kind_name(kind: std::fs::FileType) -> &'static str {
@@ -228,6 +275,42 @@ mod tests {
         assert!(check_folder(Path::new("/dev/null"))
             .expect_err("device")
             .contains("a character device"));
+    }
+
+    #[test]
+    fn a_file_of_its_own_is_never_opened_through_a_link_planted_at_its_name() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let d = dir.path();
+        std::fs::write(d.join("victim"), "precious").expect("victim");
+        std::os::unix::fs::symlink(d.join("victim"), d.join(".mm.used")).expect("symlink");
+        std::os::unix::fs::symlink(d.join("made"), d.join(".mm.lock")).expect("dangling");
+        let write = || {
+            let mut options = std::fs::OpenOptions::new();
+            options.write(true).create(true).truncate(true);
+            options
+        };
+        let err = open_own(&d.join(".mm.used"), &mut write()).expect_err("a link");
+        assert!(is_link(&err), "{err}");
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "{} is a symbolic link, which the tools never write through: remove it",
+                d.join(".mm.used").display()
+            )
+        );
+        assert_eq!(std::fs::read(d.join("victim")).expect("read"), b"precious");
+        assert!(is_link(
+            &open_own(&d.join(".mm.lock"), &mut write()).expect_err("dangling")
+        ));
+        assert!(!d.join("made").exists(), "nothing made where it points");
+        // A FIFO is not waited on for a reader, and a plain file opens as it would.
+        nix::unistd::mkfifo(&d.join("fifo"), nix::sys::stat::Mode::S_IRWXU).expect("mkfifo");
+        let fifo = open_own(&d.join("fifo"), std::fs::OpenOptions::new().write(true));
+        assert!(fifo.is_err_and(|e| !is_link(&e)));
+        open_own(&d.join("new"), &mut write()).expect("a new file");
+        // A link in a folder above is followed.
+        std::os::unix::fs::symlink(d, d.join("up")).expect("symlink");
+        open_own(&d.join("up/new"), &mut write()).expect("through a linked folder");
     }
 
     #[test]

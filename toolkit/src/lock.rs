@@ -14,14 +14,29 @@ use std::io;
 use std::path::Path;
 
 /// Opens the lock file at `path` for reading and writing (its holder may write its name in it),
-/// created if missing, never truncated.
+/// created if missing, never truncated, never through a symbolic link there
+/// ([`crate::file::open_own`]: a lock file may be in a folder others write in).
 pub fn open(path: &Path) -> io::Result<File> {
-    OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)
+    crate::file::open_own(
+        path,
+        OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false),
+    )
+}
+
+/// [`open`], its error said as `opening` (what the file is for) asks whether the folder is
+/// writable; a symbolic link there is said alone, as its message names the file and what to do.
+pub fn open_said(path: &Path, opening: impl FnOnce() -> String) -> Result<File> {
+    open(path).map_err(|e| {
+        if crate::file::is_link(&e) {
+            anyhow::Error::new(e)
+        } else {
+            anyhow::Error::new(e).context(format!("{} (is its folder writable?)", opening()))
+        }
+    })
 }
 
 /// How taking a lock went when it did not fail.
@@ -55,9 +70,9 @@ pub fn update_lock(tool: &str, target: &Path) -> Result<Flock<File>> {
     lock_name.push(name);
     lock_name.push(".lock");
     let path = crate::atomic::folder_of(target).join(lock_name);
-    let file = open(&path).with_context(|| {
+    let file = open_said(&path, || {
         format!(
-            "opening the lock file {} that guards {} (is its folder writable?)",
+            "opening the lock file {} that guards {}",
             path.display(),
             target.display()
         )

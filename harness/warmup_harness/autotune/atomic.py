@@ -20,6 +20,8 @@ import secrets
 import tempfile
 from pathlib import Path
 
+from . import safe_read
+
 
 def _temp_prefix(path: Path) -> str:
     return f".{path.name}.tmp"
@@ -56,7 +58,7 @@ def remove_dead_temporaries(path: Path) -> list[str]:
                     removed.append(name)
             continue
         try:
-            fd = os.open(path.parent / name, os.O_RDONLY | os.O_NOFOLLOW)
+            fd = safe_read.open_own(path.parent / name, os.O_RDONLY)  # not a link's, nor a FIFO waited on
         except OSError:
             continue
         try:

@@ -80,6 +80,10 @@ class Claims:
         except OSError as exc:
             raise ClaimError(f"{CLAIM_DIR}={folder}: cannot make claim files there "
                              f"({exc.strerror or exc}): give a folder every child can write") from None
+        try:
+            safe_read.refuse_link(folder / ".lock")
+        except OSError as exc:
+            raise ClaimError(f"{CLAIM_DIR}={folder}: {exc.filename} {exc.strerror}: remove it") from None
 
     def _claim(self, stem: str) -> Path:
         return self.folder / f"{stem}.claim"
@@ -89,9 +93,12 @@ class Claims:
 
     @contextlib.contextmanager
     def _folder_lock(self):
-        with open(self.folder / ".lock", "a") as lock:
+        lock = safe_read.open_own(self.folder / ".lock", os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+        try:
             fcntl.flock(lock, fcntl.LOCK_EX)
             yield
+        finally:
+            os.close(lock)
 
     def winner(self, kernel: str, key: str) -> dict | None:
         """The published winner `{"kernel", "key", "config", "seconds", "record_dir"}` of this key,
@@ -119,10 +126,10 @@ class Claims:
 
     def _take(self, kernel: str, key: str, path: Path) -> Held | None:
         try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o666)
+            fd = safe_read.open_own(path, os.O_RDWR | os.O_CREAT | os.O_EXCL)
             created, taken_from = True, None
         except FileExistsError:
-            fd = os.open(path, os.O_RDWR)
+            fd = safe_read.open_own(path, os.O_RDWR)  # written to: never through a link
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError as exc:

@@ -15,6 +15,8 @@ import json
 import os
 from pathlib import Path
 
+from . import safe_read
+
 PROGRESS = "WARMUP_HARNESS_PROGRESS"
 
 
@@ -37,7 +39,9 @@ class ProgressFile:
 
     def _write(self) -> None:
         try:
-            self._temporary.write_text(json.dumps({"keys": self.keys, "configs": self.configs}))
+            fd = safe_read.open_own(self._temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+            with os.fdopen(fd, "w") as out:
+                out.write(json.dumps({"keys": self.keys, "configs": self.configs}))
             os.replace(self._temporary, self.path)
         except OSError:
             pass  # progress is for a person watching: a full disk must not fail a test

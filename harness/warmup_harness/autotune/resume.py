@@ -6,6 +6,8 @@ RECORD_DIR it publishes into). Its `<op>.json` answers a key only where its side
 (the sidecar's own `device` and `triton`, or its `foreign` group's: records.Provenance): a config
 tuned for another GPU or compiler is no answer, and neither is one tuned for another version of
 the kernel (the sidecar's `kernels` fingerprint differs from this one's: fingerprints.py).
+The journal beside it (`.<op>.journal`: keys a fold that failed on a full disk, or a kill, left
+unfolded) answers too, as the next fold would put it in, each key where its line says it was made.
 `WARMUP_HARNESS_FRESH` (1, true, yes) turns it off. Such a key is pinned to the earlier config, not tuned.
 
 Two uses. The earlier record is the record this session writes (RESUME_DIR = RECORD_DIR, the
@@ -30,6 +32,7 @@ from .. import env
 from ..env import ProtocolError
 from .records import (Made, Provenance, RecordError, describe, fingerprints, load_meta, load_records, made_here,
                       meta_path, record_path)
+from .writer import Entry, journaled
 
 RESUME_DIR = "WARMUP_HARNESS_RESUME_DIR"
 FRESH = env.FRESH
@@ -46,7 +49,8 @@ class Earlier:
     """The keys of an earlier record, each usable where it was made on this process's device and
     Triton (the sidecar's `device` and `triton`, or its `foreign` group's: records.Provenance)."""
 
-    def __init__(self, path: Path, records: dict[str, dict[str, dict]], meta: dict, triton: str | None = None):
+    def __init__(self, path: Path, records: dict[str, dict[str, dict]], meta: dict, triton: str | None = None,
+                 journal: list[Entry] = ()):
         self.path = path
         self.records = records
         self.seconds: dict[str, dict[str, Any]] = meta.get("tune_seconds") or {}
@@ -57,6 +61,23 @@ class Earlier:
         self.checked: bool | None = None  # the device was compared (at the first key)
         self.here: tuple[str | None, str | None] = (None, triton)
         self.elsewhere = 0  # keys made on another device or Triton, tuned again where met
+        if journal:
+            self._add_journal(journal)
+
+    def _add_journal(self, journal: list[Entry]) -> None:
+        """The keys journaled beside the record and never folded (a full disk, a kill), as the next
+        fold puts them in (writer.RecordWriter._fold): in order, each where its line says it was made,
+        a line for another fingerprint of its kernel dropping the kernel's earlier keys."""
+        self.seconds = {k: dict(v) for k, v in self.seconds.items() if isinstance(v, dict)} \
+            if isinstance(self.seconds, dict) else {}
+        for kernel, key, config, seconds, fingerprint, where in journal:
+            if fingerprint is not None:
+                if self.kernels.get(kernel, fingerprint) != fingerprint:
+                    self.records.pop(kernel, None)
+                self.kernels[kernel] = fingerprint
+            self.records.setdefault(kernel, {})[key] = config
+            self.seconds.setdefault(kernel, {})[key] = seconds
+            self.provenance.foreign[kernel, key] = where if where is not None else self.provenance.own
 
     def usable(self, device_name: Callable[[], str | None], notes: list[str]) -> bool:
         """Whether any key of the earlier record was made on this device model and Triton; asked at
@@ -133,18 +154,26 @@ def load(setting: Callable[[str], str | None], op: str, triton_version: str,
     try:  # read, not asked first: a folder this user cannot search is a warning too (EACCES)
         records = load_records(path)
     except FileNotFoundError:
-        lines.append(f"resume: {path} does not exist yet: every key is tuned")
-        return None
+        records = None
     except RecordError as exc:
         lines.append(f"WARNING resume: {exc}; every key is tuned")
         return None
-    meta, problem = load_meta(meta_path(directory, op))
-    if meta is None:
+    try:  # what a session that could not fold (a full disk) or was killed left: the next fold's keys
+        journal = journaled(directory, op, "resumed")
+    except RecordError as exc:
+        journal = []
+        lines.append(f"WARNING resume: {exc}")
+    if records is None and not journal:
+        lines.append(f"resume: {path} does not exist yet: every key is tuned")
+        return None
+    meta, problem = load_meta(meta_path(directory, op)) if records is not None else ({}, None)
+    if meta is None and not journal:
         why = problem or f"{meta_path(directory, op)} is missing"
         lines.append(f"resume: {why}: the Triton and device that made {path} are unknown, every key is tuned")
         return None
-    provenance = Provenance(meta)
-    made = [provenance.made(kernel, key) for kernel, keys in records.items() for key in keys]
+    meta = meta or {}  # else only the journal's lines say where keys were made
+    earlier = Earlier(path, records or {}, meta, triton_version, journal)
+    made = [earlier.provenance.made(kernel, key) for kernel, keys in earlier.records.items() for key in keys]
     if made and not any(triton == triton_version for _, triton in made):
         lines.append(f"resume: {path} was recorded with Triton {meta.get('triton')}, this is Triton "
                      f"{triton_version}: every key is tuned")
@@ -153,6 +182,7 @@ def load(setting: Callable[[str], str | None], op: str, triton_version: str,
         lines.append(f"resume: {meta_path(directory, op)} names no device: every key is tuned")
         return None
     keys = sum(triton == triton_version for _, triton in made)
-    lines.append(f"resume: {keys} key(s) of {path} (Triton {triton_version}, {meta.get('device')}) are not "
+    where = f"{path} and its journal" if journal else str(path)
+    lines.append(f"resume: {keys} key(s) of {where} (Triton {triton_version}, {meta.get('device')}) are not "
                  f"tuned again where the device is the same; {FRESH}=1 tunes every key")
-    return Earlier(path, records, meta, triton_version)
+    return earlier

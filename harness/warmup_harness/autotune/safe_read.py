@@ -2,7 +2,9 @@
 the Rust tools follow (toolkit/src/file.rs; docs/CONTRACT.md, "File formats"): a regular file only
 (a symlink to one is followed), of at most MAX_BYTES. A FIFO put where a JSON file was expected
 would block the session until someone wrote to it, and `/dev/zero` would be read until memory ran
-out; both are refused at once. Standard library only.
+out; both are refused at once. A file the harness creates or writes in a folder others may write
+in (a record folder, the claims folder, the device locks' folder) is opened by `open_own`: never
+through a symbolic link planted at its name. Standard library only.
 """
 
 from __future__ import annotations
@@ -69,6 +71,30 @@ def read_bytes(path: Path, limit: int = MAX_BYTES) -> bytes:
         return b"".join(chunks)
     finally:
         os.close(fd)
+
+
+# What a symbolic link where the harness writes a file of its own is called (the tools' words).
+LINKED = "is a symbolic link, which the harness never writes through"
+
+
+def open_own(path: Path, flags: int, mode: int = 0o666) -> int:
+    """os.open of a file the harness creates, writes or locks in a folder another user may write
+    in: never through a symbolic link at `path` itself (O_NOFOLLOW), which would have it create,
+    truncate or append to whatever file the link's planter chose, and never waiting on a FIFO
+    there (O_NONBLOCK, which changes nothing for a regular file or a lock). A link there raises
+    Refused (LINKED); links in the folders above are followed. toolkit::file::open_own's rule."""
+    try:
+        return os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, mode)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP and os.path.islink(path):
+            raise Refused(errno.ELOOP, LINKED, str(path)) from None
+        raise
+
+
+def refuse_link(path: Path) -> None:
+    """Raises Refused (LINKED) where `path` is a symbolic link: a file open_own would refuse."""
+    if os.path.islink(path):
+        raise Refused(errno.ELOOP, LINKED, str(path))
 
 
 def _too_large(size: int, limit: int) -> Refused:

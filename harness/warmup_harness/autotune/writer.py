@@ -47,6 +47,11 @@ def journal_path(directory: Path, op: str) -> Path:
     return directory / f".{op}.journal"
 
 
+def lock_path(directory: Path, op: str) -> Path:
+    """Every append and fold holds `flock(LOCK_EX)` on it, as warmup-publish does."""
+    return directory / f".{op}.lock"
+
+
 def sessions_path(directory: Path, op: str) -> Path:
     """A record session holds `flock(LOCK_SH)` on it for its whole life (docs/CONTRACT.md)."""
     return directory / f".{op}.sessions"
@@ -79,19 +84,24 @@ def journal_entries(data: bytes) -> list[Entry]:
     return entries
 
 
+def journaled(directory: Path, op: str, then: str) -> list[Entry]:
+    """The entries of the journal there, none where there is none; raises RecordError where it
+    cannot be read (a FIFO or a device there included): its keys, if any, are not `then`. Reads only."""
+    path = journal_path(directory, op)
+    try:
+        return journal_entries(safe_read.read_bytes(path))
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        raise RecordError(f"{path}: cannot read the journal ({exc.strerror or exc}); its keys, if any, "
+                          f"are not {then}") from None
+
+
 def unfolded(directory: Path, op: str, records: dict, provenance: Provenance | None = None) -> int:
     """Replay: adds to `records` the keys a record session journaled but did not fold (it was
     killed), as the next record session would fold them, and to `provenance` where each was made
     (a line that says nothing: where the sidecar's own keys were); returns how many. Reads only."""
-    path = journal_path(directory, op)
-    try:
-        data = safe_read.read_bytes(path)
-    except FileNotFoundError:
-        return 0
-    except OSError as exc:  # a FIFO or a device there included: its keys, if any, are not replayed
-        raise RecordError(f"{path}: cannot read the journal ({exc.strerror or exc}); its keys, if any, "
-                          f"are not replayed") from None
-    entries = journal_entries(data)
+    entries = journaled(directory, op, "replayed")
     for kernel, key, config, _, _, where in entries:
         records.setdefault(kernel, {})[key] = config
         if provenance is not None:
@@ -132,9 +142,8 @@ class RecordWriter:
     def _locked(self) -> Iterator[None]:
         self._busy = True
         try:
-            # O_NONBLOCK: a FIFO in its place is refused (ENXIO), not waited on for a reader.
-            lock = os.open(self.directory / f".{self.op}.lock",
-                           os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC, 0o666)
+            # A FIFO in its place is refused (ENXIO), not waited on for a reader; a link, refused.
+            lock = safe_read.open_own(lock_path(self.directory, self.op), os.O_WRONLY | os.O_APPEND | os.O_CREAT)
             try:
                 fcntl.flock(lock, fcntl.LOCK_EX)
                 yield
@@ -155,6 +164,11 @@ class RecordWriter:
                 load_records(self.path)
         except OSError as exc:
             raise self._unwritable(exc) from None
+        for path in (self.journal, lock_path(self.directory, self.op), sessions_path(self.directory, self.op)):
+            try:  # opened at the first write, never through a link: a link there refuses the run now
+                safe_read.refuse_link(path)
+            except OSError as exc:
+                raise RecordError(f"{path} {exc.strerror}: remove it, or give a record folder of your own") from None
         try:  # a journal every key would be appended to: a FIFO or a device there refuses the run
             safe_read.check_file(self.journal)
         except FileNotFoundError:
@@ -175,8 +189,7 @@ class RecordWriter:
         """Holds `flock(LOCK_SH)` on `.<op>.sessions` until release(): warmup-publish, which takes
         LOCK_EX|LOCK_NB there before it removes a journal, leaves this session's journal alone."""
         if self._sessions is None:
-            fd = os.open(sessions_path(self.directory, self.op),
-                         os.O_RDONLY | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
+            fd = safe_read.open_own(sessions_path(self.directory, self.op), os.O_RDONLY | os.O_CREAT, 0o644)
             try:
                 fcntl.flock(fd, fcntl.LOCK_SH)
             except BaseException:
@@ -208,7 +221,7 @@ class RecordWriter:
         try:
             self._go_live()
             with self._locked():
-                fd = os.open(self.journal, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC, 0o666)
+                fd = safe_read.open_own(self.journal, os.O_RDWR | os.O_APPEND | os.O_CREAT)
                 try:
                     safe_read.check_regular(fd)
                     size = os.fstat(fd).st_size

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .settings import LOCK_DIR
-from ..autotune import atomic
+from ..autotune import atomic, safe_read
 from ..env import ProtocolError
 
 
@@ -102,8 +102,10 @@ class DeviceTimingLock:
             path = self.path(token)
             try:
                 self._make_folder()
-                # O_NONBLOCK: a FIFO in its place is opened at once, not waited on for a writer.
-                fd = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
+                # A FIFO in its place is opened at once, not waited on for a writer; a link is refused
+                # (in a shared folder, whoever planted it would have this process create the file it
+                # names, or make a file of this user's readable by all, _readable_by_all).
+                fd = safe_read.open_own(path, os.O_RDONLY | os.O_CREAT, 0o644)
             except OSError as exc:
                 raise RuntimeError(f"warmup-harness: {_lock_failure(path, exc)}") from None
             _readable_by_all(fd)
@@ -128,6 +130,9 @@ def _readable_by_all(fd: int) -> None:
 def _lock_failure(path: Path, exc: OSError) -> str:
     """What stops a device timing lock from being opened: the file itself, or its folder."""
     why = exc.strerror or str(exc)
+    if os.path.islink(path):
+        return (f"the device timing lock {path} {safe_read.LINKED}: remove it, or set {LOCK_DIR} to a folder "
+                f"of your own")
     try:
         st = path.stat()
     except OSError:
