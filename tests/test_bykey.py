@@ -136,7 +136,10 @@ def test_each_key_is_tuned_once_across_children_and_the_measurement_sweeps_nothi
     timed = Counter()
     for child in children:
         timed.update(child["timed"])
-    assert timed == Counter(serial.session["timed"])
+    # Each process warms its device once before its first race (autotune/brief.py): the children
+    # time one launch more each than the serial sweep's own warm-up, and nothing else.
+    serially = Counter(serial.session["timed"])
+    assert not serially - timed and sum((timed - serially).values()) == len(children) - 1, (timed, serially)
     # Each key is in the record of the child that tuned it, and in no other.
     mine = [pairs(records(scratch, i)) for i in range(2)]
     assert not mine[0] & mine[1] and mine[0] | mine[1] == all_keys(SHAPES)
