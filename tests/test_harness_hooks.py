@@ -603,15 +603,15 @@ def test_race_a_tuner_timed_as_the_driver_times_is_timed_briefly_without_do_benc
     """Brief: one untimed launch, two timed; a config whose two are both past twice the best so far
     is timed no more (3 launches), one that is not gets more (up to BRIEF_REP_MS of kernel time)."""
     tuner, launcher, full_timed = driver_timed_tuner(
-        monkeypatch, {64: [0.5], 128: [1.2, 0.1, 0.6], 256: [0.55]}, {64: 0.5, 128: 0.45, 256: 0.52})
+        monkeypatch, {64: [0.25], 128: [0.6, 0.05, 0.3], 256: [0.27]}, {64: 0.5, 128: 0.45, 256: 0.52})
     winner, _ = raced(tuner)
     launches = [launch["BLOCK"] for launch in launcher.launches]
-    # The device warmed first on 64: one launch timed (0.5 ms), 25 ms / 0.5 ms = 50 more. Then 64,
-    # with nothing to be out-run by: 1 + 4 launches (2 ms of 0.5 ms samples). 128's first two (1.2,
-    # 0.1) are not both past 2 x 0.5, so it is timed on: one more (2 ms / their median 0.65 ms is
-    # 3). 256: 1 + 3 (2 ms / 0.55 ms). Then 64's four more short timings, for the noise.
-    assert launches[:51] == [64] * 51, launches
-    launches = launches[51:]
+    # The device warmed first on 64: one launch timed (0.25 ms), 25 ms / 0.25 ms = 100 more. Then 64,
+    # with nothing to be out-run by: 1 + 4 launches (1 ms of 0.25 ms samples). 128's first two (0.6,
+    # 0.05) are not both past 2 x 0.25, so it is timed on: one more (1 ms / their median 0.325 ms is
+    # 3). 256: 1 + 3 (1 ms / 0.27 ms). Then 64's four more short timings, for the noise.
+    assert launches[:101] == [64] * 101, launches
+    launches = launches[101:]
     assert launches[:13] == [64] * 5 + [128] * 4 + [256] * 4, launches
     assert launches[13:33] == [64] * 20, launches
     assert full_timed == [64] and winner == 64, (full_timed, winner)

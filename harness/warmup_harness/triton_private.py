@@ -379,8 +379,9 @@ def driver_exists(config: Any = None) -> bool:
 
 
 # --- racing (autotune/race.py) ------------------------------------------------------------------
-# `Autotuner.do_bench`, a cached_property (3.4 to 3.9): the tuner's `do_bench=` argument, a lambda
-# over testing.do_bench with its deprecated `warmup`/`rep`, else the driver's benchmarker
+# `Autotuner.do_bench`, a cached_property (3.4 to 3.9): the tuner's `do_bench=` argument (kept as
+# `_do_bench`), a lambda over testing.do_bench with its deprecated `warmup`/`rep` or over
+# do_bench_cudagraph with `use_cuda_graph=True`, else the driver's benchmarker
 # (`driver.active.get_benchmarker()`, testing.do_bench on CUDA and HIP), which `_bench` calls as
 # `self.do_bench(kernel_call, quantiles=...)`. Being a non-data descriptor, an instance's own
 # `do_bench` shadows it for one timing.
@@ -402,34 +403,41 @@ def device_benchmarker() -> Any:
         return None
 
 
-def times_by_driver(tuner: Any) -> bool:
-    """Whether the tuner times as Triton's driver does: no `do_bench=` of its own (`_do_bench` None:
-    the driver's benchmarker), or the deprecated `warmup`/`rep` (`_do_bench` is Autotuner's own
-    lambda over `triton.testing.do_bench`; not the one over `do_bench_cudagraph`)."""
+def bench_kind(tuner: Any) -> str | None:
+    """How a tuner times by Triton's own means, read off its `_do_bench`: "driver" where it times as
+    Triton's driver does (None: the driver's benchmarker; or the deprecated `warmup`/`rep`:
+    Autotuner's own lambda over `triton.testing.do_bench`), "graph" where it replays a CUDA graph
+    (the deprecated `use_cuda_graph=True`: the lambda over `triton.testing.do_bench_cudagraph`),
+    None for a do_bench of the user's."""
     own = tuner.__dict__.get("_do_bench", _NOTHING)
     if own is None:
-        return True
+        return "driver"
     code = getattr(own, "__code__", None)
-    return (getattr(own, "__module__", None) == "triton.runtime.autotuner" and code is not None
-            and "do_bench" in code.co_names and "do_bench_cudagraph" not in code.co_names)
+    if getattr(own, "__module__", None) != "triton.runtime.autotuner" or code is None:
+        return None
+    if "do_bench_cudagraph" in code.co_names + code.co_freevars:  # 3.4 to 3.9: a closure's free name
+        return "graph"
+    return "driver" if "do_bench" in code.co_names else None
 
 
 class BenchDevice:
     """What `triton.testing.do_bench` times with (3.4 to 3.9): the driver's device interface (its
     `Event(enable_timing=True)`, `.record()`, `.elapsed_time()`, `synchronize()`), the buffer
     `get_empty_cache_for_benchmark()` and `clear_cache(buffer)`, which empties the L2 before each
-    timed launch."""
+    timed launch. Its events are made once, and reused."""
 
     def __init__(self) -> None:
         self._driver = driver.active
         self._device = self._driver.get_device_interface()
         self._buffer = self._driver.get_empty_cache_for_benchmark()
+        self._pairs: list[tuple[Any, Any]] = []
 
     def time(self, fn: Callable[[], Any], count: int) -> list[float]:
         """`count` launches of `fn`, each timed alone between two events after the L2 is emptied,
         as do_bench times them; one synchronization at the end. Milliseconds."""
-        pairs = [(self._device.Event(enable_timing=True), self._device.Event(enable_timing=True))
-                 for _ in range(count)]
+        while len(self._pairs) < count:
+            self._pairs.append((self._device.Event(enable_timing=True), self._device.Event(enable_timing=True)))
+        pairs = self._pairs[:count]
         for start, end in pairs:
             self._driver.clear_cache(self._buffer)
             start.record()

@@ -17,10 +17,11 @@ race keeps, no other. A dropped config never reaches the tuner's `_bench`: no ti
 up reaches a tuner's store (FlagGems' LibTuner saves every `_bench` answer in its SQLite store).
 
 * warm-up: before a session's first race, the first config runs untimed (brief.py);
-* short pass: each config through `_bench`, its `do_bench` swapped for a short one (brief.py: Brief,
-  launches timed as testing.do_bench times them, or a do_bench given a short budget). Configs go in
-  the order their compiles finish (precompile/ahead.py), so that timing never waits on the slowest
-  compile;
+* short pass: each config through `_bench`, its `do_bench` swapped for a short one timed the way
+  the tuner times in full (brief.py: Brief, launches timed as testing.do_bench times them; Replay,
+  a brief graph replay as FlagGems 5.3's protocol times; or a do_bench given a short budget).
+  Configs go in the order their compiles finish (precompile/ahead.py), so that timing never waits
+  on the slowest compile; where the pass's seconds go is kept per key (brief.Cost, the audit);
 * verdict (verdict.py): the best is timed NOISE_SAMPLES times, its spread the key's noise; a config
   past the noise but not out-run is timed again; one is dropped on its own timings only, and an
   unknown (NaN, inf) timing keeps it;
@@ -50,7 +51,7 @@ import time
 from typing import Any, Callable
 
 from . import verdict
-from .brief import OUTRUN, Brief, score, short_bench
+from .brief import OUTRUN, Cost, score, short_bench
 from .fingerprints import config_order
 from .race_history import History  # noqa: F401 (session.py's name for it)
 from .verdict import NOISE_MARGIN, NOISE_SAMPLES  # noqa: F401 (the race's settings, by their old names)
@@ -78,6 +79,8 @@ class Race:
         self.short_s = 0.0
         self.full_s = 0.0
         self.audit_s = 0.0
+        self.cost = Cost()  # where the short pass went (brief.py)
+        self.cost_fields: dict = {}
         self.spread: float | None = None
         self.limit: float | None = None  # ms: a single consistent short timing past it is dropped
         self.short: dict[int, float] = {}  # id(config) -> its first short timing, ms
@@ -92,10 +95,12 @@ class Race:
         dropped configs are timed in full too, for `audit()` alone."""
         used = []
 
+        @self.cost.timed
         def counted(*args, **kwargs):
             used.append(True)
             return short(*args, **kwargs)
 
+        @self.cost.timed
         def warming(kernel_call, quantiles=None, **_):
             used.append(True)
             short.warm(kernel_call, quantiles)
@@ -104,13 +109,13 @@ class Race:
         start = time.perf_counter()
         raced = [c for c in self.configs if id(c) not in self._skipped]
         best_so_far = math.inf
-        for config in self._order(raced):
+        for config in self.cost.waited(self._order(raced)):
             if warm:
                 warm, answer = False, timer(config, warming)
                 if not used:  # not briefly timed: a full timing
                     self.answers[id(config)] = answer
                     return False
-            if isinstance(short, Brief):
+            if hasattr(short, "cutoff_ms"):
                 short.cutoff_ms = best_so_far * OUTRUN
             answer = timer(config, counted)
             if not used:
@@ -119,10 +124,11 @@ class Race:
             self.short[id(config)] = score(answer)
             if self.short[id(config)] < best_so_far:
                 best_so_far = self.short[id(config)]
-        if isinstance(short, Brief):
+        if hasattr(short, "cutoff_ms"):
             short.cutoff_ms = math.inf
         contenders = self._verdict(raced, lambda config: score(timer(config, counted)))
         self.short_s = time.perf_counter() - start
+        self.cost_fields = self.cost.fields(short, self.short_s)
         start = time.perf_counter()
         for config in contenders:
             self.answers[id(config)] = answer = timer(config, None)
@@ -172,12 +178,15 @@ class Race:
                 for c in self.configs if id(c) in self.short]
         return {"kernel": self.kernel, "key": self.key, "spread": self.spread, "limit_ms": self.limit,
                 "short_s": round(self.short_s, 4), "full_s": round(self.full_s, 4),
-                "audit_s": round(self.audit_s, 4), "configs": rows}
+                "audit_s": round(self.audit_s, 4), **self.cost_fields, "configs": rows}
 
     def line(self) -> str:
         spread = f"{self.spread:.1%}" if self.spread is not None else "none"
+        c = self.cost_fields
         return (f"race {self.kernel} key {self.key}: {self.raced} configs raced in {self.short_s:.2f}s "
-                f"(noise {spread}), {self.retimed} re-timed in full in {self.full_s:.2f}s")
+                f"(noise {spread}; {c['wait_s']:.2f}s waiting for compiles, {c['device_s']:.2f}s on the device, "
+                f"{c['host_s']:.2f}s host, {c['launches']} launches), {self.retimed} re-timed in full in "
+                f"{self.full_s:.2f}s")
 
 
 def _number(value: float | None) -> float | None:
@@ -205,6 +214,7 @@ class Racer:
         self.full_s = 0.0
         self._unraceable: set[type] = set()
         self._warm = True  # the device is warmed before the session's first race
+        self._devices: dict = {}  # the short timings' devices, made once (brief.short_bench)
 
     def start(self, tuner: Any, kernel: str, key: str | None, configs: list,
               fingerprint: Callable[[], str | None] = lambda: None) -> list:
@@ -233,7 +243,7 @@ class Racer:
         race = tuner.__dict__.get("_warmup_harness_race")
         if race is None:
             return configs
-        short = short_bench(tuner) if timer is not None else None
+        short = short_bench(tuner, self._devices) if timer is not None else None
         warm, self._warm = self._warm, False
         if short is None or not race.run(timer, short, warm, self._audit is not None):
             self._give_up(tuner, race.kernel, "no nargs" if timer is None else "own bench" if short else "no budget")
