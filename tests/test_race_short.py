@@ -269,3 +269,20 @@ def test_the_audit_line_and_the_race_line_say_where_the_short_pass_went(device, 
     table = subprocess.run([sys.executable, str(ROOT / "tests" / "gpu" / "race_audit.py"), str(audit)],
                            capture_output=True, text=True, check=True).stdout
     assert "| 59 | 9 |" in table and "59 launches in 9 short timings" in table, table
+
+
+def test_a_kernel_call_that_cannot_be_captured_is_timed_by_its_launches_on_the_warm_l2():
+    """A graph capture that fails (a pre-hook that synchronizes, on a real device) must not fail
+    the sweep the tuner's own timing would run: the short timing launches without a graph."""
+    launcher = Launcher()
+
+    class Uncapturable(GraphDevice):
+        def capture(self, fn, count):
+            raise RuntimeError("operation not permitted when stream is capturing")
+
+    device = Uncapturable(launcher, {64: 0.25})
+    short = brief.Replay(device)
+    launcher.launches.append({"BLOCK": 64})
+    sample = short(lambda: launcher.launches.append({"BLOCK": 64}), quantiles=[0.5])
+    assert sample == [0.25] and short.uncapturable.startswith("RuntimeError: operation not permitted")
+    assert short.launches == 1 + brief.REPLAYS * brief._count(brief.REPLAY_MS, 0.25, brief.REPLAY_MAX)
