@@ -1114,17 +1114,28 @@ def test_racing_with_history_skips_the_configs_never_near_the_best_and_keeps_the
     shapes = shape_file(tmp_path, SHAPES)
     first = bench(tmp_path, shapes, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(rec), WARMUP_HARNESS_RACE="1")
     assert first.returncode == 0, first.output
-    near = {i for v in json.loads((rec / "mm.meta.json").read_text())["race"][PLAIN_MM].values() for i in v["near"]}
+    meta = json.loads((rec / "mm.meta.json").read_text())
+    near = {i for v in meta["race"][PLAIN_MM].values() for i in v["near"]}
     assert 0 < len(near) < 24, near
+    # History is on by default (3 keys, 20%): the fourth key's predicted winner (the nearest key's)
+    # is not near its best on this fake device, so that key races every config after all (doubt).
+    assert [v["history"] for v in meta["race"][PLAIN_MM].values()] == ["short"] * 3 + ["doubt"], meta["race"]
+    assert meta["race_settings"][PLAIN_MM] == {"history": 3, "near": 0.2}
     again = bench(tmp_path, shapes, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(rec), WARMUP_HARNESS_RACE="1",
                   WARMUP_HARNESS_RACE_HISTORY="4", WARMUP_HARNESS_FRESH="1")
     assert again.returncode == 0, again.output
     assert json.loads((rec / "mm.json").read_text()) == json.loads((recorded[0] / "mm.json").read_text())
     race = json.loads((rec / "mm.meta.json").read_text())["race"]
-    assert all(v["skipped"] == 24 - len(near) and v["raced"] == len(near) for v in race[PLAIN_MM].values()), race
+    # The record's 4 keys are the history: the session's first key is its audit (every config),
+    # the others skip the configs near on none of the record's keys.
+    audit, *pruned = race[PLAIN_MM].values()
+    assert (audit["history"], audit["raced"], audit["audit"]) == ("audit", 24, {"missed": []}), audit
+    assert all(v["history"] == "pruned" and v["skipped"] == 24 - len(near) and v["raced"] == len(near)
+               for v in pruned), race
     # Per key: each raced config once, the best 4 more, the others a second time (all within 2x
     # here), the best in full; one warm-up launch before the session's first race.
-    assert again.session["timed"][PLAIN_MM] == 4 * (2 * len(near) + 4) + 1, "a skipped config is never timed"
+    assert again.session["timed"][PLAIN_MM] == (2 * 24 + 4) + 3 * (2 * len(near) + 4) + 1, \
+        "a skipped config is never timed"
     closing = [ln for ln in again.harness_lines() if ln.startswith("[warmup-harness] race: ")]
     assert " skipped by history (neither compiled nor timed)" in closing[0], closing
     short = bench(tmp_path, shapes, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(rec), WARMUP_HARNESS_RACE="1",

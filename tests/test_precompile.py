@@ -975,13 +975,14 @@ def test_settings_default_to_processes_sharing_the_cpus_among_the_children(monke
     off = cs.CompileSettings.from_env({cs.RACE: " No", cs.OVERLAP: "0", cs.RACE_HISTORY: "20", cs.RACE_NEAR: "2.5"})
     assert (off.race, off.overlap, off.race_history, off.race_near) == (False, False, 20, 0.025)
     assert cs.CompileSettings.from_env({cs.RACE: "1"}).race
-    assert (s.race_history, s.race_near) == (None, 0.20), "no history unless asked; near is 20% by default"
+    assert (s.race_history, s.race_near) == (None, None), "history's N and near: the record's, else the defaults"
+    assert cs.CompileSettings.from_env({cs.RACE_HISTORY: "00"}).race_history == 0, "0: no history"
 
 
 @pytest.mark.parametrize("name, value", [(cs.MODE, "fast"), (cs.WORKERS, "0"), (cs.WORKERS, "x"),
                                          (cs.WORKERS, "\u00b2"), (cs.WORKERS, "\u0663"), (cs.WORKERS, "000"),
                                          (cs.CHILDREN, "-2"), (cs.CHILDREN, "\u00b2"), (cs.START, "forkserver"),
-                                         (cs.RACE, "on"), (cs.OVERLAP, "2"), (cs.RACE_HISTORY, "0"),
+                                         (cs.RACE, "on"), (cs.OVERLAP, "2"), (cs.RACE_HISTORY, "-1"),
                                          (cs.RACE_NEAR, "0"), (cs.RACE_NEAR, "5%")])
 def test_unusable_settings_are_named(name, value):
     with pytest.raises(ProtocolError, match=f"{name}={value!r}"):

@@ -227,14 +227,19 @@ def load_meta(path):
 
 
 def test_publishing_a_scratch_publishes_the_shards_sidecars_as_one(tmp_path):
-    scratch = swept_scratch(tmp_path, {0: sidecar("NVIDIA H200", {"[0]": 2.5}),
-                                       1: sidecar("NVIDIA H200", {"[1]": 4.0})})
+    raced = {"raced": 9, "retimed": 1, "skipped": 0, "near": [3], "winner": 3, "history": "short"}
+    scratch = swept_scratch(tmp_path, {
+        0: sidecar("NVIDIA H200", {"[0]": 2.5}, race={"m:k": {"[0]": raced}},
+                   race_settings={"m:k": {"history": 3, "near": 0.2}}),
+        1: sidecar("NVIDIA H200", {"[1]": 4.0}, race_settings={"m:k": {"history": 5, "near": 0.3}})})
     rec = tmp_path / "rec"
     done = run_tool("publish", "--op", "mm", "--record-dir", rec, scratch)
     assert done.returncode == 0, done.stderr
     assert f"the shards' versions and device to {rec / 'mm.meta.json'}" in done.stderr
     meta = load_meta(rec / "mm.meta.json")
     assert meta["tune_seconds"] == {"m:k": {"[0]": 2.5, "[1]": 4.0}}
+    # A kernel's race history and its settings (the first shard's) go with the record.
+    assert (meta["race"], meta["race_settings"]) == ({"m:k": {"[0]": raced}}, {"m:k": {"history": 3, "near": 0.2}})
     assert (meta["device"], meta["triton"], meta["flag_gems"], meta["op"]) == ("NVIDIA H200", "3.6.0", None, "mm")
 
 

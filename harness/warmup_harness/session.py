@@ -124,12 +124,12 @@ class Session:
         if compiler.settings.race:  # only a record session races: a replay's live sweep times every config
             from .autotune.race import History, Racer
 
-            history = None
-            if compiler.settings.race_history is not None:  # the record's sidecar as the session found it
-                meta, _ = records.load_meta(records.meta_path(mode.directory, mode.op))
-                history = History(meta, compiler.settings.race_history, device_name)
-            racer = Racer(lambda line: say(config, [line]), compiler.as_compiled, history, compiler.settings.race_near,
-                          compiler.settings.race_audit)
+            s = compiler.settings
+            sidecar = records.meta_path(mode.directory, mode.op)
+            meta, _ = records.load_meta(sidecar)  # as the session found it
+            history = History(meta, device_name, s.race_history, s.race_near, lambda line: say(config, [line]),
+                              str(sidecar))
+            racer = Racer(lambda line: say(config, [line]), compiler.as_compiled, history, audit=s.race_audit)
         hooks = tuners.install(policy, compiler, clock, racer, lambda line: say(config, [line]))
         if not (isinstance(policy, once_recorder.OnceRecorder) and policy.same_folder):  # a cache may tune nothing
             compiler.start_early()  # its workers' imports overlap pytest's collection
@@ -137,7 +137,8 @@ class Session:
         session.racer = racer
         writer.extra_meta = lambda: {"startup_seconds": session.startup_seconds,
                                      "compile_seconds": clock.total(compiler),
-                                     "race": racer.keys if racer is not None else None}
+                                     "race": racer.keys if racer is not None else None,
+                                     "race_settings": racer.settings if racer is not None else None}
         writer.fold_on_sigterm()  # last: nothing after it can fail and leave the handler in
         return session
 

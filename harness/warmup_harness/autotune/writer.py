@@ -396,7 +396,7 @@ class RecordWriter:
                 meta.pop("foreign", None)
                 self.foreign = {}
             meta["version"] = META_VERSION
-            _add_races(meta, self.extra_meta().get("race"), records)
+            _add_races(meta, self.extra_meta(), records)
             atomic.write_bytes(self.path, (json.dumps(records) + "\n").encode("utf-8"))
             self.folds += 1
             # The record never waits on its sidecar: one that cannot be written is a note.
@@ -493,9 +493,15 @@ class RecordWriter:
         os.kill(os.getpid(), signum)
 
 
-def _add_races(meta: dict, mine: Any, records: dict) -> None:
-    """This process's raced keys (autotune/race.py: kernel -> key -> {"raced", "retimed"}) into the
-    sidecar's `race`, which keeps only keys the record holds."""
+def _add_races(meta: dict, extra: dict, records: dict) -> None:
+    """This process's raced keys (autotune/race.py: kernel -> key -> {"raced", "retimed", ...}) into
+    the sidecar's `race`, which keeps only keys the record holds, and its kernels' history settings
+    into `race_settings` (a kernel named there keeps its own)."""
+    settings = extra.get("race_settings")
+    if settings:
+        known = meta.get("race_settings")
+        meta["race_settings"] = {**settings, **(known if isinstance(known, dict) else {})}
+    mine = extra.get("race")
     races = meta.get("race")
     if not mine and races is None:
         return

@@ -26,7 +26,7 @@ PRELOAD = "WARMUP_HARNESS_COMPILE_PRELOAD"
 START = "WARMUP_HARNESS_COMPILE_START"
 LOCK_DIR = "WARMUP_HARNESS_DEVICE_LOCK_DIR"
 RACE = "WARMUP_HARNESS_RACE"  # record mode: a swept key's configs are raced (autotune/race.py)
-RACE_HISTORY = "WARMUP_HARNESS_RACE_HISTORY"  # racing: keys of history from which cold configs are skipped
+RACE_HISTORY = "WARMUP_HARNESS_RACE_HISTORY"  # racing: keys of history before cold configs are held back (0: off)
 RACE_NEAR = "WARMUP_HARNESS_RACE_NEAR"  # racing: percent from the best within which a config is `near`
 RACE_AUDIT = "WARMUP_HARNESS_RACE_AUDIT"  # racing: a file that gets each raced key's timings, all in full too
 OVERLAP = "WARMUP_HARNESS_COMPILE_OVERLAP"  # configs are timed as their compiles finish (precompile/ahead.py)
@@ -50,9 +50,10 @@ INI_SETTINGS = {
     LOCK_DIR: "the folder of the per-device timing locks",
     RACE: "record mode: race a swept key's configs, timing in full only those a short timing cannot rule out "
           "(1/yes, default, or 0/no: every config timed in full)",
-    RACE_HISTORY: "racing: skip (neither compile nor time) a config never near the best on this many raced keys "
-                  "of the record on this device (unset: never skip; 3 lost no pick where measured)",
-    RACE_NEAR: "racing: the percent from the best short timing within which a config counts as near (default 20)",
+    RACE_HISTORY: "racing: raced keys of a kernel on this device after which a config near the best on none is "
+                  "held back (unset: the record's, else 3; 0: no history)",
+    RACE_NEAR: "racing: the percent from the best short timing within which a config counts as near (unset: the "
+               "record's, else 20)",
     RACE_AUDIT: "racing: a file to which each raced key adds one JSON line with every config's short and full "
                 "timing (the dropped are timed in full too, which costs what racing saves; for measuring racing)",
     OVERLAP: "time each config as soon as its compile is done while the pool compiles the rest (1/yes, default, "
@@ -72,8 +73,8 @@ class CompileSettings:
     start: str = "fork"  # how worker processes start, where the platform allows it (worker_processes.fork_unsafe)
     race: bool = True  # record mode: race a swept key's configs (autotune/race.py)
     overlap: bool = True  # time a config as soon as its compile is done (precompile/ahead.py)
-    race_history: int | None = None  # racing: raced keys of history from which cold configs are skipped
-    race_near: float = 0.20  # racing: a config within this of the best short timing is near
+    race_history: int | None = None  # racing: keys of history before configs are held back (None: the record's; 0: off)
+    race_near: float | None = None  # racing: a config within this of the best short timing is near (None: the record's)
     race_audit: str | None = None  # racing: the audit file (autotune/race.py, Race.audit)
 
     @classmethod
@@ -94,8 +95,8 @@ def compile_settings(get: Callable[[str], str | None]) -> CompileSettings:
         raise ProtocolError(f"{START}={start!r} is not one of {', '.join(STARTS)}")
     workers, notes = _workers(get)
     return CompileSettings(mode, workers, _preload(get), lock_dir, not chosen_dir, _seconds(get, TIMEOUT), notes,
-                           start, _switch(get, RACE, True), _switch(get, OVERLAP, True), _count(get, RACE_HISTORY),
-                           _percent(get, RACE_NEAR, 20.0) / 100, _path(get, RACE_AUDIT))
+                           start, _switch(get, RACE, True), _switch(get, OVERLAP, True), _count(get, RACE_HISTORY, 0),
+                           _percent(get, RACE_NEAR), _path(get, RACE_AUDIT))
 
 
 def _path(get: Callable[[str], str | None], name: str) -> str | None:
@@ -104,14 +105,14 @@ def _path(get: Callable[[str], str | None], name: str) -> str | None:
     return os.path.abspath(raw) if raw else None
 
 
-def _percent(get: Callable[[str], str | None], name: str, default: float) -> float:
-    """A percentage above 0 in ASCII digits (`10`, `2.5`)."""
+def _percent(get: Callable[[str], str | None], name: str) -> float | None:
+    """A percentage above 0 in ASCII digits (`10`, `2.5`), as a fraction; unset or blank: None."""
     raw = (get(name) or "").strip()
     if not raw:
-        return default
+        return None
     if not re.fullmatch(r"[0-9]*\.?[0-9]+|[0-9]+\.", raw) or not 0 < float(raw) <= 1000:
         raise ProtocolError(f"{name}={raw!r} is not a percentage above 0 (at most 1000)")
-    return float(raw)
+    return float(raw) / 100
 
 
 def _switch(get: Callable[[str], str | None], name: str, default: bool) -> bool:
@@ -134,15 +135,17 @@ def _seconds(get: Callable[[str], str | None], name: str) -> float:
     return min(float(raw), threading.TIMEOUT_MAX)
 
 
-def _count(get: Callable[[str], str | None], name: str) -> int | None:
-    """A whole number of at least 1 in ASCII digits (`isdigit` takes '²', which int() refuses);
-    one past HUGE reads as HUGE, so that no count is ever too large to compare."""
+def _count(get: Callable[[str], str | None], name: str, least: int = 1) -> int | None:
+    """A whole number of at least `least` (1 or 0) in ASCII digits (`isdigit` takes '²', which int()
+    refuses); one past HUGE reads as HUGE, so that no count is ever too large to compare."""
     raw = (get(name) or "").strip()
     if not raw:
         return None
     digits = raw.lstrip("0")
-    if not re.fullmatch(r"[0-9]+", raw) or not digits:
-        raise ProtocolError(f"{name}={raw!r} is not a whole number of at least 1")
+    if not re.fullmatch(r"[0-9]+", raw) or not (digits or least == 0):
+        raise ProtocolError(f"{name}={raw!r} is not a whole number of at least {least}")
+    if not digits:
+        return 0
     return HUGE if len(digits) > len(str(HUGE)) else min(HUGE, int(digits))
 
 
