@@ -728,6 +728,28 @@ def race_keys(tuner, racer, ns, before=lambda n: None) -> list[int]:
     return decided
 
 
+@pytest.fixture
+def holding(monkeypatch):
+    """History holding configs back with no variable set, as it will once a device has measured it
+    (race_history.HOLD_BY_DEFAULT): the mechanism these tests pin."""
+    from warmup_harness.autotune import race_history
+
+    monkeypatch.setattr(race_history, "HOLD_BY_DEFAULT", True)
+
+
+def test_race_history_without_its_variable_orders_the_race_and_holds_nothing_back(compiled):
+    """Holding back is opt-in (WARMUP_HARNESS_RACE_HISTORY=N): unset, the keys of a kernel's history
+    order its race and every config is raced; set, the fourth key is pruned."""
+    from warmup_harness.autotune import race
+
+    meta = history_meta({k: {"near": [0, 2], "winner": 0} for k in ("[1]", "[2]", "[3]")})
+    by_default = race.History(meta, lambda: "dev")
+    chosen = race.History(meta, lambda: "dev", keys=3)
+    plan = by_default.plan(KERNEL, "[4]", lambda: "fp-now", 3)
+    assert plan.why == "order" and not plan.held and plan.order[0] == 0, plan
+    assert chosen.plan(KERNEL, "[4]", lambda: "fp-now", 3).why == "audit", "N keys here: the audit, then pruned"
+
+
 def history(meta=None, device="dev", **settings):
     from warmup_harness.autotune import race
 
@@ -738,7 +760,7 @@ def history(meta=None, device="dev", **settings):
 FAR = {64: list(QUIET), 128: [3.0], 256: [1.1]}  # 128 never near: 64 best, 256 within 20%
 
 
-def test_race_history_keeps_the_configs_it_rules_out_from_compiling_and_timing(compiled):
+def test_race_history_keeps_the_configs_it_rules_out_from_compiling_and_timing(compiled, holding):
     """A record holding 3 keys on this device: the session's first such key is its audit (every
     config), the next is pruned: 128, near on none, is neither compiled nor timed."""
     from warmup_harness.autotune import race
@@ -762,7 +784,7 @@ def test_race_history_keeps_the_configs_it_rules_out_from_compiling_and_timing(c
         assert racer.keys[KERNEL]["[10]"].get("history") != "audit"
 
 
-def test_race_the_sessions_own_history_prunes_the_fourth_key_of_a_kernel(compiled):
+def test_race_the_sessions_own_history_prunes_the_fourth_key_of_a_kernel(compiled, holding):
     """No record, no variable set: the kernel's first 3 keys race every config, the fourth skips the
     config near on none of them, neither compiled nor timed."""
     from warmup_harness.autotune import race
@@ -778,7 +800,7 @@ def test_race_the_sessions_own_history_prunes_the_fourth_key_of_a_kernel(compile
     assert " 1 skipped by history " in racer.summary()
 
 
-def test_race_an_audited_key_whose_winner_history_held_back_keeps_it_and_widens_the_near_set(compiled):
+def test_race_an_audited_key_whose_winner_history_held_back_keeps_it_and_widens_the_near_set(compiled, holding):
     from warmup_harness.autotune import race
 
     meta = history_meta({k: {"near": [0, 2], "winner": 0} for k in ("[1]", "[2]", "[3]")})
@@ -806,7 +828,7 @@ def test_race_order_follows_history_the_nearest_keys_winner_first(compiled):
     assert [b for b, kind in timer.calls if kind in ("warm", "short")][:4] == [128, 128, 256, 64], timer.calls
 
 
-def test_race_another_devices_record_orders_the_race_and_seeds_the_near_set_but_never_decides(compiled):
+def test_race_another_devices_record_orders_the_race_and_seeds_the_near_set_but_never_decides(compiled, holding):
     from warmup_harness.autotune import race
 
     h100 = {k: {"near": [2, 0], "winner": 2} for k in ("[1]", "[2]", "[3]", "[4]")}
@@ -825,7 +847,7 @@ def test_race_another_devices_record_orders_the_race_and_seeds_the_near_set_but_
     assert sorted(compiled[0]) == [64, 128, 256] and racer.keys[KERNEL]["[10]"]["history"] == "all near", compiled
 
 
-def test_race_history_settings_come_from_the_record_per_kernel_and_one_it_cannot_use_is_said(compiled):
+def test_race_history_settings_come_from_the_record_per_kernel_and_one_it_cannot_use_is_said(compiled, holding):
     from warmup_harness.autotune import race
 
     keys = {"[1]": {"near": [0, 2], "winner": 0}, "[2]": {"near": [0, 2], "winner": 0}}
@@ -840,7 +862,7 @@ def test_race_history_settings_come_from_the_record_per_kernel_and_one_it_cannot
                      f'3 is used; fix or remove it'], lines
 
 
-def test_race_a_pruned_key_whose_predicted_winner_falls_behind_races_the_held_configs_after_all(compiled):
+def test_race_a_pruned_key_whose_predicted_winner_falls_behind_races_the_held_configs_after_all(compiled, holding):
     from warmup_harness.autotune import race
 
     meta = history_meta({k: {"near": [0, 2], "winner": 0} for k in ("[1]", "[2]", "[3]")})
