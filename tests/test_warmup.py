@@ -788,6 +788,27 @@ def test_a_changed_test_file_conftest_or_default_shape_file_makes_the_record_no_
         assert plan(work, "--gpus", "2", command=command, **env)["decision"] == "replay", path
 
 
+def test_flaggems_53s_test_file_of_one_op_names_the_op_and_its_default_shape_file_is_not_named(work):
+    """Issue 42: FlagGems 5.3 has one test file per op and a conftest whose `--shape_file`
+    defaults to core_shapes.yaml. Without -m the op is the file's stem less `test_`; the default
+    shape file is not one COMMAND names, so the run is by key as with 5.0's test_blas_perf.py."""
+    bench = work / "benchmark"
+    bench.mkdir()
+    (bench / "conftest.py").write_text(
+        "def pytest_addoption(parser):\n    parser.addoption('--shape_file', default='core_shapes.yaml')\n")
+    (bench / "core_shapes.yaml").write_text("mm: {shapes: [[1, 2, 3], [4, 5, 6]]}\n")
+    (bench / "test_mm.py").write_text("def test_mm(): pass\n")
+    env = {"FLAGGEMS_PERF_CURRENT_OP": "", "FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR": str(work / "records"),
+           "PYTHONPATH": str(fake_harness(work))}
+    pytest_ = [sys.executable, "-m", "pytest", "-p", "warmup_harness"]
+    for test in ["benchmark/test_mm.py", "benchmark/test_mm.py::test_mm"]:
+        decided = plan(work, "--devices", "0,1", command=[*pytest_, test], **env)
+        assert decided["op"] == "mm" and decided["reason"].startswith("op mm (from the test file"), decided
+        assert decided["decision"] == "sweep" and decided["by_key"] == "1" and decided["shape_file"] == "", decided
+    blas = plan(work, "--devices", "0,1", command=[*pytest_, "benchmark/test_blas_perf.py"], **env)
+    assert blas["op"] == "blas_perf", blas
+
+
 def test_one_gpu_runs_one_process_that_records_where_the_harness_is(work):
     records = work / "records"
     env = {"FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR": str(records), "PYTHONPATH": str(fake_harness(work))}

@@ -25,7 +25,7 @@ runs COMMAND unchanged.";
 const WARMUP_AFTER: &str = "\
 ENVIRONMENT:
   FLAGGEMS_PERF_CURRENT_OP           the op [default: COMMAND's single -m NAME, else (no
-                                     --shape_file) its test file's stem, else \"default\"]
+                                     --shape_file) its test file's stem less test_, else \"default\"]
   PARALLEL_WARMUP_GPUS               the GPU count when --gpus is not given
   FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR  the record folder: where the merged configs are published,
                                      and the op's history and record, compared with the Triton

@@ -109,8 +109,8 @@ pub fn marker_name(name: &str) -> bool {
         && !PYTHON_KEYWORDS.contains(&name)
 }
 
-/// The stem of the first test file a pytest COMMAND names (`benchmark/test_blas_perf.py`, or
-/// `...py::test_x`: `test_blas_perf`), or None.
+/// The first test file a pytest COMMAND names (`benchmark/test_mm.py`, or `...py::test_x`:
+/// `benchmark/test_mm.py`), or None.
 pub fn test_file_of(command: &[OsString]) -> Option<PathBuf> {
     let at = pytest_args_start(command)?;
     command[at..].iter().find_map(|arg| {
