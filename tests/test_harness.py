@@ -1021,7 +1021,7 @@ def test_a_one_device_record_run_that_passes_is_replayed_by_the_next_run_on_two(
     assert recorded.session["worker"] is None and sum(recorded.session["timed"].values()) > 0
     replayed = warmup("--gpus", "2", "--devices", "0,1")
     assert replayed.returncode == 0, replayed.output
-    assert "answers op keys" in replayed.stderr and "replaying it" in replayed.stderr, replayed.output
+    assert "answers op mm for" in replayed.stderr and "replaying it" in replayed.stderr, replayed.output
     assert replayed.session["worker"] is None and replayed.session["timed"] == {}, "a child ran or a key was tuned"
 
 

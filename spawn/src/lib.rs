@@ -245,6 +245,11 @@ pub struct Args {
     #[arg(long, value_name = "SIG", requires = "measure")]
     pub signature: Option<String>,
 
+    /// With --measure: start COMMAND after publishing, never alongside the sweep (warmup-plan
+    /// passes it where warmup_harness does not run in COMMAND, so no `-p warmup_harness` is added)
+    #[arg(long, requires = "measure")]
+    pub measure_after: bool,
+
     /// The command each child runs, after `--` (as warmup takes it, so that no word of
     /// it is read as an option of this tool); its --shape_file is replaced by the shard's
     #[arg(value_name = "COMMAND", last = true)]
@@ -346,6 +351,7 @@ fn measure(args: &Args, env: &backend::Environment, parent: nix::unistd::Pid) ->
         summary: args.summary.as_deref(),
         fresh: args.fresh,
         signature: args.signature.as_deref(),
+        measure_after: args.measure_after,
     };
     match prepare::prepare(&request(args), env) {
         Ok(Some(prepared)) => flow::run(&opts, &prepared, parent),
@@ -393,7 +399,7 @@ fn limits(args: &Args) -> supervisor::Limits {
 }
 
 fn list_devices(args: &Args, env: &backend::Environment) -> Result<Status> {
-    let backend = backend::select(&args.backend, env)?;
+    let backend = backend::select_for(&args.backend, env, args.devices.is_some())?;
     let devices = backend::devices(backend, args.devices.as_deref(), env)?;
     let mut out = std::io::stdout().lock();
     for d in devices {
