@@ -25,9 +25,9 @@ pub enum Record {
     Answers,
     /// No record, or one made elsewhere: why.
     Misses(String),
-    /// `<op>.json` is no record file (empty, cut off, not `{kernel: {key: config}}`): why. The
-    /// harness refuses to record into its folder, so one process cannot record there; a sweep
-    /// publishes a whole record over it.
+    /// `<op>.json` is no record file (empty, cut off, not `{kernel: {key: config}}`): why. One
+    /// process's harness sets it aside ("The record as a cache"); a sweep publishes a whole
+    /// record over it.
     Damaged(String),
 }
 
@@ -371,15 +371,13 @@ fn harness_decision(f: &Facts) -> Option<Decision> {
 fn one_process(f: &Facts, lead: String) -> Option<Decision> {
     let dir = f.record_folder.dir()?;
     if let Record::Damaged(why) = &f.record {
-        // The harness adds only to a record file (and refuses the run): it records nothing here.
         return Some(Decision::Record {
             reason: format!(
-                "{lead}: {why}, and the harness adds only to a record file, so COMMAND runs once \
-                 with the harness recording nothing (move that file away, the record is a cache, \
-                 to record into {})",
+                "{lead}: COMMAND runs once with the harness recording into {}; {why}: the harness \
+                 sets it aside (the record is a cache)",
                 dir.display()
             ),
-            dir: None,
+            dir: Some(dir.to_owned()),
         });
     }
     Some(Decision::Record {
@@ -666,14 +664,18 @@ mod tests {
             !decide(&f).reason().contains("is not replayed"),
             "--fresh resumes nothing"
         );
-        // A record file that is no record: the harness would refuse to add to it.
+        // A record file that is no record: the harness sets it aside and records there.
         f.fresh = false;
         f.record = Record::Damaged("/r/mm.json: empty file: it is no record".into());
-        let Decision::Record { dir: None, reason } = decide(&f) else {
+        let Decision::Record {
+            dir: Some(_),
+            reason,
+        } = decide(&f)
+        else {
             panic!("{:?}", decide(&f));
         };
         assert!(
-            reason.contains("empty file") && reason.contains("recording nothing"),
+            reason.contains("empty file") && reason.contains("sets it aside"),
             "{reason}"
         );
         f.gpus = Gpus::Count(2);
@@ -752,9 +754,9 @@ mod tests {
                 "{said}"
             );
         }
-        // A record file that is no record: one process that records nothing, as on one device.
+        // A record file that is no record: one process that records there, as on one device.
         f.record = Record::Damaged("/r/mm.json: empty file: it is no record".into());
-        assert!(matches!(decide(&f), Decision::Record { dir: None, .. }));
+        assert!(matches!(decide(&f), Decision::Record { dir: Some(_), .. }));
         // A replay folder pins the configs, and a count that is no number is the plugin's skip.
         let mut g = f.clone();
         g.replay_dir_set = true;
