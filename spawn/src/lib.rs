@@ -56,6 +56,7 @@ pub const TOOL: &str = "warmup-spawn";
 const EXAMPLES: &str = "EXAMPLES:
   # one pytest per shard, on the GPUs the caller may use (--plan /tmp/run works too)
   warmup-spawn --plan /tmp/run/plan.json -- pytest benchmark/test_mm.py --shape_file shapes.yaml
+  (FlagGems 5.0: benchmark/test_blas_perf.py -m mm in place of benchmark/test_mm.py)
 
   # pick the devices; a device listed twice takes two children at once (not in a by-key plan)
   warmup-spawn --plan /tmp/run/plan.json --devices 4,5,6,7 --timeout 3600 -- pytest ...
@@ -77,7 +78,7 @@ const EXAMPLES: &str = "EXAMPLES:
 
   # a by-key plan (warmup-shard --by-key): COMMAND whole in each child, one child per device,
   # the children claiming autotune keys in SCRATCH/claims
-  warmup-spawn --plan /tmp/run --devices 0,1,2,3 -- pytest benchmark/test_blas_perf.py -m mm
+  warmup-spawn --plan /tmp/run --devices 0,1,2,3 -- pytest benchmark/test_mm.py
 
   # the sweep, then merge and publish, and COMMAND measured once on the configs: a pytest COMMAND
   # starts with the sweep and waits at its gate (the contract, The gate); exit: COMMAND's
