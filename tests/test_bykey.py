@@ -469,7 +469,7 @@ def test_a_stopped_sweep_is_published_and_the_next_run_tunes_only_what_it_missed
     replayed = finished(warmup(tmp_path, bench_command(shapes), "--by-key"), tmp_path)
     assert replayed.returncode == 0, replayed.output
     decided = next(ln for ln in replayed.stderr.splitlines() if ln.startswith("[parallel-warmup]"))
-    assert "answers op keys" in decided and "replaying it" in decided, decided
+    assert "answers op mm for" in decided and "replaying it" in decided, decided
     assert replayed.session["worker"] is None and replayed.session["timed"] == {}, replayed.output
 
 

@@ -515,6 +515,28 @@ def test_replay_of_a_corrupt_or_foreign_record_is_refused_before_any_test_runs(t
     assert run.sessions == [], "a test ran"
 
 
+@pytest.mark.parametrize("fresh", [{}, {"WARMUP_HARNESS_FRESH": "1"}])
+@pytest.mark.parametrize("text", ['{"mm_main": {"64x64": {"BLOCK_M": 64, "num_warps": 4}}}', '{"k": '])
+def test_the_record_as_a_cache_sets_aside_a_record_it_cannot_read_and_records_anew(tmp_path, text, fresh):
+    """Issue 42: the fixture harness's own mm.json (or a torn one) in the folder a record session
+    resumes from is set aside, renamed beside it, with one line; the run records the op anew."""
+    folder = tmp_path / "rec"
+    folder.mkdir()
+    (folder / "mm.json").write_text(text)
+    run = cache_session(tmp_path, shape_file(tmp_path, SHAPES), folder, **fresh)
+    assert run.returncode == 0, run.output
+    [aside] = folder.glob("mm.json.unreadable-*")
+    assert aside.read_text() == text, "set aside whole, never deleted"
+    [line] = [ln for ln in run.stderr.splitlines() if "set aside" in ln]
+    assert line.startswith(f"[warmup-harness] WARNING {folder / 'mm.json'}") and f"set aside as {aside.name}" in line
+    assert "recorded 12 key(s)" in run.stderr and len(json.loads((folder / "mm.json").read_text())) == 3
+    # A record folder this session does not resume from is the user's to mend: still refused.
+    (tmp_path / "named").mkdir()
+    (tmp_path / "named" / "mm.json").write_text(text)
+    named = bench(tmp_path, shape_file(tmp_path, SHAPES), FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "named"))
+    assert named.returncode == 4 and list((tmp_path / "named").glob("*unreadable*")) == [], named.output
+
+
 UNDECODABLE = {  # valid JSON that Python's json refuses to decode
     "a 5000-digit integer": '{"k": {"[1]": {"kwargs": {"B": ' + "7" * 5000 + "}}}}",
     "nesting 100000 deep": '{"k": {"[1]": {"kwargs": {"B": ' + "[" * 100000 + "]" * 100000 + "}}}}",
@@ -1021,7 +1043,7 @@ def test_a_one_device_record_run_that_passes_is_replayed_by_the_next_run_on_two(
     assert recorded.session["worker"] is None and sum(recorded.session["timed"].values()) > 0
     replayed = warmup("--gpus", "2", "--devices", "0,1")
     assert replayed.returncode == 0, replayed.output
-    assert "answers op keys" in replayed.stderr and "replaying it" in replayed.stderr, replayed.output
+    assert "answers op mm for" in replayed.stderr and "replaying it" in replayed.stderr, replayed.output
     assert replayed.session["worker"] is None and replayed.session["timed"] == {}, "a child ran or a key was tuned"
 
 

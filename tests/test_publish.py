@@ -58,7 +58,7 @@ def test_sh_output_evaluated_by_sh_sets_the_exact_folder(tmp_path, merged, name)
     out = subprocess.run(["sh", "-c", script, "sh", res.stdout], env=env, capture_output=True,
                          text=True, check=True).stdout
     assert out == f"{target}|unset"
-    assert "mm.json" in res.stderr and "1 kernel(s), 1 config(s)" in res.stderr
+    assert "mm.json" in res.stderr and "1 kernel(s), 1 key(s)" in res.stderr
 
 
 @pytest.mark.parametrize("how", ["include", "eval"])

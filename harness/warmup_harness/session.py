@@ -101,7 +101,7 @@ class Session:
 
     @classmethod
     def _start_record(cls, config: Any, mode: env.Mode, compiler: precompile.Precompiler) -> Session:
-        from .autotune import once_recorder, policies, progress, tuners
+        from .autotune import once_recorder, policies, progress, resume, set_aside, tuners
 
         try:
             mode.directory.mkdir(parents=True, exist_ok=True)
@@ -109,6 +109,8 @@ class Session:
             raise records.RecordError(f"{env.RECORD_DIR}={mode.directory}: cannot make the folder "
                                       f"({exc.strerror or exc})") from None
         records.check_writable(mode.directory, env.RECORD_DIR)
+        set_aside.unreadable_record(mode.directory, mode.op, env.setting(config, resume.RESUME_DIR),
+                                    lambda line: say(config, [line]))
         writer = RecordWriter(mode.directory, mode.op, device_name)
         writer.open()  # refuses now, not after the first sweep, a file this run cannot add to (no lock yet)
         try:
