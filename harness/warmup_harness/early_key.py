@@ -34,9 +34,9 @@ import functools
 import threading
 from typing import Callable
 
+from .triton_key import WAITS_FOR, key_home
+
 _thread: threading.Thread | None = None  # one per process: the key is the process's
-# On the waiting stand-in: Triton's own function it stands in for (triton_private.own_key reads it).
-WAITS_FOR = "_warmup_harness_waits_for"
 
 
 def start(key: Callable[[], object] | None = None) -> None:
@@ -48,8 +48,6 @@ def start(key: Callable[[], object] | None = None) -> None:
     home = None
     if key is None:
         try:
-            from .triton_private import key_home
-
             home = key_home()
         except Exception:  # noqa: BLE001  (no Triton, or a broken one: the session's start says so)
             return

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import importlib
 import inspect
 import json
 import os
@@ -21,6 +20,7 @@ from triton.runtime.driver import driver
 from triton.runtime.jit import JITFunction
 
 from . import early_key
+from .triton_key import own_key
 
 try:
     from triton import knobs
@@ -87,24 +87,6 @@ def rebuild(fn: JITFunction, specialization: str, target: Any) -> tuple[Any, Any
     backend = make_backend(target)
     options = backend.parse_options({k: _tuples(v) for k, v in data["options"].items()})
     return ASTSource(fn, signature, constexprs, attrs), backend, options
-
-
-def key_home() -> tuple[Any, str]:
-    """Where Triton's compile finds its key of itself: the module and the name it reads at each
-    call (`triton.runtime.cache.triton_key`, which get_cache_key calls, on 3.5 and later;
-    `triton.compiler.compiler.triton_key`, which `compile` calls, on 3.4)."""
-    for name in ("triton.runtime.cache", "triton.compiler.compiler"):  # 3.5 and later; 3.4
-        module = importlib.import_module(name)
-        if hasattr(module, "triton_key"):
-            return module, "triton_key"
-    raise ImportError("Triton has no triton_key where 3.4 to 3.9 keep it")
-
-
-def own_key() -> Callable[[], str]:
-    """Triton's key of itself, `triton_key` (memoized): where every cache key of a compile starts;
-    Triton's own function, also while early_key's thread computes it."""
-    key = getattr(*key_home())
-    return getattr(key, early_key.WAITS_FOR, key)
 
 
 def _cache_key(src: Any, backend: Any, options: Any, env_vars: dict) -> str:

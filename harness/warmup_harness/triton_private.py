@@ -67,10 +67,11 @@ worker process must not start a device) and compiles through the JIT without the
 lock that has children sharing a cache compile each kernel once. `rebuild` is its reconstruction
 of the compile's source without either.
 
-The functions live by concern in three sibling modules, each re-exported here, where the harness
+The functions live by concern in sibling modules, each re-exported here, where the harness
 imports them from: triton_fingerprint.py (a kernel's fingerprint), triton_compile.py (compiling
-ahead into Triton's kernel cache, the driver's state) and triton_bench.py (the timing racing
-shadows); the autotuner's and a config's own names are here.
+ahead into Triton's kernel cache, the driver's state), triton_key.py (Triton's key of itself, a
+leaf early_key.py imports too) and triton_bench.py (the timing racing shadows); the autotuner's
+and a config's own names are here.
 
 This module imports Triton; the harness imports it when it compiles, and for a kernel's
 fingerprint (autotune/fingerprints.py).
@@ -87,8 +88,9 @@ from .triton_bench import (BenchDevice, bench_device, device_benchmarker, do_ben
                            times_by_driver, tuner_do_bench)
 from .triton_compile import (NoDevice, cache_entry, cannot_compile, compile_context,  # noqa: F401
                              compile_into_cache, driver_exists, forbid_driver, identity, in_cache, jit_function,
-                             key_home, knobs, own_key, rebuild, specializations_taken, stub_device_set,
+                             knobs, rebuild, specializations_taken, stub_device_set,
                              use_cache_dir)
+from .triton_key import key_home, own_key  # noqa: F401
 from .triton_fingerprint import heuristics_values, source_hash, tuner_settings  # noqa: F401
 
 
