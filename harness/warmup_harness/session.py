@@ -13,7 +13,8 @@ from . import early_key, env, versions
 from .autotune import records
 from .autotune.clocks import CompileClock, process_age
 from .autotune.device import device_name
-from .autotune.writer import RecordWriter, journal_path, unfolded
+from .autotune.journal import journal_path, unfolded
+from .autotune.writer import RecordWriter
 from .precompile import precompiler as precompile
 from .precompile.settings import compile_settings
 

@@ -32,7 +32,7 @@ from .. import env
 from ..env import ProtocolError
 from .records import (Made, Provenance, RecordError, describe, fingerprints, load_meta, load_records, made_here,
                       meta_path, record_path)
-from .writer import Entry, journaled
+from .journal import Entry, journaled
 
 RESUME_DIR = "WARMUP_HARNESS_RESUME_DIR"
 FRESH = env.FRESH
