@@ -1,12 +1,16 @@
-"""The harness's house rules, read off its source: no circle of imports. Standard library only: it
+"""The harness's house rules, read off its source: no circle of imports, modules of one concern (at
+most 350 lines), and every variable name of the protocol in env.py. Standard library only: it
 imports none of the harness."""
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "harness" / "warmup_harness"
+MAX_LINES = 350
+VARIABLE = re.compile(r"(WARMUP|FLAGGEMS)_[A-Z0-9_]+")
 
 
 def modules() -> dict[str, Path]:
@@ -56,3 +60,22 @@ def test_no_module_of_the_harness_imports_one_that_imports_it_back():
                     seen.add(nxt)
                     stack.append((nxt, (*trail, nxt)))
     assert circles == [], circles
+
+
+def test_each_module_of_the_harness_is_at_most_350_lines():
+    long = {str(path.relative_to(PACKAGE)): n for path in modules().values()
+            if (n := len(path.read_text().splitlines())) > MAX_LINES}
+    assert long == {}, f"split these by concern: {long}"
+
+
+def test_every_variable_name_of_the_protocol_is_written_in_env_py_alone():
+    """Other modules take the names from env.py; a name in text (a docstring, a message) is no
+    constant and is not counted."""
+    elsewhere = {}
+    for name, path in modules().items():
+        if name == "warmup_harness.env":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and VARIABLE.fullmatch(node.value):
+                elsewhere.setdefault(str(path.relative_to(PACKAGE)), []).append(node.value)
+    assert elsewhere == {}, f"name these in env.py and import them: {elsewhere}"

@@ -1,7 +1,7 @@
 """Triton's key of itself, computed in a thread from pytest's start (`start`), so that the
 session's first compile or first load of a compiled kernel finds it done.
 
-Why. A process's first Triton compile, and its first load of a kernel from Triton's cache,
+Why. A process's first Triton compile, and its first load of a kernel from Triton's kernel cache,
 computes `triton_key()` first: a sha256 of Triton's compiler and language sources and of its
 library (415 MB on Triton 3.6), memoized for the process. On the 2-CPU development machine that
 took 0.32 s with the library in the page cache, and 0.44 to 0.51 s on Triton 3.4 to 3.9 with it

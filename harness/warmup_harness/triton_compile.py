@@ -99,7 +99,7 @@ def _cache_key(src: Any, backend: Any, options: Any, env_vars: dict) -> str:
 
 
 def cache_entry(src: Any, backend: Any, options: Any, env_vars: dict, cache_dir: str) -> tuple[Any, str]:
-    """The source's entry in Triton's cache (its manager) and the folder whose flock guards it."""
+    """The source's entry in Triton's kernel cache (its manager) and the folder whose flock guards it."""
     from triton.runtime.cache import get_cache_manager
 
     digest = hashlib.sha256(_cache_key(src, backend, options, env_vars).encode("utf-8")).hexdigest()
@@ -141,7 +141,7 @@ def forbid_driver() -> None:
 
 
 def use_cache_dir(folder: str) -> None:
-    """In a compile worker: the job's Triton cache folder, whatever the session's knob held."""
+    """In a compile worker: the job's kernel cache folder, whatever the session's knob held."""
     knobs.cache.dir = folder
 
 

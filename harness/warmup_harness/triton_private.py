@@ -64,7 +64,7 @@ What is used, and what Triton does with it:
 
 Why `JITFunction.preload` itself is not called: it asks `driver.active` for the current device (a
 worker process must not start a device) and compiles through the JIT without the cache entry's
-lock that has children sharing a cache compile each kernel once. `rebuild` is its reconstruction
+lock that has children sharing a kernel cache compile each kernel once. `rebuild` is its reconstruction
 of the compile's source without either.
 
 The functions live by concern in sibling modules, each re-exported here, where the harness

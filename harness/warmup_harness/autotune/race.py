@@ -53,9 +53,9 @@ from . import verdict
 from .brief import OUTRUN, Brief, score, short_bench
 from .fingerprints import config_order
 from .race_history import History  # noqa: F401 (session.py's name for it)
+from .race_settings import NEAR
 from .verdict import NOISE_MARGIN, NOISE_SAMPLES  # noqa: F401 (the race's settings, by their old names)
 
-NEAR = 0.20  # a config within this of the best short timing is `near` in the key's record (history)
 Timer = Callable[[Any, Any], Any]  # (config, do_bench or None) -> the tuner's _bench answer
 
 

@@ -88,7 +88,7 @@ class RecordWriter:
     def open(self) -> None:
         """Checks the record there, which this run may add to; raises RecordError. It takes no lock
         and writes nothing: a session that decides nothing leaves the folder as it found it (the
-        record as a cache: a re-run with a full record). The first write (`_go_live`) marks the
+        record resumed from itself: a re-run with a full record). The first write (`_go_live`) marks the
         session live and folds first what a process that died journaled."""
         try:
             if self.path.exists():
@@ -174,7 +174,7 @@ class RecordWriter:
                 if recorded < FOLD_EVERY_KEY_BELOW or size >= recorded:
                     self._fold()
         except (OSError, RecordError) as exc:
-            # The record is a cache: a write that fails (a full disk) never fails the test, which
+            # A record is a by-product: a write that fails (a full disk) never fails the test, which
             # runs on with the config it tuned. A fold that fails leaves the key in the journal.
             if not journaled:
                 self.unwritten.append((kernel, key))
@@ -202,7 +202,7 @@ class RecordWriter:
             self._go_live()
             with self._locked():
                 carried = self._fold(carried=entries, unchecked=unchecked)
-        except (OSError, RecordError) as exc:  # a cache: the keys are pinned all the same
+        except (OSError, RecordError) as exc:  # the keys are pinned all the same
             self._fold_failed(exc)
             return 0
         for kernel, key, *_ in entries:
@@ -238,7 +238,7 @@ class RecordWriter:
 
     def vouch(self, signature: str) -> None:
         """Names `signature` in the sidecar's `complete_for`: this session, which used the record
-        folder as its cache and passed, met every key its run needs, and the record holds them all
+        folder as its own resume and passed, met every key its run needs, and the record holds them all
         (docs/CONTRACT.md, "complete_for"). Written only where the record and its sidecar are there
         and the sidecar names another; a failure is a note, and the next run sweeps what it lacks."""
         try:
