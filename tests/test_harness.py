@@ -217,7 +217,7 @@ def key_probe(work: Path, said: Path) -> str:
         "@pytest.hookimpl(tryfirst=True)\n"
         "def pytest_configure(config):\n"
         "    begun = any(t.name == 'warmup-harness-triton-key' for t in threading.enumerate())\n"
-        "    tp = sys.modules.get('warmup_harness.triton_private')\n"
+        "    tp = sys.modules.get('warmup_harness.triton_key')\n"
         "    begun = begun or (tp is not None and tp.own_key().cache_info().currsize > 0)\n"
         f"    open({str(said)!r}, 'w').write(str(begun))\n")
     return f"{SOURCE}:{work}"

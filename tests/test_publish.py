@@ -304,17 +304,17 @@ def test_a_journal_a_killed_record_session_left_is_folded_under_the_published_re
     the replay pins over the record's: left beside a newly published record, they would replay
     another run's config for the same key. Its keys are the folder's, so they stay in the record
     published, under the new configs where both have a key."""
-    from warmup_harness.autotune import writer  # noqa: PLC0415  (after sys.path above)
+    from warmup_harness.autotune import journal  # noqa: PLC0415  (after sys.path above)
 
     rec = tmp_path / "rec"
     rec.mkdir()
     stale = {"kwargs": {"BLOCK": 16}, "num_warps": 8}
     only = {"kwargs": {"BLOCK": 32}, "num_warps": 4}
-    writer.journal_path(rec, "mm").write_text(
+    journal.journal_path(rec, "mm").write_text(
         json.dumps({"kernel": "k", "key": "(1, 2)", "config": stale, "seconds": 1.0}) + "\n"
         + json.dumps({"kernel": "k", "key": "(3, 4)", "config": only, "seconds": 2.0}) + "\n")
     pinned: dict = {}
-    assert writer.unfolded(rec, "mm", pinned) == 2  # what the replay would have pinned
+    assert journal.unfolded(rec, "mm", pinned) == 2  # what the replay would have pinned
     done = run_tool("publish", "--op", "mm", "--record-dir", rec, merged)
     assert done.returncode == 0, done.stderr
     assert "the unfolded keys of a killed record session (2 key(s), kept in the published record)" \
@@ -322,7 +322,7 @@ def test_a_journal_a_killed_record_session_left_is_folded_under_the_published_re
     # The lock the op's record sessions share, and the file a live one holds.
     assert sorted(os.listdir(rec)) == [".mm.lock", ".mm.sessions", "mm.json"]
     pinned = json.loads((rec / "mm.json").read_text())
-    assert writer.unfolded(rec, "mm", pinned) == 0
+    assert journal.unfolded(rec, "mm", pinned) == 0
     assert pinned == {"k": {**json.loads(MERGED)["k"], "(3, 4)": only}}
 
 
