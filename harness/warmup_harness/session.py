@@ -280,8 +280,7 @@ class Session:
 
 def _present(directory: Path) -> str:
     try:
-        names = sorted(n[:-5] for n in os.listdir(directory)
-                       if n.endswith(".json") and not n.endswith((".meta.json", ".costs.json")))
+        names = sorted(op for n in os.listdir(directory) if (op := env.op_of_record_file(n)) is not None)
     except OSError:
         return "the folder cannot be read"
     return "ops recorded there: " + ", ".join(names) if names else "no op is recorded there"
