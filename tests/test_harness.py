@@ -15,6 +15,7 @@ import fcntl
 import json
 import math
 import os
+import re
 import shutil
 import signal
 import sqlite3
@@ -775,13 +776,41 @@ def test_a_re_run_of_the_cache_session_with_a_full_record_tunes_nothing_and_writ
         assert (now.st_ino, now.st_mtime_ns) == (before.st_ino, before.st_mtime_ns), f"{name} was rewritten"
     assert not (folder / ".mm.journal").exists()
     assert "resume: 12 key(s) taken from" in again.stderr and "this session's record: nothing carried" in again.stderr
-    assert "recorded 0 key(s)" in again.stderr
+    # Said as what happened (issue 42): resumed, nothing tuned, and no tuning seconds.
+    record = folder / "mm.json"
+    lines = again.harness_lines()
+    assert f"[warmup-harness] record mode, op mm: 12 key(s) resumed from {record} where met, any other key tuned " \
+        f"and recorded in {record}" in lines, lines
+    assert f"[warmup-harness] op mm: resumed 12 key(s) from {record}, tuned 0" in lines, lines
+    assert "of tuning" not in again.stderr and "every autotuner decision goes to" not in again.stderr
 
     # FlagGems' own store warm too (its keys answered there first): they are the record's already.
     warm = cache_session(tmp_path, shapes, folder)
     assert warm.returncode == 0 and warm.session["timed"] == {}, warm.output
     now = (folder / "mm.json").stat()
     assert (now.st_ino, now.st_mtime_ns) == (files["mm.json"].st_ino, files["mm.json"].st_mtime_ns)
+
+
+def test_a_cache_session_that_resumes_some_keys_and_tunes_the_rest_says_how_many_of_each(tmp_path):
+    """Issue 42: the closing line counts what was resumed apart from what was tuned, and gives the
+    tuning seconds of the keys tuned here only."""
+    folder = tmp_path / "rec"
+    first = cache_session(tmp_path, shape_file(tmp_path, SHAPES[:2], "two.yaml"), folder)
+    assert first.returncode == 0, first.output
+    assert "op mm: recorded 6 key(s) of 3 kernel(s)" in first.stderr and "resumed" not in first.stderr
+    # FlagGems' store cold (another home): the two new shapes' keys are tuned, the record's resumed.
+    again = cache_session(tmp_path, shape_file(tmp_path, SHAPES), folder, HOME=str(tmp_path / "cold-home"))
+    assert again.returncode == 0, again.output
+    assert set(again.session["timed"]) == {PLAIN_MM, STORE_MM, ADD}, again.session["timed"]
+    record = folder / "mm.json"
+    assert f"record mode, op mm: 6 key(s) resumed from {record} where met" in again.stderr, again.stderr
+    closing = [ln for ln in again.harness_lines() if ln.startswith("[warmup-harness] op mm: ")]
+    assert len(closing) == 1, again.stderr
+    said = re.fullmatch(rf"\[warmup-harness\] op mm: resumed 6 key\(s\) from {re.escape(str(record))}, tuned 6 "
+                        rf"\(([0-9.]+)s of tuning\); recorded 6 key\(s\) of 3 kernel\(s\) in {re.escape(str(record))}",
+                        closing[0])
+    assert said is not None, closing
+    assert sum(map(len, json.loads(record.read_text()).values())) == 12
 
 
 def test_a_cache_session_that_tunes_nothing_takes_no_lock_and_starts_no_pool(tmp_path):
@@ -805,7 +834,10 @@ def test_a_cache_session_that_tunes_nothing_takes_no_lock_and_starts_no_pool(tmp
         for f in held:
             f.close()
     assert again.returncode == 0 and again.session["timed"] == {}, again.output
-    assert "recorded 0 key(s)" in again.stderr and not (folder / ".mm.journal").exists()
+    # FlagGems' store is warm here: it answers its kernel's 4 keys before the record is asked.
+    said = f"op mm: resumed 8 key(s) from {folder / 'mm.json'}, 4 answered by the tuner's store, tuned 0\n"
+    assert said in again.stderr, again.stderr
+    assert not (folder / ".mm.journal").exists()
     assert not mark.exists(), "a compile pool started in a session that compiled nothing"
 
 
