@@ -155,6 +155,29 @@ def test_a_replayed_key_after_its_first_launch_is_answered_without_the_policy(ho
     assert [launch["BLOCK"] for launch in tuner.fn.launches] == [128] * 4
 
 
+def test_a_settled_keys_store_is_the_tuners_and_clearing_it_tunes_the_key_again(hooks):
+    # The view holds settled keys itself (a dict), but what the tuner reads of its store is the store.
+    recorder = hooks(policies.Recorder(lambda *a: None))
+    tuner = make_tuner()
+    tuner.run(object(), 10)
+    assert list(tuner.cache.keys()) == [(10,)] and len(tuner.cache) == 1 and tuner.cache == tuner.__dict__["cache"]
+    tuner.cache.clear()
+    assert (10,) not in tuner.cache and tuner.__dict__["cache"] == {}
+    tuner.run(object(), 10)
+    assert (10,) in tuner.cache and len(tuner.fn.launches) == 2 * (1 + 3)  # tuned twice: 3 timed, 1 launched
+    assert recorder.shared_ids == set()
+
+
+def test_a_later_sessions_hooks_never_answer_from_an_earlier_sessions_pins(hooks):
+    tuner = make_tuner()
+    recorded = {f"{__name__}:body": {"[10]": configs.config_record(tuner.configs[1])}}
+    hooks(policies.Replayer(recorded, "rec/mm.json", fail=False, first_lookup=lambda: None))
+    tuner.run(object(), 10)
+    tuners.uninstall()
+    hooks(policies.Recorder(lambda *a: None))
+    assert (10,) not in tuner.cache  # the record session tunes it
+
+
 def test_two_live_tuners_over_one_function_are_named_as_sharing_a_record_entry(hooks):
     recorder = hooks(policies.Recorder(lambda *a: None))
     first, second = make_tuner(), make_tuner()
