@@ -294,8 +294,9 @@ fn sweep(
 
 /// warmup-spawn's options for the sweep and the measurement: the ones given, then `--measure`,
 /// `--discard-scratch` where the script makes the scratch (no `--scratch`) and `--keep` is not
-/// given, the record folder, and the children's fresh/resume choice (`--fresh`, `--resume-dir`),
-/// which warmup-spawn turns into their environment by `protocol::env::resume_env`.
+/// given, the record folder, the children's fresh/resume choice (`--fresh`, `--resume-dir`),
+/// which warmup-spawn turns into their environment by `protocol::env::resume_env`, and
+/// `--measure-after` where the harness does not run in COMMAND.
 fn measure_argv(args: &Warmup, found: &Discovery) -> Vec<OsString> {
     let mut argv = args.spawn.argv();
     argv.push("--measure".into());
@@ -312,6 +313,10 @@ fn measure_argv(args: &Warmup, found: &Discovery) -> Vec<OsString> {
         argv.push("--fresh".into());
     }
     argv.extend(["--signature".into(), (&found.signature).into()]);
+    // Without the harness COMMAND cannot wait at the gate: `-p warmup_harness` would fail it.
+    if found.facts.harness.is_err() {
+        argv.push("--measure-after".into());
+    }
     argv
 }
 
