@@ -20,11 +20,12 @@ from triton.runtime.autotuner import Autotuner
 from support import ROOT
 
 sys.path.insert(0, str(ROOT / "harness"))
-from warmup_harness.precompile import settings as cs  # noqa: E402
+from warmup_harness import env  # noqa: E402
 from warmup_harness.autotune import configs  # noqa: E402
 from warmup_harness.autotune import policies  # noqa: E402
 from warmup_harness.autotune import records  # noqa: E402
 from warmup_harness.autotune import tuners  # noqa: E402
+from warmup_harness.autotune.race_settings import race_settings  # noqa: E402
 
 
 class Launcher:
@@ -776,8 +777,8 @@ def test_race_history_without_its_variable_orders_the_race_and_holds_nothing_bac
 def history(meta=None, device="dev", **settings):
     from warmup_harness.autotune import race
 
-    chosen = cs.compile_settings(settings.get)  # the session's reading: no variable set, the defaults
-    return race.History(meta, lambda: device, chosen.race_history, chosen.race_near)
+    chosen = race_settings(settings.get)  # the session's reading: no variable set, the defaults
+    return race.History(meta, lambda: device, chosen.history, chosen.near)
 
 
 FAR = {64: list(QUIET), 128: [3.0], 256: [1.1]}  # 128 never near: 64 best, 256 within 20%
@@ -798,8 +799,8 @@ def test_race_history_keeps_the_configs_it_rules_out_from_compiling_and_timing(c
     assert racer.keys[KERNEL]["[10]"]["audit"] == {"missed": []}, "128 lost its audit: history missed nothing"
     assert [b for b, kind in timer.calls].count(128) == 1, "128 timed on the audited key only (out-run: once)"
     for changed, settings, device in (({**meta, "kernels": {KERNEL: "fp-then"}}, {}, "dev"),
-                                      (meta, {cs.RACE_HISTORY: "4"}, "dev"), (meta, {}, "another"),
-                                      (meta, {cs.RACE_HISTORY: "0"}, "dev")):
+                                      (meta, {env.RACE_HISTORY: "4"}, "dev"), (meta, {}, "another"),
+                                      (meta, {env.RACE_HISTORY: "0"}, "dev")):
         compiled.clear()
         racer = race.Racer(lambda line: None, history=history(changed, device, **settings))
         race_keys(race_tuner(FAR, {64: 1.0, 128: 0.5, 256: 1.0})[0], racer, (10,))

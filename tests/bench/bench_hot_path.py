@@ -15,7 +15,12 @@ variant's difference from plain. Every variant's store is SQLite in memory
 (FLAGGEMS_DB_URL), so plain's decided key is answered by its store, as the harness makes it in
 record mode.
 
+`--baseline DIR` (another checkout's `harness` folder, e.g. `git archive main harness | tar -x -C
+/tmp/main`): its harness variants run too, in the same rounds, alternating with this one's, and
+come first as "before" (plain is one for both: it loads no harness).
+
 Run:  .venv/bin/python tests/bench/bench_hot_path.py [--rounds 3] [--launches 20000] [--harness harness]
+      [--baseline DIR]
 """
 
 from __future__ import annotations
@@ -50,47 +55,65 @@ def session(work: Path, harness: Path, launches: int, env_extra: dict[str, str],
     return {line["tuner"]: line for line in map(json.loads, out.read_text().splitlines())}
 
 
+def harness_env(work: Path, variant: str, record: Path) -> dict[str, str]:
+    """The protocol variables of a harness variant (`record`: the record it replays or resumes)."""
+    if variant == "replay":
+        return {"FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR": str(record)}
+    if variant == "resumed":
+        cache = work / "cache"
+        shutil.rmtree(cache, ignore_errors=True)
+        shutil.copytree(record, cache)
+        return {"FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR": str(cache), "WARMUP_HARNESS_RESUME_DIR": str(cache)}
+    fresh = work / "fresh"
+    shutil.rmtree(fresh, ignore_errors=True)
+    return {"FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR": str(fresh)}
+
+
+def table(title: str, best: dict[tuple, float], side: str) -> None:
+    print(f"| {title} | " + " | ".join(VARIANTS) + " |")
+    print("| --- |" + " --- |" * len(VARIANTS))
+    for tuner, name in TUNERS.items():
+        plain = best[tuner, "plain"]
+        cells = [f"{plain:.2f}"] + [f"{best[tuner, side, v]:.2f} ({best[tuner, side, v] - plain:+.2f})"
+                                    for v in VARIANTS[1:]]
+        print(f"| {name} | " + " | ".join(cells) + " |")
+    print()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--launches", type=int, default=20000)
     parser.add_argument("--harness", type=Path, default=ROOT / "harness")
+    parser.add_argument("--baseline", type=Path, help="another harness folder, measured alongside as 'before'")
     args = parser.parse_args()
-    harness = args.harness.resolve()
-    best: dict[tuple[str, str], float] = {}
+    sides = {"after": args.harness.resolve()}
+    if args.baseline is not None:
+        sides = {"before": args.baseline.resolve(), **sides}
+    best: dict[tuple, float] = {}
+
+    def keep(key: tuple, us: float) -> None:
+        best[key] = min(best.get(key, float("inf")), us)
+
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        # The record the replay and the resumed sessions answer from: one record session's.
-        record = work / "record"
-        session(work, harness, 1, {"FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR": str(record)}, True)
+        records = {}
+        for side, harness in sides.items():  # the record each side's replay and resumed sessions answer from
+            records[side] = work / f"record-{side}"
+            session(work, harness, 1, {"FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR": str(records[side])}, True)
         for _ in range(args.rounds):
-            for variant in VARIANTS:
-                if variant == "plain":
-                    extra, plugin = {}, False
-                elif variant == "replay":
-                    extra, plugin = {"FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR": str(record)}, True
-                elif variant == "resumed":
-                    cache = work / "cache"
-                    shutil.rmtree(cache, ignore_errors=True)
-                    shutil.copytree(record, cache)
-                    extra = {"FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR": str(cache), "WARMUP_HARNESS_RESUME_DIR": str(cache)}
-                    plugin = True
-                else:
-                    fresh = work / "fresh"
-                    shutil.rmtree(fresh, ignore_errors=True)
-                    extra, plugin = {"FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR": str(fresh)}, True
-                for tuner, line in session(work, harness, args.launches, extra, plugin).items():
-                    key = (tuner, variant)
-                    best[key] = min(best.get(key, float("inf")), line["us"])
+            for tuner, line in session(work, sides["after"], args.launches, {}, False).items():
+                keep((tuner, "plain"), line["us"])
+            for variant in VARIANTS[1:]:
+                for side, harness in sides.items():
+                    extra = harness_env(work, variant, records[side])
+                    for tuner, line in session(work, harness, args.launches, extra, True).items():
+                        keep((tuner, side, variant), line["us"])
     print(f"µs a launch of a decided key, best of {args.rounds} x {args.launches} launches (fastest 1000), "
           f"variants alternating")
     print()
-    print("| tuner | " + " | ".join(VARIANTS) + " |")
-    print("| --- |" + " --- |" * len(VARIANTS))
-    for tuner, title in TUNERS.items():
-        plain = best[tuner, "plain"]
-        cells = [f"{plain:.2f}"] + [f"{best[tuner, v]:.2f} ({best[tuner, v] - plain:+.2f})" for v in VARIANTS[1:]]
-        print(f"| {title} | " + " | ".join(cells) + " |")
+    for side in sides:
+        table(side if len(sides) > 1 else "tuner", best, side)
 
 
 if __name__ == "__main__":

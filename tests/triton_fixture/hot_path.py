@@ -11,8 +11,8 @@ from the record, or found in the store), a few times more, then `HOT_PATH_LAUNCH
 
 * `us`: microseconds a launch, by perf_counter, in the fastest chunk of 1000 launches (a shared
   machine preempts some chunks; `us_loop` is the whole loop's mean); or, with `HOT_PATH_COUNT=1`,
-  instead of timing, `calls` and `harness_calls`: Python function calls made during the loop, all
-  of them and those of warmup_harness's modules (sys.setprofile);
+  instead of timing, `calls`: the Python function calls made during the loop, by function
+  (`file:qualified name`, sys.setprofile), and `harness_calls`: those of warmup_harness's modules;
 * `threads`: the names of the process's threads other than this one, and `children`: the pids of
   its child processes, once the last key is decided (after the loop). Triton's own key, which the
   harness hashes in a thread from the start (early_key.py), is waited for first: a plain run
@@ -24,6 +24,7 @@ import os
 import sys
 import threading
 import time
+from collections import Counter
 from pathlib import Path
 
 import kernels_plain
@@ -58,15 +59,18 @@ def _children() -> list[int]:
     return sorted(found)
 
 
-class Counter:
+class Calls:
+    """A profile function: the Python calls made, by function, and those of the harness."""
+
     def __init__(self):
-        self.calls = 0
+        self.by_function: Counter = Counter()
         self.harness = 0
 
     def __call__(self, frame, event, arg):
         if event == "call":
-            self.calls += 1
-            if "warmup_harness" in frame.f_code.co_filename:
+            code = frame.f_code
+            self.by_function[f"{Path(code.co_filename).name}:{code.co_qualname}"] += 1
+            if "warmup_harness" in code.co_filename:
                 self.harness += 1
 
 
@@ -80,14 +84,14 @@ def test_launches(name):
     launches = int(os.environ.get("HOT_PATH_LAUNCHES") or 20000)
     line = {"tuner": name, "launches": launches}
     if os.environ.get("HOT_PATH_COUNT") == "1":
-        counter = Counter()
-        sys.setprofile(counter)
+        calls = Calls()
+        sys.setprofile(calls)
         try:
             for _ in range(launches):
                 kernel[(1,)](a, b, c, desc, m, n, k)
         finally:
             sys.setprofile(None)
-        line.update(calls=counter.calls, harness_calls=counter.harness)
+        line.update(calls=dict(calls.by_function), harness_calls=calls.harness)
     else:
         chunk = min(CHUNK, launches)
         chunks = []

@@ -118,66 +118,79 @@ def remember(into: dict | set, key: Any, value: Any = None) -> None:
         pass
 
 
-_settled_has = dict.__contains__
-_settle = dict.__setitem__
+class _Miss:
+    """What a view's lookup finds for a key neither settled nor answered by the policy: false, so
+    that `key in view` is False. (`view[key]` of such a key, which no tuner reads before deciding
+    it, finds this too, not a KeyError: the lookup cannot tell which of the two asked.)"""
+
+    __slots__ = ()
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        return "<warmup-harness: a key the tuner's store does not hold>"
+
+
+MISS = _Miss()
 
 
 class TunerCache(dict):
     """A tuner's store as the tuner sees it while the hooks are in: lookups and decisions go
     through the policy, everything else straight to the store.
 
-    The view is itself a dict of the keys settled (pinned, decided here, or answered by the store
-    and recorded): once a key is, `key in view` is one Python call that finds it, `view[key]` is
-    dict's own lookup, and the policy is never asked again. A replay's launches, a resumed key's
-    and a key tuned earlier in the session are what the benchmark times (tests/test_harness_hot_path.py
-    counts the calls). The store is not read again for a settled key."""
+    A launch of a decided key costs what it costs without the hooks: the view is itself a dict of
+    the keys settled (pinned by a replay or a resumed record, decided here, or answered by the
+    store and recorded) and, once one is, its class is `_Settled`, whose `key in view` and
+    `view[key]` are both dict's own lookup, in C: no Python call of the harness on that launch
+    (tests/test_harness_hot_path.py counts them; BENCHMARKS.md, "The hot path", times them). A
+    lookup that misses calls `__missing__`, which asks the policy; the store is not read again
+    for a settled key. Until a key settles the view is `_Unsettled`, whose lookups are Python and
+    take a key no dict can hold (the policy alone answers it); a tuner whose keys cannot be hashed
+    stays so. Constructed as `TunerCache(...)`, a view is one of those two classes."""
 
     __slots__ = ("raw", "_tuner", "_state", "_policy")
 
     def __init__(self, tuner: Any, raw: Any, state: TunerState, policy: Policy):
-        super().__init__(state.pinned)  # pins are the tuner's, whichever store it holds
+        super().__init__()
         self.raw = raw
         self._tuner = tuner
         self._state = state
         self._policy = policy
+        self.__class__ = _Unsettled
+        for key, config in state.pinned.items():  # pins are the tuner's, whichever store it holds
+            self._settle(key, config)
 
-    def __contains__(self, key: Any) -> bool:
-        try:
-            if _settled_has(self, key):
-                return True
-        except TypeError:  # never settled; dict's own lookup cannot take it either
-            self.__class__ = _UnhashableKeys
-        found = self._policy.contains(self._tuner, self._state, key, self.raw)
-        if not found:
+    def _ask(self, key: Any) -> Any:
+        """The policy's answer for a key not settled: the config, or MISS (the tuner's sweep starts)."""
+        state = self._state
+        if not self._policy.contains(self._tuner, state, key, self.raw):
             text = key_text(key)
-            self._state.miss_started[text] = time.perf_counter()
-            self._state.pending = text
-        else:
-            self._settle_pinned(key)
-        return found
-
-    def _settle_pinned(self, key: Any) -> None:
+            state.miss_started[text] = time.perf_counter()
+            state.pending = text
+            return MISS
         try:
-            config = self._state.pinned.get(key, _UNASKED)
-            if config is not _UNASKED:
-                _settle(self, key, config)
+            config = state.pinned.get(key, MISS)
         except TypeError:
-            pass
+            config = MISS
+        return config if config is not MISS else self._policy.getitem(self._tuner, state, key, self.raw)
 
     def __missing__(self, key: Any) -> Any:
-        # dict's lookup missed: the policy answers, and what it settled is kept.
-        config = self._policy.getitem(self._tuner, self._state, key, self.raw)
-        try:
-            if key in self._state.pinned or key in self._state.recorded:
-                _settle(self, key, config)
-        except TypeError:
-            pass
+        # dict's lookup missed (a hashable key): the policy answers, and a key it settled is kept.
+        config = self._ask(key)
+        if config is not MISS and (key in self._state.pinned or key in self._state.recorded):
+            self._settle(key, config)
         return config
+
+    def _settle(self, key: Any, config: Any) -> None:
+        if config:  # a false config would read as a miss: such a key is asked of the policy each time
+            dict.__setitem__(self, key, config)
+            self.__class__ = _Settled
 
     def __setitem__(self, key: Any, config: Any) -> None:
         self._policy.setitem(self._tuner, self._state, key, config, self.raw)
         try:
-            _settle(self, key, config)
+            self._settle(key, config)
         except TypeError:
             pass
 
@@ -215,7 +228,7 @@ class TunerCache(dict):
     def __repr__(self) -> str:
         return repr(self.raw)
 
-    # dict's own methods would read the keys settled: each is the store's, as before the view was a dict.
+    # dict's own methods would read the keys settled: each is the store's.
     def keys(self):
         return self.raw.keys()
 
@@ -246,14 +259,32 @@ class TunerCache(dict):
         return getattr(self.raw, name)
 
 
-class _UnhashableKeys(TunerCache):
-    """A view that met a key dict cannot hold: its lookups all go through the policy."""
+class _Unsettled(TunerCache):
+    """A view before any key settled: Python lookups that take a key no dict can hold."""
 
     __slots__ = ()
 
+    def __contains__(self, key: Any) -> bool:
+        try:
+            return bool(dict.__getitem__(self, key))  # __missing__ asks the policy
+        except TypeError:  # no dict can hold it: the policy alone, every time
+            return self._ask(key) is not MISS
+
     def __getitem__(self, key: Any) -> Any:
         try:
-            return dict.__getitem__(self, key)
+            config = dict.__getitem__(self, key)
         except TypeError:
-            return self._policy.getitem(self._tuner, self._state, key, self.raw)
+            config = self._ask(key)
+        if config is MISS:
+            raise KeyError(key)
+        return config
 
+
+class _Settled(TunerCache):
+    """A view with a key settled: `key in view` is dict's own `view[key]` (a method of C, no Python
+    frame), a settled key's config, true; a miss calls `__missing__`, whose MISS is false. A key no
+    dict can hold raises TypeError here, as it does in Triton's own store (a dict)."""
+
+    __slots__ = ()
+
+    __contains__ = dict.__getitem__
