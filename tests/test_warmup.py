@@ -1080,13 +1080,16 @@ def test_a_record_folder_whose_name_is_not_utf8_is_replayed_recorded_and_publish
 
 def test_an_unusable_tmpdir_is_a_fallback_that_runs_the_command_unchanged(work):
     """Whatever the warmup needs a temporary folder for (the sweep's scratch and its tools'
-    output), a TMPDIR it cannot use says so and runs COMMAND; the one process uses none."""
+    output), a TMPDIR it cannot use says so and runs COMMAND once, recording into the record
+    folder and resuming from it where the harness runs; the one process uses none."""
     run = warmup(work, "--gpus", "2", "--devices", "0,1", command=harness_command(),
                  TMPDIR=str(work / "nonexistent"), PYTHONPATH=str(fake_harness(work)))
     assert run.returncode == 0, run.stderr
     [session] = run.sessions
     assert session["env"]["FLAGGEMS_PERF_WARMUP_WORKER"] is None, "COMMAND ran once, no child"
-    assert "nonexistent" in run.lines()[-1] and run.lines()[-1].endswith("skipping"), run.stderr
+    line = run.lines()[-1]
+    assert "nonexistent" in line and "skipping; one process instead, recording into " in line, run.stderr
+    assert session["env"]["WARMUP_HARNESS_RESUME_DIR"] == session["env"]["FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR"]
     (work / "one").mkdir()
     one = warmup(work / "one", "--gpus", "1", command=harness_command(), TMPDIR=str(work / "nonexistent"),
                  PYTHONPATH=str(fake_harness(work)))
