@@ -209,8 +209,8 @@ class Session:
                 self.writer.vouch(signature)
 
     def _resumes_its_own_record(self) -> bool:
-        """Whether this record session resumes from its own record folder (docs/CONTRACT.md, "The
-        record as a cache"): not a sweep child, no claims, not fresh; its record there or not yet."""
+        """Whether this record session resumes from its own record folder (docs/CONTRACT.md,
+        "Resuming in place"): not a sweep child, no claims, not fresh; its record there or not yet."""
         from .autotune import once_recorder
 
         def setting(name: str) -> str | None:

@@ -181,9 +181,9 @@ pub fn warmup(args: &Warmup, found: &Discovery, decision: &Decision) -> Output {
     }
     match decision {
         Decision::Plain { .. } => {}
-        // A folder that cannot be written: the harness replays it (what it holds is pinned) and
+        // A folder that cannot be written: the harness replays it (REPLAY_DIR: what it holds is pinned) and
         // writes nothing; blank is unset, over the caller's variable.
-        Decision::Replay { dir, .. } | Decision::Record { dir: Some(dir), .. }
+        Decision::Reuse { dir, .. } | Decision::Record { dir: Some(dir), .. }
             if found.read_only.is_some() =>
         {
             out.export(names::RECORD_DIR, "");
@@ -191,7 +191,7 @@ pub fn warmup(args: &Warmup, found: &Discovery, decision: &Decision) -> Output {
                 out.export(names::REPLAY_DIR, dir);
             }
         }
-        Decision::Replay { dir, .. } => {
+        Decision::Reuse { dir, .. } => {
             out.export(names::RECORD_DIR, dir)
                 .export(names::RESUME_DIR, dir)
                 .export(names::SIGNATURE, &found.signature);
