@@ -84,6 +84,16 @@ pub fn valid(op: impl AsRef<OsStr>) -> bool {
     !op.as_ref().is_empty() && file_name_problem(op).is_none()
 }
 
+/// The op whose record a file of a record folder is (`<op>.json`: `mm.json` is op `mm`'s), or
+/// `None` for any other file (a sidecar, a cost file, `.json`): the ops a folder records, as
+/// warmup-cache lists them and the harness names them (warmup_harness/env.py,
+/// `op_of_record_file`, checked against this one by tests/test_protocol_agreement.py).
+pub fn of_record_file(name: &OsStr) -> Option<&OsStr> {
+    use std::os::unix::ffi::OsStrExt;
+    let op = OsStr::from_bytes(name.as_bytes().strip_suffix(b".json")?);
+    valid(op).then_some(op)
+}
+
 /// An op named on a command line as it was given, bytes that are not UTF-8 kept (warmup-cache
 /// `--op`, a clap value parser): trimmed as [`OpArg`] trims, and refused when blank or when it
 /// cannot name its files ([`file_name_problem`]); `Err` says why.
@@ -264,6 +274,31 @@ mod tests {
             assert!(os_name(os(bad)).is_err(), "{bad:?}");
         }
         assert!(file_name_problem(os(b"\xff.costs")).is_some());
+    }
+
+    #[test]
+    fn a_record_file_names_its_op_and_a_sibling_or_a_bare_suffix_names_none() {
+        fn op(name: &str) -> Option<&OsStr> {
+            of_record_file(OsStr::new(name))
+        }
+        assert_eq!(op("mm.json"), Some(OsStr::new("mm")));
+        assert_eq!(
+            op(".mm.json"),
+            Some(OsStr::new(".mm")),
+            "a valid op, hidden or not"
+        );
+        assert_eq!(op("mm.json.json"), Some(OsStr::new("mm.json")));
+        for none in [
+            ".json",
+            "mm.meta.json",
+            "mm.costs.json",
+            "..json",
+            "...json",
+            "mm",
+            ".mm.journal",
+        ] {
+            assert_eq!(op(none), None, "{none}");
+        }
     }
 
     #[test]
