@@ -42,11 +42,11 @@ pub fn resolve(
     }
 }
 
-/// Acts on the decision for the record cache: a run that uses the cache's folder (replay, record
+/// Acts on the decision for the record cache: a run that uses the cache's folder (reuse, record
 /// or sweep) makes it and marks the op used there (`warmup-cache remove --older-than` reads the
 /// stamp); a plain run makes nothing. A folder that cannot be made after all (taken since it was
-/// found, a full disk) is a cache that cannot be used: the run is decided again without it, as
-/// discovery would have found it.
+/// found, a full disk) is a record cache that cannot be used: the run is decided again without
+/// it, as discovery would have found it.
 pub fn apply(found: Discovery, decision: Decision) -> (Discovery, Decision) {
     let RecordFolder::Cache(dir) = &found.facts.record_folder else {
         return (found, decision);
