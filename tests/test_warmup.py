@@ -378,7 +378,8 @@ def test_a_signal_mid_sweep_stops_everything_and_the_measurement_never_runs(work
 @pytest.mark.parametrize("target", ["bench", "measure"])
 def test_the_readme_makefile_warms_up_then_measures_replaying(work, target):
     trace = work / "trace.jsonl"
-    env = clean_env(PATH=f"{BIN_DIR}:{ROOT / 'scripts'}:{os.environ['PATH']}",
+    # WARMUP_BIN_DIR: the tools under test, not an older release build that `make demo` left.
+    env = clean_env(PATH=f"{BIN_DIR}:{ROOT / 'scripts'}:{os.environ['PATH']}", WARMUP_BIN_DIR=str(BIN_DIR),
                     WARMUP_FIXTURE_TRACE=str(trace), WARMUP_FIXTURE_SWEEP_SECONDS="0",
                     FLAGGEMS_VENDOR="nvidia", TMPDIR=str(work))
     records, scratch = work / "records", work / "scratch"
@@ -402,8 +403,9 @@ def test_the_readme_cpu_example_sweeps_without_an_error_and_its_rerun_reuses_the
     """Issue 42: the README's CPU example, bench.mk's default benchmark (real Triton autotuners on
     a stubbed device, the clone's harness), run twice as the README gives it: the first run sweeps
     and measures with no ERROR line, the second reuses the record, sweeping nothing."""
-    env = clean_env(PATH=f"{BIN_DIR}:{ROOT / 'scripts'}:{os.environ['PATH']}", FLAGGEMS_VENDOR="nvidia",
-                    TMPDIR=str(work), HOME=str(work / "home"), WARMUP_HARNESS_DEVICE_LOCK_DIR=str(work / "locks"))
+    env = clean_env(PATH=f"{BIN_DIR}:{ROOT / 'scripts'}:{os.environ['PATH']}", WARMUP_BIN_DIR=str(BIN_DIR),
+                    FLAGGEMS_VENDOR="nvidia", TMPDIR=str(work), HOME=str(work / "home"),
+                    WARMUP_HARNESS_DEVICE_LOCK_DIR=str(work / "locks"))
     block = README_TEXT.split("### A Makefile", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
     commands = [ln.split("#")[0].strip() for ln in block.splitlines() if "make -f examples/bench.mk bench" in ln]
     assert len(commands) == 2 and commands[0] == commands[1], block
