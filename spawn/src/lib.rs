@@ -21,26 +21,9 @@
 //! warmup-plan reads them alike. Nothing here is public but [`Args`] and [`run`]; no module
 //! names [`Args`]: each takes what it needs of it, typed.
 
-mod by_key;
-mod child;
-mod finish;
-mod flow;
-mod gate;
-mod job;
-mod judgment;
-mod log;
-mod measurement;
-mod prepare;
-mod process;
-mod progress;
-mod select;
-mod shell;
+mod measure;
 mod signal;
-mod status;
-mod supervisor;
 mod sweep;
-mod tools;
-mod watchdog;
 
 use anyhow::{bail, Context, Result};
 use protocol::backend;
@@ -298,11 +281,11 @@ pub fn run(args: &Args) -> Result<Status> {
             Ok(Status::Done)
         }
         Mode::ListDevices(args) => list_devices(args, &env),
-        Mode::DryRun(args) => match prepare::prepare(&request(args), &env)? {
-            Some(prepared) => shell::dry_run(&prepared),
+        Mode::DryRun(args) => match sweep::prepare::prepare(&request(args), &env)? {
+            Some(prepared) => sweep::shell::dry_run(&prepared),
             None => Ok(Status::NothingToDo),
         },
-        Mode::Run(args) => match prepare::prepare(&request(args), &env)? {
+        Mode::Run(args) => match sweep::prepare::prepare(&request(args), &env)? {
             Some(prepared) => {
                 sweep::alone(&prepared, limits(args), args.summary.as_deref(), parent)
             }
@@ -325,7 +308,7 @@ fn finish(args: &Args) -> Result<Status> {
     let plan_path = plan_file.as_deref().unwrap_or(plan_arg);
     let (plan, scratch) = protocol::shard_plan::ShardPlan::load(plan_path)?;
     let op = args.op.for_shard_plan(&plan, plan_path)?;
-    finish::run(&finish::Request {
+    measure::finish::run(&measure::finish::Request {
         scratch: scratch.root(),
         op,
         record_dir: args.record_dir.as_deref(),
@@ -338,7 +321,7 @@ fn measure(args: &Args, env: &backend::Environment, parent: nix::unistd::Pid) ->
     if args.summary.as_deref() == Some(Path::new("-")) {
         bail!("--measure: stdout is the measurement's; give --summary a file, not -");
     }
-    let opts = flow::Options {
+    let opts = measure::Options {
         command: &args.command,
         limits: limits(args),
         record_dir: args.record_dir.as_deref(),
@@ -347,16 +330,16 @@ fn measure(args: &Args, env: &backend::Environment, parent: nix::unistd::Pid) ->
         fresh: args.fresh,
         signature: args.signature.as_deref(),
     };
-    match prepare::prepare(&request(args), env) {
-        Ok(Some(prepared)) => flow::run(&opts, &prepared, parent),
-        Ok(None) => Ok(flow::plain(
+    match sweep::prepare::prepare(&request(args), env) {
+        Ok(Some(prepared)) => measure::run(&opts, &prepared, parent),
+        Ok(None) => Ok(measure::plain(
             &args.command,
             "the plan has no shards to sweep",
         )),
-        Err(e) if args.command.is_empty() || e.is::<prepare::OpConflict>() => Err(e),
+        Err(e) if args.command.is_empty() || e.is::<sweep::prepare::OpConflict>() => Err(e),
         Err(e) => {
             eprintln!("{TOOL}: {e:#}");
-            Ok(flow::plain(
+            Ok(measure::plain(
                 &args.command,
                 "the sweep could not run (see above)",
             ))
@@ -365,8 +348,8 @@ fn measure(args: &Args, env: &backend::Environment, parent: nix::unistd::Pid) ->
 }
 
 /// What `args` asks of the run's preparation.
-fn request(args: &Args) -> prepare::Request<'_> {
-    prepare::Request {
+fn request(args: &Args) -> sweep::prepare::Request<'_> {
+    sweep::prepare::Request {
         op: &args.op,
         plan: args.plan.as_deref(),
         devices: args.devices.as_deref(),
@@ -384,8 +367,8 @@ fn request(args: &Args) -> prepare::Request<'_> {
     }
 }
 
-fn limits(args: &Args) -> supervisor::Limits {
-    supervisor::Limits {
+fn limits(args: &Args) -> sweep::supervisor::Limits {
+    sweep::supervisor::Limits {
         timeout: args.timeout,
         grace: args.grace,
         max_log: args.max_log,

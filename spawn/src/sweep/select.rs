@@ -5,7 +5,7 @@
 //! per shard, while a whole-scratch run and a second run of the same shard are refused.
 //! docs/CONTRACT.md ("Running some shards", "The scratch lock") is the promise.
 
-use crate::job::Job;
+use crate::sweep::job::Job;
 use anyhow::{bail, Context, Result};
 use nix::fcntl::{Flock, FlockArg};
 pub use protocol::choice::Choice;
@@ -149,8 +149,8 @@ mod tests {
             Some("/s/w0/shapes.yaml".into()),
             &["pytest".into()],
             &protocol::backend::BACKENDS[0],
-            crate::process::Marker::new("r", 0),
-            crate::job::RunSettings {
+            crate::sweep::process::Marker::new("r", 0),
+            crate::sweep::job::RunSettings {
                 children: 1,
                 cache_per_child: false,
                 claims: None,

@@ -7,9 +7,9 @@
 //! gate's opening and the clock do, as [`Action`]s; [`Measurement`] carries them out on the
 //! process and the gate.
 
-use crate::gate::{Gate, Word};
-use crate::process::{self, Exit};
+use crate::measure::gate::{Gate, Word};
 use crate::signal::{ChildSetup, ShutdownRequest};
+use crate::sweep::process::{self, Exit};
 use anyhow::{Context, Result};
 use nix::sys::signal::Signal;
 use nix::unistd::Pid;

@@ -2,15 +2,28 @@
 //! run's limits. `warmup-spawn --plan` is this alone ([`alone`]); `--measure` runs it with the
 //! measurement alongside ([`sweep`]), then goes on (`flow`).
 
-use crate::measurement::Measurement;
-use crate::prepare::{self, PreparedRun};
-use crate::progress::Progress;
+pub mod by_key;
+pub mod child;
+pub mod job;
+pub mod log;
+pub mod prepare;
+pub mod process;
+pub mod progress;
+pub mod select;
+pub mod shell;
+pub mod status;
+pub mod supervisor;
+pub mod watchdog;
+
+use crate::measure::measurement::Measurement;
 use crate::signal::{Shutdown, Signals};
-use crate::supervisor::{self, Limits, RunEnd};
-use crate::watchdog::Watchdog;
+use crate::sweep::progress::Progress;
+use crate::sweep::watchdog::Watchdog;
 use anyhow::Result;
+use prepare::PreparedRun;
 use std::path::Path;
 use std::time::Instant;
+use supervisor::{Limits, RunEnd};
 use toolkit::Status;
 
 /// What watches a sweep: the run's signals and stops, the watchdog, what a person sees.

@@ -2,10 +2,10 @@
 //! warmup-costs, run as `tools` says), or for the measurement, reading the stop signals meanwhile.
 
 use super::say;
-use crate::measurement::Measurement;
-use crate::process::{self, Exit, POLL};
+use crate::measure::measurement::Measurement;
+use crate::measure::tools;
 use crate::signal::{Shutdown, ShutdownRequest, Signals};
-use crate::tools;
+use crate::sweep::process::{self, Exit, POLL};
 use anyhow::{Context, Result};
 use nix::errno::Errno;
 use nix::poll::{PollFd, PollFlags, PollTimeout};

@@ -12,7 +12,7 @@
 //! PR_SET_PDEATHSIG alone reaches only the direct children: their own children, and what left
 //! their group, would live on.
 
-use crate::process::{self, POLL};
+use crate::sweep::process::{self, POLL};
 use anyhow::{Context, Result};
 use nix::sys::signal::Signal;
 use nix::unistd::{ForkResult, Pid};

@@ -5,10 +5,10 @@ use super::measured::Measured;
 use super::published::Published;
 use super::report::Report;
 use super::rest::Rest;
-use super::sweep::Sweep;
+use super::swept::Sweep;
 use super::{say, Place};
-use crate::gate::Word;
-use crate::judgment::{self, Findings};
+use crate::measure::gate::Word;
+use crate::measure::judgment::{self, Findings};
 
 /// The judgment, with what it was judged from.
 #[derive(Debug)]

@@ -10,7 +10,7 @@
 //! each line, a few bytes. The ETA is the history's: a plan whose costs are seconds
 //! (`cost_source` `file`) expects each shard's, and the line says what is left of it.
 
-use crate::job::Job;
+use crate::sweep::job::Job;
 use protocol::status::{Outcome, ShardStatus};
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};

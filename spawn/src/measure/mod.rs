@@ -1,7 +1,7 @@
 //! `--measure`: the whole run after the plan, in one supervised process, as phases that hand
 //! each other typed values (nextest's runner reads the same way):
 //!
-//! [`sweep::Sweep`] (the children, with the measurement started alongside where it can wait at
+//! [`swept::Sweep`] (the children, with the measurement started alongside where it can wait at
 //! its gate) -> [`merged`] (warmup-merge's summary, typed) -> [`published::Published`] (where
 //! warmup-publish put the configs, and the costs kept) -> [`verdict::Verdict`] (what the gate is
 //! told: `judgment`) -> [`measured::Measured`] (the measurement run to its end) ->
@@ -19,18 +19,23 @@
 //! Once the measurement has started, nothing fails the run with an error: what goes wrong is a
 //! line and the fallback to live tuning, as the measurement must still be seen to its end.
 
+pub mod finish;
+pub mod gate;
+pub mod judgment;
 mod measured;
+pub mod measurement;
 mod merged;
 mod published;
 mod report;
 mod rest;
-mod sweep;
+mod swept;
+pub mod tools;
 mod verdict;
 
-use crate::prepare::{self, PreparedRun};
 use crate::signal::{Shutdown, Signals};
-use crate::supervisor::Limits;
-use crate::watchdog::Watchdog;
+use crate::sweep::prepare::{self, PreparedRun};
+use crate::sweep::supervisor::Limits;
+use crate::sweep::watchdog::Watchdog;
 use anyhow::Result;
 use nix::unistd::Pid;
 use protocol::env;
@@ -90,7 +95,7 @@ pub fn run(opts: &Options<'_>, prepared: &PreparedRun, parent: Pid) -> Result<St
     let signals = Signals::install(parent)?;
     let mut shutdown = Shutdown::default();
     let mut measurement = measured::start_early(opts.command, &place.publish_dir, &signals);
-    let sweep = sweep::Sweep::run(
+    let sweep = swept::Sweep::run(
         prepared,
         opts.limits,
         (&signals, &mut shutdown, watchdog),

@@ -4,7 +4,7 @@
 //! what words ([`unfinished`]) and what was merged ([`finished`]). Free of system calls, so that
 //! it is tested alone.
 
-use crate::gate::Word;
+use crate::measure::gate::Word;
 use protocol::layout::Scratch;
 use protocol::summary::MergeSummary;
 use std::path::{Path, PathBuf};

@@ -3,7 +3,7 @@
 
 use super::rest::{Rest, ToolEnd};
 use super::Place;
-use crate::judgment::Merged;
+use crate::measure::judgment::Merged;
 use protocol::summary::MergeSummary;
 use std::ffi::OsStr;
 

@@ -5,8 +5,8 @@
 use super::rest::Rest;
 use super::verdict::Verdict;
 use super::{path_text, say, SWEEP_ONLY};
-use crate::gate::{Gate, Word};
-use crate::measurement::{Measurement, Start, Told};
+use crate::measure::gate::{Gate, Word};
+use crate::measure::measurement::{Measurement, Start, Told};
 use crate::signal::Signals;
 use anyhow::{Context, Result};
 use protocol::env;

@@ -5,9 +5,9 @@
 
 use super::measured::Measured;
 use super::rest::Rest;
-use super::sweep::Sweep;
+use super::swept::Sweep;
 use super::{say, Options};
-use crate::measurement::{Start, Told};
+use crate::measure::measurement::{Start, Told};
 use anyhow::{Context, Result};
 use protocol::summary::{key, MergeSummary};
 use std::path::PathBuf;

@@ -9,7 +9,7 @@
 //!
 //! The tools run as child tools, as `--measure`'s do, found by `tools::find`.
 
-use crate::judgment;
+use crate::measure::judgment;
 use anyhow::Result;
 use protocol::layout::Scratch;
 use protocol::replay::ReplayEnv;
@@ -66,7 +66,7 @@ impl Relay {
 /// gives it (128+N for signal N; `None`: it did not run).
 fn tool(name: &str, args: &[&OsStr]) -> (Option<i32>, Vec<u8>) {
     use std::os::unix::process::ExitStatusExt;
-    let run = crate::tools::find(name).and_then(|program| {
+    let run = crate::measure::tools::find(name).and_then(|program| {
         Ok(Command::new(program)
             .args(args)
             .stdin(Stdio::null())

@@ -7,7 +7,7 @@
 use super::report::Report;
 use super::rest::{Rest, ToolEnd};
 use super::{say, Place};
-use crate::judgment::Merged;
+use crate::measure::judgment::Merged;
 use protocol::replay::ReplayEnv;
 use protocol::shard_plan::ShardPlan;
 use std::ffi::OsStr;
