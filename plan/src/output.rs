@@ -294,8 +294,9 @@ fn sweep(
 
 /// warmup-spawn's options for the sweep and the measurement: the ones given, then `--measure`,
 /// `--discard-scratch` where the script makes the scratch (no `--scratch`) and `--keep` is not
-/// given, the record folder, and the children's fresh/resume choice (`--fresh`, `--resume-dir`),
-/// which warmup-spawn turns into their environment by `protocol::env::resume_env`.
+/// given, the record folder once (`--record-dir`: warmup-spawn publishes into it and its children
+/// resume from it; `--resume-dir` where it cannot be written, only resumed from), and `--fresh`:
+/// warmup-spawn turns them into the children's environment by `protocol::env::resume_env`.
 fn measure_argv(args: &Warmup, found: &Discovery) -> Vec<OsString> {
     let mut argv = args.spawn.argv();
     argv.push("--measure".into());
@@ -303,10 +304,11 @@ fn measure_argv(args: &Warmup, found: &Discovery) -> Vec<OsString> {
         argv.push("--discard-scratch".into());
     }
     if let Some(dir) = found.facts.record_folder.dir() {
-        if found.read_only.is_none() {
-            argv.extend(["--record-dir".into(), path(dir)]);
-        }
-        argv.extend(["--resume-dir".into(), path(dir)]);
+        let flag = match found.read_only {
+            None => "--record-dir",
+            Some(_) => "--resume-dir",
+        };
+        argv.extend([flag.into(), path(dir)]);
     }
     if args.fresh {
         argv.push("--fresh".into());

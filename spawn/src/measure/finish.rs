@@ -1,23 +1,31 @@
 //! `--finish`: the end of a run whose shards ran elsewhere (warmup-slurm's finishing job, after
 //! its job array): warmup-merge, the judgment of each shard, warmup-publish. The judgment is this
 //! tool's, as `--measure`'s is (`judgment`): which shards did not finish and in what words, which
-//! folder the configs go to (the blank record folder rule), the conflict warning, the exit
-//! status. It prints one run summary that the script relays line by line, so that the script
-//! decides nothing: `say LINE` (a line for people), `rerun N LIST` (the shards to run again),
-//! `env LINE` (the replay environment, for `eval`), `error LINE` (why it failed); the exit status
-//! is the script's.
+//! folder the configs go to (the record folder, else `SCRATCH/merged`), the conflict warning, the
+//! exit status. It prints one run summary that the script relays line by line, so that the
+//! script decides nothing: after the version line, a `say LINE` for each shard that did not
+//! finish, `rerun N LIST` (the shards to run again), then `env LINE`s (the replay environment,
+//! for `eval`) and the `say` lines of what was published; or, where it failed, `error LINE` (why)
+//! last. The exit status is the script's.
 //!
-//! The tools run as child tools, as `--measure`'s do, found by `tools::find`.
+//! The tools run as `--measure`'s do, through the same runner ([`Rest::tool`]): each in its own
+//! process group, supervised, under the scratch lock this run takes and lends them.
 
-use crate::measure::judgment;
+use super::judgment::{self, Merged};
+use super::merged;
+use super::place::Place;
+use super::published;
+use super::rest::{Rest, ToolEnd};
+use crate::signal::{Shutdown, Signals};
 use anyhow::Result;
+use nix::sys::signal::Signal;
+use nix::unistd::Pid;
 use protocol::layout::Scratch;
 use protocol::replay::ReplayEnv;
-use protocol::summary::{key, MergeSummary, Summary};
-use std::ffi::{OsStr, OsString};
+use protocol::summary::{key, Summary};
 use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
-use std::process::{Command, Stdio};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 use toolkit::Status;
 
 /// What `--finish` is given.
@@ -25,8 +33,10 @@ use toolkit::Status;
 pub struct Request<'a> {
     pub scratch: &'a Path,
     pub op: &'a str,
-    /// `--record-dir`; blank is none.
+    /// The record folder (`protocol::env::record_folder`); `None`: `SCRATCH/merged`.
     pub record_dir: Option<&'a Path>,
+    /// Between SIGTERM and SIGKILL, where a second stop kills a tool.
+    pub grace: Duration,
 }
 
 /// The summary being written (`protocol::summary`'s writer), and the status it ends with.
@@ -50,6 +60,13 @@ impl Relay {
         self.end(status)
     }
 
+    /// Ends with `error LINE` saying that `sig` stopped the run, and prints it all; 128+N.
+    fn stopped(mut self, sig: Signal) -> Result<Status> {
+        self.line(key::ERROR, format!("stopped by {sig}").as_bytes());
+        self.summary.write(Path::new("-"))?;
+        Ok(Status::Signalled(sig as i32))
+    }
+
     /// Prints it all; the exit status is `status`.
     fn end(self, status: i32) -> Result<Status> {
         self.summary.write(Path::new("-"))?;
@@ -62,53 +79,33 @@ impl Relay {
     }
 }
 
-/// Runs `program args...`, its stdout kept, its stderr the caller's; its exit status as a shell
-/// gives it (128+N for signal N; `None`: it did not run).
-fn tool(name: &str, args: &[&OsStr]) -> (Option<i32>, Vec<u8>) {
-    use std::os::unix::process::ExitStatusExt;
-    let run = crate::measure::tools::find(name).and_then(|program| {
-        Ok(Command::new(program)
-            .args(args)
-            .stdin(Stdio::null())
-            .stderr(Stdio::inherit())
-            .output()?)
-    });
-    match run {
-        Ok(out) => {
-            let code = out.status.code().or(out.status.signal().map(|s| 128 + s));
-            (code, out.stdout)
-        }
-        Err(e) => {
-            eprintln!("{}: {e:#}", crate::TOOL);
-            (None, Vec::new())
-        }
-    }
-}
-
-/// `--finish`: merges, judges, publishes; the summary on stdout.
-pub fn run(req: &Request<'_>) -> Result<Status> {
+/// `--finish`: merges, judges, publishes, the tools run under the scratch lock and supervised
+/// (`parent`: the caller whose death stops the run); the summary on stdout.
+pub fn run(req: &Request<'_>, parent: Pid) -> Result<Status> {
     let scratch = Scratch::new(req.scratch);
-    let root = req.scratch.as_os_str();
+    let _lock = scratch.lock(crate::flags::TOOL)?;
+    let place = Place::new(&scratch, req.op, req.record_dir.map(Path::to_path_buf));
+    let signals = Signals::install(parent)?;
+    let mut shutdown = Shutdown::default();
+    let mut rest = Rest::new(&signals, &mut shutdown, req.grace, None);
     let mut relay = Relay::default();
-    let merge_args = [
-        OsStr::new("--op"),
-        OsStr::new(req.op),
-        OsStr::new("--in-scratch"),
-        root,
-        OsStr::new("--summary"),
-        OsStr::new("-"),
-    ];
-    let (code, out) = tool("warmup-merge", &merge_args);
-    let code = match code {
-        Some(c @ (0 | 3)) => c,
-        Some(c) => {
+    let merged = merged::merge(&mut rest, &place);
+    if let Some(sig) = rest.stopped() {
+        return relay.stopped(sig);
+    }
+    let (code, merged) = match merged {
+        Merged::Configs(summary) => (0, summary),
+        Merged::Nothing(Some(summary)) => (3, summary),
+        Merged::Nothing(None) => {
+            return relay.fail("warmup-merge's run summary is unreadable", 2);
+        }
+        Merged::Failed(Some(c)) => {
             let why = format!("merging the shards' records failed (exit {c}, see above)");
             return relay.fail(&why, c);
         }
-        None => return relay.fail("merging the shards' records failed (see above)", 2),
-    };
-    let Some(merged) = MergeSummary::read(&out) else {
-        return relay.fail("warmup-merge's run summary is unreadable", 2);
+        Merged::Failed(None) => {
+            return relay.fail("merging the shards' records failed (see above)", 2);
+        }
     };
     let unfinished = judgment::unfinished(&merged, &scratch);
     for (_, line) in &unfinished {
@@ -123,7 +120,11 @@ pub fn run(req: &Request<'_>) -> Result<Status> {
         let why = format!("no configs recovered from the {} shards", merged.inputs);
         return relay.fail(&why, 3);
     }
-    let Some(target) = publish(req, &scratch) else {
+    let target = publish(&mut rest, &place);
+    if let Some(sig) = rest.stopped() {
+        return relay.stopped(sig);
+    }
+    let Some(target) = target else {
         let why = format!(
             "publishing the merged configs of {} failed (see above)",
             req.scratch.display()
@@ -140,27 +141,11 @@ pub fn run(req: &Request<'_>) -> Result<Status> {
     relay.end(if unfinished.is_empty() { 0 } else { 1 })
 }
 
-/// `warmup-publish --op OP --format json` into the record folder, else (blank or none) with
-/// `SCRATCH/merged` as the fallback; where the configs went.
-fn publish(req: &Request<'_>, scratch: &Scratch) -> Option<std::path::PathBuf> {
-    let record_dir = protocol::env::record_dir_of(req.record_dir.map(Path::as_os_str));
-    let fallback = scratch.fallback_records();
-    let (flag, dir): (&str, OsString) = match &record_dir {
-        Some(dir) => ("--record-dir", dir.clone().into_os_string()),
-        None => ("--fallback-dir", fallback.into_os_string()),
-    };
-    let args = [
-        OsStr::new("--op"),
-        OsStr::new(req.op),
-        OsStr::new("--format"),
-        OsStr::new("json"),
-        OsStr::new(flag),
-        &dir,
-        OsStr::new("--"),
-        req.scratch.as_os_str(),
-    ];
-    match tool("warmup-publish", &args) {
-        (Some(0), out) => ReplayEnv::replay_dir(&out),
-        _ => None,
+/// `warmup-publish` into the record folder, else `SCRATCH/merged`, as `--measure` runs it;
+/// where the configs went.
+fn publish(rest: &mut Rest<'_>, place: &Place<'_>) -> Option<PathBuf> {
+    match published::publish(rest, &place.publish_dir, place, None) {
+        ToolEnd::Done(out) => ReplayEnv::replay_dir(&out),
+        ToolEnd::Failed(_) => None,
     }
 }

@@ -1,13 +1,15 @@
-//! `--measure`: the whole run after the plan, in one supervised process, as phases that hand
-//! each other typed values (nextest's runner reads the same way):
+//! The run after the sweep: `--measure`'s (the sweep, then merge, publish and the measurement, in
+//! one supervised process) and `--finish`'s (`finish`: merge and publish a sweep whose shards ran
+//! elsewhere), as phases that hand each other typed values and do not know each other (nextest's
+//! runner reads the same way); [`run`] hands them forward and fills the [`report::Report`]:
 //!
 //! [`swept::Sweep`] (the children, with the measurement started alongside where it can wait at
 //! its gate) -> [`merged`] (warmup-merge's summary, typed) -> [`published::Published`] (where
 //! warmup-publish put the configs, and the costs kept) -> [`verdict::Verdict`] (what the gate is
-//! told: `judgment`) -> [`measured::Measured`] (the measurement run to its end) ->
-//! [`report`] (the run summary, the scratch, the exit status). Every stop signal, whenever it
-//! comes, is one [`crate::signal::ShutdownRequest`] for every job: the children, a tool, the
-//! measurement ([`rest::Rest`] waits for them all).
+//! told: `judgment`) -> [`measured`] (the measurement run to its end) -> [`report::Report`] (the
+//! run summary, the scratch, the exit status). Every stop signal, whenever it comes, is one
+//! [`crate::signal::ShutdownRequest`] for every job: the children, a tool, the measurement
+//! ([`rest::Rest`] waits for them all, and runs each tool: the one way a tool runs).
 //!
 //! warmup-merge, warmup-publish and warmup-costs run as child tools, not library calls: while
 //! one runs, this process goes on reading the stop signals and supervising the measurement's
@@ -25,9 +27,11 @@ pub mod judgment;
 mod measured;
 pub mod measurement;
 mod merged;
+mod place;
 mod published;
 mod report;
 mod rest;
+mod say;
 mod swept;
 pub mod tools;
 mod verdict;
@@ -37,30 +41,23 @@ use crate::sweep::prepare::{self, PreparedRun};
 use crate::sweep::supervisor::Limits;
 use crate::sweep::watchdog::Watchdog;
 use anyhow::Result;
+use measured::SWEEP_ONLY;
 use nix::unistd::Pid;
-use protocol::env;
-use protocol::layout::Scratch;
+use place::Place;
+use published::Published;
+use report::{End, Report};
+use rest::Rest;
+use say::say;
 use std::ffi::OsString;
-use std::fs::File;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use toolkit::Status;
-
-/// What the run says, as scripts/warmup says it (its `TAG`, checked below to be the same).
-const TAG: &str = "[parallel-warmup]";
-
-fn say(line: &str) {
-    eprintln!("{TAG} {line}");
-}
-
-/// The environment variables that reach the sweep's children only, never the measurement.
-const SWEEP_ONLY: [&str; 3] = [protocol::lock::LOCK_FD, env::RESUME_DIR, env::FRESH];
 
 /// What the command line asks of a `--measure` run besides the sweep's plan.
 #[derive(Debug, Clone, Copy)]
 pub struct Options<'a> {
     pub command: &'a [OsString],
     pub limits: Limits,
-    /// `--record-dir`.
+    /// The record folder (`protocol::env::record_folder`); `None`: `SCRATCH/merged`.
     pub record_dir: Option<&'a Path>,
     pub discard_scratch: bool,
     pub summary: Option<&'a Path>,
@@ -70,25 +67,14 @@ pub struct Options<'a> {
     pub signature: Option<&'a str>,
 }
 
-/// Where the run's configs go, and what the tools run under.
-#[derive(Debug)]
-struct Place<'a> {
-    scratch: &'a Scratch,
-    /// `--record-dir` or the record variable, absolute; `None`: none given.
-    record_dir: Option<PathBuf>,
-    /// The record folder, else `SCRATCH/merged`: where a measurement started early looks.
-    publish_dir: PathBuf,
-    /// The scratch lock, lent to each tool.
-    lock: Option<File>,
-}
-
 /// The `--measure` run, from the hold on the scratch to the measurement's end.
 pub fn run(opts: &Options<'_>, prepared: &PreparedRun, parent: Pid) -> Result<Status> {
     let _hold = prepare::hold_scratch(prepared)?;
     if opts.fresh {
         say("--fresh: every key is tuned again");
     }
-    let place = place(opts, &prepared.scratch);
+    let record_dir = opts.record_dir.map(Path::to_path_buf);
+    let place = Place::new(&prepared.scratch, &prepared.plan.op, record_dir);
     // The watchdog first, while this is the only thread and before the gate exists (a fork
     // would hold its write end); then the signals, before any job starts.
     let watchdog = Watchdog::start(&prepared.run_id)?;
@@ -101,49 +87,60 @@ pub fn run(opts: &Options<'_>, prepared: &PreparedRun, parent: Pid) -> Result<St
         (&signals, &mut shutdown, watchdog),
         measurement.as_mut(),
     )?;
-    let mut rest = rest::Rest::new(&signals, &mut shutdown, opts.limits.grace, measurement);
+    let early = measurement.is_some();
+    let mut rest = Rest::new(&signals, &mut shutdown, opts.limits.grace, measurement);
     if rest.stopped().is_some() {
         let published = published::after_stop(&mut rest, &place);
-        return report::stopped(opts, rest, &sweep, published.report(&place));
+        return stopped(opts, rest, &sweep, report(&place, &published));
     }
     let merged = merged::merge(&mut rest, &place);
     // Nothing missing: every shard ran to its end, ok (docs/CONTRACT.md, "complete_for").
     let complete = opts.signature.filter(|_| sweep.all_ok());
-    let published = published::Published::run(&mut rest, merged, &place, complete);
+    let published = Published::run(&mut rest, merged, &place, complete);
     if rest.stopped().is_some() {
-        return report::stopped(opts, rest, &sweep, published.report(&place));
+        return stopped(opts, rest, &sweep, report(&place, &published));
     }
     published.keep_costs(&mut rest, &place, &prepared.plan);
-    let verdict = verdict::Verdict::of(&sweep, published, &place, &rest, &prepared.plan.op);
-    let measured = measured::hand_over(&mut rest, &verdict, opts.command)?;
-    report::finish(opts, rest, &sweep, verdict.report(&place, measured))
+    let verdict = verdict::Verdict::of(&sweep, &published, &place, early);
+    let word = verdict.ruling.word;
+    let measured = measured::hand_over(&mut rest, word, published.dir.as_deref(), opts.command)?;
+    let report = Report {
+        keep: verdict.keep,
+        measured,
+        ..report(&place, &published)
+    };
+    report.end(end(opts, &rest), &sweep.summary)
 }
 
-/// Lends the caller's lock to the tools alone, and says where the configs go.
-fn place<'a>(opts: &Options<'_>, scratch: &'a Scratch) -> Place<'a> {
-    // A lock the caller lent reaches the tools, not the measurement nor the children.
-    if let Some(fd) = protocol::lock::lent_fd_number().filter(|fd| *fd > 2) {
-        // SAFETY: F_SETFD sets only the close-on-exec flag of our own descriptor; a number
-        // that is not open fails (EBADF) and is left alone.
-        #[allow(unsafe_code)]
-        unsafe {
-            nix::libc::fcntl(fd, nix::libc::F_SETFD, nix::libc::FD_CLOEXEC);
-        }
+/// What the report says of merging and publishing.
+fn report(place: &Place<'_>, published: &Published) -> Report {
+    Report {
+        scratch: Some(place.scratch.root().to_path_buf()),
+        merge: published.merged.summary().cloned(),
+        published: published.dir.clone(),
+        ..Report::default()
     }
-    let record_dir = opts
-        .record_dir
-        .map(Path::to_path_buf)
-        .or_else(|| env::record_dir_of(std::env::var_os(env::RECORD_DIR).as_deref()))
-        .map(|d| std::path::absolute(&d).unwrap_or(d))
-        .filter(|d| !d.as_os_str().is_empty());
-    Place {
-        scratch,
-        publish_dir: record_dir
-            .clone()
-            .unwrap_or_else(|| scratch.fallback_records()),
-        record_dir,
-        lock: File::open(scratch.lock_file()).ok(),
+}
+
+fn end<'a>(opts: &Options<'a>, rest: &Rest<'_>) -> End<'a> {
+    End {
+        stopped: rest.stopped(),
+        discard_scratch: opts.discard_scratch,
+        summary: opts.summary,
     }
+}
+
+/// A stopped run: the measurement, stopped with everything else, waited for; exit 128+N.
+fn stopped(
+    opts: &Options<'_>,
+    mut rest: Rest<'_>,
+    sweep: &swept::Sweep,
+    report: Report,
+) -> Result<Status> {
+    let measured = measured::after_stop(&mut rest)?;
+    say("stopped by a signal; every child was stopped, the measurement does not run");
+    let report = Report { measured, ..report };
+    report.end(end(opts, &rest), &sweep.summary)
 }
 
 /// COMMAND run as the caller would have run it, replacing this process (its status is then the
@@ -161,25 +158,8 @@ pub fn plain(command: &[OsString], why: &str) -> Status {
     let e = cmd.exec();
     eprintln!(
         "{}: running {}: {e}",
-        crate::TOOL,
+        crate::flags::TOOL,
         command[0].to_string_lossy()
     );
     Status::Passed(127)
-}
-
-fn path_text(p: &Path) -> String {
-    p.to_string_lossy().into_owned()
-}
-
-#[cfg(test)]
-mod tests {
-    /// scripts/warmup says its own lines (before it becomes warmup-spawn) with the same prefix:
-    /// one prefix, spelled here, which the script must match.
-    #[test]
-    fn scripts_warmup_says_its_lines_with_the_same_prefix() {
-        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/warmup");
-        let text = std::fs::read_to_string(script).expect("scripts/warmup");
-        let line = format!("readonly TAG='{}'", super::TAG);
-        assert!(text.lines().any(|l| l == line), "{script} lacks {line}");
-    }
 }

@@ -1,19 +1,26 @@
-//! The run's end: the scratch removed or kept (`--discard-scratch`), the run summary written
-//! (docs/CONTRACT.md, "Run summaries": the sweep's lines and warmup-merge's, then the
-//! measurement's), and the exit status: 128+N when a signal stopped the run, else the
-//! measurement's.
+//! The run's report, a leaf that `run` fills as the phases hand their values forward: the scratch
+//! removed or kept (`--discard-scratch`), the run summary written (docs/CONTRACT.md, "Run
+//! summaries": the sweep's lines and warmup-merge's, then the measurement's), and the exit
+//! status: 128+N when a signal stopped the run, else the measurement's.
 
-use super::measured::Measured;
-use super::rest::Rest;
-use super::swept::Sweep;
-use super::{say, Options};
-use crate::measure::measurement::{Start, Told};
+use super::measurement::{Start, Told};
+use super::say::say;
 use anyhow::{Context, Result};
-use protocol::summary::{key, MergeSummary};
-use std::path::PathBuf;
+use nix::sys::signal::Signal;
+use protocol::summary::{key, MergeSummary, Summary};
+use std::path::{Path, PathBuf};
 use toolkit::Status;
 
-/// What the run's summary adds to the sweep's.
+/// How the measurement went, for the run summary and the exit status.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Measured {
+    pub told: Option<Told>,
+    pub start: Option<Start>,
+    /// Its exit status; `None`: it did not run, or did not end.
+    pub status: Option<u8>,
+}
+
+/// What the run summary adds to the sweep's.
 #[derive(Debug, Default)]
 pub struct Report {
     /// The scratch, for `--discard-scratch`.
@@ -25,43 +32,48 @@ pub struct Report {
     pub measured: Measured,
 }
 
-/// A stopped run: the measurement, stopped with everything else, waited for; exit 128+N.
-pub fn stopped(
-    opts: &Options<'_>,
-    mut rest: Rest<'_>,
-    sweep: &Sweep,
-    mut report: Report,
-) -> Result<Status> {
-    rest.wait(None)?;
-    if let Some(m) = &rest.measurement {
-        report.measured = Measured {
-            told: Some(m.state().told()),
-            start: Some(m.start),
-            status: m.state().status(),
-        };
-    }
-    say("stopped by a signal; every child was stopped, the measurement does not run");
-    finish(opts, rest, sweep, report)
+/// How the run ends: what stopped it, and what the caller asked of its end.
+#[derive(Debug, Clone, Copy)]
+pub struct End<'a> {
+    pub stopped: Option<Signal>,
+    /// `--discard-scratch`.
+    pub discard_scratch: bool,
+    /// `--summary FILE`.
+    pub summary: Option<&'a Path>,
 }
 
-/// Removes or keeps the scratch, writes the run summary; the run's status.
-pub fn finish(opts: &Options<'_>, rest: Rest<'_>, sweep: &Sweep, report: Report) -> Result<Status> {
-    let stopped = rest.stopped();
-    let measured = report.measured;
-    if stopped.is_some() && matches!(measured.told, Some(Told::Word(_) | Told::NoGate)) {
-        say(&format!(
-            "stopped by a signal: the measurement was stopped{}",
-            measured
-                .status
-                .map_or_else(String::new, |s| format!(" (exit {s})"))
-        ));
+impl Report {
+    /// Removes or keeps the scratch, writes the run summary (`sweep`'s, added to); the run's
+    /// status.
+    pub fn end(self, end: End<'_>, sweep: &Summary) -> Result<Status> {
+        let measured = self.measured;
+        if end.stopped.is_some() && matches!(measured.told, Some(Told::Word(_) | Told::NoGate)) {
+            say(&format!(
+                "stopped by a signal: the measurement was stopped{}",
+                measured
+                    .status
+                    .map_or_else(String::new, |s| format!(" (exit {s})"))
+            ));
+        }
+        if end.discard_scratch {
+            self.discard_scratch(end.stopped.is_some());
+        }
+        if let Some(target) = end.summary {
+            self.summary(sweep.clone(), end.stopped)?
+                .write(target)
+                .with_context(|| format!("writing the run summary to {}", target.display()))?;
+        }
+        Ok(match (end.stopped, measured.status) {
+            (Some(sig), _) => Status::Signalled(sig as i32),
+            (None, Some(code)) => Status::Passed(code),
+            (None, None) => Status::Passed(127),
+        })
     }
-    if opts.discard_scratch {
-        discard_scratch(&report, stopped.is_some());
-    }
-    if let Some(target) = opts.summary {
-        let mut summary = sweep.summary.clone();
-        if let Some(merge) = &report.merge {
+
+    /// The sweep's summary with the merge's counts, the published folder and the measurement.
+    fn summary(&self, mut summary: Summary, stopped: Option<Signal>) -> Result<Summary> {
+        let measured = self.measured;
+        if let Some(merge) = &self.merge {
             // Its counts and its conflict list; its merged file and shards are the sweep's.
             let counts = MergeSummary {
                 merged: None,
@@ -70,7 +82,7 @@ pub fn finish(opts: &Options<'_>, rest: Rest<'_>, sweep: &Sweep, report: Report)
             };
             counts.add_to(&mut summary)?;
         }
-        if let Some(dir) = &report.published {
+        if let Some(dir) = &self.published {
             summary.path(key::PUBLISHED, &[], dir)?;
         }
         let told = match measured.told {
@@ -86,28 +98,22 @@ pub fn finish(opts: &Options<'_>, rest: Rest<'_>, sweep: &Sweep, report: Report)
         if let Some(sig) = stopped {
             summary.value(key::STOP_SIGNAL, sig as i32);
         }
-        summary
-            .write(target)
-            .with_context(|| format!("writing the run summary to {}", target.display()))?;
+        Ok(summary)
     }
-    Ok(match (stopped, measured.status) {
-        (Some(sig), _) => Status::Signalled(sig as i32),
-        (None, Some(code)) => Status::Passed(code),
-        (None, None) => Status::Passed(127),
-    })
-}
 
-/// `--discard-scratch`: the scratch removed when nothing in it is needed, else where it is kept.
-fn discard_scratch(report: &Report, stopped: bool) {
-    let Some(root) = &report.scratch else {
-        return;
-    };
-    if report.keep || stopped {
-        say(&format!("scratch kept in {}", root.display()));
-    } else if let Err(e) = std::fs::remove_dir_all(root) {
-        say(&format!(
-            "cannot remove the scratch {} ({e}); remove it by hand",
-            root.display()
-        ));
+    /// `--discard-scratch`: the scratch removed when nothing in it is needed, else where it is
+    /// kept.
+    fn discard_scratch(&self, stopped: bool) {
+        let Some(root) = &self.scratch else {
+            return;
+        };
+        if self.keep || stopped {
+            say(&format!("scratch kept in {}", root.display()));
+        } else if let Err(e) = std::fs::remove_dir_all(root) {
+            say(&format!(
+                "cannot remove the scratch {} ({e}); remove it by hand",
+                root.display()
+            ));
+        }
     }
 }

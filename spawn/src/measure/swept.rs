@@ -1,7 +1,7 @@
 //! The first phase: the sweep, supervised with the measurement alongside. A sweep that cannot
 //! run is a line and no statuses: the measurement still runs, tuning live.
 
-use super::say;
+use super::say::say;
 use crate::measure::measurement::Measurement;
 use crate::signal::{Shutdown, Signals};
 use crate::sweep::prepare::PreparedRun;

@@ -121,7 +121,7 @@ pub fn prepare(req: &Request<'_>, env: &backend::Environment) -> Result<Option<P
     if jobs.is_empty() {
         eprintln!(
             "{}: {}: the plan has no shards; nothing to run",
-            crate::TOOL,
+            crate::flags::TOOL,
             plan_path.display()
         );
         if !req.measure {

@@ -32,7 +32,7 @@ pub fn place(choice: &Choice, jobs: &mut [Job], devices_flag: bool, devices: &[S
             "{}: {}: this task sees {} devices; its shard runs on the first ({first}). Ask the \
              scheduler for one device per task (sbatch --gres=gpu:1) so that tasks settings a \
              node do not share a device",
-            crate::TOOL,
+            crate::flags::TOOL,
             choice.asked,
             devices.len()
         );
@@ -57,7 +57,7 @@ impl ScratchHold {
     pub fn take(scratch: &Scratch, some: Option<&[usize]>) -> Result<ScratchHold> {
         let Some(some) = some else {
             return Ok(ScratchHold {
-                _whole: Some(scratch.lock(crate::TOOL)?),
+                _whole: Some(scratch.lock(crate::flags::TOOL)?),
                 _shards: Vec::new(),
             });
         };

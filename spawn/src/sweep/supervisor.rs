@@ -343,13 +343,13 @@ fn spawn(
     for (k, v) in &status.env.set {
         cmd.env(k, v);
     }
-    signals.child_setup().apply(&mut cmd);
-    let child = cmd
-        .spawn()
+    let pid = signals
+        .child_setup()
+        .start(&mut cmd, None)
         .map_err(|e| format!("running {}: {e}", job.argv[0].to_string_lossy()))?;
     // `cmd` goes here with our copies of the pipe's write end: the log sees end of file when
     // the child's processes are done with it, not when we are.
-    Ok(Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX)))
+    Ok(pid)
 }
 
 /// Blocks until a signal or output arrives, or the next deadline (or redraw) is due.
