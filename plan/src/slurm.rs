@@ -10,6 +10,7 @@ use crate::batch::Batch;
 use crate::discover::{self, World};
 use crate::flags::Slurm;
 use crate::output::Output;
+use crate::refusal::Refused;
 use anyhow::{bail, Result};
 use protocol::choice::Choice;
 use protocol::layout::Scratch;
@@ -22,19 +23,6 @@ use std::path::{Path, PathBuf};
 /// The path of scripts/warmup-slurm, which the script sets when it runs warmup-plan: the
 /// finishing job runs it. Unset, it is `warmup-slurm` beside the tools (as installed).
 pub const SCRIPT: &str = "WARMUP_SLURM_SCRIPT";
-
-/// A refusal that is no usage error (Slurm missing, a scratch in use or not submitted to): said
-/// without the usage hint.
-#[derive(Debug)]
-pub struct Refused(pub String);
-
-impl std::fmt::Display for Refused {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for Refused {}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mode {
