@@ -35,7 +35,7 @@ impl World {
         }
     }
 
-    fn var(&self, name: &str) -> Option<&str> {
+    pub fn var(&self, name: &str) -> Option<&str> {
         self.env.get(name)
     }
 
@@ -87,13 +87,6 @@ impl Discovery {
         (self.facts.record, self.facts.prediction) = unread();
         self
     }
-}
-
-/// The op, as every tool reads `FLAGGEMS_PERF_CURRENT_OP`.
-pub fn op(world: &World) -> String {
-    protocol::op::OpArg::new(world.var(names::CURRENT_OP))
-        .name()
-        .to_owned()
 }
 
 /// The record folder `FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR` names (trimmed, blank is none), made

@@ -175,7 +175,8 @@ pub struct Slurm {
     /// How many shards, hence array tasks (at least 2, at most the op's shape count)
     #[arg(long, value_name = "N", allow_negative_numbers = true)]
     pub shards: Option<String>,
-    /// The op [default: $FLAGGEMS_PERF_CURRENT_OP, else "default"]
+    /// The op [default: $FLAGGEMS_PERF_CURRENT_OP, else as warmup names it from COMMAND (-m
+    /// NAME, the test file's stem), else "default"; --rerun and --finish: the submitted plan's]
     #[arg(long, value_name = "OP")]
     pub op: Option<String>,
     #[command(flatten)]
