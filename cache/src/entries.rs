@@ -9,7 +9,6 @@ use protocol::cache_dir;
 use protocol::history::{costs_path, journal_path, meta_path, Meta};
 use protocol::layout::record_file;
 use std::ffi::{OsStr, OsString};
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -72,22 +71,13 @@ pub fn scan(root: &Path) -> std::io::Result<Vec<Entry>> {
     Ok(entries)
 }
 
-/// The ops recorded in `folder`: its `<op>.json` files, sidecars and cost files aside
-/// (`protocol::op::SIBLING_SUFFIXES`).
+/// The ops recorded in `folder`: its `<op>.json` files (`protocol::layout::record_op`).
 fn ops(folder: &Path) -> Vec<OsString> {
     let mut ops: Vec<OsString> = std::fs::read_dir(folder)
         .into_iter()
         .flatten()
         .filter_map(|e| e.ok())
-        .filter_map(|e| {
-            let name = e.file_name();
-            let op = name.as_bytes().strip_suffix(b".json")?;
-            let sibling = protocol::op::SIBLING_SUFFIXES
-                .iter()
-                .any(|s| op.ends_with(s.as_bytes()));
-            (!op.is_empty() && !op.starts_with(b".") && !sibling)
-                .then(|| OsStr::from_bytes(op).to_os_string())
-        })
+        .filter_map(|e| protocol::layout::record_op(&e.file_name()).map(OsStr::to_os_string))
         .collect();
     ops.sort();
     ops

@@ -519,8 +519,8 @@ impl Journal {
         if path.symlink_metadata().is_err() {
             return Ok(none(path));
         }
-        match journal::owner(dir, op)? {
-            journal::Owner::Live => {
+        match protocol::session::sessions(dir, op)? {
+            protocol::session::Sessions::Live => {
                 eprintln!(
                     "{TOOL}: left {}: a record session is live in {} (it holds {}) and folds its \
                      keys into the published record itself",
@@ -530,7 +530,7 @@ impl Journal {
                 );
                 Ok(none(path))
             }
-            journal::Owner::Dead(held) => {
+            protocol::session::Sessions::Idle(held) => {
                 let data = toolkit::file::read(&path).with_context(|| {
                     format!(
                         "reading {}, the unfolded keys of a killed record session; remove it \
