@@ -178,7 +178,7 @@ fn uses(module: &Module, code: &str, known: &BTreeSet<Module>) -> (BTreeSet<Modu
             continue;
         }
         if target.is_empty() {
-            root_item |= abs.len() > 0;
+            root_item |= !abs.is_empty();
             continue;
         }
         targets.insert(target);
