@@ -43,17 +43,6 @@ pub fn record_file(dir: &Path, op: impl AsRef<std::ffi::OsStr>) -> PathBuf {
     dir.join(name)
 }
 
-/// The op whose record file (`<op>.json`, [`record_file`]) `name` is; `None` for any other file
-/// of a record folder: a sidecar or cost file (`crate::op::SIBLING_SUFFIXES`), a hidden file.
-pub fn record_op(name: &std::ffi::OsStr) -> Option<&std::ffi::OsStr> {
-    use std::os::unix::ffi::OsStrExt;
-    let op = name.as_bytes().strip_suffix(b".json")?;
-    let sibling = crate::op::SIBLING_SUFFIXES
-        .iter()
-        .any(|s| op.ends_with(s.as_bytes()));
-    (!op.is_empty() && !op.starts_with(b".") && !sibling).then(|| std::ffi::OsStr::from_bytes(op))
-}
-
 /// The scratch folder of one run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Scratch {
@@ -223,26 +212,6 @@ pub fn shapes_in_scratch(shard: usize) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_record_file_names_its_op_and_no_other_file_of_the_folder_does() {
-        use std::ffi::OsStr;
-        let op = |name: &str| record_op(OsStr::new(name)).map(|o| o.to_string_lossy().into_owned());
-        let file = record_file(Path::new("/r"), "mm");
-        assert_eq!(
-            record_op(file.file_name().expect("name")),
-            Some(OsStr::new("mm"))
-        );
-        for other in [
-            "mm.meta.json",
-            "mm.costs.json",
-            ".mm.json",
-            ".json",
-            "mm.journal",
-        ] {
-            assert_eq!(op(other), None, "{other}");
-        }
-    }
 
     #[test]
     fn paths_follow_the_contract() {

@@ -79,6 +79,15 @@ pub fn file_name_problem(op: impl AsRef<OsStr>) -> Option<&'static str> {
     }
 }
 
+/// The op whose record file (`<op>.json`, `crate::layout::record_file`) `name` is; `None` for any other file
+/// of a record folder: a sidecar or cost file ([`SIBLING_SUFFIXES`]), a hidden file.
+pub fn record_op(name: &std::ffi::OsStr) -> Option<&std::ffi::OsStr> {
+    use std::os::unix::ffi::OsStrExt;
+    let op = name.as_bytes().strip_suffix(b".json")?;
+    let sibling = SIBLING_SUFFIXES.iter().any(|s| op.ends_with(s.as_bytes()));
+    (!op.is_empty() && !op.starts_with(b".") && !sibling).then(|| std::ffi::OsStr::from_bytes(op))
+}
+
 /// Whether `op` can name its files in a record folder: not empty, and no [`file_name_problem`].
 pub fn valid(op: impl AsRef<OsStr>) -> bool {
     !op.as_ref().is_empty() && file_name_problem(op).is_none()
@@ -156,6 +165,26 @@ pub fn derive(given: Option<&str>, command: &[OsString]) -> Derived {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_record_file_names_its_op_and_no_other_file_of_the_folder_does() {
+        use std::ffi::OsStr;
+        let op = |name: &str| record_op(OsStr::new(name)).map(|o| o.to_string_lossy().into_owned());
+        let file = crate::layout::record_file(Path::new("/r"), "mm");
+        assert_eq!(
+            record_op(file.file_name().expect("name")),
+            Some(OsStr::new("mm"))
+        );
+        for other in [
+            "mm.meta.json",
+            "mm.costs.json",
+            ".mm.json",
+            ".json",
+            "mm.journal",
+        ] {
+            assert_eq!(op(other), None, "{other}");
+        }
+    }
 
     #[test]
     fn a_blank_op_means_default() {
