@@ -65,15 +65,18 @@ pub fn record_dir_of(value: Option<&std::ffi::OsStr>) -> Option<std::path::PathB
 }
 
 /// The record folder of a run that publishes, the one rule of warmup-spawn and warmup-publish:
-/// `--record-dir` when given (blank: none, and the variable is not read), else [`RECORD_DIR`]
-/// as [`record_dir_of`] reads it; absolute, links not resolved. `None`: the caller's fallback
-/// (warmup-spawn's `SCRATCH/merged`, warmup-publish's `--fallback-dir`).
+/// `--record-dir` as given when given (blank: none, and the variable is not read), else
+/// [`RECORD_DIR`] as [`record_dir_of`] reads it; absolute, links not resolved. `None`: the
+/// caller's fallback (warmup-spawn's `SCRATCH/merged`, warmup-publish's `--fallback-dir`).
 pub fn record_folder(
     flag: Option<&std::ffi::OsStr>,
     var: Option<&std::ffi::OsStr>,
 ) -> Option<std::path::PathBuf> {
     let dir = match flag {
-        Some(flag) => record_dir_of(Some(flag)),
+        Some(flag) => {
+            let blank = flag.as_encoded_bytes().iter().all(u8::is_ascii_whitespace);
+            (!blank).then(|| std::path::PathBuf::from(flag))
+        }
         None => record_dir_of(var),
     }?;
     Some(std::path::absolute(&dir).unwrap_or(dir))
@@ -109,9 +112,13 @@ mod tests {
     }
 
     #[test]
-    fn the_record_folder_is_the_flag_else_the_variable_and_a_blank_flag_is_none() {
-        let (flag, var) = (Some(OsStr::new(" /f ")), Some(OsStr::new("/v")));
-        assert_eq!(record_folder(flag, var), Some("/f".into()));
+    fn the_record_folder_is_the_flag_as_given_else_the_variable_and_a_blank_flag_is_none() {
+        let (flag, var) = (Some(OsStr::new("/f ")), Some(OsStr::new(" /v ")));
+        assert_eq!(
+            record_folder(flag, var),
+            Some("/f ".into()),
+            "a flag is taken as given"
+        );
         assert_eq!(record_folder(None, var), Some("/v".into()));
         assert_eq!(record_folder(Some(OsStr::new(" ")), var), None);
         assert_eq!(record_folder(None, Some(OsStr::new(""))), None);
