@@ -154,7 +154,8 @@ install: $(if $(filter $(TARGET)/release,$(RELEASE)),build) $(if $(HARNESS_PYTHO
 	install -m 644 scripts/lib/warmup-common.sh "$$dest/share/parallel-warmup/warmup-common.sh"; \
 	for s in $(SCRIPTS); do \
 		install -m 755 "scripts/$$s" "$$dest/bin/$$s"; \
-		"$(RELEASE)/warmup-plan" --man --for "$$s" > "$$dest/share/man/man1/$$s.1"; \
+		WARMUP_DOC_DIR="$(PREFIX)/share/doc/parallel-warmup" \
+			"$(RELEASE)/warmup-plan" --man --for "$$s" > "$$dest/share/man/man1/$$s.1"; \
 		"$(RELEASE)/warmup-plan" --completions bash --for "$$s" > "$$dest/share/bash-completion/completions/$$s"; \
 		"$(RELEASE)/warmup-plan" --completions zsh --for "$$s" > "$$dest/share/zsh/site-functions/_$$s"; \
 		"$(RELEASE)/warmup-plan" --completions fish --for "$$s" > "$$dest/share/fish/vendor_completions.d/$$s.fish"; \

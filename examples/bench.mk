@@ -5,13 +5,19 @@
 #   make -f examples/bench.mk measure    step by step: each tool is a target of its own, and the
 #                                        replay environment is a fragment that make includes
 OP          ?= mm
-SHAPES      ?= examples/shapes.yaml
 GPUS        ?= 4
 DEVICES     ?=
-BENCH       ?= .venv/bin/python -m pytest -q tests/harness/test_bench.py
 RECORDS     ?= $(CURDIR)/autotune_records
 SCRATCH     ?= $(CURDIR)/warmup_scratch
 THIS        := $(lastword $(MAKEFILE_LIST))
+# The default benchmark: real Triton autotuners on a stubbed device (tests/triton_fixture, no GPU
+# needed), with this clone's harness and .venv (make demo makes it), so that a re-run replays.
+CLONE       := $(abspath $(dir $(THIS))..)
+SHAPES      ?= $(CLONE)/examples/shapes.yaml
+ifeq ($(origin BENCH),undefined)
+BENCH       := $(CLONE)/.venv/bin/python -m pytest -q -p warmup_harness $(CLONE)/tests/triton_fixture/bench_ops.py
+export PYTHONPATH := $(CLONE)/harness$(if $(PYTHONPATH),:$(PYTHONPATH))
+endif
 
 export FLAGGEMS_PERF_CURRENT_OP := $(OP)
 devices := $(if $(DEVICES),--devices $(DEVICES))

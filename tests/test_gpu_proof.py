@@ -176,3 +176,28 @@ def test_the_device_scripts_refuse_a_folder_that_is_no_flaggems_checkout(tmp_pat
                           env=clean_env(), capture_output=True, text=True, timeout=HANG)
     assert done.returncode == 2
     assert "holds neither benchmark/test_mm.py (FlagGems 5.3 and later) nor benchmark/test_blas_perf.py" in done.stderr
+
+
+def audit_line(key: str, **cost) -> str:
+    """A WARMUP_HARNESS_RACE_AUDIT line (docs/CONTRACT.md, "Racing") of two configs."""
+    configs = [{"index": 0, "short_ms": 0.5, "full_ms": 0.5, "retimed": True},
+               {"index": 1, "short_ms": 2.0, "full_ms": 1.9, "retimed": False}]
+    return json.dumps({"kernel": "m:mm_kernel", "key": key, "spread": 0.02, "limit_ms": 0.52, "short_s": 0.2,
+                       "full_s": 0.1, "audit_s": 0.1, **cost, "configs": configs}) + "\n"
+
+
+def test_race_audit_says_where_each_keys_short_pass_went_and_leaves_out_audits_without_a_breakdown(tmp_path):
+    """tests/gpu/race_audit.py, the device-side table: per key, the seconds waiting for compiles, on the
+    device and on the host, the launches and short timings, the cost a config and a short timing; then
+    the totals. An audit from before the breakdown is read all the same, its keys left out of it."""
+    audit = tmp_path / "audit_mm_ours_r1.jsonl"
+    audit.write_text(audit_line("[1]", wait_s=0.05, timing_s=0.14, device_s=0.1, host_s=0.05, launches=40,
+                                timings=10) + audit_line("[2]"))
+    table = subprocess.run([sys.executable, str(ROOT / "tests" / "gpu" / "race_audit.py"), str(audit)],
+                           capture_output=True, text=True, check=True).stdout
+    row = "| mm_ours_r1 | mm_kernel | [1] | 2 | 0.200 | 100.0 | 0.050 | 0.100 | 0.050 | 0.040 | 40 | 10 | 15.0 |"
+    assert row in table, table
+    assert "1 key(s) without a breakdown (an audit from before it): left out" in table, table
+    assert ("short pass: 0.2s over 2 configs (100.0 ms a config): 0.1s waiting for compiles, 0.1s on the device, "
+            "0.1s host; 40 launches in 10 short timings (15.0 ms a short timing besides waiting)") in table, table
+    assert "keys whose race pick is slower than the fastest full timing: 0 of 2" in table, table

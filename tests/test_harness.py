@@ -217,7 +217,7 @@ def key_probe(work: Path, said: Path) -> str:
         "@pytest.hookimpl(tryfirst=True)\n"
         "def pytest_configure(config):\n"
         "    begun = any(t.name == 'warmup-harness-triton-key' for t in threading.enumerate())\n"
-        "    tp = sys.modules.get('warmup_harness.triton_private')\n"
+        "    tp = sys.modules.get('warmup_harness.triton_key')\n"
         "    begun = begun or (tp is not None and tp.own_key().cache_info().currsize > 0)\n"
         f"    open({str(said)!r}, 'w').write(str(begun))\n")
     return f"{SOURCE}:{work}"
@@ -513,6 +513,28 @@ def test_replay_of_a_corrupt_or_foreign_record_is_refused_before_any_test_runs(t
     assert f"warmup-harness: {tmp_path / 'rec' / 'mm.json'}" in run.stderr
     assert says in run.stderr
     assert run.sessions == [], "a test ran"
+
+
+@pytest.mark.parametrize("fresh", [{}, {"WARMUP_HARNESS_FRESH": "1"}])
+@pytest.mark.parametrize("text", ['{"mm_main": {"64x64": {"BLOCK_M": 64, "num_warps": 4}}}', '{"k": '])
+def test_the_record_as_a_cache_sets_aside_a_record_it_cannot_read_and_records_anew(tmp_path, text, fresh):
+    """Issue 42: the fixture harness's own mm.json (or a torn one) in the folder a record session
+    resumes from is set aside, renamed beside it, with one line; the run records the op anew."""
+    folder = tmp_path / "rec"
+    folder.mkdir()
+    (folder / "mm.json").write_text(text)
+    run = cache_session(tmp_path, shape_file(tmp_path, SHAPES), folder, **fresh)
+    assert run.returncode == 0, run.output
+    [aside] = folder.glob("mm.json.unreadable-*")
+    assert aside.read_text() == text, "set aside whole, never deleted"
+    [line] = [ln for ln in run.stderr.splitlines() if "set aside" in ln]
+    assert line.startswith(f"[warmup-harness] WARNING {folder / 'mm.json'}") and f"set aside as {aside.name}" in line
+    assert "recorded 12 key(s)" in run.stderr and len(json.loads((folder / "mm.json").read_text())) == 3
+    # A record folder this session does not resume from is the user's to mend: still refused.
+    (tmp_path / "named").mkdir()
+    (tmp_path / "named" / "mm.json").write_text(text)
+    named = bench(tmp_path, shape_file(tmp_path, SHAPES), FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "named"))
+    assert named.returncode == 4 and list((tmp_path / "named").glob("*unreadable*")) == [], named.output
 
 
 UNDECODABLE = {  # valid JSON that Python's json refuses to decode
@@ -1021,7 +1043,7 @@ def test_a_one_device_record_run_that_passes_is_replayed_by_the_next_run_on_two(
     assert recorded.session["worker"] is None and sum(recorded.session["timed"].values()) > 0
     replayed = warmup("--gpus", "2", "--devices", "0,1")
     assert replayed.returncode == 0, replayed.output
-    assert "answers op keys" in replayed.stderr and "replaying it" in replayed.stderr, replayed.output
+    assert "answers op mm for" in replayed.stderr and "replaying it" in replayed.stderr, replayed.output
     assert replayed.session["worker"] is None and replayed.session["timed"] == {}, "a child ran or a key was tuned"
 
 
@@ -1114,17 +1136,28 @@ def test_racing_with_history_skips_the_configs_never_near_the_best_and_keeps_the
     shapes = shape_file(tmp_path, SHAPES)
     first = bench(tmp_path, shapes, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(rec), WARMUP_HARNESS_RACE="1")
     assert first.returncode == 0, first.output
-    near = {i for v in json.loads((rec / "mm.meta.json").read_text())["race"][PLAIN_MM].values() for i in v["near"]}
+    meta = json.loads((rec / "mm.meta.json").read_text())
+    near = {i for v in meta["race"][PLAIN_MM].values() for i in v["near"]}
     assert 0 < len(near) < 24, near
+    # History is on by default (3 keys, 20%): the fourth key's predicted winner (the nearest key's)
+    # is not near its best on this fake device, so that key races every config after all (doubt).
+    assert [v["history"] for v in meta["race"][PLAIN_MM].values()] == ["short"] * 3 + ["doubt"], meta["race"]
+    assert meta["race_settings"][PLAIN_MM] == {"history": 3, "near": 0.2}
     again = bench(tmp_path, shapes, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(rec), WARMUP_HARNESS_RACE="1",
                   WARMUP_HARNESS_RACE_HISTORY="4", WARMUP_HARNESS_FRESH="1")
     assert again.returncode == 0, again.output
     assert json.loads((rec / "mm.json").read_text()) == json.loads((recorded[0] / "mm.json").read_text())
     race = json.loads((rec / "mm.meta.json").read_text())["race"]
-    assert all(v["skipped"] == 24 - len(near) and v["raced"] == len(near) for v in race[PLAIN_MM].values()), race
+    # The record's 4 keys are the history: the session's first key is its audit (every config),
+    # the others skip the configs near on none of the record's keys.
+    audit, *pruned = race[PLAIN_MM].values()
+    assert (audit["history"], audit["raced"], audit["audit"]) == ("audit", 24, {"missed": []}), audit
+    assert all(v["history"] == "pruned" and v["skipped"] == 24 - len(near) and v["raced"] == len(near)
+               for v in pruned), race
     # Per key: each raced config once, the best 4 more, the others a second time (all within 2x
     # here), the best in full; one warm-up launch before the session's first race.
-    assert again.session["timed"][PLAIN_MM] == 4 * (2 * len(near) + 4) + 1, "a skipped config is never timed"
+    assert again.session["timed"][PLAIN_MM] == (2 * 24 + 4) + 3 * (2 * len(near) + 4) + 1, \
+        "a skipped config is never timed"
     closing = [ln for ln in again.harness_lines() if ln.startswith("[warmup-harness] race: ")]
     assert " skipped by history (neither compiled nor timed)" in closing[0], closing
     short = bench(tmp_path, shapes, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(rec), WARMUP_HARNESS_RACE="1",

@@ -23,7 +23,8 @@ from test_harness import (SCRIPT, SHAPES, SOURCE, TRITON, Run, bench, bench_comm
 
 sys.path.insert(0, str(SOURCE))
 from warmup_harness import env as harness_env  # noqa: E402
-from warmup_harness.autotune import resume, safe_read  # noqa: E402
+from warmup_harness.autotune import race_settings, resume, safe_read  # noqa: E402
+from warmup_harness.precompile import settings as cs  # noqa: E402
 
 __all__ = ["recorded"]  # the module-scoped fixture, shared with test_harness.py's tests
 
@@ -401,3 +402,43 @@ def test_the_harness_refuses_exactly_the_ops_warmup_publish_and_warmup_cache_ref
     assert {op: v for op, v in verdicts.items() if v[0] != v[1]} == {}, "the two rules differ (publish, harness)"
     assert {op for op, (refused, _) in verdicts.items() if refused} == \
         {" mm.meta ", "mm.meta", "mm.costs", "mm.meta.costs", ".", "..", "a/b", "../mm", "/abs"}
+
+
+# --- yes/no settings: one reader (env.truth) -----------------------------------------------------
+
+WORDS = {"1": True, "true": True, " YES ": True, "Yes": True, "0": False, "false": False, "No": False, "": False,
+         "  ": False}
+
+
+@pytest.mark.parametrize("raw, meaning", list(WORDS.items()))
+def test_every_yes_no_setting_reads_the_contracts_words_alike(raw, meaning):
+    """FRESH as FlagGems' store, resume and the record-as-its-own-resume read it; RACE and OVERLAP as
+    their settings do: one reader, so one meaning each."""
+    assert harness_env.truth(harness_env.FRESH, raw) is meaning
+    fresh_note = harness_env.isolate_stores({harness_env.FRESH: raw})
+    assert ("as WARMUP_HARNESS_FRESH is set" in fresh_note) is meaning, fresh_note
+    assert cs.compile_settings({cs.OVERLAP: raw}.get).overlap is (meaning if raw.strip() else True)
+    assert race_settings.race_settings({harness_env.RACE: raw}.get).on is (meaning if raw.strip() else True)
+
+
+@pytest.mark.parametrize("raw", ["on", "off", "2", "y", "nope"])
+def test_a_yes_no_setting_neither_yes_nor_no_is_refused_alike_everywhere_it_is_read(tmp_path, raw):
+    said = f"WARMUP_HARNESS_FRESH={raw!r} is not one of 1, true, yes, 0, false, no"
+    with pytest.raises(harness_env.ProtocolError, match=said):
+        harness_env.isolate_stores({harness_env.FRESH: raw})  # was: `on` isolated nothing, silently
+    with pytest.raises(harness_env.ProtocolError, match=said):
+        resume.load({harness_env.FRESH: raw}.get, "mm", TRITON, [])
+    with pytest.raises(harness_env.ProtocolError, match=f"WARMUP_HARNESS_RACE={raw!r} is not one of"):
+        race_settings.race_settings({harness_env.RACE: raw}.get)
+
+
+@pytest.mark.parametrize("variable", ["FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR", "FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR"])
+def test_a_session_given_fresh_neither_yes_nor_no_is_one_usage_error_before_any_test(tmp_path, recorded, variable):
+    """Record and replay alike, FlagGems' store chosen or not: before, a replay ran on, and a record
+    session's store was left shared before resume refused the word."""
+    folder = copy_records(recorded[0], tmp_path / "rec")
+    run = bench(tmp_path, shape_file(tmp_path, SHAPES[:1]), WARMUP_HARNESS_FRESH="on", **{variable: str(folder)})
+    assert run.returncode == 4, run.output
+    errors = [ln for ln in run.output.splitlines() if ln.startswith("ERROR")]
+    assert errors == ["ERROR: warmup-harness: WARMUP_HARNESS_FRESH='on' is not one of 1, true, yes, 0, false, no"], \
+        run.output

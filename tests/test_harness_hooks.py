@@ -20,6 +20,7 @@ from triton.runtime.autotuner import Autotuner
 from support import ROOT
 
 sys.path.insert(0, str(ROOT / "harness"))
+from warmup_harness.precompile import settings as cs  # noqa: E402
 from warmup_harness.autotune import configs  # noqa: E402
 from warmup_harness.autotune import policies  # noqa: E402
 from warmup_harness.autotune import records  # noqa: E402
@@ -450,7 +451,8 @@ def test_race_a_config_three_times_slower_on_the_short_timing_is_never_timed_in_
     assert timer.timed("short") == {64, 128, 256}
     assert 128 not in timer.timed("full"), timer.calls
     assert winner == 64
-    assert racer.keys == {f"{__name__}:body": {"[10]": {"raced": 3, "retimed": 2, "skipped": 0, "near": [0, 2]}}}
+    assert racer.keys == {f"{__name__}:body": {"[10]": {"raced": 3, "retimed": 2, "skipped": 0, "near": [0, 2],
+                                                        "winner": 0}}}
     assert racer.summary().startswith("race: 1 key(s), 3 configs raced in "), racer.summary()
     assert " 2 re-timed in full in " in racer.summary()
 
@@ -498,7 +500,8 @@ def test_race_a_tuner_that_replaces_run_races_too():
     winner, racer = raced(tuner, n=250)
     assert winner == 128
     assert timer.timed("full") == {128} and timer.timed("short") == {64, 128, 256}, timer.calls
-    assert racer.keys == {f"{__name__}:body": {"[2]": {"raced": 3, "retimed": 1, "skipped": 0, "near": [1]}}}
+    assert racer.keys == {f"{__name__}:body": {"[2]": {"raced": 3, "retimed": 1, "skipped": 0, "near": [1],
+                                                       "winner": 1}}}
 
 
 def test_race_a_tuner_whose_bench_never_calls_do_bench_is_timed_in_full_and_said():
@@ -603,15 +606,15 @@ def test_race_a_tuner_timed_as_the_driver_times_is_timed_briefly_without_do_benc
     """Brief: one untimed launch, two timed; a config whose two are both past twice the best so far
     is timed no more (3 launches), one that is not gets more (up to BRIEF_REP_MS of kernel time)."""
     tuner, launcher, full_timed = driver_timed_tuner(
-        monkeypatch, {64: [0.5], 128: [1.2, 0.1, 0.6], 256: [0.55]}, {64: 0.5, 128: 0.45, 256: 0.52})
+        monkeypatch, {64: [0.25], 128: [0.6, 0.05, 0.3], 256: [0.27]}, {64: 0.5, 128: 0.45, 256: 0.52})
     winner, _ = raced(tuner)
     launches = [launch["BLOCK"] for launch in launcher.launches]
-    # The device warmed first on 64: one launch timed (0.5 ms), 25 ms / 0.5 ms = 50 more. Then 64,
-    # with nothing to be out-run by: 1 + 4 launches (2 ms of 0.5 ms samples). 128's first two (1.2,
-    # 0.1) are not both past 2 x 0.5, so it is timed on: one more (2 ms / their median 0.65 ms is
-    # 3). 256: 1 + 3 (2 ms / 0.55 ms). Then 64's four more short timings, for the noise.
-    assert launches[:51] == [64] * 51, launches
-    launches = launches[51:]
+    # The device warmed first on 64: one launch timed (0.25 ms), 25 ms / 0.25 ms = 100 more. Then 64,
+    # with nothing to be out-run by: 1 + 4 launches (1 ms of 0.25 ms samples). 128's first two (0.6,
+    # 0.05) are not both past 2 x 0.25, so it is timed on: one more (1 ms / their median 0.325 ms is
+    # 3). 256: 1 + 3 (1 ms / 0.27 ms). Then 64's four more short timings, for the noise.
+    assert launches[:101] == [64] * 101, launches
+    launches = launches[101:]
     assert launches[:13] == [64] * 5 + [128] * 4 + [256] * 4, launches
     assert launches[13:33] == [64] * 20, launches
     assert full_timed == [64] and winner == 64, (full_timed, winner)
@@ -684,35 +687,195 @@ def test_race_a_tuner_with_no_do_bench_that_takes_a_budget_is_timed_in_full_and_
     assert len(plain_calls) == 6, "each config of each key timed once, in full"
     assert lines == [f"race: {__name__}:other is not raced (no do_bench of its own or of the driver takes a "
                      f"warm-up and a repetition budget): its configs are each timed in full"]
-    assert racer.keys == {f"{__name__}:body": {"[10]": {"raced": 3, "retimed": 1, "skipped": 0, "near": [0]}}}
+    assert racer.keys == {f"{__name__}:body": {"[10]": {"raced": 3, "retimed": 1, "skipped": 0, "near": [0],
+                                                        "winner": 0}}}
     assert timer.timed("full") == {64}
 
 
-def test_race_history_keeps_the_configs_it_rules_out_from_compiling_and_timing(monkeypatch):
-    from warmup_harness.autotune import race, tuner_cache
+KERNEL = f"{__name__}:body"
 
-    compiled = []
+
+def history_meta(keys: dict, device="dev", **more) -> dict:
+    """A sidecar whose `race` holds `keys` ({key: entry}) of the race tuner's kernel, made on `device`."""
+    return {"device": device, "kernels": {KERNEL: "fp-now"}, "race": {KERNEL: keys}, **more}
+
+
+@pytest.fixture
+def compiled(monkeypatch):
+    """The configs (BLOCKs) each key hands the precompiler, in the order given; the kernel's
+    fingerprint fixed (the race tuner has no jit function to take one from)."""
+    from warmup_harness.autotune import tuner_cache
+
+    seen: list[list[int]] = []
     monkeypatch.setattr(tuners.Hooks, "before_timing",
-                        lambda self, tuner, configs, kwargs: compiled.append([c.kwargs["BLOCK"] for c in configs]))
+                        lambda self, tuner, configs, kwargs: seen.append([c.kwargs["BLOCK"] for c in configs]))
     monkeypatch.setattr(tuner_cache, "fingerprint", lambda tuner: "fp-now")
-    kernel = f"{__name__}:body"
-    meta = {"device": "dev", "kernels": {kernel: "fp-now"},
-            "race": {kernel: {"[1]": {"near": [0]}, "[2]": {"near": [0, 2]}}}}
+    return seen
 
-    def run(meta, min_keys, device="dev"):
-        tuner, timer = race_tuner({64: list(QUIET), 128: [0.5], 256: [1.0]}, {64: 1.0, 128: 0.5, 256: 1.0})
+
+def race_keys(tuner, racer, ns, before=lambda n: None) -> list[int]:
+    """Records one key per n in `ns` of `tuner` with `racer`, in one session, `before(n)` called before
+    each: each key's BLOCK."""
+    decided = []
+    tuners.install(policies.Recorder(lambda kernel, key, config, seconds, fp:
+                                     decided.append(config["kwargs"]["BLOCK"])), racer=racer)
+    try:
+        for n in ns:
+            before(n)
+            tuner.run(object(), n)
+    finally:
+        tuners.uninstall()
+    return decided
+
+
+@pytest.fixture
+def holding(monkeypatch):
+    """History holding configs back with no variable set, as it will once a device has measured it
+    (race_history.HOLD_BY_DEFAULT): the mechanism these tests pin."""
+    from warmup_harness.autotune import race_history
+
+    monkeypatch.setattr(race_history, "HOLD_BY_DEFAULT", True)
+
+
+def test_race_history_without_its_variable_orders_the_race_and_holds_nothing_back(compiled):
+    """Holding back is opt-in (WARMUP_HARNESS_RACE_HISTORY=N): unset, the keys of a kernel's history
+    order its race and every config is raced; set, the fourth key is pruned."""
+    from warmup_harness.autotune import race
+
+    meta = history_meta({k: {"near": [0, 2], "winner": 0} for k in ("[1]", "[2]", "[3]")})
+    by_default = race.History(meta, lambda: "dev")
+    chosen = race.History(meta, lambda: "dev", keys=3)
+    plan = by_default.plan(KERNEL, "[4]", lambda: "fp-now", 3)
+    assert plan.why == "order" and not plan.held and plan.order[0] == 0, plan
+    assert chosen.plan(KERNEL, "[4]", lambda: "fp-now", 3).why == "audit", "N keys here: the audit, then pruned"
+
+
+def history(meta=None, device="dev", **settings):
+    from warmup_harness.autotune import race
+
+    chosen = cs.compile_settings(settings.get)  # the session's reading: no variable set, the defaults
+    return race.History(meta, lambda: device, chosen.race_history, chosen.race_near)
+
+
+FAR = {64: list(QUIET), 128: [3.0], 256: [1.1]}  # 128 never near: 64 best, 256 within 20%
+
+
+def test_race_history_keeps_the_configs_it_rules_out_from_compiling_and_timing(compiled, holding):
+    """A record holding 3 keys on this device: the session's first such key is its audit (every
+    config), the next is pruned: 128, near on none, is neither compiled nor timed."""
+    from warmup_harness.autotune import race
+
+    meta = history_meta({"[1]": {"near": [0], "winner": 0}, "[2]": {"near": [0, 2], "winner": 0},
+                         "[3]": {"near": [2, 0], "winner": 2}})
+    tuner, timer = race_tuner(FAR, {64: 1.0, 128: 0.5, 256: 1.0})
+    racer = race.Racer(lambda line: None, history=history(meta))
+    assert race_keys(tuner, racer, (10, 20)) == [64, 64]
+    assert compiled == [[256, 64, 128], [64, 256]], "best first: the nearest key's winner, [3]'s then [10]'s"
+    assert [(v["history"], v["skipped"]) for v in racer.keys[KERNEL].values()] == [("audit", 0), ("pruned", 1)]
+    assert racer.keys[KERNEL]["[10]"]["audit"] == {"missed": []}, "128 lost its audit: history missed nothing"
+    assert [b for b, kind in timer.calls].count(128) == 1, "128 timed on the audited key only (out-run: once)"
+    for changed, settings, device in (({**meta, "kernels": {KERNEL: "fp-then"}}, {}, "dev"),
+                                      (meta, {cs.RACE_HISTORY: "4"}, "dev"), (meta, {}, "another"),
+                                      (meta, {cs.RACE_HISTORY: "0"}, "dev")):
         compiled.clear()
-        winner, racer = raced_with(tuner, race.Racer(lambda line: None, history=race.History(meta, min_keys,
-                                                                                             lambda: device)))
-        return compiled[0], timer, racer
+        racer = race.Racer(lambda line: None, history=history(changed, device, **settings))
+        race_keys(race_tuner(FAR, {64: 1.0, 128: 0.5, 256: 1.0})[0], racer, (10,))
+        assert sorted(compiled[0]) == [64, 128, 256], "another fingerprint, too few keys, another device or off"
+        assert racer.keys[KERNEL]["[10]"].get("history") != "audit"
 
-    blocks, timer, racer = run(meta, 2)
-    assert blocks == [64, 256] and 128 not in timer.timed("short") | timer.timed("full"), timer.calls
-    assert racer.keys[kernel]["[10]"]["skipped"] == 1
-    for changed, min_keys, device in (({**meta, "kernels": {kernel: "fp-then"}}, 2, "dev"), (meta, 3, "dev"),
-                                      (meta, 2, "another")):
-        blocks, timer, racer = run(changed, min_keys, device)
-        assert blocks == [64, 128, 256], "another fingerprint, too few keys or another device: nothing skipped"
+
+def test_race_the_sessions_own_history_prunes_the_fourth_key_of_a_kernel(compiled, holding):
+    """No record, no variable set: the kernel's first 3 keys race every config, the fourth skips the
+    config near on none of them, neither compiled nor timed."""
+    from warmup_harness.autotune import race
+
+    tuner, timer = race_tuner(FAR, {64: 1.0, 128: 0.5, 256: 1.0})
+    racer = race.Racer(lambda line: None, history=history())
+    assert race_keys(tuner, racer, (10, 20, 30, 40)) == [64] * 4
+    assert compiled[3] == [64, 256], compiled
+    assert timer.calls.count((128, "short")) == 3 and (128, "full") not in timer.calls, "once on each of 3 keys"
+    entries = racer.keys[KERNEL]
+    assert [(v["history"], v["skipped"]) for v in entries.values()] == [("short", 0)] * 3 + [("pruned", 1)]
+    assert entries["[40]"]["near"] == [0, 2] and racer.settings == {KERNEL: {"history": 3, "near": 0.2}}
+    assert " 1 skipped by history " in racer.summary()
+
+
+def test_race_an_audited_key_whose_winner_history_held_back_keeps_it_and_widens_the_near_set(compiled, holding):
+    from warmup_harness.autotune import race
+
+    meta = history_meta({k: {"near": [0, 2], "winner": 0} for k in ("[1]", "[2]", "[3]")})
+    lines = []
+    tuner, timer = race_tuner({64: list(QUIET), 128: [0.5], 256: [1.1]}, {64: 1.0, 128: 0.5, 256: 1.0})
+    racer = race.Racer(lines.append, history=history(meta))
+    assert race_keys(tuner, racer, (10, 20)) == [128, 128], "the audit's true winner, then 128 raced again"
+    first, second = racer.keys[KERNEL]["[10]"], racer.keys[KERNEL]["[20]"]
+    assert first["history"] == "audit" and first["audit"] == {"missed": [1]} and first["winner"] == 1, first
+    assert len(lines) == 1 and "its audit's winner, config 1, came near on none" in lines[0], lines
+    assert second["history"] == "all near" and second["skipped"] == 0 and 128 in compiled[1], second
+
+
+def test_race_order_follows_history_the_nearest_keys_winner_first(compiled):
+    """Compiles submitted and short timings taken best first: the nearest key's ([3]) winner, 128,
+    then by how many keys each came near on and its place there."""
+    from warmup_harness.autotune import race
+
+    meta = history_meta({"[1]": {"near": [2, 1], "winner": 2}, "[2]": {"near": [2, 1, 0], "winner": 2},
+                         "[64]": {"near": [1, 2, 0], "winner": 1}})
+    tuner, timer = race_tuner({64: [1.0], 128: list(QUIET), 256: [1.05]}, {64: 1.0, 128: 1.0, 256: 1.0})
+    racer = race.Racer(lambda line: None, history=history(meta))
+    race_keys(tuner, racer, (40,))
+    assert compiled == [[128, 256, 64]], compiled
+    assert [b for b, kind in timer.calls if kind in ("warm", "short")][:4] == [128, 128, 256, 64], timer.calls
+
+
+def test_race_another_devices_record_orders_the_race_and_seeds_the_near_set_but_never_decides(compiled, holding):
+    from warmup_harness.autotune import race
+
+    h100 = {k: {"near": [2, 0], "winner": 2} for k in ("[1]", "[2]", "[3]", "[4]")}
+    tuner, timer = race_tuner({64: list(QUIET), 128: [0.5], 256: [1.1]}, {64: 1.0, 128: 0.5, 256: 1.0})
+    racer = race.Racer(lambda line: None, history=history(history_meta(h100, device="H100"), device="H200"))
+    assert race_keys(tuner, racer, (10,)) == [128], "raced here: 128, which the H100's record never saw near, wins"
+    assert compiled == [[256, 64, 128]] and racer.keys[KERNEL]["[10]"]["history"] == "short", compiled
+    # Three keys of this device where 128 is never near, and the H100's where it was: the H100's
+    # near set seeds this one, so 128 is not held back.
+    mixed = history_meta({**{k: {"near": [0, 2], "winner": 0} for k in ("[1]", "[2]", "[3]")},
+                          "[4]": {"near": [1], "winner": 1}}, device="H200",
+                         foreign=[{"device": "H100", "triton": None, "keys": {KERNEL: ["[4]"]}}])
+    compiled.clear()
+    racer = race.Racer(lambda line: None, history=history(mixed, device="H200"))
+    race_keys(race_tuner(FAR, {64: 1.0, 128: 0.5, 256: 1.0})[0], racer, (10,))
+    assert sorted(compiled[0]) == [64, 128, 256] and racer.keys[KERNEL]["[10]"]["history"] == "all near", compiled
+
+
+def test_race_history_settings_come_from_the_record_per_kernel_and_one_it_cannot_use_is_said(compiled, holding):
+    from warmup_harness.autotune import race
+
+    keys = {"[1]": {"near": [0, 2], "winner": 0}, "[2]": {"near": [0, 2], "winner": 0}}
+    lines = []
+    two = race.History(history_meta(keys, race_settings={KERNEL: {"history": 2, "near": 0.5}}), lambda: "dev")
+    bad = race.History(history_meta(keys, race_settings={KERNEL: {"history": "two", "near": 0.5}}), lambda: "dev",
+                       say=lines.append, where="rec/mm.meta.json")
+    assert two.plan(KERNEL, "[3]", lambda: "fp-now", 3).why == "audit", "2 keys here are enough for this kernel"
+    assert bad.plan(KERNEL, "[3]", lambda: "fp-now", 3).why == "short", "3 keys by default"
+    assert bad.near(KERNEL) == 0.5 and bad.recorded_settings(KERNEL) == {"history": 3, "near": 0.5}
+    assert lines == [f'race: rec/mm.meta.json: race_settings give {KERNEL} history "two", not a whole number >= 1: '
+                     f'3 is used; fix or remove it'], lines
+
+
+def test_race_a_pruned_key_whose_predicted_winner_falls_behind_races_the_held_configs_after_all(compiled, holding):
+    from warmup_harness.autotune import race
+
+    meta = history_meta({k: {"near": [0, 2], "winner": 0} for k in ("[1]", "[2]", "[3]")})
+    tuner, timer = race_tuner(FAR, {64: 1.0, 128: 0.5, 256: 1.0})
+    racer = race.Racer(lambda line: None, history=history(meta))
+
+    def before(n):
+        if n == 20:  # after the session's audit: 64, predicted, 2x behind 256 now
+            timer.short.update({64: [2.0], 256: list(QUIET), 128: [0.9]})
+
+    assert race_keys(tuner, racer, (10, 20), before) == [64, 128]
+    assert compiled[1:] == [[64, 256], [128]], "the held config compiled once the doubt showed"
+    assert racer.keys[KERNEL]["[20]"]["history"] == "doubt" and racer.keys[KERNEL]["[20]"]["skipped"] == 0
 
 
 def raced_with(tuner, racer):

@@ -101,6 +101,23 @@ def test_install_puts_tools_scripts_man_pages_and_completions_under_destdir_pref
                                capture_output=True, text=True)
         assert probe.returncode == 0 and tool in probe.stdout, probe.stderr
 
+    # Every page a page cites is installed, and SEE ALSO reads alike on the tools' and the scripts'
+    # pages, the contract where it was installed (issue 42: warmup-cache.1 cited four pages that
+    # are not, and the scripts' pages gave the contract no path).
+    def unroff(text: str) -> str:
+        return text.replace("\\-", "-").replace("\\fB", "").replace("\\fR", "")
+
+    pages = {p.stem: unroff(p.read_text()) for p in (prefix / "share/man/man1").glob("*.1")}
+    assert set(pages) == set(TOOLS) | set(SCRIPTS), sorted(pages)
+    contracts = set()
+    for name, text in pages.items():
+        assert set(re.findall(r"([a-z][a-z-]*)\(1\)", text)) <= set(pages), name
+        names, contract = text.split('.SH "SEE ALSO"\n', 1)[1].split("\n.PP\n", 1)
+        assert set(re.findall(r"([a-z][a-z-]*)\(1\)", names)) | {name} == set(pages), name
+        contracts.add(contract)
+    assert len(contracts) == 1 and f"{prefix_arg}/share/doc/parallel-warmup/CONTRACT.md" in contracts.pop()
+    assert "warmup-cache SUBCOMMAND --help" in pages["warmup-cache"]
+
     # Each tool states its own statuses: warmup-costs' 3 is not warmup-merge's.
     assert "would not save 10%" in statuses["warmup-costs"] and "10%" not in statuses["warmup-merge"]
     assert "128+N" in statuses["warmup-spawn"] and "128+N" not in statuses["warmup-shard"]

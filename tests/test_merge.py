@@ -248,6 +248,21 @@ def test_a_scratch_folder_is_read_in_shard_order(tmp_path):
     assert (tmp_path / "c.json").read_text() == dump(conflicts)
 
 
+def test_a_by_key_child_without_a_record_is_said_to_have_tuned_no_key_not_to_be_unreadable(tmp_path):
+    """Issue 42: by key, a child that claimed no key records nothing; its skip line says so, not
+    `cannot read ... No such file`. A shape-mode shard without a record is still unreadable."""
+    scratch = tmp_path / "run"
+    assert run_tool("shard", "--op", "mm", "--by-key", "--shards", "2", "--out", scratch).returncode == 0
+    (scratch / "w0" / "rec").mkdir(parents=True)
+    (scratch / "w0" / "rec" / "mm.json").write_text(json.dumps({"k": {"a": 1}}))
+    res = run_tool("merge", scratch)
+    assert res.returncode == 0 and res.stdout == dump({"k": {"a": 1}}), res.stderr
+    missing = scratch / "w1" / "rec" / "mm.json"
+    assert (f"{missing}: no record: by key, shard 1 tuned no key (another child claimed each it met) or ended "
+            f"before recording one; skipped (shard 1: see") in res.stderr, res.stderr
+    assert "No such file" not in res.stderr, res.stderr
+
+
 def test_keys_carried_under_a_stale_fingerprint_are_left_out_and_the_running_one_is_published(tmp_path):
     """Issue 29 item 10: shard 1 carried kernel k's keys under the fingerprint it had before it
     changed, unconfirmed by any running kernel (its sidecar's `unchecked`), while shard 0 ran k and

@@ -54,6 +54,8 @@ from warmup_harness.precompile import settings as cs  # noqa: E402
 from warmup_harness.precompile import precompiler as pc  # noqa: E402
 from warmup_harness.precompile.cache_entries import Outcome  # noqa: E402
 from warmup_harness.autotune import tuners  # noqa: E402
+from warmup_harness import env as harness_env  # noqa: E402
+from warmup_harness.autotune.race_settings import race_settings  # noqa: E402
 from warmup_harness.env import ProtocolError  # noqa: E402
 
 
@@ -971,21 +973,25 @@ def test_settings_default_to_processes_sharing_the_cpus_among_the_children(monke
     assert chosen.lock_dir == Path.cwd() / "locks" and not chosen.shared_lock_dir
     assert cs.CompileSettings.from_env({cs.PRELOAD: ""}).preload == ()
     assert (s.start, cs.CompileSettings.from_env({cs.START: " Spawn "}).start) == ("fork", "spawn")
-    assert (s.race, s.overlap) == (True, True), "racing and timing as compiled are both on by default"
-    off = cs.CompileSettings.from_env({cs.RACE: " No", cs.OVERLAP: "0", cs.RACE_HISTORY: "20", cs.RACE_NEAR: "2.5"})
-    assert (off.race, off.overlap, off.race_history, off.race_near) == (False, False, 20, 0.025)
-    assert cs.CompileSettings.from_env({cs.RACE: "1"}).race
-    assert (s.race_history, s.race_near) == (None, 0.20), "no history unless asked; near is 20% by default"
+    racing = race_settings({}.get)
+    assert (racing.on, s.overlap) == (True, True), "racing and timing as compiled are both on by default"
+    assert cs.CompileSettings.from_env({cs.OVERLAP: "0"}).overlap is False
+    off = race_settings({harness_env.RACE: " No", harness_env.RACE_HISTORY: "20", harness_env.RACE_NEAR: "2.5"}.get)
+    assert (off.on, off.history, off.near) == (False, 20, 0.025)
+    assert race_settings({harness_env.RACE: "1"}.get).on
+    assert (racing.history, racing.near) == (None, None), "history's N and near: the record's, else the defaults"
+    assert race_settings({harness_env.RACE_HISTORY: "00"}.get).history == 0, "0: no history"
 
 
 @pytest.mark.parametrize("name, value", [(cs.MODE, "fast"), (cs.WORKERS, "0"), (cs.WORKERS, "x"),
                                          (cs.WORKERS, "\u00b2"), (cs.WORKERS, "\u0663"), (cs.WORKERS, "000"),
                                          (cs.CHILDREN, "-2"), (cs.CHILDREN, "\u00b2"), (cs.START, "forkserver"),
-                                         (cs.RACE, "on"), (cs.OVERLAP, "2"), (cs.RACE_HISTORY, "0"),
-                                         (cs.RACE_NEAR, "0"), (cs.RACE_NEAR, "5%")])
+                                         (harness_env.RACE, "on"), (cs.OVERLAP, "2"), (harness_env.RACE_HISTORY, "-1"),
+                                         (harness_env.RACE_NEAR, "0"), (harness_env.RACE_NEAR, "5%")])
 def test_unusable_settings_are_named(name, value):
     with pytest.raises(ProtocolError, match=f"{name}={value!r}"):
         cs.CompileSettings.from_env({name: value})
+        race_settings({name: value}.get)
 
 
 @pytest.mark.parametrize("value", ["40", "9" * 5000])

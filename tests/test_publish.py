@@ -58,7 +58,7 @@ def test_sh_output_evaluated_by_sh_sets_the_exact_folder(tmp_path, merged, name)
     out = subprocess.run(["sh", "-c", script, "sh", res.stdout], env=env, capture_output=True,
                          text=True, check=True).stdout
     assert out == f"{target}|unset"
-    assert "mm.json" in res.stderr and "1 kernel(s), 1 config(s)" in res.stderr
+    assert "mm.json" in res.stderr and "1 kernel(s), 1 key(s)" in res.stderr
 
 
 @pytest.mark.parametrize("how", ["include", "eval"])
@@ -227,14 +227,19 @@ def load_meta(path):
 
 
 def test_publishing_a_scratch_publishes_the_shards_sidecars_as_one(tmp_path):
-    scratch = swept_scratch(tmp_path, {0: sidecar("NVIDIA H200", {"[0]": 2.5}),
-                                       1: sidecar("NVIDIA H200", {"[1]": 4.0})})
+    raced = {"raced": 9, "retimed": 1, "skipped": 0, "near": [3], "winner": 3, "history": "short"}
+    scratch = swept_scratch(tmp_path, {
+        0: sidecar("NVIDIA H200", {"[0]": 2.5}, race={"m:k": {"[0]": raced}},
+                   race_settings={"m:k": {"history": 3, "near": 0.2}}),
+        1: sidecar("NVIDIA H200", {"[1]": 4.0}, race_settings={"m:k": {"history": 5, "near": 0.3}})})
     rec = tmp_path / "rec"
     done = run_tool("publish", "--op", "mm", "--record-dir", rec, scratch)
     assert done.returncode == 0, done.stderr
     assert f"the shards' versions and device to {rec / 'mm.meta.json'}" in done.stderr
     meta = load_meta(rec / "mm.meta.json")
     assert meta["tune_seconds"] == {"m:k": {"[0]": 2.5, "[1]": 4.0}}
+    # A kernel's race history and its settings (the first shard's) go with the record.
+    assert (meta["race"], meta["race_settings"]) == ({"m:k": {"[0]": raced}}, {"m:k": {"history": 3, "near": 0.2}})
     assert (meta["device"], meta["triton"], meta["flag_gems"], meta["op"]) == ("NVIDIA H200", "3.6.0", None, "mm")
 
 
@@ -299,17 +304,17 @@ def test_a_journal_a_killed_record_session_left_is_folded_under_the_published_re
     the replay pins over the record's: left beside a newly published record, they would replay
     another run's config for the same key. Its keys are the folder's, so they stay in the record
     published, under the new configs where both have a key."""
-    from warmup_harness.autotune import writer  # noqa: PLC0415  (after sys.path above)
+    from warmup_harness.autotune import journal  # noqa: PLC0415  (after sys.path above)
 
     rec = tmp_path / "rec"
     rec.mkdir()
     stale = {"kwargs": {"BLOCK": 16}, "num_warps": 8}
     only = {"kwargs": {"BLOCK": 32}, "num_warps": 4}
-    writer.journal_path(rec, "mm").write_text(
+    journal.journal_path(rec, "mm").write_text(
         json.dumps({"kernel": "k", "key": "(1, 2)", "config": stale, "seconds": 1.0}) + "\n"
         + json.dumps({"kernel": "k", "key": "(3, 4)", "config": only, "seconds": 2.0}) + "\n")
     pinned: dict = {}
-    assert writer.unfolded(rec, "mm", pinned) == 2  # what the replay would have pinned
+    assert journal.unfolded(rec, "mm", pinned) == 2  # what the replay would have pinned
     done = run_tool("publish", "--op", "mm", "--record-dir", rec, merged)
     assert done.returncode == 0, done.stderr
     assert "the unfolded keys of a killed record session (2 key(s), kept in the published record)" \
@@ -317,7 +322,7 @@ def test_a_journal_a_killed_record_session_left_is_folded_under_the_published_re
     # The lock the op's record sessions share, and the file a live one holds.
     assert sorted(os.listdir(rec)) == [".mm.lock", ".mm.sessions", "mm.json"]
     pinned = json.loads((rec / "mm.json").read_text())
-    assert writer.unfolded(rec, "mm", pinned) == 0
+    assert journal.unfolded(rec, "mm", pinned) == 0
     assert pinned == {"k": {**json.loads(MERGED)["k"], "(3, 4)": only}}
 
 

@@ -23,6 +23,7 @@ from support import BIN_DIR, HANG, ROOT, clean_env, on_a_terminal, tool, with_st
 SCRIPT = ROOT / "scripts" / "warmup"
 HARNESS = ROOT / "tests" / "harness" / "test_bench.py"
 EXAMPLE = ROOT / "examples" / "shapes.yaml"
+README_TEXT = (ROOT / "README.md").read_text()
 
 SHAPES_12 = [[64, 64, 64], [128, 256, 64], [256, 256, 256], [512, 512, 128],
              [1024, 1024, 1024], [2048, 512, 1024], [4096, 4096, 64], [4096, 4096, 4096],
@@ -106,7 +107,7 @@ def test_whole_flow_sweeps_in_parallel_then_measures_once_replaying_merged_confi
     done = [ln for ln in run.lines() if "sweep done in" in ln]
     assert done and str(records / "mm.json") in done[0], run.stderr
     configs = sum(len(bucket) for bucket in merged.values())
-    assert f"2 kernels / {configs} configs" in done[0]
+    assert f"2 kernels / {configs} keys" in done[0]
     # What the children's wall times add up to, named as such: it is no serial estimate.
     assert "the shards' wall times add up to" in done[0], done[0]
     assert scratch_folders(work) == [], "the scratch is removed after a clean run"
@@ -159,7 +160,9 @@ def test_children_share_the_callers_triton_cache_unless_each_gets_its_own(work):
 @pytest.mark.parametrize(
     "opts, env, reason",
     [
-        ((), {}, "no GPU count"),
+        # It says the harness is what it lacks (issue 42).
+        ((), {}, "no GPU count (--gpus or PARALLEL_WARMUP_GPUS), and every visible GPU is the count only where the "
+                 "harness runs in COMMAND (warmup_harness is not installed for"),
         ((), {"PARALLEL_WARMUP_GPUS": "x2"}, "not a whole number"),
         (("--gpus", "1"), {}, "below 2"),
         ((), {"PARALLEL_WARMUP_GPUS": "0"}, "below 2"),
@@ -226,7 +229,7 @@ def test_no_shape_file_and_a_missing_one_skip(work):
     assert "no --shape_file" in run.lines()[0]
     # A shape file that is not there is named as missing (issue 26).
     run = warmup(work, "--gpus", "2", "--devices", "0,1", shape_file=work / "missing.yaml")
-    assert f"--shape_file {work / 'missing.yaml'} is missing" in run.lines()[0], run.stderr
+    assert f"--shape_file {work / 'missing.yaml'}: no such file; skipping" in run.lines()[0], run.stderr
 
 
 def test_the_equals_spelling_of_shape_file_is_honoured(work):
@@ -385,12 +388,34 @@ def test_the_readme_makefile_warms_up_then_measures_replaying(work, target):
          f"SHAPES={EXAMPLE}", f"RECORDS={records}", f"SCRATCH={scratch}"],
         cwd=work, env=env, capture_output=True, text=True, timeout=HANG)
     assert make.returncode == 0, make.stdout + make.stderr
+    # Without warmup_harness the measurement is not started with `-p warmup_harness` (issue 42).
+    assert "ERROR" not in make.stdout + make.stderr and "running COMMAND again" not in make.stderr, make.stderr
     run = Run(make, trace)
     assert len(run.children) == 2
     measured = run.measurement
     assert measured["mode"] == "replay" and measured["swept"] == 0
     assert measured["env"]["FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR"] == str(records)
     assert (records / "mm.json").is_file()
+
+
+def test_the_readme_cpu_example_sweeps_without_an_error_and_its_rerun_replays(work):
+    """Issue 42: the README's CPU example, bench.mk's default benchmark (real Triton autotuners on
+    a stubbed device, the clone's harness), run twice as the README gives it: the first run sweeps
+    and measures with no ERROR line, the second replays the record, sweeping nothing."""
+    env = clean_env(PATH=f"{BIN_DIR}:{ROOT / 'scripts'}:{os.environ['PATH']}", FLAGGEMS_VENDOR="nvidia",
+                    TMPDIR=str(work), HOME=str(work / "home"), WARMUP_HARNESS_DEVICE_LOCK_DIR=str(work / "locks"))
+    block = README_TEXT.split("### A Makefile", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
+    commands = [ln.split("#")[0].strip() for ln in block.splitlines() if "make -f examples/bench.mk bench" in ln]
+    assert len(commands) == 2 and commands[0] == commands[1], block
+    command = commands[0].replace("examples/bench.mk", str(ROOT / "examples" / "bench.mk"))
+    runs = [subprocess.run(["bash", "-c", command], cwd=work, env=env, capture_output=True, text=True, timeout=HANG)
+            for _ in range(2)]
+    for run in runs:
+        assert run.returncode == 0 and "ERROR" not in run.stdout + run.stderr, run.stdout + run.stderr
+    first, again = (run.stderr for run in runs)
+    assert "sweep done in" in first and "op mm: replayed" in first, first
+    assert "answers op mm for" in again and "replaying it" in again and "sweep done" not in again, again
+    assert "warmup-spawn" not in again and "recorded 0 key(s)" in again, again
 
 
 # --- stops, locks and messages that drive the script with plain shell children ------------------
@@ -788,6 +813,31 @@ def test_a_changed_test_file_conftest_or_default_shape_file_makes_the_record_no_
         assert plan(work, "--gpus", "2", command=command, **env)["decision"] == "replay", path
 
 
+def test_flaggems_53s_test_file_of_one_op_names_the_op_and_its_default_shape_file_is_not_named(work):
+    """Issue 42: FlagGems 5.3 has one test file per op and a conftest whose `--shape_file`
+    defaults to core_shapes.yaml. Without -m the op is the file's stem less `test_`; the default
+    shape file is not one COMMAND names, so the run is by key as with 5.0's test_blas_perf.py."""
+    bench = work / "benchmark"
+    bench.mkdir()
+    (bench / "conftest.py").write_text(
+        "def pytest_addoption(parser):\n    parser.addoption('--shape_file', default='core_shapes.yaml')\n")
+    (bench / "core_shapes.yaml").write_text("mm: {shapes: [[1, 2, 3], [4, 5, 6]]}\n")
+    (bench / "test_mm.py").write_text("def test_mm(): pass\n")
+    env = {"FLAGGEMS_PERF_CURRENT_OP": "", "FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR": str(work / "records"),
+           "PYTHONPATH": str(fake_harness(work))}
+    pytest_ = [sys.executable, "-m", "pytest", "-p", "warmup_harness"]
+    for test in ["benchmark/test_mm.py", "benchmark/test_mm.py::test_mm"]:
+        decided = plan(work, "--devices", "0,1", command=[*pytest_, test], **env)
+        assert decided["op"] == "mm" and decided["reason"].startswith("op mm (from the test file"), decided
+        assert decided["decision"] == "sweep" and decided["by_key"] == "1" and decided["shape_file"] == "", decided
+    blas = plan(work, "--devices", "0,1", command=[*pytest_, "benchmark/test_blas_perf.py"], **env)
+    assert blas["op"] == "blas_perf", blas
+    # FlagGems' own --parallel measures concurrently: the line runs it plain, saying so.
+    own = plan(work, "--devices", "0,1", command=[*pytest_, "benchmark/test_blas_perf_parallel.py", "--parallel", "2"],
+               **env)
+    assert own["decision"] == "plain" and "FlagGems' own --parallel 2" in own["reason"], own
+
+
 def test_one_gpu_runs_one_process_that_records_where_the_harness_is(work):
     records = work / "records"
     env = {"FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR": str(records), "PYTHONPATH": str(fake_harness(work))}
@@ -950,15 +1000,12 @@ def test_a_record_that_is_no_record_never_decides_replay_and_command_runs(work, 
     assert decided["decision"] == "sweep", decided
     assert f"the record in {records} is not replayed ({records / 'mm.json'}" in decided["reason"], decided
     assert says in decided["reason"], decided
-    # One device: the one process runs with the harness recording nothing (it adds only to a record
-    # file, and would refuse the run); COMMAND runs either way.
-    run = warmup(work, "--gpus", "1", command=harness_command(), **env)
-    assert run.returncode == 0, run.stderr
-    [line] = run.lines()
-    assert "one device, one process" in line and says in line and f"to record into {records}" in line, line
-    [session] = run.sessions
-    assert session["mode"] == "sweep" and session["env"]["FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR"] == "", session
-    assert (records / "mm.json").read_bytes() == bytes_, "the file is left as it was"
+    # One device: the one process records there, its harness setting the file aside (test_harness.py,
+    # test_the_record_as_a_cache_sets_aside_a_record_it_cannot_read_and_records_anew).
+    one = plan(work, "--gpus", "1", command=harness_command(), **env)
+    assert one["decision"] == "record" and one["record_dir"] == str(records), one
+    assert "one device, one process" in one["reason"] and says in one["reason"], one
+    assert "the harness sets it aside (the record is a cache)" in one["reason"], one
 
 
 def test_a_record_folder_whose_name_is_not_utf8_is_replayed_recorded_and_published_there(work):

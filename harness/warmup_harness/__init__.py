@@ -12,7 +12,7 @@ nothing at all. With one of them set:
 * replay: the recorded configs are pinned and nothing is swept; a key the record lacks is swept
   live and reported at the end (or fails the test with `--warmup-replay-miss=fail`);
 * in both, a key that is swept has its configs compiled ahead, in parallel and once across the
-  processes sharing a Triton cache, and each config is timed holding its device's lock
+  processes sharing a kernel cache, and each config is timed holding its device's lock
   (precompile/).
 
 The package has three walls:

@@ -1,7 +1,7 @@
 """Triton's key of itself, computed in a thread from pytest's start (`start`), so that the
 session's first compile or first load of a compiled kernel finds it done.
 
-Why. A process's first Triton compile, and its first load of a kernel from Triton's cache,
+Why. A process's first Triton compile, and its first load of a kernel from Triton's kernel cache,
 computes `triton_key()` first: a sha256 of Triton's compiler and language sources and of its
 library (415 MB on Triton 3.6), memoized for the process. On the 2-CPU development machine that
 took 0.32 s with the library in the page cache, and 0.44 to 0.51 s on Triton 3.4 to 3.9 with it
@@ -34,9 +34,9 @@ import functools
 import threading
 from typing import Callable
 
+from .triton_key import WAITS_FOR, key_home
+
 _thread: threading.Thread | None = None  # one per process: the key is the process's
-# On the waiting stand-in: Triton's own function it stands in for (triton_private.own_key reads it).
-WAITS_FOR = "_warmup_harness_waits_for"
 
 
 def start(key: Callable[[], object] | None = None) -> None:
@@ -48,8 +48,6 @@ def start(key: Callable[[], object] | None = None) -> None:
     home = None
     if key is None:
         try:
-            from .triton_private import key_home
-
             home = key_home()
         except Exception:  # noqa: BLE001  (no Triton, or a broken one: the session's start says so)
             return

@@ -1,7 +1,10 @@
 """The harness protocol's environment: which mode this process runs in, for which op, and the
 process-wide settings that make each process's sweep a real sweep.
 
-Names and meanings are docs/CONTRACT.md's ("The harness protocol", "The record/replay harness").
+Every variable name the harness reads is here, once; the modules that read them import them from
+here. Names and meanings are docs/CONTRACT.md's ("The harness protocol", "The record/replay
+harness"), and so is how a setting's value reads (`truth`, `count`, `percent`, `path`): a value
+these cannot take is a ProtocolError naming the setting.
 Standard library only: this module is imported whenever pytest loads the plugin.
 """
 
@@ -9,6 +12,7 @@ from __future__ import annotations
 
 import enum
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,11 +43,39 @@ FLAGGEMS_DB_URL = "FLAGGEMS_DB_URL"
 PRIVATE_DB_URL = "sqlite:///:memory:"
 # `1` in every sweep child warmup-spawn starts; such a child tunes in a private store.
 WARMUP_WORKER = "FLAGGEMS_PERF_WARMUP_WORKER"
-# Tune every key (resume.py reads it too); such a session tunes in a private store.
+# Yes: tune every key, resuming nothing (autotune/resume.py); such a session tunes in a private store.
 FRESH = "WARMUP_HARNESS_FRESH"
-# This run's signature (warmup-plan's): a session using its record folder as a cache that passes
+# This run's signature (warmup-plan's): a session resuming from its own record folder that passes
 # names it in the sidecar's `complete_for`, so that the next run of it replays the record.
 SIGNATURE = "WARMUP_HARNESS_SIGNATURE"
+# Record mode: an earlier record whose keys are not tuned again (autotune/resume.py).
+RESUME_DIR = "WARMUP_HARNESS_RESUME_DIR"
+# Record mode: a by-key run's claim folder (autotune/claims.py).
+CLAIM_DIR = "WARMUP_HARNESS_CLAIM_DIR"
+# A sweep child's progress file, which warmup-spawn reads (autotune/progress.py).
+PROGRESS = "WARMUP_HARNESS_PROGRESS"
+# Hidden, for tests: a folder standing in for `/` where the device is probed (autotune/device.py;
+# protocol's env::PROBE_ROOT).
+PROBE_ROOT = "WARMUP_PROBE_ROOT"
+# Set by warmup-spawn: children running at once on this machine (precompile/settings.py).
+SPAWN_CHILDREN = "WARMUP_SPAWN_CHILDREN"
+# Compiling ahead and timing (precompile/settings.py).
+PRECOMPILE = "WARMUP_HARNESS_PRECOMPILE"
+COMPILE_TIMEOUT = "WARMUP_HARNESS_COMPILE_TIMEOUT"
+COMPILE_WORKERS = "WARMUP_HARNESS_COMPILE_WORKERS"
+COMPILE_PRELOAD = "WARMUP_HARNESS_COMPILE_PRELOAD"
+COMPILE_START = "WARMUP_HARNESS_COMPILE_START"
+COMPILE_OVERLAP = "WARMUP_HARNESS_COMPILE_OVERLAP"
+DEVICE_LOCK_DIR = "WARMUP_HARNESS_DEVICE_LOCK_DIR"
+# Racing (autotune/race_settings.py).
+RACE = "WARMUP_HARNESS_RACE"
+RACE_HISTORY = "WARMUP_HARNESS_RACE_HISTORY"
+RACE_NEAR = "WARMUP_HARNESS_RACE_NEAR"
+RACE_AUDIT = "WARMUP_HARNESS_RACE_AUDIT"
+
+# A yes/no setting's words, any case (docs/CONTRACT.md).
+YES, NO = ("1", "true", "yes"), ("0", "false", "no")
+HUGE = 10**9  # a count past it is read as it (a longer number is no more a count of anything)
 
 
 class ProtocolError(Exception):
@@ -93,6 +125,48 @@ def setting(config: Any, name: str) -> str | None:
     except ValueError:  # no such ini option was registered
         return None
     return value if isinstance(value, str) and value.strip() else None
+
+
+def truth(name: str, raw: str | None, default: bool = False) -> bool:
+    """A yes/no setting: yes is 1, true or yes, no is 0, false or no, in any case and trimmed;
+    unset or blank, `default`; anything else a ProtocolError naming the setting."""
+    value = (raw or "").strip()
+    if not value:
+        return default
+    if value.lower() in YES + NO:
+        return value.lower() in YES
+    raise ProtocolError(f"{name}={value!r} is not one of {', '.join(YES + NO)}")
+
+
+def count(name: str, raw: str | None, least: int = 1) -> int | None:
+    """A whole number of at least `least` (1 or 0) in ASCII digits (`isdigit` takes '²', which int()
+    refuses); one past HUGE reads as HUGE, so that no count is ever too large to compare; unset or
+    blank, None."""
+    value = (raw or "").strip()
+    if not value:
+        return None
+    digits = value.lstrip("0")
+    if not re.fullmatch(r"[0-9]+", value) or not (digits or least == 0):
+        raise ProtocolError(f"{name}={value!r} is not a whole number of at least {least}")
+    if not digits:
+        return 0
+    return HUGE if len(digits) > len(str(HUGE)) else min(HUGE, int(digits))
+
+
+def percent(name: str, raw: str | None) -> float | None:
+    """A percentage above 0, at most 1000, in ASCII digits (`10`, `2.5`); unset or blank, None."""
+    value = (raw or "").strip()
+    if not value:
+        return None
+    if not re.fullmatch(r"[0-9]*\.?[0-9]+|[0-9]+\.", value) or not 0 < float(value) <= 1000:
+        raise ProtocolError(f"{name}={value!r} is not a percentage above 0 (at most 1000)")
+    return float(value)
+
+
+def path(raw: str | None) -> str | None:
+    """A file's path, made absolute (the session may change folders); unset or blank, None."""
+    value = (raw or "").strip()
+    return os.path.abspath(value) if value else None
 
 
 def _value(environ: Mapping[str, str], name: str) -> str:
@@ -168,8 +242,10 @@ def isolate_stores(environ: MutableMapping[str, str]) -> str:
     WARMUP_HARNESS_FRESH session, which must not be answered by earlier rows; every other session
     leaves the variable alone, so FlagGems uses its own store as it does without the harness, and
     a key that store answers is recorded, not swept. This must run before FlagGems is imported, so
-    the plugin calls it from pytest_load_initial_conftests, before any conftest.
+    the plugin calls it from pytest_load_initial_conftests, before any conftest. Raises
+    ProtocolError where WARMUP_HARNESS_FRESH is neither yes nor no, whatever else is set.
     """
+    fresh = truth(FRESH, environ.get(FRESH))
     chosen = _value(environ, FLAGGEMS_DB_URL)
     if chosen:
         return (
@@ -178,7 +254,7 @@ def isolate_stores(environ: MutableMapping[str, str]) -> str:
         )
     if _value(environ, WARMUP_WORKER) == "1":
         why = f"a sweep child ({WARMUP_WORKER}=1): its siblings would write one SQLite file at once"
-    elif _value(environ, FRESH).lower() in ("1", "true", "yes"):
+    elif fresh:
         why = f"{FRESH} is set: a fresh sweep is not answered by earlier rows"
     else:
         return (

@@ -21,6 +21,7 @@ import pytest
 from . import env
 from .autotune import records
 from .env import setting
+from .autotune import race_settings
 from .precompile import settings as compile_settings
 
 # What was done about FlagGems' store when pytest loaded the plugin (None: no protocol variable set).
@@ -37,7 +38,7 @@ def pytest_addoption(parser):
         f"it at the end (default), or 'fail' the test; default from ${env.REPLAY_MISS}, else the "
         f"{env.REPLAY_MISS.lower()} ini option",
     )
-    for name, text in {**env.INI_SETTINGS, **compile_settings.INI_SETTINGS}.items():
+    for name, text in {**env.INI_SETTINGS, **compile_settings.INI_SETTINGS, **race_settings.INI_SETTINGS}.items():
         parser.addini(name.lower(), f"{text} (${name} wins over it)", default="")
 
 
@@ -55,7 +56,10 @@ def pytest_load_initial_conftests(early_config):
 def _isolate_stores(config) -> str | None:
     if STORE_NOTE not in config.stash:
         requested = env.protocol_requested(os.environ)
-        config.stash[STORE_NOTE] = env.isolate_stores(os.environ) if requested else None
+        try:
+            config.stash[STORE_NOTE] = env.isolate_stores(os.environ) if requested else None
+        except env.ProtocolError as exc:  # before any conftest: a usage error, as at configure
+            raise pytest.UsageError(f"warmup-harness: {exc}") from None
     return config.stash[STORE_NOTE]
 
 

@@ -7,15 +7,20 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import early_key, env, versions
 from .autotune import records
 from .autotune.clocks import CompileClock, process_age
 from .autotune.device import device_name
-from .autotune.writer import RecordWriter, journal_path, unfolded
+from .autotune.journal import journal_path, unfolded
+from .autotune.race_settings import RaceSettings, race_settings
+from .autotune.writer import RecordWriter
 from .precompile import precompiler as precompile
 from .precompile.settings import compile_settings
+
+if TYPE_CHECKING:
+    from .autotune.tuner_cache import Policy
 
 TAG = "[warmup-harness]"
 PLUGIN_NAME = "warmup-harness-session"
@@ -35,7 +40,7 @@ def say(config: Any, lines: list[str | None]) -> None:
 
 
 class Session:
-    def __init__(self, config: Any, mode: env.Mode, policy, notes: list[str],
+    def __init__(self, config: Any, mode: env.Mode, policy: Policy, notes: list[str],
                  compiler: precompile.Precompiler, hooks: Any, writer: RecordWriter | None = None):
         self.config = config
         self.mode = mode
@@ -56,12 +61,12 @@ class Session:
         """Checks the settings and files before anything runs, then puts the hooks in; raises
         ProtocolError or RecordError."""
         early_key.start()  # already under way since pytest's start, unless gated or loaded late (plugin.py)
-        compiler = precompile.Precompiler(
-            compile_settings(lambda name: env.raw_setting(config, name)),
-            lambda line: say(config, [line]))
+        settings = compile_settings(lambda name: env.raw_setting(config, name))
+        racing = race_settings(lambda name: env.raw_setting(config, name))  # read in replay too: refused alike
+        compiler = precompile.Precompiler(settings, lambda line: say(config, [line]))
         try:
             if mode.kind is env.Kind.RECORD:
-                return cls._start_record(config, mode, compiler)
+                return cls._start_record(config, mode, compiler, racing)
             return cls._start_replay(config, mode, miss_policy, compiler)
         except BaseException:
             compiler.close()
@@ -100,8 +105,9 @@ class Session:
             say(self.config, self.closing_lines())
 
     @classmethod
-    def _start_record(cls, config: Any, mode: env.Mode, compiler: precompile.Precompiler) -> Session:
-        from .autotune import once_recorder, policies, progress, tuners
+    def _start_record(cls, config: Any, mode: env.Mode, compiler: precompile.Precompiler,
+                      racing: RaceSettings) -> Session:
+        from .autotune import once_recorder, policies, progress, resume, set_aside, tuners
 
         try:
             mode.directory.mkdir(parents=True, exist_ok=True)
@@ -109,6 +115,8 @@ class Session:
             raise records.RecordError(f"{env.RECORD_DIR}={mode.directory}: cannot make the folder "
                                       f"({exc.strerror or exc})") from None
         records.check_writable(mode.directory, env.RECORD_DIR)
+        set_aside.unreadable_record(mode.directory, mode.op, env.setting(config, resume.RESUME_DIR),
+                                    lambda line: say(config, [line]))
         writer = RecordWriter(mode.directory, mode.op, device_name)
         writer.open()  # refuses now, not after the first sweep, a file this run cannot add to (no lock yet)
         try:
@@ -121,23 +129,23 @@ class Session:
         policy.progress = progress.from_env(os.environ)
         clock = CompileClock()
         racer = None
-        if compiler.settings.race:  # only a record session races: a replay's live sweep times every config
+        if racing.on:  # only a record session races: a replay's live sweep times every config
             from .autotune.race import History, Racer
 
-            history = None
-            if compiler.settings.race_history is not None:  # the record's sidecar as the session found it
-                meta, _ = records.load_meta(records.meta_path(mode.directory, mode.op))
-                history = History(meta, compiler.settings.race_history, device_name)
-            racer = Racer(lambda line: say(config, [line]), compiler.as_compiled, history, compiler.settings.race_near,
-                          compiler.settings.race_audit)
+            sidecar = records.meta_path(mode.directory, mode.op)
+            meta, _ = records.load_meta(sidecar)  # as the session found it
+            history = History(meta, device_name, racing.history, racing.near, lambda line: say(config, [line]),
+                              str(sidecar))
+            racer = Racer(lambda line: say(config, [line]), compiler.as_compiled, history, audit=racing.audit)
         hooks = tuners.install(policy, compiler, clock, racer, lambda line: say(config, [line]))
-        if not (isinstance(policy, once_recorder.OnceRecorder) and policy.same_folder):  # a cache may tune nothing
+        if not (isinstance(policy, once_recorder.OnceRecorder) and policy.same_folder):  # its own record may answer all
             compiler.start_early()  # its workers' imports overlap pytest's collection
         session = cls(config, mode, policy, [], compiler, hooks, writer=writer)
         session.racer = racer
         writer.extra_meta = lambda: {"startup_seconds": session.startup_seconds,
                                      "compile_seconds": clock.total(compiler),
-                                     "race": racer.keys if racer is not None else None}
+                                     "race": racer.keys if racer is not None else None,
+                                     "race_settings": racer.settings if racer is not None else None}
         writer.fold_on_sigterm()  # last: nothing after it can fail and leave the handler in
         return session
 
@@ -187,7 +195,7 @@ class Session:
             racing = ("racing on: each swept key's configs are timed briefly first, and only those the short timing's "
                       "measured noise cannot rule out are timed in full")
         return [what, "Triton's on-disk autotune cache is off: no config from an earlier run answers a key",
-                self.compiler.describe(), racing, *getattr(self.policy, "opening", [])]  # once_recorder.py's lines
+                self.compiler.describe(), racing, *self.policy.opening()]
 
     def finish(self) -> None:
         """Record mode: folds the journal into the record, once, before the closing lines."""
@@ -196,24 +204,24 @@ class Session:
             self.writer.restore_sigterm()
             self.writer.close()
             signature = os.environ.get(env.SIGNATURE, "").strip()
-            # The record as a cache, every test passed: the record holds every key this run met.
-            if signature and self.exitstatus == 0 and self._record_is_its_cache():
+            # Its own record resumed, every test passed: the record holds every key this run met.
+            if signature and self.exitstatus == 0 and self._resumes_its_own_record():
                 self.writer.vouch(signature)
 
-    def _record_is_its_cache(self) -> bool:
-        """Whether this record session resumes from its own record folder ("The record as a
-        cache"): not a sweep child, no claims, not fresh; its record there or not yet."""
-        from .autotune import claims, once_recorder, resume
+    def _resumes_its_own_record(self) -> bool:
+        """Whether this record session resumes from its own record folder (docs/CONTRACT.md, "The
+        record as a cache"): not a sweep child, no claims, not fresh; its record there or not yet."""
+        from .autotune import once_recorder
 
         def setting(name: str) -> str | None:
             return env.setting(self.config, name)
 
-        folder = setting(resume.RESUME_DIR)
+        folder = setting(env.RESUME_DIR)
         try:
-            fresh = resume.fresh(setting(resume.FRESH))
-        except resume.ResumeError:
+            fresh = env.truth(env.FRESH, setting(env.FRESH))
+        except env.ProtocolError:
             return False
-        return (folder is not None and not fresh and setting(claims.CLAIM_DIR) is None
+        return (folder is not None and not fresh and setting(env.CLAIM_DIR) is None
                 and os.environ.get(env.WARMUP_WORKER, "").strip() != "1"
                 and once_recorder.same_folder(Path(folder.strip()), self.writer.directory))
 
@@ -239,9 +247,8 @@ class Session:
                 f"one entry of the record, so one's decision can answer the other's key"
             )
         notes = self.notes + (self.writer.foreign_lines() + self.writer.notes if self.writer is not None else [])
-        once_lines = self.policy.closing() if hasattr(self.policy, "closing") else []  # once_recorder.py's
         race = self.racer.summary() if self.racer is not None else None
-        return [line, *once_lines, self.compiler.summary(), race, *notes]
+        return [line, *self.policy.closing(), self.compiler.summary(), race, *notes]
 
     def stop(self) -> None:
         if self.stopped:

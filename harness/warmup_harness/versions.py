@@ -6,7 +6,7 @@ TRITONS (README.md, "The harness"). Where those versions differ the hooks were c
 
 * 3.4 added the on-disk autotune cache (`cache_results`), which the hooks turn off, and
   `knobs.runtime.jit_cache_hook`, which the ahead-of-time compile (precompile/) needs;
-* 3.5 names the key of a compile in Triton's cache `triton.runtime.cache.get_cache_key`; 3.4
+* 3.5 names the key of a compile in Triton's kernel cache `triton.runtime.cache.get_cache_key`; 3.4
   computes the same text inside `triton.compile`, which takes no `_env_vars` there;
 * 3.5 keeps the driver a benchmark sets (`driver.set_active`, a CPU stand-in) in `driver._active`,
   3.4 in `driver.active`, beside its default;

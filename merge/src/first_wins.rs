@@ -369,6 +369,7 @@ mod tests {
                 path: p.into(),
                 shard: None,
                 clues: None,
+                by_key: false,
             })
             .collect();
         let mut out = Vec::new();

@@ -18,6 +18,8 @@ pub struct Source {
     pub shard: Option<usize>,
     /// Where to look when the shard left no usable record: its log and status files.
     pub clues: Option<(PathBuf, PathBuf)>,
+    /// A by-key plan's shard: a child that claimed no key records nothing, by design.
+    pub by_key: bool,
 }
 
 /// The scratch locks a merge holds, one per scratch folder however often it is named.
@@ -52,6 +54,7 @@ pub fn sources(inputs: &[PathBuf], op: &OpArg, locks: &mut Locks) -> Result<Vec<
                 path: input.clone(),
                 shard: None,
                 clues: None,
+                by_key: false,
             });
             continue;
         }
@@ -63,6 +66,7 @@ pub fn sources(inputs: &[PathBuf], op: &OpArg, locks: &mut Locks) -> Result<Vec<
             path: scratch.record_file(shard.index, op),
             shard: Some(shard.index),
             clues: Some((scratch.log(shard.index), scratch.status(shard.index))),
+            by_key: plan.by_key(),
         }));
     }
     Ok(out)
@@ -162,6 +166,19 @@ pub fn stale_kernels(sources: &[Source]) -> (Vec<Vec<String>>, Vec<String>) {
 }
 
 impl Source {
+    /// Why the source's record cannot be used, as the skip line says it: a by-key shard with no
+    /// record file tuned no key there (each it met was another child's), or ended first.
+    pub fn unusable(&self, why: &Unreadable) -> String {
+        let name = self.path.display().to_string();
+        match self.shard {
+            Some(shard) if self.by_key && !self.path.exists() => format!(
+                "{name}: no record: by key, shard {shard} tuned no key (another child claimed \
+                 each it met) or ended before recording one"
+            ),
+            _ => why.located(&name),
+        }
+    }
+
     /// ` (shard i: see LOG and STATUS)` for a shard's record, to follow a skip message.
     pub fn clues(&self) -> String {
         match (&self.shard, &self.clues) {

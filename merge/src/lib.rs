@@ -235,7 +235,11 @@ fn merge<'r>(
                         .add_records_except(origin, record, &stale[origin]);
                 }
                 Some(Err(why)) => {
-                    eprintln!("{TOOL}: {}; skipped{}", why.located(&name), source.clues());
+                    eprintln!(
+                        "{TOOL}: {}; skipped{}",
+                        source.unusable(why),
+                        source.clues()
+                    );
                     merged.problems += 1;
                 }
                 None => {}

@@ -25,9 +25,9 @@ pub enum Record {
     Answers,
     /// No record, or one made elsewhere: why.
     Misses(String),
-    /// `<op>.json` is no record file (empty, cut off, not `{kernel: {key: config}}`): why. The
-    /// harness refuses to record into its folder, so one process cannot record there; a sweep
-    /// publishes a whole record over it.
+    /// `<op>.json` is no record file (empty, cut off, not `{kernel: {key: config}}`): why. One
+    /// process's harness sets it aside ("The record as a cache"); a sweep publishes a whole
+    /// record over it.
     Damaged(String),
 }
 
@@ -82,7 +82,11 @@ impl RecordFolder {
 /// Everything the decision reads.
 #[derive(Debug, Clone)]
 pub struct Facts {
+    /// The op, as the reasons name it.
+    pub op: String,
     pub worker: bool,
+    /// FlagGems' own `--parallel N` in COMMAND (`protocol::command::flaggems_parallel_of`).
+    pub flaggems_parallel: Option<String>,
     pub gpus: Gpus,
     pub by_key: bool,
     pub fresh: bool,
@@ -162,6 +166,13 @@ fn rules(f: &Facts) -> Rule<Decision> {
             "FLAGGEMS_PERF_WARMUP_WORKER is set: this is a warmup child, skipping",
         ));
     }
+    if let Some(n) = &f.flaggems_parallel {
+        return Err(plain(format!(
+            "COMMAND runs FlagGems' own --parallel {n}, which tunes and measures its shapes on {n} \
+             GPUs at once; the warmup measures serially on one, so COMMAND runs plain (drop \
+             --parallel to warm it up)"
+        )));
+    }
     if let Gpus::Invalid(text) = &f.gpus {
         return Err(not_whole(text));
     }
@@ -185,7 +196,7 @@ fn rules(f: &Facts) -> Rule<Decision> {
 
 /// The plugin's rules: a sweep, or the first skip that applies.
 fn sweep_rules(f: &Facts, harness: bool) -> Rule<Decision> {
-    let gpus = gpu_count(&f.gpus, harness)?;
+    let gpus = gpu_count(f, harness)?;
     // No shape file on 2 or more distinct devices, where the harness is: the children claim keys.
     let by_key = f.by_key || (harness && f.shape_file.is_none() && distinct(&f.devices) >= 2);
     if !by_key {
@@ -209,13 +220,15 @@ fn sweep_rules(f: &Facts, harness: bool) -> Rule<Decision> {
 }
 
 /// The GPU count asked for; where the harness is, none asked is every visible device (a single
-/// one was recorded before this rule).
-fn gpu_count(gpus: &Gpus, harness: bool) -> Rule<u64> {
-    match gpus {
+/// one was recorded before this rule); without it, none asked is a skip that says why.
+fn gpu_count(f: &Facts, harness: bool) -> Rule<u64> {
+    match &f.gpus {
         Gpus::Unset if harness => Ok(u64::MAX),
-        Gpus::Unset => Err(plain(
-            "no GPU count (--gpus or PARALLEL_WARMUP_GPUS); skipping",
-        )),
+        Gpus::Unset => Err(plain(format!(
+            "no GPU count (--gpus or PARALLEL_WARMUP_GPUS), and every visible GPU is the count only \
+             where the harness runs in COMMAND ({}); skipping",
+            f.harness.as_ref().err().map_or("a replay is pinned", String::as_str)
+        ))),
         Gpus::Count(n) if *n < 2 => Err(plain(format!(
             "GPU count {n} is below 2; nothing to parallelize, skipping"
         ))),
@@ -238,7 +251,7 @@ fn shape_file_given(shape_file: Option<&(PathBuf, bool)>) -> Rule<()> {
             "no --shape_file; parallel warmup needs an explicit shape set, skipping",
         )),
         Some((file, false)) => Err(plain(format!(
-            "--shape_file {} is missing; parallel warmup needs an explicit shape set, skipping",
+            "--shape_file {}: no such file; skipping",
             file.display()
         ))),
         Some(_) => Ok(()),
@@ -336,8 +349,9 @@ fn harness_decision(f: &Facts) -> Option<Decision> {
     if let (Some(dir), Record::Answers, false) = (f.record_folder.dir(), &f.record, f.fresh) {
         return Some(Decision::Replay {
             reason: format!(
-                "the record in {} answers op keys for this Triton and device model: COMMAND runs once, replaying it; a key it lacks is tuned live and added (--fresh tunes every key again)",
-                dir.display()
+                "the record in {} answers op {} for this Triton and device model: COMMAND runs once, replaying it; a key it lacks is tuned live and added (--fresh tunes every key again)",
+                dir.display(),
+                f.op
             ),
             dir: dir.to_owned(),
         });
@@ -357,15 +371,13 @@ fn harness_decision(f: &Facts) -> Option<Decision> {
 fn one_process(f: &Facts, lead: String) -> Option<Decision> {
     let dir = f.record_folder.dir()?;
     if let Record::Damaged(why) = &f.record {
-        // The harness adds only to a record file (and refuses the run): it records nothing here.
         return Some(Decision::Record {
             reason: format!(
-                "{lead}: {why}, and the harness adds only to a record file, so COMMAND runs once \
-                 with the harness recording nothing (move that file away, the record is a cache, \
-                 to record into {})",
+                "{lead}: COMMAND runs once with the harness recording into {}; {why}: the harness \
+                 sets it aside (the record is a cache)",
                 dir.display()
             ),
-            dir: None,
+            dir: Some(dir.to_owned()),
         });
     }
     Some(Decision::Record {
@@ -414,7 +426,9 @@ mod tests {
     /// A run that sweeps: two GPUs asked and listed, a shape file, no harness, no record folder.
     fn sweeping() -> Facts {
         Facts {
+            op: "mm".into(),
             worker: false,
+            flaggems_parallel: None,
             gpus: Gpus::Count(2),
             by_key: false,
             fresh: false,
@@ -481,10 +495,19 @@ mod tests {
     }
 
     #[test]
+    fn flaggems_own_parallel_runs_plain_whatever_else_holds() {
+        let mut f = answering(with_harness(sweeping()));
+        f.flaggems_parallel = Some("2".into());
+        assert_eq!(decide(&f).name(), "plain");
+        assert!(reason(&f).starts_with("COMMAND runs FlagGems' own --parallel 2,"));
+    }
+
+    #[test]
     fn gpu_counts_missing_invalid_or_below_two_skip_without_the_harness() {
         let mut f = sweeping();
         f.gpus = Gpus::Unset;
         assert!(reason(&f).contains("no GPU count"));
+        assert!(reason(&f).contains("only where the harness runs in COMMAND (no harness)"));
         f.gpus = Gpus::Count(1);
         assert!(reason(&f).contains("below 2"));
         f.gpus = Gpus::Invalid("abc".into());
@@ -499,7 +522,7 @@ mod tests {
         f.shape_file = None;
         assert!(reason(&f).contains("no --shape_file"));
         f.shape_file = Some(("gone.yaml".into(), false));
-        assert!(reason(&f).contains("--shape_file gone.yaml is missing"));
+        assert!(reason(&f).ends_with("--shape_file gone.yaml: no such file; skipping"));
         f.by_key = true;
         assert_eq!(decide(&f).name(), "sweep", "by-key needs no shape file");
     }
@@ -547,6 +570,9 @@ mod tests {
     #[test]
     fn a_record_that_answers_is_replayed_once_where_the_harness_is() {
         let f = answering(with_harness(sweeping()));
+        assert!(decide(&f)
+            .reason()
+            .starts_with("the record in /r answers op mm for this Triton"));
         assert_eq!(
             decide(&f),
             Decision::Replay {
@@ -638,14 +664,18 @@ mod tests {
             !decide(&f).reason().contains("is not replayed"),
             "--fresh resumes nothing"
         );
-        // A record file that is no record: the harness would refuse to add to it.
+        // A record file that is no record: the harness sets it aside and records there.
         f.fresh = false;
         f.record = Record::Damaged("/r/mm.json: empty file: it is no record".into());
-        let Decision::Record { dir: None, reason } = decide(&f) else {
+        let Decision::Record {
+            dir: Some(_),
+            reason,
+        } = decide(&f)
+        else {
             panic!("{:?}", decide(&f));
         };
         assert!(
-            reason.contains("empty file") && reason.contains("recording nothing"),
+            reason.contains("empty file") && reason.contains("sets it aside"),
             "{reason}"
         );
         f.gpus = Gpus::Count(2);
@@ -687,7 +717,7 @@ mod tests {
                 f.shape_file = None;
                 f.devices = Err("no devices found".into());
             }),
-            ("--shape_file gone.yaml is missing", |f| {
+            ("--shape_file gone.yaml: no such file", |f| {
                 f.shape_file = Some(("gone.yaml".into(), false))
             }),
             ("cannot list the devices (none)", |f| {
@@ -724,9 +754,9 @@ mod tests {
                 "{said}"
             );
         }
-        // A record file that is no record: one process that records nothing, as on one device.
+        // A record file that is no record: one process that records there, as on one device.
         f.record = Record::Damaged("/r/mm.json: empty file: it is no record".into());
-        assert!(matches!(decide(&f), Decision::Record { dir: None, .. }));
+        assert!(matches!(decide(&f), Decision::Record { dir: Some(_), .. }));
         // A replay folder pins the configs, and a count that is no number is the plugin's skip.
         let mut g = f.clone();
         g.replay_dir_set = true;

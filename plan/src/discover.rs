@@ -127,7 +127,7 @@ pub fn discover(args: &Warmup, world: &World) -> Result<Discovery> {
     };
     let shape_file = command::shape_file_of(&args.command).map(PathBuf::from);
     let backend_name = args.spawn.backend.as_deref().unwrap_or("auto");
-    let devices = backend::select(backend_name, &world.env)
+    let devices = backend::select_for(backend_name, &world.env, args.devices.is_some())
         .and_then(|b| backend::devices(b, args.devices.as_deref(), &world.env))
         .map_err(|e| format!("{e:#}"));
     if args.by_key {
@@ -171,7 +171,9 @@ pub fn discover(args: &Warmup, world: &World) -> Result<Discovery> {
     };
     let record_folder_dir = record_folder.dir().map(Path::to_path_buf);
     let facts = Facts {
+        op: op.clone(),
         worker,
+        flaggems_parallel: command::flaggems_parallel_of(&args.command),
         gpus: gpus(args.gpus, world.var(names::GPUS)),
         by_key: args.by_key,
         fresh: args.fresh,

@@ -54,7 +54,7 @@ runs COMMAND unchanged.";
 const WARMUP_AFTER: &str = "\
 ENVIRONMENT:
   FLAGGEMS_PERF_CURRENT_OP           the op [default: COMMAND's single -m NAME, else (no
-                                     --shape_file) its test file's stem, else \"default\"]
+                                     --shape_file) its test file's stem less test_, else \"default\"]
   PARALLEL_WARMUP_GPUS               the GPU count when --gpus is not given
   FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR  the record folder: where the merged configs are published,
                                      and the op's history and record, compared with the Triton
@@ -67,9 +67,11 @@ ENVIRONMENT:
                                      target/release, PATH)
 
 EXAMPLES:
-  warmup --gpus 8 -- pytest benchmark/test_mm.py --shape_file core_shapes.yaml
-  warmup -- pytest benchmark/test_blas_perf.py -m mm  # op mm; every GPU, by key (no shape file)
+  warmup -- pytest benchmark/test_mm.py               # op mm; every GPU, by key (no shape file)
   warmup --gpus 1 -- pytest benchmark/test_mm.py      # one process, recording with compile-ahead
+  warmup --gpus 8 --entry BlasBenchmark -- pytest benchmark/test_mm.py --level core \\
+        --shape_file benchmark/core_shapes.yaml       # its shapes split over 8 GPUs
+  (FlagGems 5.0: benchmark/test_blas_perf.py -m mm in place of benchmark/test_mm.py)
 
 EXIT STATUS:
   COMMAND's (warmup ends by running it, or by waiting for the measurement it started with the
@@ -151,7 +153,9 @@ STDOUT:
 
 EXAMPLES:
   warmup-slurm --scratch /shared/$USER/warmup-mm --shards 16 --partition gpu --time 2:00:00 \\
-      --op mm -- pytest benchmark/test_blas_perf.py --shape_file core_shapes.yaml
+      --op mm --entry BlasBenchmark -- pytest benchmark/test_mm.py --level core \\
+        --shape_file benchmark/core_shapes.yaml
+  (FlagGems 5.0: benchmark/test_blas_perf.py -m mm in place of benchmark/test_mm.py)
 
 EXIT STATUS:
   0 submitted (with --wait or --finish: every shard finished); 1 some shards failed (their

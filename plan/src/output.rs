@@ -301,8 +301,9 @@ fn discards_scratch(args: &Warmup) -> bool {
 /// warmup-spawn's options for the sweep and the measurement: the ones given, then `--measure`,
 /// `--discard-scratch` where the script makes the scratch (no `--scratch`) and `--keep` is not
 /// given, the record folder once (`--record-dir`: warmup-spawn publishes into it and its children
-/// resume from it; `--resume-dir` where it cannot be written, only resumed from), and `--fresh`:
-/// warmup-spawn turns them into the children's environment by `protocol::env::resume_env`.
+/// resume from it; `--resume-dir` where it cannot be written, only resumed from), `--fresh`
+/// (warmup-spawn turns them into the children's environment by `protocol::env::resume_env`), and
+/// `--measure-after` where the harness does not run in COMMAND.
 fn measure_argv(args: &Warmup, found: &Discovery) -> Vec<OsString> {
     let mut argv = args.spawn.argv();
     argv.push("--measure".into());
@@ -320,6 +321,10 @@ fn measure_argv(args: &Warmup, found: &Discovery) -> Vec<OsString> {
         argv.push("--fresh".into());
     }
     argv.extend(["--signature".into(), (&found.signature).into()]);
+    // Without the harness COMMAND cannot wait at the gate: `-p warmup_harness` would fail it.
+    if found.facts.harness.is_err() {
+        argv.push("--measure-after".into());
+    }
     argv
 }
 

@@ -158,6 +158,12 @@ impl Environment {
 
 /// The backend `--backend NAME` names: a backend name, a FlagGems vendor name, or `auto`.
 pub fn select(name: &str, env: &Environment) -> Result<&'static Backend> {
+    select_for(name, env, false)
+}
+
+/// [`select`] for a run given `--devices` or not: where auto finds no backend, the message asks
+/// only for what is missing (`--backend NAME`, and `--devices LIST` when none was given).
+pub fn select_for(name: &str, env: &Environment, devices_given: bool) -> Result<&'static Backend> {
     let name = name.trim();
     if name != "auto" {
         return by_name(name).with_context(|| format!("--backend {name:?}: {}", known()));
@@ -186,9 +192,14 @@ pub fn select(name: &str, env: &Environment) -> Result<&'static Backend> {
     }
     bail!(
         "--backend auto found no backend: {} is unset, no visibility variable ({}) is set, \
-         and no probe found a device; pass --backend NAME and --devices LIST",
+         and no probe found a device; pass --backend NAME{}",
         crate::env::VENDOR,
-        all_vars().join(", ")
+        all_vars().join(", "),
+        if devices_given {
+            ""
+        } else {
+            " and --devices LIST"
+        }
     )
 }
 
@@ -402,6 +413,18 @@ mod tests {
         let env = Environment::fake(&[("FLAGGEMS_VENDOR", "acme")], &none());
         let err = format!("{:#}", select("auto", &env).expect_err("acme"));
         assert!(err.contains("acme") && err.contains("cambricon"), "{err}");
+    }
+
+    #[test]
+    fn auto_finding_nothing_asks_only_for_what_is_missing() {
+        let env = Environment::fake(&[], &none());
+        let bare = format!("{:#}", select_for("auto", &env, false).expect_err("none"));
+        assert!(
+            bare.ends_with("pass --backend NAME and --devices LIST"),
+            "{bare}"
+        );
+        let given = format!("{:#}", select_for("auto", &env, true).expect_err("none"));
+        assert!(given.ends_with("pass --backend NAME"), "{given}");
     }
 
     #[test]

@@ -109,8 +109,33 @@ pub fn marker_name(name: &str) -> bool {
         && !PYTHON_KEYWORDS.contains(&name)
 }
 
-/// The stem of the first test file a pytest COMMAND names (`benchmark/test_blas_perf.py`, or
-/// `...py::test_x`: `test_blas_perf`), or None.
+/// FlagGems' own `--parallel N` in a pytest COMMAND (`benchmark/test_blas_perf_parallel.py`:
+/// one pytest per GPU, tuning and measuring concurrently): the last `--parallel N` or
+/// `--parallel=N` before a `--`, when N is not `0` (serial, FlagGems' default). None otherwise.
+pub fn flaggems_parallel_of(command: &[OsString]) -> Option<String> {
+    let at = pytest_args_start(command)?;
+    let mut args = command[at..].iter().map(|a| a.as_bytes());
+    let mut last = None;
+    while let Some(arg) = args.next() {
+        match arg {
+            b"--" => break,
+            b"--parallel" => last = args.next(),
+            _ if VALUED.contains(&arg) => {
+                args.next();
+            }
+            _ => {
+                if let Some(value) = arg.strip_prefix(b"--parallel=") {
+                    last = Some(value);
+                }
+            }
+        }
+    }
+    let n = String::from_utf8_lossy(last?).trim().to_owned();
+    (!n.trim_start_matches('0').is_empty()).then_some(n)
+}
+
+/// The first test file a pytest COMMAND names (`benchmark/test_mm.py`, or `...py::test_x`:
+/// `benchmark/test_mm.py`), or None.
 pub fn test_file_of(command: &[OsString]) -> Option<PathBuf> {
     let at = pytest_args_start(command)?;
     command[at..].iter().find_map(|arg| {
@@ -619,6 +644,30 @@ mod tests {
             "the interpreter's -m"
         );
         assert_eq!(marker(&["env", "pytest", "-m", "mm"]), None);
+    }
+
+    #[test]
+    fn flaggems_own_parallel_is_read_from_pytests_words_and_zero_is_serial() {
+        let par = |words: &[&str]| flaggems_parallel_of(&os(words));
+        let bench = "benchmark/test_blas_perf_parallel.py";
+        assert_eq!(par(&["pytest", bench, "--parallel", "2"]), Some("2".into()));
+        assert_eq!(
+            par(&["python3", "-m", "pytest", bench, "--parallel=8"]),
+            Some("8".into())
+        );
+        assert_eq!(
+            par(&["pytest", bench, "--parallel", "2", "--parallel", "0"]),
+            None
+        );
+        assert_eq!(par(&["pytest", bench, "--parallel", "00"]), None);
+        assert_eq!(
+            par(&["pytest", bench, "-k", "--parallel", "x"]),
+            None,
+            "-k's value"
+        );
+        assert_eq!(par(&["pytest", bench]), None);
+        assert_eq!(par(&["pytest", bench, "--", "--parallel", "2"]), None);
+        assert_eq!(par(&["sh", "-c", "pytest --parallel 2"]), None);
     }
 
     #[test]

@@ -129,8 +129,8 @@ impl std::fmt::Display for Derived {
 
 /// The op of a run: the one given ([`CURRENT_OP`]), else the single bare marker name of a pytest
 /// COMMAND (`-m mm`: the test FlagGems' benchmark names by its op), else, where COMMAND names no
-/// shape file, the stem of its first test file (`benchmark/test_blas_perf.py`: one record for
-/// the command), else [`DEFAULT_OP`] (a shape file's entry is the op: `default`, as ever).
+/// shape file, the stem of its first test file less a leading `test_` ([`file_op`]), else
+/// [`DEFAULT_OP`] (a shape file's entry is the op: `default`, as ever).
 pub fn derive(given: Option<&str>, command: &[OsString]) -> Derived {
     let derived = |name: String, why: String| Derived { name, why };
     if let Some(op) = OpArg::new(given).given() {
@@ -141,14 +141,10 @@ pub fn derive(given: Option<&str>, command: &[OsString]) -> Derived {
     }
     if crate::command::shape_file_of(command).is_none() {
         let file = crate::command::test_file_of(command);
-        let stem = file
-            .as_deref()
-            .and_then(Path::file_stem)
-            .and_then(|s| s.to_str())
-            .filter(|s| valid(s) && s.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_'));
-        if let (Some(stem), Some(file)) = (stem, &file) {
+        let op = file.as_deref().and_then(file_op);
+        if let (Some(op), Some(file)) = (op, &file) {
             return derived(
-                stem.to_owned(),
+                op.to_owned(),
                 format!(
                     "from the test file {}; {CURRENT_OP} or -m NAME names another",
                     file.display()
@@ -160,6 +156,19 @@ pub fn derive(given: Option<&str>, command: &[OsString]) -> Derived {
         DEFAULT_OP.to_owned(),
         format!("neither {CURRENT_OP} nor a single -m NAME names one"),
     )
+}
+
+/// The op a test file names: its stem less a leading `test_` where more follows
+/// (`benchmark/test_mm.py`, FlagGems 5.3's file of op `mm`: `mm`; 5.0's `test_blas_perf.py`, one
+/// record for the file's ops: `blas_perf`), when that is a valid op starting with a letter, digit
+/// or `_`.
+pub fn file_op(file: &Path) -> Option<&str> {
+    let stem = file.file_stem()?.to_str()?;
+    let op = stem
+        .strip_prefix("test_")
+        .filter(|op| !op.is_empty())
+        .unwrap_or(stem);
+    (valid(op) && op.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_')).then_some(op)
 }
 
 #[cfg(test)]
@@ -232,7 +241,23 @@ mod tests {
         );
         assert_eq!(derive(Some(" "), &blas).to_string(), "op mm (from -m mm)");
         let whole = words(&["python3", "-m", "pytest", "benchmark/test_blas_perf.py"]);
-        assert_eq!(derive(None, &whole).name, "test_blas_perf");
+        assert_eq!(derive(None, &whole).name, "blas_perf");
+        let split = words(&["pytest", "benchmark/test_mm.py::test_mm", "--level", "core"]);
+        assert_eq!(
+            derive(None, &split).name,
+            "mm",
+            "FlagGems 5.3: one file per op"
+        );
+        for (file, op) in [
+            ("test_.py", Some("test_")),
+            ("testmm.py", Some("testmm")),
+            ("mm_test.py", Some("mm_test")),
+            ("test__x.py", Some("_x")),
+            ("test_.x.py", None),
+            ("test_-x.py", None),
+        ] {
+            assert_eq!(file_op(Path::new(file)), op, "{file}");
+        }
         assert!(derive(None, &whole)
             .why
             .contains("from the test file benchmark/test_blas_perf.py"));

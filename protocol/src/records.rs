@@ -72,7 +72,7 @@ pub struct Counts {
 
 impl fmt::Display for Counts {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} kernel(s), {} config(s)", self.kernels, self.configs)
+        write!(f, "{} kernel(s), {} key(s)", self.kernels, self.configs)
     }
 }
 

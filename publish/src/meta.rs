@@ -11,7 +11,8 @@
 //! shard's is no number, absent where none has it); `kernels` the union (shards disagreeing: the
 //! fingerprint of those that ran the kernel if they agree, else `null`, with a line); `foreign`
 //! every key made elsewhere than the published `device` and `triton` (a kept key as DIR's sidecar
-//! says); `race` every shard's raced keys (several shards: the first's).
+//! says); `race` every shard's raced keys and `race_settings` every shard's kernels' history
+//! settings (several shards: the first's).
 
 use anyhow::Result;
 use protocol::layout::Scratch;
@@ -88,9 +89,11 @@ pub fn combine(scratch: &Scratch, op: &str) -> Result<Combined> {
         "tune_seconds".into(),
         Value::Object(per_key(&read, "tune_seconds")),
     );
-    let race = per_key(&read, "race");
-    if !race.is_empty() {
-        out.insert("race".into(), Value::Object(race));
+    for field in ["race", "race_settings"] {
+        let merged = per_key(&read, field);
+        if !merged.is_empty() {
+            out.insert(field.into(), Value::Object(merged));
+        }
     }
     if let Some(kernels) = kernels(&read, &mut notes) {
         out.insert("kernels".into(), Value::Object(kernels));
@@ -394,8 +397,8 @@ fn process_seconds(read: &[ShardSidecar], field: &str, fold: Fold) -> Option<Val
     Some(folded.map_or(Value::Null, Value::from))
 }
 
-/// Every shard's `{kernel: {key: value}}` under `field` (`tune_seconds`, `race`), the first
-/// shard's where several have a key.
+/// Every shard's `{kernel: {key: value}}` under `field` (`tune_seconds`, `race`, and
+/// `race_settings`, whose "keys" are its fields), the first shard's where several have a key.
 fn per_key(read: &[ShardSidecar], field: &str) -> Map<String, Value> {
     let mut all = Map::new();
     for (_, sidecar) in read {

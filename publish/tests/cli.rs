@@ -253,7 +253,7 @@ fn a_publish_keeps_every_key_of_the_record_there_and_its_own_configs_win() {
     publish_into(rec.path(), &record((0..100).chain([5000]), 7))
         .success()
         .stderr(contains(
-            "wrote 1 kernel(s), 3001 config(s) (1 kernel(s), 101 config(s) from this run, 2900 \
+            "wrote 1 kernel(s), 3001 key(s) (1 kernel(s), 101 key(s) from this run, 2900 \
              key(s) kept from the record there, which this run did not decide)",
         ));
     let k = read_record(&rec.child("mm.json"));

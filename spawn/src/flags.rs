@@ -11,6 +11,7 @@ pub const TOOL: &str = "warmup-spawn";
 pub const EXAMPLES: &str = "EXAMPLES:
   # one pytest per shard, on the GPUs the caller may use (--plan /tmp/run works too)
   warmup-spawn --plan /tmp/run/plan.json -- pytest benchmark/test_mm.py --shape_file shapes.yaml
+  (FlagGems 5.0: benchmark/test_blas_perf.py -m mm in place of benchmark/test_mm.py)
 
   # pick the devices; a device listed twice takes two children at once (not in a by-key plan)
   warmup-spawn --plan /tmp/run/plan.json --devices 4,5,6,7 --timeout 3600 -- pytest ...
@@ -32,7 +33,7 @@ pub const EXAMPLES: &str = "EXAMPLES:
 
   # a by-key plan (warmup-shard --by-key): COMMAND whole in each child, one child per device,
   # the children claiming autotune keys in SCRATCH/claims
-  warmup-spawn --plan /tmp/run --devices 0,1,2,3 -- pytest benchmark/test_blas_perf.py -m mm
+  warmup-spawn --plan /tmp/run --devices 0,1,2,3 -- pytest benchmark/test_mm.py
 
   # the sweep, then merge and publish, and COMMAND measured once on the configs: a pytest COMMAND
   # starts with the sweep and waits at its gate (the contract, The gate); exit: COMMAND's
@@ -259,6 +260,11 @@ pub struct Args {
     /// every key this run needs
     #[arg(long, value_name = "SIG", requires = "measure")]
     pub signature: Option<String>,
+
+    /// With --measure: start COMMAND after publishing, never alongside the sweep (warmup-plan
+    /// passes it where warmup_harness does not run in COMMAND, so no `-p warmup_harness` is added)
+    #[arg(long, requires = "measure")]
+    pub measure_after: bool,
 
     /// The command each child runs, after `--` (as warmup takes it, so that no word of
     /// it is read as an option of this tool); its --shape_file is replaced by the shard's

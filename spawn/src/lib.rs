@@ -127,6 +127,7 @@ fn measure(args: &Args, env: &backend::Environment, parent: nix::unistd::Pid) ->
         summary: args.summary.as_deref(),
         fresh: args.fresh,
         signature: args.signature.as_deref(),
+        measure_after: args.measure_after,
     };
     match sweep::prepare::prepare(&request(args), env) {
         Ok(Some(prepared)) => measure::run(&opts, &prepared, parent),
@@ -189,7 +190,7 @@ fn limits(args: &Args) -> sweep::supervisor::Limits {
 }
 
 fn list_devices(args: &Args, env: &backend::Environment) -> Result<Status> {
-    let backend = backend::select(&args.backend, env)?;
+    let backend = backend::select_for(&args.backend, env, args.devices.is_some())?;
     let devices = backend::devices(backend, args.devices.as_deref(), env)?;
     let mut out = std::io::stdout().lock();
     for d in devices {

@@ -27,7 +27,7 @@
 #           pool is done, as before issue 31
 #   audit   ours, with WARMUP_HARNESS_RACE_AUDIT: the dropped configs are timed in full too, and
 #           each key's timings land in logs/audit_CASE_MODE_rREP.jsonl (race_audit.py reads them);
-#           its wall time is not racing's
+#           history off, so that every config is there to judge; its wall time is not racing's
 #
 # Cases: mm (fp16, 8 shapes) and addmm (bf16, 10 shapes), FlagGems' BLAS benchmark, from FlagGems'
 # root; triton, the plain @triton.autotune matmul and softmax of tests/gpu (test_triton_bench.py,
@@ -215,7 +215,8 @@ for case in "${case_list[@]}"; do
             case $variant in
                 full) warmup+=(--no-race) ;;
                 serial) warmup+=(--no-race); knobs=(WARMUP_HARNESS_COMPILE_OVERLAP=0) ;;
-                audit) knobs=(WARMUP_HARNESS_RACE_AUDIT="$OUT/logs/audit_${case}_${mode}_r$rep.jsonl") ;;
+                audit) knobs=(WARMUP_HARNESS_RACE_AUDIT="$OUT/logs/audit_${case}_${mode}_r$rep.jsonl"
+                              WARMUP_HARNESS_RACE_HISTORY=0) ;;
             esac
             if [ "$variant" = plain ]; then
                 run "plain_${case}_${mode}_r$rep" "$case" plain "$mode" "$rep" "$home" -- \

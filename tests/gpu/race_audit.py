@@ -9,7 +9,11 @@ Columns, per key: configs raced; of them re-timed in full; the share whose full 
 timing over the fastest (1.000: the race kept the winner); how far the full winner's short timing
 stood from the best short timing, in units of the key's measured noise (the margin a race needs to
 keep it); and the seconds of short timing, of full timing of the kept, and of the audit's timing
-of the dropped. Then racing's history (`history`), measured on the same keys.
+of the dropped. Then where each key's short pass went (`costs`): waiting for compiles, measured on
+the device, the rest on the host and of that the part inside the short timings (launching,
+synchronizing, L2 flushes; outside them: loading kernels, the device lock, `_bench`'s own Python),
+its launches and short timings, and the milliseconds a config and a short timing cost. Then
+racing's history (`history`), measured on the same keys.
 """
 
 from __future__ import annotations
@@ -78,6 +82,35 @@ def main(paths: list[str]) -> None:
     print(f"seconds: short {short:.1f}, full of the kept {full:.1f}, full of the dropped (audit only) {audit:.1f}")
 
 
+COST_FIELDS = ("wait_s", "timing_s", "device_s", "host_s", "launches", "timings")  # the audit's breakdown (race.py)
+
+
+def costs(entries: list[dict]) -> None:
+    """Per key, where the short pass's seconds went; then the totals. An audit written before the
+    breakdown existed has none: its keys are left out, said once."""
+    known = [e for e in entries if all(e.get(f) is not None for f in COST_FIELDS)]
+    print("\n| case | kernel | key | raced | short s | ms a config | waiting for compiles s | device s | host s "
+          "| of it inside the timings s | launches | short timings | ms a short timing |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for e in known:
+        raced = len(e["configs"])  # the configs timed briefly
+        print(f"| {e['case']} | {e['kernel'].rsplit(':', 1)[-1]} | {e['key'][:40]} | {raced} | {e['short_s']:.3f} | "
+              f"{1000 * e['short_s'] / max(raced, 1):.1f} | {e['wait_s']:.3f} | {e['device_s']:.3f} | "
+              f"{e['host_s']:.3f} | {e['timing_s'] - e['device_s']:.3f} | {e['launches']} | {e['timings']} | "
+              f"{1000 * (e['short_s'] - e['wait_s']) / max(e['timings'], 1):.1f} |")
+    if len(known) < len(entries):
+        print(f"\n{len(entries) - len(known)} key(s) without a breakdown (an audit from before it): left out")
+    if not known:
+        return
+    total = {f: sum(e[f] for e in known) for f in ("short_s", *COST_FIELDS)}
+    configs = sum(len(e["configs"]) for e in known)
+    print(f"\nshort pass: {total['short_s']:.1f}s over {configs} configs ({1000 * total['short_s'] / configs:.1f} ms a "
+          f"config): {total['wait_s']:.1f}s waiting for compiles, {total['device_s']:.1f}s on the device, "
+          f"{total['host_s']:.1f}s host; {total['launches']} launches in {total['timings']} short timings "
+          f"({1000 * (total['short_s'] - total['wait_s']) / max(total['timings'], 1):.1f} ms a short timing "
+          f"besides waiting)")
+
+
 def history(entries: list[dict]) -> None:
     """What racing's history would have cost on these keys, left out one at a time: for each key, a
     history of N other keys of its kernel (every choice of N), a config near (within X of the best
@@ -117,4 +150,5 @@ if __name__ == "__main__":
     if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help"):
         sys.exit(__doc__)
     main(sys.argv[1:])
+    costs(rows(sys.argv[1:]))
     history(rows(sys.argv[1:]))

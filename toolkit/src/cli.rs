@@ -96,11 +96,42 @@ pub fn man(mut cmd: clap::Command, out: &mut dyn Write) -> anyhow::Result<()> {
         let usage = synopsis(&cmd);
         cmd = cmd.override_usage(usage);
     }
-    clap_mangen::Man::new(
-        cmd.after_long_help(clap::builder::Resettable::<clap::builder::StyledStr>::Reset),
-    )
-    .title(name.to_uppercase())
-    .render(out)?;
+    let cmd = cmd.after_long_help(clap::builder::Resettable::<clap::builder::StyledStr>::Reset);
+    let subcommands: Vec<(String, String)> = cmd
+        .get_subcommands()
+        .filter(|sub| !sub.is_hide_set() && sub.get_name() != "help")
+        .map(|sub| {
+            let about = sub.get_about().map(|a| a.to_string()).unwrap_or_default();
+            (sub.get_name().to_owned(), about)
+        })
+        .collect();
+    // clap_mangen's own SUBCOMMANDS section names a page per subcommand (`warmup-cache-list(1)`),
+    // which is not installed: this one says where each one's options are instead.
+    let page = clap_mangen::Man::new(cmd).title(name.to_uppercase());
+    page.render_title(out)?;
+    page.render_name_section(out)?;
+    page.render_synopsis_section(out)?;
+    page.render_description_section(out)?;
+    page.render_options_section(out)?;
+    if !subcommands.is_empty() {
+        writeln!(out, ".SH SUBCOMMANDS")?;
+        for (sub, about) in &subcommands {
+            writeln!(
+                out,
+                ".TP
+\\fB{}\\fR
+{}",
+                roff(sub),
+                roff_line(about)
+            )?;
+        }
+        writeln!(
+            out,
+            ".PP\nEach one's options: \\fB{} SUBCOMMAND \\-\\-help\\fR.",
+            roff(&name)
+        )?;
+    }
+    page.render_version_section(out)?;
     for (heading, body) in sections(&extra) {
         writeln!(out, ".SH \"{}\"\n.nf", roff(&heading))?;
         for line in body.trim_matches('\n').lines() {

@@ -41,9 +41,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from . import atomic, safe_read
-from ..env import ProtocolError
-
-CLAIM_DIR = "WARMUP_HARNESS_CLAIM_DIR"
+from ..env import CLAIM_DIR, ProtocolError
 
 # A disk or quota with no room left: a claim cannot be written, and nothing is wrong but the space.
 FULL = (errno.ENOSPC, errno.EDQUOT)

@@ -15,7 +15,8 @@ import os
 import sys
 from pathlib import Path
 
-PROBE_ROOT = "WARMUP_PROBE_ROOT"  # protocol's env::PROBE_ROOT
+from ..env import PROBE_ROOT
+
 VISIBLE = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")
 
 

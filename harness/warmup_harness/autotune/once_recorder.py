@@ -58,7 +58,7 @@ class OnceRecorder(Recorder):
         self.carried_keys = 0
         self._device_name = device_name
         self._say = say
-        self.opening: list[str] = []
+        self._opening: list[str] = []  # start()'s lines: by-key mode, why nothing is resumed
         self.notes: list[str] = []
         self._held: dict[tuple[str, str], claims_mod.Held] = {}
         self._untimed: dict[tuple[str, str], Untimed] = {}
@@ -234,6 +234,9 @@ class OnceRecorder(Recorder):
             remember(state.recorded, key)
         return True
 
+    def opening(self) -> list[str]:
+        return list(self._opening)
+
     def closing(self) -> list[str]:
         lines = []
         if self.claims is not None:
@@ -272,7 +275,7 @@ def start(setting: Callable[[str], str | None], op: str, writer: Any, device_nam
 
     same = earlier is not None and same_folder(earlier.path.parent, writer.directory)
     policy = OnceRecorder(writer, claims, earlier, device_name, say, same_folder=same)
-    policy.opening = opening
+    policy._opening = opening
     return policy
 
 

@@ -16,8 +16,7 @@ import os
 from pathlib import Path
 
 from . import safe_read
-
-PROGRESS = "WARMUP_HARNESS_PROGRESS"
+from ..env import PROGRESS
 
 
 class ProgressFile:

@@ -1,26 +1,26 @@
 """Resume: a key an earlier record already holds is not tuned again (docs/CONTRACT.md, "Resume").
 
-`WARMUP_HARNESS_RESUME_DIR` names the folder of an earlier record (scripts/warmup passes the
-RECORD_DIR it publishes into). Its `<op>.json` answers a key only where its sidecar
-`<op>.meta.json` says the key was made with this process's Triton version on its device model
-(the sidecar's own `device` and `triton`, or its `foreign` group's: records.Provenance): a config
-tuned for another GPU or compiler is no answer, and neither is one tuned for another version of
-the kernel (the sidecar's `kernels` fingerprint differs from this one's: fingerprints.py).
-The journal beside it (`.<op>.journal`: keys a fold that failed on a full disk, or a kill, left
-unfolded) answers too, as the next fold would put it in, each key where its line says it was made.
-`WARMUP_HARNESS_FRESH` (1, true, yes) turns it off. Such a key is pinned to the earlier config, not tuned.
+`WARMUP_HARNESS_RESUME_DIR` names the folder of an earlier record (warmup-plan and warmup-spawn
+set it by protocol::env::resume_env: the record folder of the run). Its `<op>.json` answers a key
+only where its sidecar `<op>.meta.json` says the key was made with this process's Triton version on
+its device model (the sidecar's own `device` and `triton`, or its `foreign` group's:
+records.Provenance): a config tuned for another GPU or compiler is no answer, and neither is one
+tuned for another version of the kernel (the sidecar's `kernels` fingerprint differs from this
+one's: fingerprints.py). The journal beside it (`.<op>.journal`: keys a fold that failed on a full
+disk, or a kill, left unfolded) answers too, as the next fold would put it in, each key where its
+line says it was made. `WARMUP_HARNESS_FRESH` yes (env.truth) turns it off; neither yes nor no
+refuses the run. Such a key is pinned to the earlier config, not tuned.
 
 Two uses. The earlier record is the record this session writes (RESUME_DIR = RECORD_DIR, the
-record as a cache): its keys are there already, and nothing is carried. It is another folder's (a
-sweep child resuming from the record its run publishes into): once the device is known to match
-(at the first key), every key of the earlier record is carried into this process's record in one
-write (writer.RecordWriter.carry), with the seconds the earlier sidecar gave it, so that the new
-record, which replaces the earlier one when published (even after a stopped sweep,
-scripts/warmup), still holds them all. An interrupted sweep whose record was published thus picks
-up where it stopped.
+record resumed from itself): its keys are there already, and nothing is carried. It is another folder's (a
+sweep child resuming from the record folder its run publishes into): once the device is known to
+match (at the first key), every key of the earlier record is carried into this process's record in
+one write (writer.RecordWriter.carry), with the seconds the earlier sidecar gave it, so that the new
+record, which replaces the earlier one when published (even after a stopped sweep), still holds
+them all. An interrupted sweep whose record was published thus picks up where it stopped.
 
-Nothing here refuses the run: an earlier record that is missing, unreadable or made elsewhere only
-means every key is tuned, and a line says why. Standard library only.
+Nothing else here refuses the run: an earlier record that is missing, unreadable or made elsewhere
+only means every key is tuned, and a line says why. Standard library only.
 """
 
 from __future__ import annotations
@@ -29,21 +29,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .. import env
-from ..env import ProtocolError
+from ..env import FRESH, RESUME_DIR
 from .records import (Made, Provenance, RecordError, describe, fingerprints, load_meta, load_records, made_here,
                       meta_path, record_path)
-from .writer import Entry, journaled
-
-RESUME_DIR = "WARMUP_HARNESS_RESUME_DIR"
-FRESH = env.FRESH
-
-_YES = ("1", "true", "yes")
-_NO = ("0", "false", "no")
-
-
-class ResumeError(ProtocolError):
-    """A resume setting that cannot be read (a usage error)."""
-
+from .journal import Entry, journaled
 
 class Earlier:
     """The keys of an earlier record, each usable where it was made on this process's device and
@@ -127,23 +116,12 @@ class Earlier:
         return config, value if ok else None
 
 
-def fresh(raw: str | None) -> bool:
-    if raw is None:
-        return False
-    value = raw.strip().lower()
-    if value in _YES:
-        return True
-    if value in _NO:
-        return False
-    raise ResumeError(f"{FRESH}={raw!r} is not one of {', '.join(_YES + _NO)}")
-
-
 def load(setting: Callable[[str], str | None], op: str, triton_version: str,
          lines: list[str]) -> Earlier | None:
     """The earlier record to resume from, or None (with a line in `lines` saying why, where one
-    was named); raises ResumeError on a FRESH value that is neither yes nor no."""
+    was named); raises env.ProtocolError on a FRESH value that is neither yes nor no (env.truth)."""
     folder = setting(RESUME_DIR)
-    if fresh(setting(FRESH)):
+    if env.truth(FRESH, setting(FRESH)):
         if folder is not None:
             lines.append(f"resume: {FRESH} is set: every key is tuned, {folder} is not read")
         return None

@@ -98,6 +98,14 @@ class Policy:
     def setitem(self, tuner: Any, state: TunerState, key: Any, config: Any, raw: Any) -> None:
         raw[key] = config
 
+    def opening(self) -> list[str]:
+        """What the session says of this policy at its start (by-key mode, resume); none here."""
+        return []
+
+    def closing(self) -> list[str]:
+        """What the session says of this policy at its end, after its own count; none here."""
+        return []
+
 
 def remember(into: dict | set, key: Any, value: Any = None) -> None:
     """Remembers a settled key; an unhashable one is never settled and takes the slow path."""

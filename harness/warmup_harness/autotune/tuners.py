@@ -128,13 +128,14 @@ class Hooks:
                     progress.timing(len(configs))
                 if hooks.precompiler is not None or hooks.racer is not None:
                     hooks._time_through(type(tuner))
-                worth = configs  # all of them, but those a race's history rules out
+                worth = configs  # all of them, but those a race's history holds back, best first
                 launch_kwargs = args[0] if args else kwargs.get("kwargs", {})
                 if hooks.racer is not None:
                     worth = hooks.racer.start(tuner, state.kernel, key, configs, lambda: state.fingerprint(tuner))
                 hooks.before_timing(tuner, worth, launch_kwargs)
                 if hooks.racer is not None:  # the tuner times only the configs its race keeps
-                    return hooks.racer.decide(tuner, configs, hooks._timer(tuner, launch_kwargs))
+                    return hooks.racer.decide(tuner, configs, hooks._timer(tuner, launch_kwargs),
+                                              lambda more: hooks.before_timing(tuner, more, launch_kwargs))
             return configs
 
         self.replaced = {name: Autotuner.__dict__.get(name, _MISSING) for name in PATCHED}

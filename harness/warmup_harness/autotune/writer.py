@@ -25,88 +25,23 @@ import contextlib
 import fcntl
 import json
 import os
-import signal
-import threading
 from pathlib import Path
 from typing import Any, Callable
 from collections.abc import Iterator
 
 from . import atomic, safe_read
-from .records import (COMPLETE_FOR, META_FORMAT, META_VERSION, UNKNOWN, Made, Provenance, RecordError, describe,
-                      fingerprints, foreign_groups, load_meta, load_records, meta_path, record_path,
-                      sidecar_damage, versions)
+from .fold import add_process_seconds, add_races, harness_version, merge, sidecar_to_merge_into
+from .journal import Entry, journal_entries, journal_path, lock_path, sessions_path
+from .sigterm import OnSigterm
+from .records import (COMPLETE_FOR, META_VERSION, UNKNOWN, Made, Provenance, RecordError, describe,
+                      foreign_groups, load_meta, load_records, meta_path, record_path,
+                      versions)
 
 _UNASKED = object()
 
 # Below this size the record is rewritten after every key (milliseconds), above it only once the
 # journal has grown to the record's size.
 FOLD_EVERY_KEY_BELOW = 1 << 20
-
-
-def journal_path(directory: Path, op: str) -> Path:
-    return directory / f".{op}.journal"
-
-
-def lock_path(directory: Path, op: str) -> Path:
-    """Every append and fold holds `flock(LOCK_EX)` on it, as warmup-publish does."""
-    return directory / f".{op}.lock"
-
-
-def sessions_path(directory: Path, op: str) -> Path:
-    """A record session holds `flock(LOCK_SH)` on it for its whole life (docs/CONTRACT.md)."""
-    return directory / f".{op}.sessions"
-
-
-# kernel, key, config, seconds, kernel fingerprint, and where it was made (None: by the folding
-# process, for a journal line written before lines named it)
-Entry = tuple[str, str, dict, Any, "str | None", "Made | None"]
-
-
-def journal_entries(data: bytes) -> list[Entry]:
-    """The journal's (kernel, key, config, seconds, fingerprint, made), in order; a line that is
-    not one is skipped (a line cut short by a writer killed mid-append: the next append starts on
-    a line of its own), and the last piece, without its newline, was cut short (or is empty)."""
-    entries = []
-    for line in data.split(b"\n")[:-1]:
-        try:
-            entry = json.loads(line)
-            kernel, key, config = entry["kernel"], entry["key"], entry["config"]
-        except (ValueError, RecursionError, KeyError, TypeError):
-            continue
-        if isinstance(kernel, str) and isinstance(key, str) and isinstance(config, dict) \
-                and isinstance(config.get("kwargs"), dict):
-            fingerprint = entry.get("fingerprint")
-            made = None
-            if "device" in entry or "triton" in entry:
-                made = tuple(v if isinstance(v, str) else None for v in (entry.get("device"), entry.get("triton")))
-            entries.append((kernel, key, config, entry.get("seconds"),
-                            fingerprint if isinstance(fingerprint, str) else None, made))
-    return entries
-
-
-def journaled(directory: Path, op: str, then: str) -> list[Entry]:
-    """The entries of the journal there, none where there is none; raises RecordError where it
-    cannot be read (a FIFO or a device there included): its keys, if any, are not `then`. Reads only."""
-    path = journal_path(directory, op)
-    try:
-        return journal_entries(safe_read.read_bytes(path))
-    except FileNotFoundError:
-        return []
-    except OSError as exc:
-        raise RecordError(f"{path}: cannot read the journal ({exc.strerror or exc}); its keys, if any, "
-                          f"are not {then}") from None
-
-
-def unfolded(directory: Path, op: str, records: dict, provenance: Provenance | None = None) -> int:
-    """Replay: adds to `records` the keys a record session journaled but did not fold (it was
-    killed), as the next record session would fold them, and to `provenance` where each was made
-    (a line that says nothing: where the sidecar's own keys were); returns how many. Reads only."""
-    entries = journaled(directory, op, "replayed")
-    for kernel, key, config, _, _, where in entries:
-        records.setdefault(kernel, {})[key] = config
-        if provenance is not None:
-            provenance.foreign[kernel, key] = where if where is not None else provenance.own
-    return len(entries)
 
 
 class RecordWriter:
@@ -133,14 +68,12 @@ class RecordWriter:
         self.extra_meta: Callable[[], dict] = dict  # the session's own sidecar fields, at each fold
         self._device_name = device_name
         self._device: Any = _UNASKED  # asked at the first decision, when the device is in use
-        self._busy = False  # inside an append or a fold: a SIGTERM waits for it
         self._compile_added = 0.0  # of this process's compile seconds, those in the sidecar already
-        self._stop_signal: int | None = None
-        self._previous_handler: Any = None
+        self._sigterm = OnSigterm(self.close)  # inside an append or a fold, a SIGTERM waits for it
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
-        self._busy = True
+        self._sigterm.busy = True
         try:
             # A FIFO in its place is refused (ENXIO), not waited on for a reader; a link, refused.
             lock = safe_read.open_own(lock_path(self.directory, self.op), os.O_WRONLY | os.O_APPEND | os.O_CREAT)
@@ -150,14 +83,12 @@ class RecordWriter:
             finally:
                 os.close(lock)
         finally:
-            self._busy = False
-            if self._stop_signal is not None:  # a SIGTERM came meanwhile: fold and die of it now
-                self._stop_now()
+            self._sigterm.done()  # a SIGTERM that came meanwhile: fold and die of it now
 
     def open(self) -> None:
         """Checks the record there, which this run may add to; raises RecordError. It takes no lock
         and writes nothing: a session that decides nothing leaves the folder as it found it (the
-        record as a cache: a re-run with a full record). The first write (`_go_live`) marks the
+        record resumed from itself: a re-run with a full record). The first write (`_go_live`) marks the
         session live and folds first what a process that died journaled."""
         try:
             if self.path.exists():
@@ -243,7 +174,7 @@ class RecordWriter:
                 if recorded < FOLD_EVERY_KEY_BELOW or size >= recorded:
                     self._fold()
         except (OSError, RecordError) as exc:
-            # The record is a cache: a write that fails (a full disk) never fails the test, which
+            # A record is a by-product: a write that fails (a full disk) never fails the test, which
             # runs on with the config it tuned. A fold that fails leaves the key in the journal.
             if not journaled:
                 self.unwritten.append((kernel, key))
@@ -271,7 +202,7 @@ class RecordWriter:
             self._go_live()
             with self._locked():
                 carried = self._fold(carried=entries, unchecked=unchecked)
-        except (OSError, RecordError) as exc:  # a cache: the keys are pinned all the same
+        except (OSError, RecordError) as exc:  # the keys are pinned all the same
             self._fold_failed(exc)
             return 0
         for kernel, key, *_ in entries:
@@ -307,7 +238,7 @@ class RecordWriter:
 
     def vouch(self, signature: str) -> None:
         """Names `signature` in the sidecar's `complete_for`: this session, which used the record
-        folder as its cache and passed, met every key its run needs, and the record holds them all
+        folder as its own resume and passed, met every key its run needs, and the record holds them all
         (docs/CONTRACT.md, "complete_for"). Written only where the record and its sidecar are there
         and the sidecar names another; a failure is a note, and the next run sweeps what it lacks."""
         try:
@@ -346,48 +277,18 @@ class RecordWriter:
         added = 0
         if entries or carried:
             records = load_records(self.path) if self.path.exists() else {}
-            meta, known = self._sidecar_to_merge_into()
+            meta, known = sidecar_to_merge_into(self.meta, self.op, self.notes)
             before = Provenance(meta if known else None)
             made = {(kernel, key): before.made(kernel, key) for kernel, keys in records.items() for key in keys}
-            meta.update(versions(), harness=_harness_version())
-            self._add_process_seconds(meta)
+            meta.update(versions(), harness=harness_version())
+            self._compile_added = add_process_seconds(meta, self.extra_meta(), self._compile_added)
             if self._device not in (None, _UNASKED) or "device" not in meta:
                 meta["device"] = None if self._device is _UNASKED else self._device
             here = (meta.get("device"), meta.get("triton"))
             mine = self._here() if self._device is not _UNASKED else here
-            tune = meta.setdefault("tune_seconds", {})
-            kernels = fingerprints(meta)
-            doubtful = {k for k in meta.get("unchecked", []) if isinstance(k, str)} | set(unchecked)
-            for kernel, key, config, seconds, fingerprint, where in entries:
-                if fingerprint is not None:
-                    doubtful.discard(kernel)  # taken from the kernel that ran here
-                    if kernel in kernels and kernels[kernel] != fingerprint:
-                        self._drop_changed(kernel, records, tune, made)
-                    kernels[kernel] = fingerprint
-                records.setdefault(kernel, {})[key] = config
-                tune.setdefault(kernel, {})[key] = seconds
-                made[kernel, key] = where if where is not None else mine
-            for kernel, key, config, seconds, fingerprint, where in carried:
-                here_print = kernels.get(kernel, fingerprint)
-                if fingerprint is not None and here_print != fingerprint:
-                    continue  # tuned here for the kernel as it is now: the earlier keys are stale
-                if fingerprint is not None:
-                    kernels[kernel] = fingerprint
-                keys = records.setdefault(kernel, {})
-                if key not in keys:
-                    keys[key] = config
-                    tune.setdefault(kernel, {})[key] = seconds
-                    made[kernel, key] = where if where is not None else UNKNOWN
-                    added += 1
-            if kernels or "kernels" in meta:
-                meta["kernels"] = kernels
+            added = merge(records, meta, made, entries, carried, unchecked, mine, self._drop_changed)
             if self._dropped:
                 meta.pop(COMPLETE_FOR, None)
-            doubtful &= {k for k, v in kernels.items() if v is not None}
-            if doubtful:
-                meta["unchecked"] = sorted(doubtful)
-            else:
-                meta.pop("unchecked", None)
             foreign = foreign_groups(made, here)
             if foreign:
                 meta["foreign"] = foreign
@@ -396,7 +297,7 @@ class RecordWriter:
                 meta.pop("foreign", None)
                 self.foreign = {}
             meta["version"] = META_VERSION
-            _add_races(meta, self.extra_meta().get("race"), records)
+            add_races(meta, self.extra_meta(), records)
             atomic.write_bytes(self.path, (json.dumps(records) + "\n").encode("utf-8"))
             self.folds += 1
             # The record never waits on its sidecar: one that cannot be written is a note.
@@ -438,79 +339,10 @@ class RecordWriter:
                               f"differ): its {dropped} earlier key(s) there were dropped, the keys met "
                               f"here are tuned again")
 
-    def _add_process_seconds(self, meta: dict) -> None:
-        """This process's start-up and compile seconds into the sidecar, which holds them for every
-        process that recorded there: the longest start-up, the sum of compiling."""
-        mine = self.extra_meta()
-        startup, compiled = mine.get("startup_seconds"), mine.get("compile_seconds")
-        old_startup, old_compiled = (_number(meta.get(k)) for k in ("startup_seconds", "compile_seconds"))
-        if startup is not None:
-            meta["startup_seconds"] = max(startup, old_startup) if old_startup is not None else startup
-        else:
-            meta["startup_seconds"] = old_startup
-        if compiled is not None:
-            meta["compile_seconds"] = round((old_compiled or 0.0) + compiled - self._compile_added, 6)
-            self._compile_added = compiled
-        else:
-            meta["compile_seconds"] = old_compiled
-
-    def _sidecar_to_merge_into(self) -> tuple[dict, bool]:
-        """The sidecar there and True, or a new one and False where there is none or it cannot be
-        merged into (then nothing says where the record's keys were made): the record never waits
-        on its sidecar being sound."""
-        meta, problem = load_meta(self.meta)
-        if meta is not None:
-            problem = sidecar_damage(meta, self.meta)
-        if problem is not None and not any(problem in note for note in self.notes):
-            self.notes.append(f"WARNING {problem}; it was replaced by this run's sidecar")
-        if problem is not None or meta is None:
-            return {"format": META_FORMAT, "version": META_VERSION, "op": self.op, "tune_seconds": {}}, False
-        return meta, True
-
-    # SIGTERM: fold, then die of it as the process would have.
+    # SIGTERM: fold, then die of it as the process would have (sigterm.py).
     def fold_on_sigterm(self) -> None:
         """Folds before the process dies of SIGTERM, where nobody else handles it."""
-        if threading.current_thread() is not threading.main_thread():
-            return
-        if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
-            return
-        self._previous_handler = signal.signal(signal.SIGTERM, self._on_signal)
+        self._sigterm.install()
 
     def restore_sigterm(self) -> None:
-        if self._previous_handler is not None and signal.getsignal(signal.SIGTERM) == self._on_signal:
-            signal.signal(signal.SIGTERM, self._previous_handler)
-        self._previous_handler = None
-
-    def _on_signal(self, signum: int, frame: Any) -> None:
-        self._stop_signal = signum
-        if not self._busy:  # else the append or fold under way finishes, then stops
-            self._stop_now()
-
-    def _stop_now(self) -> None:
-        signum, self._stop_signal = self._stop_signal, None
-        self.close()
-        signal.signal(signum, signal.SIG_DFL)
-        os.kill(os.getpid(), signum)
-
-
-def _add_races(meta: dict, mine: Any, records: dict) -> None:
-    """This process's raced keys (autotune/race.py: kernel -> key -> {"raced", "retimed"}) into the
-    sidecar's `race`, which keeps only keys the record holds."""
-    races = meta.get("race")
-    if not mine and races is None:
-        return
-    races = {k: dict(v) for k, v in races.items() if isinstance(v, dict)} if isinstance(races, dict) else {}
-    for kernel, keys in (mine or {}).items():
-        races.setdefault(kernel, {}).update(keys)
-    meta["race"] = {kernel: {key: v for key, v in keys.items() if key in records.get(kernel, {})}
-                    for kernel, keys in races.items() if kernel in records}
-
-
-def _number(value: Any) -> float | None:
-    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
-def _harness_version() -> str:
-    from .. import __version__
-
-    return __version__
+        self._sigterm.restore()

@@ -5,7 +5,7 @@ Why. Compiling a key ahead in the pool and then timing its configs one by one pu
 series: the tuner waits for the slowest compile before its first timing. A timing needs only its
 own config's kernel, and the device lock keeps timings one at a time per device either way.
 
-How. The key's jobs are captured and looked up in the cache as pool.run does, and its first
+How. The key's jobs are captured and looked up in the kernel cache as pool.run does, and its first
 round is decided as pool.run decides it (a forked pool not running yet starts at once for
 FORK_AT_ONCE new configs, else the first job is compiled here to learn whether the pool pays);
 what is left goes to the worker processes without waiting for it. A timing of a config

@@ -1,5 +1,5 @@
-"""One compile job against Triton's on-disk cache: found there, or compiled into it holding
-`flock` on the entry's folder, so that processes sharing a cache compile each entry once.
+"""One compile job against Triton's kernel cache: found there, or compiled into it holding
+`flock` on the entry's folder, so that processes sharing a kernel cache compile each entry once.
 
 Standard library only when imported; Triton is imported when a job is checked or compiled.
 """
@@ -34,7 +34,7 @@ def _prepared(fn: Any, job: CompileJob) -> tuple[Any, Any, Any, Any, str]:
 
 
 def is_cached(fn: Any, job: CompileJob) -> bool:
-    """Whether the job's kernel is in Triton's cache already: read only, no lock, in this process
+    """Whether the job's kernel is in Triton's kernel cache already: read only, no lock, in this process
     (a few milliseconds: a key found compiled never waits for a pool)."""
     src, _, entry, _, tp = _prepared(fn, job)
     return tp.in_cache(entry, src)
@@ -59,7 +59,7 @@ def _entry_lock(folder: Path, wait: bool) -> Iterator[bool]:
 
 
 def compile_job(fn: Any, job: CompileJob, wait: bool) -> Outcome:
-    """Compiles one job into the Triton cache unless it is there: COMPILED, FOUND, or BUSY (another
+    """Compiles one job into the kernel cache unless it is there: COMPILED, FOUND, or BUSY (another
     process compiles it now, and `wait` is off)."""
     src, options, entry, folder, tp = _prepared(fn, job)
     with _entry_lock(Path(folder), wait) as held:

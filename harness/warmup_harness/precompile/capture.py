@@ -78,7 +78,7 @@ def capture(tuner: Any, configs: list, launch: dict) -> Capture:
 
 
 def load(tuner: Any, args: tuple, config: Any, meta: dict) -> None:
-    """Compiles, or loads from the cache, a config's kernel without launching it, so that the
+    """Compiles, or loads from the kernel cache, a config's kernel without launching it, so that the
     timing lock is held for timing only. An error is left for the timed launch to meet."""
     from ..triton_private import run_jit
 

@@ -132,7 +132,7 @@ class CompilePool:
     def run(self, jobs: list[tuple[Any, CompileJob]]) -> tuple[list[Outcome | str], int]:
         """Each job's outcome (an Outcome, or why it failed), and how many waited for a sibling.
 
-        Processes only where they pay: jobs found in the cache are settled here first; the rest
+        Processes only where they pay: jobs found in the kernel cache are settled here first; the rest
         are compiled here one by one unless the pool is running, or is forked and they are
         FORK_AT_ONCE or more, or their work (the first one's seconds times their number) reaches
         the pool's start-up (`start_s`); with the pool the caller compiles from the end of the list

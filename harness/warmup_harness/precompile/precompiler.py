@@ -1,12 +1,12 @@
 """Compiles a new key's configs before the tuner times them, in parallel over the machine's cores
-and once across the children that share a Triton cache; and times one config at a time per device.
+and once across the children that share a kernel cache; and times one config at a time per device.
 
 Why. In a compile-heavy sweep compiling is most of the time, and a tuner compiles its configs one
 after another on one core, inside its timing loop: FlagGems' Hopper mm (about 160 configs) spends
 28-31 s compiling the first key of each specialization and 2-4 s timing each key. Children that
 shard such a sweep each compile every specialization they meet. Here a new key's pruned configs
-are compiled first, all at once, into Triton's on-disk cache; the tuner then times them as usual
-and each of its launches is a cache hit. Worker processes are forked from the session at the first key
+are compiled first, all at once, into Triton's kernel cache; the tuner then times them as usual
+and each of its launches is a kernel cache hit. Worker processes are forked from the session at the first key
 that pays for them, with every module it imported; where forking is unsafe they are spawned, and a
 record session starts them when the plugin loads, so that their imports overlap collection.
 
@@ -18,8 +18,8 @@ How (Triton 3.4 and later, checked against 3.4 to 3.9: triton_private.py), one m
   descriptors' block shapes, which the specialization holds); workers compile with
   `triton.compile` for the target (backend, architecture, warp size) Triton's driver gave the
   session, asked once there and passed in each job;
-* cache_entries: one job found in Triton's cache, or compiled into it holding `flock` on the
-  entry's folder, so that a sibling child sharing the cache never compiles it twice;
+* cache_entries: one job found in Triton's kernel cache, or compiled into it holding `flock` on the
+  entry's folder, so that a sibling child sharing the kernel cache never compiles it twice;
 * worker: a worker process's start-up (forked: nothing of the session's device or locks
   kept; spawned: its imports), and the kernel's module found, or imported by name or by path;
 * pool: processes (forked, else spawned), threads or the caller, only where a pool pays,
@@ -33,7 +33,7 @@ How (Triton 3.4 and later, checked against 3.4 to 3.9: triton_private.py), one m
 * ..triton_private and ..stdlib_private: every name of Triton's, and of the standard library's,
   that is not its documented API.
 
-When it pays: a config whose kernel is in Triton's cache already is found by the session's own
+When it pays: a config whose kernel is in Triton's kernel cache already is found by the session's own
 process, and a key with nothing left to compile never starts or waits for the pool. Otherwise a
 key's new configs are compiled in the session's process one by one unless the pool is running or
 their work (the first config's seconds times the number of the others) reaches the start-up cost
@@ -107,7 +107,7 @@ class Report:
     mode: str
     workers: int
     compiled: int = 0
-    found: int = 0  # in the cache already, or compiled by a sibling meanwhile
+    found: int = 0  # in the kernel cache already, or compiled by a sibling meanwhile
     waited: int = 0  # of those found, the ones a sibling was compiling when asked
     loaded: int = 0  # in this process's memory already
     left: int = 0  # not compiled ahead: Triton compiles them in the sweep
@@ -128,7 +128,7 @@ class Report:
 def precompile(tuner: Any, configs: list, launch: dict, pool: CompilePool, kernel: str = "",
                overlap: bool = False) -> Report | Ahead:
     """Compiles `configs` of `tuner` for one launch (`launch`: every argument by name, as the tuner's
-    `nargs` and its run's keyword arguments hold them) into the Triton cache, in `pool`. With
+    `nargs` and its run's keyword arguments hold them) into the kernel cache, in `pool`. With
     `overlap`, where the pool's workers can take the key (ahead.py), returns its compiles under way
     instead, whose `finish()` is the report."""
     from .capture import capture

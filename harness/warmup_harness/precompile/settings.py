@@ -17,30 +17,26 @@ from pathlib import Path
 from typing import Callable
 from collections.abc import Mapping
 
+from .. import env
 from ..env import ProtocolError
 
-MODE = "WARMUP_HARNESS_PRECOMPILE"
-TIMEOUT = "WARMUP_HARNESS_COMPILE_TIMEOUT"
-WORKERS = "WARMUP_HARNESS_COMPILE_WORKERS"
-PRELOAD = "WARMUP_HARNESS_COMPILE_PRELOAD"
-START = "WARMUP_HARNESS_COMPILE_START"
-LOCK_DIR = "WARMUP_HARNESS_DEVICE_LOCK_DIR"
-RACE = "WARMUP_HARNESS_RACE"  # record mode: a swept key's configs are raced (autotune/race.py)
-RACE_HISTORY = "WARMUP_HARNESS_RACE_HISTORY"  # racing: keys of history from which cold configs are skipped
-RACE_NEAR = "WARMUP_HARNESS_RACE_NEAR"  # racing: percent from the best within which a config is `near`
-RACE_AUDIT = "WARMUP_HARNESS_RACE_AUDIT"  # racing: a file that gets each raced key's timings, all in full too
-OVERLAP = "WARMUP_HARNESS_COMPILE_OVERLAP"  # configs are timed as their compiles finish (precompile/ahead.py)
-YES, NO = ("1", "true", "yes"), ("0", "false", "no")
-CHILDREN = "WARMUP_SPAWN_CHILDREN"  # set by warmup-spawn: children running at once on this machine
+MODE = env.PRECOMPILE
+TIMEOUT = env.COMPILE_TIMEOUT
+WORKERS = env.COMPILE_WORKERS
+PRELOAD = env.COMPILE_PRELOAD
+START = env.COMPILE_START
+LOCK_DIR = env.DEVICE_LOCK_DIR
+OVERLAP = env.COMPILE_OVERLAP  # configs are timed as their compiles finish (precompile/ahead.py)
+CHILDREN = env.SPAWN_CHILDREN  # set by warmup-spawn: children running at once on this machine
 MODES = ("processes", "threads", "off")
 STARTS = ("fork", "spawn")  # how worker processes start: forked from the session (default), or spawned
 MAX_WORKERS = 32  # the default's cap: past it a pool costs more memory than it saves time
 DEFAULT_TIMEOUT_S = 300.0  # a compile worker's silence that counts as stuck: a real compile takes a minute at most
-HUGE = 10**9  # a count past it is read as it (a longer number is no more a count of processes)
 LOCK_FOLDER = "warmup-harness-device-locks"
 
 # The settings an ini file may hold too (the option is the name in lowercase; the environment
-# variable wins). WARMUP_SPAWN_CHILDREN is not one: warmup-spawn sets it per child.
+# variable wins). WARMUP_SPAWN_CHILDREN is not one: warmup-spawn sets it per child. Racing's are
+# autotune/race_settings.py's.
 INI_SETTINGS = {
     MODE: "how a new key's configs are compiled ahead: 'processes' (default), 'threads' or 'off'",
     WORKERS: "compile workers, a whole number of at least 1 (default: this process's CPUs / children)",
@@ -48,13 +44,6 @@ INI_SETTINGS = {
     START: "how compile worker processes start: 'fork' (default, where safe) or 'spawn'",
     TIMEOUT: "seconds the compile workers may go without a result before the key is left to Triton",
     LOCK_DIR: "the folder of the per-device timing locks",
-    RACE: "record mode: race a swept key's configs, timing in full only those a short timing cannot rule out "
-          "(1/yes, default, or 0/no: every config timed in full)",
-    RACE_HISTORY: "racing: skip (neither compile nor time) a config never near the best on this many raced keys "
-                  "of the record on this device (unset: never skip; 3 lost no pick where measured)",
-    RACE_NEAR: "racing: the percent from the best short timing within which a config counts as near (default 20)",
-    RACE_AUDIT: "racing: a file to which each raced key adds one JSON line with every config's short and full "
-                "timing (the dropped are timed in full too, which costs what racing saves; for measuring racing)",
     OVERLAP: "time each config as soon as its compile is done while the pool compiles the rest (1/yes, default, "
              "or 0/no)",
 }
@@ -70,11 +59,7 @@ class CompileSettings:
     timeout_s: float = DEFAULT_TIMEOUT_S  # how long compile workers may go without a result
     notes: tuple[str, ...] = ()  # what was changed from the values given (a count capped), said at the start
     start: str = "fork"  # how worker processes start, where the platform allows it (worker_processes.fork_unsafe)
-    race: bool = True  # record mode: race a swept key's configs (autotune/race.py)
     overlap: bool = True  # time a config as soon as its compile is done (precompile/ahead.py)
-    race_history: int | None = None  # racing: raced keys of history from which cold configs are skipped
-    race_near: float = 0.20  # racing: a config within this of the best short timing is near
-    race_audit: str | None = None  # racing: the audit file (autotune/race.py, Race.audit)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> CompileSettings:
@@ -94,34 +79,7 @@ def compile_settings(get: Callable[[str], str | None]) -> CompileSettings:
         raise ProtocolError(f"{START}={start!r} is not one of {', '.join(STARTS)}")
     workers, notes = _workers(get)
     return CompileSettings(mode, workers, _preload(get), lock_dir, not chosen_dir, _seconds(get, TIMEOUT), notes,
-                           start, _switch(get, RACE, True), _switch(get, OVERLAP, True), _count(get, RACE_HISTORY),
-                           _percent(get, RACE_NEAR, 20.0) / 100, _path(get, RACE_AUDIT))
-
-
-def _path(get: Callable[[str], str | None], name: str) -> str | None:
-    """A file's path, made absolute (the session may change folders); unset or blank: None."""
-    raw = (get(name) or "").strip()
-    return os.path.abspath(raw) if raw else None
-
-
-def _percent(get: Callable[[str], str | None], name: str, default: float) -> float:
-    """A percentage above 0 in ASCII digits (`10`, `2.5`)."""
-    raw = (get(name) or "").strip()
-    if not raw:
-        return default
-    if not re.fullmatch(r"[0-9]*\.?[0-9]+|[0-9]+\.", raw) or not 0 < float(raw) <= 1000:
-        raise ProtocolError(f"{name}={raw!r} is not a percentage above 0 (at most 1000)")
-    return float(raw)
-
-
-def _switch(get: Callable[[str], str | None], name: str, default: bool) -> bool:
-    """On (1, true, yes) or off (0, false, no), any case; unset or blank: `default`."""
-    raw = (get(name) or "").strip()
-    if not raw:
-        return default
-    if raw.lower() in YES + NO:
-        return raw.lower() in YES
-    raise ProtocolError(f"{name}={raw!r} is not one of {', '.join(YES + NO)}")
+                           start, env.truth(OVERLAP, get(OVERLAP), default=True))
 
 
 def _seconds(get: Callable[[str], str | None], name: str) -> float:
@@ -134,18 +92,6 @@ def _seconds(get: Callable[[str], str | None], name: str) -> float:
     return min(float(raw), threading.TIMEOUT_MAX)
 
 
-def _count(get: Callable[[str], str | None], name: str) -> int | None:
-    """A whole number of at least 1 in ASCII digits (`isdigit` takes '²', which int() refuses);
-    one past HUGE reads as HUGE, so that no count is ever too large to compare."""
-    raw = (get(name) or "").strip()
-    if not raw:
-        return None
-    digits = raw.lstrip("0")
-    if not re.fullmatch(r"[0-9]+", raw) or not digits:
-        raise ProtocolError(f"{name}={raw!r} is not a whole number of at least 1")
-    return HUGE if len(digits) > len(str(HUGE)) else min(HUGE, int(digits))
-
-
 def _cpus() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
@@ -155,8 +101,8 @@ def _workers(get: Callable[[str], str | None]) -> tuple[int, tuple[str, ...]]:
     that caps it), else those CPUs shared among the children that run at once
     (WARMUP_SPAWN_CHILDREN), at most MAX_WORKERS."""
     cpus = _cpus()
-    chosen = _count(get, WORKERS)
-    children = _count(get, CHILDREN) or 1
+    chosen = env.count(WORKERS, get(WORKERS))
+    children = env.count(CHILDREN, get(CHILDREN)) or 1
     if chosen is None:
         return max(1, min(MAX_WORKERS, cpus // children)), ()
     if chosen > cpus:

@@ -44,7 +44,7 @@ pub fn unfinished(merged: &MergeSummary, scratch: &Scratch) -> Vec<(usize, Strin
 pub fn finished(merged: &MergeSummary, unfinished: usize, target: &Path, op: &str) -> Vec<String> {
     let k = merged.inputs;
     let mut lines = vec![format!(
-        "merged {} kernels / {} configs from the records of {} of {k} shards ({} finished) -> {}/{op}.json",
+        "merged {} kernels / {} keys from the records of {} of {k} shards ({} finished) -> {}/{op}.json",
         merged.kernels,
         merged.configs,
         merged.recovered,
@@ -158,7 +158,7 @@ pub fn rule(f: &Findings<'_>) -> Ruling {
     };
     let mut lines = vec![format!(
         "sweep done in {:.2}s on {} devices (the shards' wall times add up to {:.2}s): {kernels} \
-         kernels / {configs} configs -> {}/{}.json; measurement continues serially on one GPU",
+         kernels / {configs} keys -> {}/{}.json; measurement continues serially on one GPU",
         f.wall_seconds,
         f.shards,
         f.summed_seconds,
@@ -248,7 +248,7 @@ mod tests {
             v.lines
         );
         assert!(
-            v.lines[0].contains("1 kernels / 12 configs -> /rec/mm.json"),
+            v.lines[0].contains("1 kernels / 12 keys -> /rec/mm.json"),
             "{:?}",
             v.lines
         );
@@ -366,7 +366,7 @@ mod tests {
         let lines = finished(&merged, 2, Path::new("/rec"), "mm");
         assert_eq!(
             lines[0],
-            "merged 1 kernels / 9 configs from the records of 3 of 4 shards (2 finished) -> /rec/mm.json"
+            "merged 1 kernels / 9 keys from the records of 3 of 4 shards (2 finished) -> /rec/mm.json"
         );
         let swept = rule(&findings(configs(2), Some("/rec")));
         assert!(swept.lines[1].starts_with(&lines[1]), "{lines:?} {swept:?}");

@@ -65,6 +65,8 @@ pub struct Options<'a> {
     pub fresh: bool,
     /// `--signature`: the sidecar names the run complete when every shard ends ok.
     pub signature: Option<&'a str>,
+    /// `--measure-after`: the measurement starts after publishing, without the harness's gate.
+    pub measure_after: bool,
 }
 
 /// The `--measure` run, from the hold on the scratch to the measurement's end.
@@ -80,7 +82,12 @@ pub fn run(opts: &Options<'_>, prepared: &PreparedRun, parent: Pid) -> Result<St
     let watchdog = Watchdog::start(&prepared.run_id)?;
     let signals = Signals::install(parent)?;
     let mut shutdown = Shutdown::default();
-    let mut measurement = measured::start_early(opts.command, &place.publish_dir, &signals);
+    let mut measurement = if opts.measure_after {
+        say("the measurement starts after the sweep: warmup_harness does not run in COMMAND");
+        None
+    } else {
+        measured::start_early(opts.command, &place.publish_dir, &signals)
+    };
     let sweep = swept::Sweep::run(
         prepared,
         opts.limits,

@@ -88,7 +88,7 @@ pub fn prepare(req: &Request<'_>, env: &backend::Environment) -> Result<Option<P
         );
     }
     protocol::command::check_program(&req.command[0], std::env::var_os("PATH").as_deref())?;
-    let backend = backend::select(req.backend, env)?;
+    let backend = backend::select_for(req.backend, env, req.devices.is_some())?;
     let devices = backend::devices(backend, req.devices, env)?;
     if plan.by_key() {
         by_key::check_devices(&plan, plan_path, &devices)?;
