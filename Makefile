@@ -101,7 +101,7 @@ test-python-rest: venv
 TRITONS       ?= 3.4.0 3.5.1 3.6.0 3.7.1 3.8.0 3.9.0
 TRITON_VENV   := .venv-triton
 HARNESS_TESTS := tests/test_harness.py tests/test_harness_hooks.py tests/test_harness_versions.py \
-                 tests/test_harness_fingerprint.py \
+                 tests/test_harness_fingerprint.py tests/test_harness_hot_path.py \
                  tests/test_precompile.py
 
 triton-venv-%:
@@ -172,6 +172,7 @@ bench: build venv
 	$(VENV)/bin/python tests/bench/bench_merge.py
 	bash tests/bench/bench_spawn.sh
 	$(VENV)/bin/python tests/bench/bench_balance.py
+	$(VENV)/bin/python tests/bench/bench_hot_path.py
 
 # The links only: the virtualenvs stay in the cache folder for the next clone (remove that
 # folder, ~/.cache/parallel-warmup, to drop them).

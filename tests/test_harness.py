@@ -15,6 +15,7 @@ import fcntl
 import json
 import math
 import os
+import re
 import shutil
 import signal
 import sqlite3
@@ -775,13 +776,41 @@ def test_a_re_run_of_the_cache_session_with_a_full_record_tunes_nothing_and_writ
         assert (now.st_ino, now.st_mtime_ns) == (before.st_ino, before.st_mtime_ns), f"{name} was rewritten"
     assert not (folder / ".mm.journal").exists()
     assert "resume: 12 key(s) taken from" in again.stderr and "this session's record: nothing carried" in again.stderr
-    assert "recorded 0 key(s)" in again.stderr
+    # Said as what happened (issue 42): resumed, nothing tuned, and no tuning seconds.
+    record = folder / "mm.json"
+    lines = again.harness_lines()
+    assert f"[warmup-harness] record mode, op mm: 12 key(s) resumed from {record} where met, any other key tuned " \
+        f"and recorded in {record}" in lines, lines
+    assert f"[warmup-harness] op mm: resumed 12 key(s) from {record}, tuned 0" in lines, lines
+    assert "of tuning" not in again.stderr and "every autotuner decision goes to" not in again.stderr
 
     # FlagGems' own store warm too (its keys answered there first): they are the record's already.
     warm = cache_session(tmp_path, shapes, folder)
     assert warm.returncode == 0 and warm.session["timed"] == {}, warm.output
     now = (folder / "mm.json").stat()
     assert (now.st_ino, now.st_mtime_ns) == (files["mm.json"].st_ino, files["mm.json"].st_mtime_ns)
+
+
+def test_a_cache_session_that_resumes_some_keys_and_tunes_the_rest_says_how_many_of_each(tmp_path):
+    """Issue 42: the closing line counts what was resumed apart from what was tuned, and gives the
+    tuning seconds of the keys tuned here only."""
+    folder = tmp_path / "rec"
+    first = cache_session(tmp_path, shape_file(tmp_path, SHAPES[:2], "two.yaml"), folder)
+    assert first.returncode == 0, first.output
+    assert "op mm: recorded 6 key(s) of 3 kernel(s)" in first.stderr and "resumed" not in first.stderr
+    # FlagGems' store cold (another home): the two new shapes' keys are tuned, the record's resumed.
+    again = cache_session(tmp_path, shape_file(tmp_path, SHAPES), folder, HOME=str(tmp_path / "cold-home"))
+    assert again.returncode == 0, again.output
+    assert set(again.session["timed"]) == {PLAIN_MM, STORE_MM, ADD}, again.session["timed"]
+    record = folder / "mm.json"
+    assert f"record mode, op mm: 6 key(s) resumed from {record} where met" in again.stderr, again.stderr
+    closing = [ln for ln in again.harness_lines() if ln.startswith("[warmup-harness] op mm: ")]
+    assert len(closing) == 1, again.stderr
+    said = re.fullmatch(rf"\[warmup-harness\] op mm: resumed 6 key\(s\) from {re.escape(str(record))}, tuned 6 "
+                        rf"\(([0-9.]+)s of tuning\); recorded 6 key\(s\) of 3 kernel\(s\) in {re.escape(str(record))}",
+                        closing[0])
+    assert said is not None, closing
+    assert sum(map(len, json.loads(record.read_text()).values())) == 12
 
 
 def test_a_cache_session_that_tunes_nothing_takes_no_lock_and_starts_no_pool(tmp_path):
@@ -805,7 +834,10 @@ def test_a_cache_session_that_tunes_nothing_takes_no_lock_and_starts_no_pool(tmp
         for f in held:
             f.close()
     assert again.returncode == 0 and again.session["timed"] == {}, again.output
-    assert "recorded 0 key(s)" in again.stderr and not (folder / ".mm.journal").exists()
+    # FlagGems' store is warm here: it answers its kernel's 4 keys before the record is asked.
+    said = f"op mm: resumed 8 key(s) from {folder / 'mm.json'}, 4 answered by the tuner's store, tuned 0\n"
+    assert said in again.stderr, again.stderr
+    assert not (folder / ".mm.journal").exists()
     assert not mark.exists(), "a compile pool started in a session that compiled nothing"
 
 
@@ -1067,7 +1099,11 @@ def test_a_record_folder_whose_record_is_no_record_file_still_runs_the_benchmark
     one = warmup("--gpus", "1")
     assert one.returncode == 0 and " passed" in one.stdout and "failed" not in one.stdout, one.output
     assert "empty file" in one.stderr and "a folder of its own" not in one.stderr, one.output
-    assert (records / "mm.json").read_bytes() == b"", "the file is left as it was"
+    # The record is a cache (issue 42): the empty file is set aside beside itself, the op recorded anew.
+    [aside] = records.glob("mm.json.unreadable-*")
+    assert aside.read_bytes() == b"", "set aside as it was"
+    assert len(json.loads((records / "mm.json").read_text())) == 3, "recorded anew"
+    (records / "mm.json").write_bytes(b"")
     two = warmup("--gpus", "2", "--devices", "0,1")
     assert two.returncode == 0 and "is not replayed" in two.stderr, two.output
     assert len(json.loads((records / "mm.json").read_text())) == 3, "a whole record published over it"
@@ -1134,12 +1170,13 @@ def test_replay_never_races_a_key_it_sweeps_live(recorded, tmp_path):
 def test_racing_with_history_skips_the_configs_never_near_the_best_and_keeps_the_winners(recorded, tmp_path):
     rec = tmp_path / "rec"
     shapes = shape_file(tmp_path, SHAPES)
-    first = bench(tmp_path, shapes, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(rec), WARMUP_HARNESS_RACE="1")
+    first = bench(tmp_path, shapes, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(rec), WARMUP_HARNESS_RACE="1",
+                  WARMUP_HARNESS_RACE_HISTORY="3")
     assert first.returncode == 0, first.output
     meta = json.loads((rec / "mm.meta.json").read_text())
     near = {i for v in meta["race"][PLAIN_MM].values() for i in v["near"]}
     assert 0 < len(near) < 24, near
-    # History is on by default (3 keys, 20%): the fourth key's predicted winner (the nearest key's)
+    # Holding back is opt-in (3 keys here, near 20% by default): the fourth key's predicted winner (the nearest key's)
     # is not near its best on this fake device, so that key races every config after all (doubt).
     assert [v["history"] for v in meta["race"][PLAIN_MM].values()] == ["short"] * 3 + ["doubt"], meta["race"]
     assert meta["race_settings"][PLAIN_MM] == {"history": 3, "near": 0.2}

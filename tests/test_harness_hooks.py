@@ -20,11 +20,12 @@ from triton.runtime.autotuner import Autotuner
 from support import ROOT
 
 sys.path.insert(0, str(ROOT / "harness"))
-from warmup_harness.precompile import settings as cs  # noqa: E402
+from warmup_harness import env  # noqa: E402
 from warmup_harness.autotune import configs  # noqa: E402
 from warmup_harness.autotune import policies  # noqa: E402
 from warmup_harness.autotune import records  # noqa: E402
 from warmup_harness.autotune import tuners  # noqa: E402
+from warmup_harness.autotune.race_settings import race_settings  # noqa: E402
 
 
 class Launcher:
@@ -154,6 +155,29 @@ def test_a_replayed_key_after_its_first_launch_is_answered_without_the_policy(ho
     for _ in range(3):
         tuner.run(object(), 10)
     assert [launch["BLOCK"] for launch in tuner.fn.launches] == [128] * 4
+
+
+def test_a_settled_keys_store_is_the_tuners_and_clearing_it_tunes_the_key_again(hooks):
+    # The view holds settled keys itself (a dict), but what the tuner reads of its store is the store.
+    recorder = hooks(policies.Recorder(lambda *a: None))
+    tuner = make_tuner()
+    tuner.run(object(), 10)
+    assert list(tuner.cache.keys()) == [(10,)] and len(tuner.cache) == 1 and tuner.cache == tuner.__dict__["cache"]
+    tuner.cache.clear()
+    assert (10,) not in tuner.cache and tuner.__dict__["cache"] == {}
+    tuner.run(object(), 10)
+    assert (10,) in tuner.cache and len(tuner.fn.launches) == 2 * (1 + 3)  # tuned twice: 3 timed, 1 launched
+    assert recorder.shared_ids == set()
+
+
+def test_a_later_sessions_hooks_never_answer_from_an_earlier_sessions_pins(hooks):
+    tuner = make_tuner()
+    recorded = {f"{__name__}:body": {"[10]": configs.config_record(tuner.configs[1])}}
+    hooks(policies.Replayer(recorded, "rec/mm.json", fail=False, first_lookup=lambda: None))
+    tuner.run(object(), 10)
+    tuners.uninstall()
+    hooks(policies.Recorder(lambda *a: None))
+    assert (10,) not in tuner.cache  # the record session tunes it
 
 
 def test_two_live_tuners_over_one_function_are_named_as_sharing_a_record_entry(hooks):
@@ -753,8 +777,8 @@ def test_race_history_without_its_variable_orders_the_race_and_holds_nothing_bac
 def history(meta=None, device="dev", **settings):
     from warmup_harness.autotune import race
 
-    chosen = cs.compile_settings(settings.get)  # the session's reading: no variable set, the defaults
-    return race.History(meta, lambda: device, chosen.race_history, chosen.race_near)
+    chosen = race_settings(settings.get)  # the session's reading: no variable set, the defaults
+    return race.History(meta, lambda: device, chosen.history, chosen.near)
 
 
 FAR = {64: list(QUIET), 128: [3.0], 256: [1.1]}  # 128 never near: 64 best, 256 within 20%
@@ -775,8 +799,8 @@ def test_race_history_keeps_the_configs_it_rules_out_from_compiling_and_timing(c
     assert racer.keys[KERNEL]["[10]"]["audit"] == {"missed": []}, "128 lost its audit: history missed nothing"
     assert [b for b, kind in timer.calls].count(128) == 1, "128 timed on the audited key only (out-run: once)"
     for changed, settings, device in (({**meta, "kernels": {KERNEL: "fp-then"}}, {}, "dev"),
-                                      (meta, {cs.RACE_HISTORY: "4"}, "dev"), (meta, {}, "another"),
-                                      (meta, {cs.RACE_HISTORY: "0"}, "dev")):
+                                      (meta, {env.RACE_HISTORY: "4"}, "dev"), (meta, {}, "another"),
+                                      (meta, {env.RACE_HISTORY: "0"}, "dev")):
         compiled.clear()
         racer = race.Racer(lambda line: None, history=history(changed, device, **settings))
         race_keys(race_tuner(FAR, {64: 1.0, 128: 0.5, 256: 1.0})[0], racer, (10,))

@@ -71,13 +71,14 @@ pub fn scan(root: &Path) -> std::io::Result<Vec<Entry>> {
     Ok(entries)
 }
 
-/// The ops recorded in `folder`: its `<op>.json` files (`protocol::op::record_op`).
+/// The ops recorded in `folder`: its `<op>.json` files, sidecars and cost files aside
+/// (`protocol::op::of_record_file`).
 fn ops(folder: &Path) -> Vec<OsString> {
     let mut ops: Vec<OsString> = std::fs::read_dir(folder)
         .into_iter()
         .flatten()
         .filter_map(|e| e.ok())
-        .filter_map(|e| protocol::op::record_op(&e.file_name()).map(OsStr::to_os_string))
+        .filter_map(|e| protocol::op::of_record_file(&e.file_name()).map(OsStr::to_os_string))
         .collect();
     ops.sort();
     ops

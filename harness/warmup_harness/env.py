@@ -169,8 +169,23 @@ def path(raw: str | None) -> str | None:
     return os.path.abspath(value) if value else None
 
 
+# Unicode's White_Space, the space the tools trim a value of at both ends (Rust's `str::trim`);
+# str.strip() alone would take U+001C to U+001F too.
+WHITE_SPACE = ("\t\n\x0b\x0c\r \x85\xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B)))
+               + "\u2028\u2029\u202f\u205f\u3000")
+
+
+def trim(value: str) -> str:
+    """A protocol variable's value as the tools read it (protocol::env::record_dir_of, op::OpArg):
+    trimmed of WHITE_SPACE at both ends; a value with bytes that are not UTF-8 (surrogate escapes,
+    as Python decodes them) is kept whole."""
+    if any("\udc80" <= c <= "\udcff" for c in value):
+        return value
+    return value.strip(WHITE_SPACE)
+
+
 def _value(environ: Mapping[str, str], name: str) -> str:
-    return environ.get(name, "").strip()
+    return trim(environ.get(name, ""))
 
 
 def op_name(environ: Mapping[str, str]) -> str:
@@ -219,6 +234,14 @@ def op_file_problem(op: str) -> str | None:
     if op.endswith(SIBLING_SUFFIXES):
         return "an op ending in '.meta' or '.costs' would write over another op's sidecar or cost file"
     return None
+
+
+def op_of_record_file(name: str) -> str | None:
+    """The op whose record a file of a record folder is (`mm.json`: `mm`), or None for any other
+    file (a sidecar, a cost file, `.json`): protocol::op::of_record_file's rule, checked against it
+    by tests/test_protocol_agreement.py."""
+    op = name[:-5] if name.endswith(".json") else ""
+    return op if op and op_file_problem(op) is None else None
 
 
 def miss_policy(option: str | None, raw: str | None) -> MissPolicy:

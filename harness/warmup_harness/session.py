@@ -186,7 +186,11 @@ class Session:
 
     def opening_lines(self) -> list[str]:
         path = records.record_path(self.mode.directory, self.mode.op)
-        if self.writer is not None:
+        resumes = self.policy.resumes() if self.writer is not None else None
+        if resumes is not None:  # a re-run of the record as a cache, a sweep child resuming
+            what = (f"record mode, op {self.mode.op}: {resumes[1]} key(s) resumed from {resumes[0]} where met, any "
+                    f"other key tuned and recorded in {path}")
+        elif self.writer is not None:
             what = f"record mode, op {self.mode.op}: every autotuner decision goes to {path}"
         else:
             what = f"replay mode, op {self.mode.op}: configs pinned from {path}"
@@ -228,10 +232,7 @@ class Session:
     def closing_lines(self) -> list[str]:
         op = self.mode.op
         if self.writer is not None:
-            w = self.writer
-            kernels = len({kernel for kernel, _ in w.decided})
-            line = (f"op {op}: recorded {len(w.decided)} key(s) of {kernels} kernel(s) in {w.path} "
-                    f"({w.seconds:.1f}s of tuning)")
+            line = self._record_line()
         else:
             r = self.policy
             missed = f"{len(r.missed)} missing (their tests failed)" if r.fail else f"swept {len(r.missed)} live"
@@ -250,6 +251,22 @@ class Session:
         race = self.racer.summary() if self.racer is not None else None
         return [line, *self.policy.closing(), self.compiler.summary(), race, *notes]
 
+    def _record_line(self) -> str:
+        """What a record session did: the keys it resumed (where it resumes), those the tuner's store
+        answered, those it tuned and recorded; tuning seconds only where it tuned."""
+        w, op = self.writer, self.mode.op
+        tuned = len(self.policy.swept)
+        tuning = f" ({w.seconds:.1f}s of tuning)" if tuned else ""
+        kernels = len({kernel for kernel, _ in w.decided})
+        recorded = f"recorded {len(w.decided)} key(s) of {kernels} kernel(s) in {w.path}"
+        resumes = self.policy.resumes()
+        if resumes is None:
+            return f"op {op}: {recorded}{tuning}"
+        stored = len(self.policy.stored - self.policy.swept)
+        store = f", {stored} answered by the tuner's store" if stored else ""
+        line = f"op {op}: resumed {resumes[2]} key(s) from {resumes[0]}{store}, tuned {tuned}{tuning}"
+        return f"{line}; {recorded}" if w.decided else line
+
     def stop(self) -> None:
         if self.stopped:
             return
@@ -263,8 +280,7 @@ class Session:
 
 def _present(directory: Path) -> str:
     try:
-        names = sorted(n[:-5] for n in os.listdir(directory)
-                       if n.endswith(".json") and not n.endswith((".meta.json", ".costs.json")))
+        names = sorted(op for n in os.listdir(directory) if (op := env.op_of_record_file(n)) is not None)
     except OSError:
         return "the folder cannot be read"
     return "ops recorded there: " + ", ".join(names) if names else "no op is recorded there"

@@ -101,7 +101,10 @@ pub fn stale_kernels(sources: &[Source]) -> (Vec<Vec<String>>, Vec<String>) {
         .map(|source| {
             let (Some(_), Some(op), Some(dir)) = (
                 source.shard,
-                source.path.file_name().and_then(protocol::op::record_op),
+                source
+                    .path
+                    .file_name()
+                    .and_then(protocol::op::of_record_file),
                 source.path.parent(),
             ) else {
                 return Vec::new();

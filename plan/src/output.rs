@@ -181,26 +181,16 @@ pub fn warmup(args: &Warmup, found: &Discovery, decision: &Decision) -> Output {
     }
     match decision {
         Decision::Plain { .. } => {}
-        // A folder that cannot be written: the harness replays it (what it holds is pinned) and
-        // writes nothing; blank is unset, over the caller's variable.
-        Decision::Replay { dir, .. } | Decision::Record { dir: Some(dir), .. }
-            if found.read_only.is_some() =>
-        {
-            out.export(names::RECORD_DIR, "");
-            if !args.fresh {
-                out.export(names::REPLAY_DIR, dir);
+        Decision::Replay { dir, .. } | Decision::Record { dir: Some(dir), .. } => {
+            for (name, value) in one_process(args, found, dir) {
+                out.export(name, &value);
             }
         }
-        Decision::Replay { dir, .. } => {
-            out.export(names::RECORD_DIR, dir)
-                .export(names::RESUME_DIR, dir)
+        Decision::Record { dir: None, .. } => {
+            out.export(names::RECORD_DIR, "")
                 .export(names::SIGNATURE, &found.signature);
-        }
-        Decision::Record { dir, .. } => {
-            let dir = dir.as_deref().map(path).unwrap_or_default();
-            out.export(names::RECORD_DIR, &dir)
-                .export(names::SIGNATURE, &found.signature);
-            if let Some((name, value)) = protocol::env::resume_env(args.fresh, Some(&dir)) {
+            if let Some((name, value)) = protocol::env::resume_env(args.fresh, Some(OsStr::new("")))
+            {
                 out.export(name, &value);
             }
         }
@@ -217,6 +207,57 @@ pub fn warmup(args: &Warmup, found: &Discovery, decision: &Decision) -> Output {
     }
     out.list("command", args.command.clone());
     out
+}
+
+/// COMMAND run once by the harness over the record folder DIR: recording into it, resuming from
+/// it (`WARMUP_HARNESS_FRESH=1` instead with `--fresh`) and naming the run's signature; where this
+/// user cannot write it, replaying it (what it holds is pinned) and writing nothing, blank being
+/// unset over the caller's variable. `replay` and `record` run so, and a sweep's fallback does.
+fn one_process(args: &Warmup, found: &Discovery, dir: &Path) -> Vec<(&'static str, OsString)> {
+    if found.read_only.is_some() {
+        let mut env = vec![(names::RECORD_DIR, OsString::new())];
+        if !args.fresh {
+            env.push((names::REPLAY_DIR, path(dir)));
+        }
+        return env;
+    }
+    let mut env = vec![
+        (names::RECORD_DIR, path(dir)),
+        (names::SIGNATURE, OsString::from(&found.signature)),
+    ];
+    env.extend(protocol::env::resume_env(args.fresh, Some(dir.as_os_str())));
+    env
+}
+
+/// Where the script cannot sweep after all (fewer than 2 shapes to split, no scratch, shapes it
+/// cannot read): with the harness in COMMAND and a record folder, COMMAND runs once as `record`
+/// does, so that no key the folder holds is tuned again (`fallback_env`, `fallback`); else
+/// unchanged (both empty).
+fn fallback(out: &mut Output, args: &Warmup, found: &Discovery) {
+    let (env, said) = match found.facts.record_folder.dir() {
+        Some(dir) if found.facts.harness.is_ok() => {
+            let said = if found.read_only.is_some() {
+                format!("one process instead, replaying {}", dir.display())
+            } else {
+                format!(
+                    "one process instead, recording into {} and resuming from it",
+                    dir.display()
+                )
+            };
+            (one_process(args, found, dir), said)
+        }
+        _ => (Vec::new(), String::new()),
+    };
+    let words = env
+        .into_iter()
+        .map(|(name, value)| {
+            let mut word = OsString::from(name);
+            word.push("=");
+            word.push(value);
+            word
+        })
+        .collect();
+    out.set("fallback", said).list("fallback_env", words);
 }
 
 fn sweep(
@@ -278,6 +319,7 @@ fn sweep(
         .set("fresh", if args.fresh { "1" } else { "0" })
         .list("shard_argv", shard)
         .list("spawn_argv", measure_argv(args, found));
+    fallback(out, args, found);
     // The record cache is the run's record folder as a named one would be: the measurement gets
     // it too, so that a key it tunes live (a failed shard's) is kept for the next run.
     // One that cannot be written is only resumed from: the configs go to the scratch.

@@ -66,26 +66,36 @@ pub fn shape_flags(command: &[OsString]) -> impl Iterator<Item = Arg<'_>> {
 /// last `-m` pytest would read, trimmed, when it is a [`marker_name`]. None for any other
 /// COMMAND, or an expression (`-m "mm or bmm"`).
 pub fn marker_of(command: &[OsString]) -> Option<String> {
+    let name = std::str::from_utf8(last_value(command, b"-m")?)
+        .ok()?
+        .trim();
+    marker_name(name).then(|| name.to_owned())
+}
+
+/// The value of the last `FLAG VALUE` among a pytest COMMAND's arguments before a `--`, or its
+/// joined spelling (`-mVALUE` for a short flag, `--flag=VALUE` for a long one), the values of
+/// pytest's other options that take the next word ([`VALUED`]) skipped.
+fn last_value<'a>(command: &'a [OsString], flag: &[u8]) -> Option<&'a [u8]> {
     let at = pytest_args_start(command)?;
     let mut args = command[at..].iter().map(|a| a.as_bytes());
     let mut last = None;
     while let Some(arg) = args.next() {
-        match arg {
-            b"--" => break,
-            b"-m" => last = args.next(),
-            // pytest's options whose value is the next word, which may look like `-m`.
-            b"-k" | b"-p" | b"-o" | b"-c" | b"-W" | b"--rootdir" | b"--confcutdir" => {
-                args.next();
-            }
-            _ => {
-                if let Some(value) = arg.strip_prefix(b"-m").filter(|v| !v.is_empty()) {
-                    last = Some(value);
-                }
-            }
+        if arg == b"--" {
+            break;
+        } else if arg == flag {
+            last = args.next();
+        } else if VALUED.contains(&arg) {
+            args.next();
+        } else if let Some(rest) = arg.strip_prefix(flag) {
+            let joined = if flag.starts_with(b"--") {
+                rest.strip_prefix(b"=")
+            } else {
+                Some(rest)
+            };
+            last = joined.or(last);
         }
     }
-    let name = std::str::from_utf8(last?).ok()?.trim();
-    marker_name(name).then(|| name.to_owned())
+    last
 }
 
 /// Python's keywords (`keyword.kwlist`): no marker can be named by one (`pytest.mark.import` is
@@ -113,24 +123,9 @@ pub fn marker_name(name: &str) -> bool {
 /// one pytest per GPU, tuning and measuring concurrently): the last `--parallel N` or
 /// `--parallel=N` before a `--`, when N is not `0` (serial, FlagGems' default). None otherwise.
 pub fn flaggems_parallel_of(command: &[OsString]) -> Option<String> {
-    let at = pytest_args_start(command)?;
-    let mut args = command[at..].iter().map(|a| a.as_bytes());
-    let mut last = None;
-    while let Some(arg) = args.next() {
-        match arg {
-            b"--" => break,
-            b"--parallel" => last = args.next(),
-            _ if VALUED.contains(&arg) => {
-                args.next();
-            }
-            _ => {
-                if let Some(value) = arg.strip_prefix(b"--parallel=") {
-                    last = Some(value);
-                }
-            }
-        }
-    }
-    let n = String::from_utf8_lossy(last?).trim().to_owned();
+    let n = String::from_utf8_lossy(last_value(command, b"--parallel")?)
+        .trim()
+        .to_owned();
     (!n.trim_start_matches('0').is_empty()).then_some(n)
 }
 

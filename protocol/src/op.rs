@@ -79,18 +79,19 @@ pub fn file_name_problem(op: impl AsRef<OsStr>) -> Option<&'static str> {
     }
 }
 
-/// The op whose record file (`<op>.json`, `crate::layout::record_file`) `name` is; `None` for any other file
-/// of a record folder: a sidecar or cost file ([`SIBLING_SUFFIXES`]), a hidden file.
-pub fn record_op(name: &std::ffi::OsStr) -> Option<&std::ffi::OsStr> {
-    use std::os::unix::ffi::OsStrExt;
-    let op = name.as_bytes().strip_suffix(b".json")?;
-    let sibling = SIBLING_SUFFIXES.iter().any(|s| op.ends_with(s.as_bytes()));
-    (!op.is_empty() && !op.starts_with(b".") && !sibling).then(|| std::ffi::OsStr::from_bytes(op))
-}
-
 /// Whether `op` can name its files in a record folder: not empty, and no [`file_name_problem`].
 pub fn valid(op: impl AsRef<OsStr>) -> bool {
     !op.as_ref().is_empty() && file_name_problem(op).is_none()
+}
+
+/// The op whose record a file of a record folder is (`<op>.json`: `mm.json` is op `mm`'s), or
+/// `None` for any other file (a sidecar, a cost file, `.json`): the ops a folder records, as
+/// warmup-cache lists them and the harness names them (warmup_harness/env.py,
+/// `op_of_record_file`, checked against this one by tests/test_protocol_agreement.py).
+pub fn of_record_file(name: &OsStr) -> Option<&OsStr> {
+    use std::os::unix::ffi::OsStrExt;
+    let op = OsStr::from_bytes(name.as_bytes().strip_suffix(b".json")?);
+    valid(op).then_some(op)
 }
 
 /// An op named on a command line as it was given, bytes that are not UTF-8 kept (warmup-cache
@@ -178,19 +179,14 @@ mod tests {
     #[test]
     fn a_record_file_names_its_op_and_no_other_file_of_the_folder_does() {
         use std::ffi::OsStr;
-        let op = |name: &str| record_op(OsStr::new(name)).map(|o| o.to_string_lossy().into_owned());
+        let op =
+            |name: &str| of_record_file(OsStr::new(name)).map(|o| o.to_string_lossy().into_owned());
         let file = crate::layout::record_file(Path::new("/r"), "mm");
         assert_eq!(
-            record_op(file.file_name().expect("name")),
+            of_record_file(file.file_name().expect("name")),
             Some(OsStr::new("mm"))
         );
-        for other in [
-            "mm.meta.json",
-            "mm.costs.json",
-            ".mm.json",
-            ".json",
-            "mm.journal",
-        ] {
+        for other in ["mm.meta.json", "mm.costs.json", ".json", "mm.journal"] {
             assert_eq!(op(other), None, "{other}");
         }
     }
@@ -293,6 +289,31 @@ mod tests {
             assert!(os_name(os(bad)).is_err(), "{bad:?}");
         }
         assert!(file_name_problem(os(b"\xff.costs")).is_some());
+    }
+
+    #[test]
+    fn a_record_file_names_its_op_and_a_sibling_or_a_bare_suffix_names_none() {
+        fn op(name: &str) -> Option<&OsStr> {
+            of_record_file(OsStr::new(name))
+        }
+        assert_eq!(op("mm.json"), Some(OsStr::new("mm")));
+        assert_eq!(
+            op(".mm.json"),
+            Some(OsStr::new(".mm")),
+            "a valid op, hidden or not"
+        );
+        assert_eq!(op("mm.json.json"), Some(OsStr::new("mm.json")));
+        for none in [
+            ".json",
+            "mm.meta.json",
+            "mm.costs.json",
+            "..json",
+            "...json",
+            "mm",
+            ".mm.journal",
+        ] {
+            assert_eq!(op(none), None, "{none}");
+        }
     }
 
     #[test]

@@ -25,6 +25,9 @@
 #           racing became the default (e2e.md compares ours' picks with its too)
 #   serial  full, with WARMUP_HARNESS_COMPILE_OVERLAP=0: a key's configs timed only once its whole
 #           pool is done, as before issue 31
+#   history ours, with WARMUP_HARNESS_RACE_HISTORY=3: once a kernel has 3 raced keys, a new key
+#           races first the configs that came near on an earlier one (issue 43's holding back,
+#           opt-in until measured)
 #   audit   ours, with WARMUP_HARNESS_RACE_AUDIT: the dropped configs are timed in full too, and
 #           each key's timings land in logs/audit_CASE_MODE_rREP.jsonl (race_audit.py reads them);
 #           history off, so that every config is there to judge; its wall time is not racing's
@@ -42,7 +45,7 @@
 # run's log and, for the triton case, tests/gpu's result file).
 #
 # usage: tests/gpu/bench_e2e.sh --flaggems DIR [--cases mm,addmm] [--modes cold,rerun,mem]
-#            [--variants plain,ours,full,serial,audit] [--gpus N] [--repeat N] [--extra 'ARGS'] [--budget SECS]
+#            [--variants plain,ours,history,full,serial,audit] [--gpus N] [--repeat N] [--extra 'ARGS'] [--budget SECS]
 #            [--phases] [--alternate]
 #
 # --phases clocks where each run's time goes (phase_clock.py, loaded into every variant's pytest,
@@ -112,8 +115,8 @@ for mode in ${modes//,/ }; do
 done
 for variant in ${variants//,/ }; do
     case $variant in
-        plain | ours | full | serial | audit) ;;
-        *) echo "bench_e2e: unknown variant '$variant' (plain, ours, full, serial, audit)" >&2; exit 2 ;;
+        plain | ours | history | full | serial | audit) ;;
+        *) echo "bench_e2e: unknown variant '$variant' (plain, ours, history, full, serial, audit)" >&2; exit 2 ;;
     esac
 done
 
@@ -214,6 +217,7 @@ for case in "${case_list[@]}"; do
             knobs=()
             case $variant in
                 full) warmup+=(--no-race) ;;
+                history) knobs=(WARMUP_HARNESS_RACE_HISTORY=3) ;;
                 serial) warmup+=(--no-race); knobs=(WARMUP_HARNESS_COMPILE_OVERLAP=0) ;;
                 audit) knobs=(WARMUP_HARNESS_RACE_AUDIT="$OUT/logs/audit_${case}_${mode}_r$rep.jsonl"
                               WARMUP_HARNESS_RACE_HISTORY=0) ;;

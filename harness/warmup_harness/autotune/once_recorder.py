@@ -237,6 +237,11 @@ class OnceRecorder(Recorder):
     def opening(self) -> list[str]:
         return list(self._opening)
 
+    def resumes(self) -> tuple[Path, int, int] | None:
+        if self.earlier is None:
+            return None
+        return self.earlier.path, self.earlier.resumable(), len(self.resumed)
+
     def closing(self) -> list[str]:
         lines = []
         if self.claims is not None:

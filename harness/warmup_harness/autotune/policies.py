@@ -21,7 +21,14 @@ class Recorder(Policy):
         super().__init__()
         self._add = add
         self._recorded: dict[tuple[str, str], str] = {}
+        self.swept: set[tuple[str, str]] = set()  # keys the tuner timed and decided in this process
+        self.stored: set[tuple[str, str]] = set()  # keys the tuner's own store answered
         self.progress: Any = None  # the session's progress.ProgressFile, if warmup-spawn asked for one
+
+    def resumes(self) -> tuple[Path, int, int] | None:
+        """The earlier record this session resumes from, how many of its keys may answer here, and
+        how many did (resume: once_recorder.py); None where it resumes from none."""
+        return None
 
     def _has(self, tuner: Any, state: TunerState, text: str) -> str | None:
         """The config text the record holds for this key already (resume: once_recorder.py), or None."""
@@ -47,6 +54,7 @@ class Recorder(Policy):
         raw[key] = config
         text = key_text(key)
         started = state.miss_started.pop(text, None)
+        self.swept.add((state.kernel, text))
         self._record(tuner, state, text, config, time.perf_counter() - started if started is not None else None)
         remember(state.recorded, key)
         if started is not None and self.progress is not None:
@@ -64,6 +72,7 @@ class Recorder(Policy):
         except TypeError:
             pass
         text = key_text(key)
+        self.stored.add((state.kernel, text))
         if (state.kernel, text) not in self._recorded:
             self._record(tuner, state, text, config, None, store=True)
         remember(state.recorded, key)

@@ -3,11 +3,8 @@
 ones the short timings show to lose by more than their noise are dropped, and only the rest are
 handed to the tuner, timed in full its own way; the winner is the fastest full timing.
 
-Why. Timing every config in full is most of a compile-heavy cold sweep once compiling is done
-ahead: FlagGems' mm times about 160 configs a key, each for `warmup=5, rep=10` ms and do_bench's own
-estimate runs, and most of them lose by a margin a few launches show: 94% of the 2,072 configs
-measured on one H100 over FlagGems' mm and addmm and a Triton matmul timed at 1.1x their key's
-fastest or slower, half at 2x (BENCHMARKS.md, "Racing, measured").
+Why: once compiling is done ahead, timing every config in full is most of a compile-heavy cold
+sweep, and most configs lose by a margin a few launches show (BENCHMARKS.md, "Racing, measured").
 
 How, at the tuner's pruning (tuners.py), so that it serves Triton's `Autotuner` and the subclasses
 that replace `run` (FlagGems' `LibTuner`) alike: the race runs when the tuner has pruned its
@@ -29,20 +26,17 @@ up reaches a tuner's store (FlagGems' LibTuner saves every `_bench` answer in it
 * full pass: the kept configs are timed by the tuner's `_bench` unchanged (its own `warmup`/`rep`
   and do_bench), and each of the tuner's own `_bench` calls for them is answered with that timing.
 
-History (race_history.py, on unless `WARMUP_HARNESS_RACE_HISTORY=0`): each raced key records which
-of the tuner's configs came within NEAR of its best short timing, and its winner; the kernel's
-earlier keys, in the record and raced in this session, order a new key's race best first and, once
-N of them were raced on this device model, hold back the configs near on none: those are raced
-(compiled then) only where the others leave doubt, and one key in race_plan.AUDIT_EVERY races them
-all as an audit (race_plan.py). Measured on one H100 (BENCHMARKS.md, "Racing, measured"): with NEAR
-at 20%, a history of 3 keys lost no pick on any of the kernels measured, and skipped 94% of
-FlagGems' mm configs.
+History (race_history.py; `WARMUP_HARNESS_RACE_HISTORY=0` turns it off): the kernel's earlier keys,
+in the record and raced in this session, order a new key's race best first; with
+`WARMUP_HARNESS_RACE_HISTORY=N` (opt-in until a device measures it on by default), once N were raced
+on this device model, the configs near the best on none are held back, raced only where the others
+leave doubt, and one key in race_plan.AUDIT_EVERY races them all as an audit (race_plan.py).
 
 A tuner whose `_bench` never calls `do_bench` (its class times its own way), or that has no
 do_bench taking a budget, or whose `run` sets no `nargs`, cannot be timed briefly: its first answer
 is kept as a full timing and that class, or that tuner, is not raced again, said once. Only record
 sessions race (session.py); a replay's live sweep times every config as without the harness.
-Standard library only; Triton's names through triton_private.
+Standard library only.
 """
 
 from __future__ import annotations

@@ -100,6 +100,12 @@ class Earlier:
     def keys(self) -> int:
         return sum(len(v) for v in self.records.values())
 
+    def resumable(self) -> int:
+        """The keys made with this process's Triton: those that may answer here (the device is
+        compared at the first key)."""
+        return sum(self.provenance.made(kernel, key)[1] == self.triton
+                   for kernel, keys in self.records.items() for key in keys)
+
     def lookup(self, kernel: str, key: str) -> tuple[dict, Any] | None:
         """The key's config and seconds where it was made on this device and Triton, else None."""
         if kernel not in self.records or key not in self.records[kernel]:
@@ -159,7 +165,7 @@ def load(setting: Callable[[str], str | None], op: str, triton_version: str,
     if made and not any(device for device, _ in made):
         lines.append(f"resume: {meta_path(directory, op)} names no device: every key is tuned")
         return None
-    keys = sum(triton == triton_version for _, triton in made)
+    keys = earlier.resumable()
     where = f"{path} and its journal" if journal else str(path)
     lines.append(f"resume: {keys} key(s) of {where} (Triton {triton_version}, {meta.get('device')}) are not "
                  f"tuned again where the device is the same; {FRESH}=1 tunes every key")

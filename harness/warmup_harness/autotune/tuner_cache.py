@@ -118,44 +118,103 @@ def remember(into: dict | set, key: Any, value: Any = None) -> None:
         pass
 
 
-class TunerCache:
-    """A tuner's store as the tuner sees it while the hooks are in: lookups and decisions go
-    through the policy, everything else straight to the store."""
+class _Miss:
+    """What a view's lookup finds for a key neither settled nor answered by the policy: false, so
+    that `key in view` is False. (`view[key]` of such a key, which no tuner reads before deciding
+    it, finds this too, not a KeyError: the lookup cannot tell which of the two asked.)"""
 
-    __slots__ = ("raw", "_tuner", "_state", "_policy", "_pinned")
+    __slots__ = ()
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        return "<warmup-harness: a key the tuner's store does not hold>"
+
+
+MISS = _Miss()
+
+
+class TunerCache(dict):
+    """A tuner's store as the tuner sees it while the hooks are in: lookups and decisions go
+    through the policy, everything else straight to the store.
+
+    A launch of a decided key costs what it costs without the hooks: the view is itself a dict of
+    the keys settled (pinned by a replay or a resumed record, decided here, or answered by the
+    store and recorded) and, once one is, its class is `_Settled`, whose `key in view` and
+    `view[key]` are both dict's own lookup, in C: no Python call of the harness on that launch
+    (tests/test_harness_hot_path.py counts them; BENCHMARKS.md, "The hot path", times them). A
+    lookup that misses calls `__missing__`, which asks the policy; the store is not read again
+    for a settled key. Until a key settles the view is `_Unsettled`, whose lookups are Python and
+    take a key no dict can hold (the policy alone answers it); a tuner whose keys cannot be hashed
+    stays so. Constructed as `TunerCache(...)`, a view is one of those two classes."""
+
+    __slots__ = ("raw", "_tuner", "_state", "_policy")
 
     def __init__(self, tuner: Any, raw: Any, state: TunerState, policy: Policy):
+        super().__init__()
         self.raw = raw
         self._tuner = tuner
         self._state = state
         self._policy = policy
-        self._pinned = state.pinned
+        self.__class__ = _Unsettled
+        for key, config in state.pinned.items():  # pins are the tuner's, whichever store it holds
+            self._settle(key, config)
 
-    # A pinned key is answered first and inline: a replay's launches are what the benchmark times.
-    def __contains__(self, key: Any) -> bool:
-        try:
-            if key in self._pinned:
-                return True
-        except TypeError:
-            pass
-        found = self._policy.contains(self._tuner, self._state, key, self.raw)
-        if not found:
+    def _ask(self, key: Any) -> Any:
+        """The policy's answer for a key not settled: the config, or MISS (the tuner's sweep starts)."""
+        state = self._state
+        if not self._policy.contains(self._tuner, state, key, self.raw):
             text = key_text(key)
-            self._state.miss_started[text] = time.perf_counter()
-            self._state.pending = text
-        return found
-
-    def __getitem__(self, key: Any) -> Any:
+            state.miss_started[text] = time.perf_counter()
+            state.pending = text
+            return MISS
         try:
-            return self._pinned[key]
-        except (KeyError, TypeError):
-            return self._policy.getitem(self._tuner, self._state, key, self.raw)
+            config = state.pinned.get(key, MISS)
+        except TypeError:
+            config = MISS
+        return config if config is not MISS else self._policy.getitem(self._tuner, state, key, self.raw)
+
+    def __missing__(self, key: Any) -> Any:
+        # dict's lookup missed (a hashable key): the policy answers, and a key it settled is kept.
+        config = self._ask(key)
+        if config is not MISS and (key in self._state.pinned or key in self._state.recorded):
+            self._settle(key, config)
+        return config
+
+    def _settle(self, key: Any, config: Any) -> None:
+        if config:  # a false config would read as a miss: such a key is asked of the policy each time
+            dict.__setitem__(self, key, config)
+            self.__class__ = _Settled
 
     def __setitem__(self, key: Any, config: Any) -> None:
         self._policy.setitem(self._tuner, self._state, key, config, self.raw)
+        try:
+            self._settle(key, config)
+        except TypeError:
+            pass
 
     def get(self, key: Any, default: Any = None) -> Any:
         return self[key] if key in self else default
+
+    # Everything else is the store's: what it holds, and changes to it (which unsettle the key).
+    def __delitem__(self, key: Any) -> None:
+        self._unsettle(key)
+        del self.raw[key]
+
+    def pop(self, key: Any, *default: Any) -> Any:
+        self._unsettle(key)
+        return self.raw.pop(key, *default)
+
+    def clear(self) -> None:
+        dict.clear(self)
+        self.raw.clear()
+
+    def _unsettle(self, key: Any) -> None:
+        try:
+            dict.pop(self, key, None)
+        except TypeError:
+            pass
 
     def __len__(self) -> int:
         return len(self.raw)
@@ -163,5 +222,69 @@ class TunerCache:
     def __iter__(self):
         return iter(self.raw)
 
+    def __eq__(self, other: Any) -> bool:
+        return self.raw == other
+
+    def __repr__(self) -> str:
+        return repr(self.raw)
+
+    # dict's own methods would read the keys settled: each is the store's.
+    def keys(self):
+        return self.raw.keys()
+
+    def values(self):
+        return self.raw.values()
+
+    def items(self):
+        return self.raw.items()
+
+    def copy(self):
+        return self.raw.copy()
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        given = dict(*args, **kwargs)
+        self.raw.update(given)
+        for key in given:
+            self._unsettle(key)
+
+    def setdefault(self, key: Any, default: Any = None) -> Any:
+        return self.raw.setdefault(key, default)
+
+    def popitem(self) -> tuple:
+        key, config = self.raw.popitem()
+        self._unsettle(key)
+        return key, config
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self.raw, name)
+
+
+class _Unsettled(TunerCache):
+    """A view before any key settled: Python lookups that take a key no dict can hold."""
+
+    __slots__ = ()
+
+    def __contains__(self, key: Any) -> bool:
+        try:
+            return bool(dict.__getitem__(self, key))  # __missing__ asks the policy
+        except TypeError:  # no dict can hold it: the policy alone, every time
+            return self._ask(key) is not MISS
+
+    def __getitem__(self, key: Any) -> Any:
+        try:
+            config = dict.__getitem__(self, key)
+        except TypeError:
+            config = self._ask(key)
+        if config is MISS:
+            raise KeyError(key)
+        return config
+
+
+class _Settled(TunerCache):
+    """A view with a key settled: `key in view` is dict's own `view[key]` (a method of C, no Python
+    frame), a settled key's config, true; a miss calls `__missing__`, whose MISS is false. A key no
+    dict can hold raises TypeError here, as it does in Triton's own store (a dict)."""
+
+    __slots__ = ()
+
+    __contains__ = dict.__getitem__

@@ -31,13 +31,20 @@ model) are watched by bypass.py, which says each once.
 
 The autotuner's names these hooks touch are listed, with the versions checked, in
 triton_private.py. The hooks' state (what they replaced, the precompiler, the clock) is the
-`Hooks` object the session holds, found again on `Autotuner` itself (its `cache` property is the
-object's); no module global. This module imports Triton; the plugin imports it only when a protocol
-variable is set.
+`Hooks` object the session holds, found again on `Autotuner` itself (its `_warmup_harness_view`
+descriptor is the object's); no module global.
+
+A decided key's launch is what the benchmark times: it makes no Python call more than without the
+hooks. `cache`'s getter is C (`operator.attrgetter` of the view in the tuner's __dict__), and the
+view's `key in view` and `view[key]` of a settled key are dict's own lookups (tuner_cache.py).
+
+This module imports Triton; the plugin imports it only when a protocol variable is set.
 """
 
 from __future__ import annotations
 
+import operator
+import weakref
 from typing import Any
 
 from triton.runtime.autotuner import Autotuner
@@ -51,12 +58,14 @@ from .policies import Recorder, ReplayMiss, Replayer  # noqa: F401
 
 _MISSING = object()
 PATCHED = ("cache", "cache_results", "prune_configs")  # Autotuner's names the hooks replace
+VIEW = "_warmup_harness_view"  # a tuner's store view (TunerCache), in its __dict__
+STATE = "_warmup_harness_state"  # what the hooks keep for a tuner (TunerState), in its __dict__
 
 
 def _state(tuner: Any, policy: Policy) -> TunerState:
-    state = tuner.__dict__.get("_warmup_harness_state")
+    state = tuner.__dict__.get(STATE)
     if state is None:
-        state = tuner.__dict__["_warmup_harness_state"] = TunerState(tuner)
+        state = tuner.__dict__[STATE] = TunerState(tuner)
         policy.seen(state.kernel, tuner)
     return state
 
@@ -76,18 +85,21 @@ class Hooks:
         self.clock = clock  # the session's clocks.CompileClock, or None
         self.replaced: dict[str, Any] | None = None  # Autotuner's own attributes while the hooks are in
         self.benches: list[tuple[type, Any]] = []  # (class, its own _bench) for each class whose _bench is wrapped
+        self.viewed: weakref.WeakSet = weakref.WeakSet()  # tuners given a view: their views and state go at uninstall
 
-    # the store view, as Autotuner's `cache` property (bound: the property's getter is this object's)
-    def _get_cache(self, tuner):
+    # The store view, as Autotuner's `cache` property. Its getter is C (attrgetter): a launch reads
+    # `self.cache` twice, and the view it finds in the tuner's __dict__ costs no Python call. The
+    # view is made at the tuner's first read (Views, a non-data descriptor on Autotuner) and
+    # dropped when the tuner sets its store.
+    def _make_view(self, tuner):
         d = tuner.__dict__
         try:
             raw = d["cache"]
         except KeyError:
             raise AttributeError("cache") from None
-        view = d.get("_warmup_harness_view")
-        if view is None or view.raw is not raw:
-            view = d["_warmup_harness_view"] = TunerCache(tuner, raw, _state(tuner, self.policy), self.policy)
-            self.bypasses.met(tuner)
+        view = d[VIEW] = TunerCache(tuner, raw, _state(tuner, self.policy), self.policy)
+        self.viewed.add(tuner)
+        self.bypasses.met(tuner)
         return view
 
     @staticmethod
@@ -95,10 +107,12 @@ class Hooks:
         # A tuner that saves and restores its store (FlagGems' use_benchmark_protocol) hands back
         # the view it was given: keep the store underneath.
         tuner.__dict__["cache"] = value.raw if isinstance(value, TunerCache) else value
+        tuner.__dict__.pop(VIEW, None)
 
     @staticmethod
     def _del_cache(tuner):
         tuner.__dict__.pop("cache", None)
+        tuner.__dict__.pop(VIEW, None)
 
     def before_timing(self, tuner: Any, configs: list, launch_kwargs: dict) -> None:
         """Runs once per new key, after the tuner pruned its configs and before it times them:
@@ -138,8 +152,9 @@ class Hooks:
                                               lambda more: hooks.before_timing(tuner, more, launch_kwargs))
             return configs
 
-        self.replaced = {name: Autotuner.__dict__.get(name, _MISSING) for name in PATCHED}
-        Autotuner.cache = property(self._get_cache, self._set_cache, self._del_cache)
+        self.replaced = {name: Autotuner.__dict__.get(name, _MISSING) for name in (*PATCHED, VIEW)}
+        setattr(Autotuner, VIEW, Views(self))
+        Autotuner.cache = property(operator.attrgetter(VIEW), self._set_cache, self._del_cache)
         Autotuner.cache_results = property(lambda tuner: False, _set_cache_results)
         Autotuner.prune_configs = prune_configs
         if self.precompiler is not None or self.racer is not None:
@@ -201,6 +216,10 @@ class Hooks:
         while self.benches:
             cls, original = self.benches.pop()
             cls._bench = original
+        for tuner in list(self.viewed):  # a later session's hooks make their own views
+            tuner.__dict__.pop(VIEW, None)
+            tuner.__dict__.pop(STATE, None)
+        self.viewed.clear()
         if self.replaced is None:
             return
         for name, value in self.replaced.items():
@@ -215,11 +234,21 @@ def _set_cache_results(tuner, value):
     tuner.__dict__["cache_results"] = value
 
 
+class Views:
+    """Autotuner's `_warmup_harness_view` while the hooks are in: a tuner's first read of it makes
+    its view, which its __dict__ then answers (a non-data descriptor yields to the instance)."""
+
+    def __init__(self, hooks: Hooks):
+        self.hooks = hooks
+
+    def __get__(self, tuner, owner=None):
+        return self if tuner is None else self.hooks._make_view(tuner)
+
+
 def installed() -> Hooks | None:
-    """The hooks on `Autotuner` now, read off the class (its `cache` property is theirs)."""
-    getter = getattr(Autotuner.__dict__.get("cache"), "fget", None)
-    hooks = getattr(getter, "__self__", None)
-    return hooks if isinstance(hooks, Hooks) else None
+    """The hooks on `Autotuner` now, read off the class (its views are theirs)."""
+    views = Autotuner.__dict__.get(VIEW)
+    return views.hooks if isinstance(views, Views) else None
 
 
 def install(policy: Policy, precompiler: Any = None, clock: Any = None, racer: Any = None,
