@@ -368,7 +368,7 @@ def test_warmup_by_key_warms_up_a_run_without_a_shape_file(tmp_path):
     again = finished(warmup(tmp_path, command, "--by-key", FIXTURE_SHAPES=json.dumps(SHAPES)), tmp_path)
     assert again.returncode == 0, again.output
     assert again.session["worker"] is None and again.session["timed"] == {}, again.output
-    assert "replaying it" in again.stderr and "resume: 12 key(s) taken from" in again.stderr, again.output
+    assert "reusing it" in again.stderr and "resume: 12 key(s) taken from" in again.stderr, again.output
     fresh = finished(warmup(tmp_path, command, "--by-key", "--fresh", FIXTURE_SHAPES=json.dumps(SHAPES)), tmp_path)
     assert fresh.returncode == 0, fresh.output
     assert set(tunings(*logs(scratch))) == all_keys(SHAPES)
@@ -464,12 +464,12 @@ def test_a_stopped_sweep_is_published_and_the_next_run_tunes_only_what_it_missed
     assert "op mm: replayed 12, swept 0 live" in run.stderr
     # The stopped sweep's record named no complete run: this one swept, resuming, on both devices.
     decided = next(ln for ln in run.stderr.splitlines() if ln.startswith("[parallel-warmup]"))
-    assert "sweeping on 0,1" in decided and "is not replayed" in decided and "no complete_for" in decided, decided
-    # It finished with every shard ok: the next run of the same command replays, in one process.
+    assert "sweeping on 0,1" in decided and "is not reused" in decided and "no complete_for" in decided, decided
+    # It ended with every shard ok: the next run of the same command reuses the record, in one process.
     replayed = finished(warmup(tmp_path, bench_command(shapes), "--by-key"), tmp_path)
     assert replayed.returncode == 0, replayed.output
     decided = next(ln for ln in replayed.stderr.splitlines() if ln.startswith("[parallel-warmup]"))
-    assert "answers op mm for" in decided and "replaying it" in decided, decided
+    assert "answers op mm for" in decided and "reusing it" in decided, decided
     assert replayed.session["worker"] is None and replayed.session["timed"] == {}, replayed.output
 
 

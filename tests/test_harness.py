@@ -438,12 +438,12 @@ def made_elsewhere(recorded_dir: Path, to: Path) -> Path:
 
 
 def test_a_record_session_never_relabels_the_keys_made_elsewhere_as_its_own(recorded, tmp_path):
-    """The record as a cache (a --gpus 1 record run) over a record made on an A100 with Triton
+    """Resuming in place (a --gpus 1 record run) over a record made on an A100 with Triton
     3.1.0: the keys it meets are tuned, and the fold that names this device and Triton in the
     sidecar keeps the A100's keys under their own provenance, so the next replay sweeps them."""
     folder = made_elsewhere(recorded[0], tmp_path / "rec")
     shapes = shape_file(tmp_path, SHAPES[:2])
-    run = cache_session(tmp_path, shapes, folder)
+    run = in_place_session(tmp_path, shapes, folder)
     assert run.returncode == 0, run.output
     assert set(run.session["timed"]) == {PLAIN_MM, STORE_MM, ADD}, "a key was pinned from the A100's record"
     assert f"was recorded with Triton 3.1.0, this is Triton {TRITON}: every key is tuned" in run.stderr
@@ -460,7 +460,7 @@ def test_a_record_session_never_relabels_the_keys_made_elsewhere_as_its_own(reco
     assert "replayed 6, swept 6 live" in replay.stderr, replay.stderr
     assert "6 key(s) of" in replay.stderr and "were made on NVIDIA A100 with Triton 3.1.0" in replay.stderr
 
-    again = cache_session(tmp_path, shapes, folder)  # this run's own keys answer now
+    again = in_place_session(tmp_path, shapes, folder)  # this run's own keys answer now
     assert again.returncode == 0 and again.session["timed"] == {}, again.output
 
 
@@ -518,13 +518,13 @@ def test_replay_of_a_corrupt_or_foreign_record_is_refused_before_any_test_runs(t
 
 @pytest.mark.parametrize("fresh", [{}, {"WARMUP_HARNESS_FRESH": "1"}])
 @pytest.mark.parametrize("text", ['{"mm_main": {"64x64": {"BLOCK_M": 64, "num_warps": 4}}}', '{"k": '])
-def test_the_record_as_a_cache_sets_aside_a_record_it_cannot_read_and_records_anew(tmp_path, text, fresh):
+def test_resuming_in_place_sets_aside_a_record_it_cannot_read_and_records_anew(tmp_path, text, fresh):
     """Issue 42: the fixture harness's own mm.json (or a torn one) in the folder a record session
     resumes from is set aside, renamed beside it, with one line; the run records the op anew."""
     folder = tmp_path / "rec"
     folder.mkdir()
     (folder / "mm.json").write_text(text)
-    run = cache_session(tmp_path, shape_file(tmp_path, SHAPES), folder, **fresh)
+    run = in_place_session(tmp_path, shape_file(tmp_path, SHAPES), folder, **fresh)
     assert run.returncode == 0, run.output
     [aside] = folder.glob("mm.json.unreadable-*")
     assert aside.read_text() == text, "set aside whole, never deleted"
@@ -708,13 +708,13 @@ def test_a_key_flaggems_own_store_holds_is_recorded_not_swept_outside_a_sweep_ch
 def test_keys_a_tuners_store_answered_are_recorded_as_made_on_an_unknown_device_and_never_vouched_for(tmp_path):
     """Issue 41 item 13: FlagGems 5.3's store names no GPU model, so what it answers may be another
     device's pick. Such keys are recorded as made on an unknown device: replay sweeps them live,
-    the record as a cache tunes them where the store no longer answers, and the sidecar never
+    resuming in place tunes them where the store no longer answers, and the sidecar never
     names them as made here."""
     shapes = shape_file(tmp_path, SHAPES)
     warm = bench(tmp_path, shapes, plugin=False)  # fills the LibTuner-like tuner's store under $HOME
     assert warm.returncode == 0 and warm.session["timed"][STORE_MM] > 0, warm.output
     folder = tmp_path / "rec"
-    first = cache_session(tmp_path, shapes, folder)
+    first = in_place_session(tmp_path, shapes, folder)
     assert first.returncode == 0 and STORE_MM not in first.session["timed"], first.output
     meta = json.loads((folder / "mm.meta.json").read_text())
     keys = sorted(json.loads((folder / "mm.json").read_text())[STORE_MM])
@@ -730,7 +730,7 @@ def test_keys_a_tuners_store_answered_are_recorded_as_made_on_an_unknown_device_
     assert "(made on an unknown device with Triton unknown)" in replay.stderr
     assert set(replay.session["timed"]) == {STORE_MM}
 
-    again = cache_session(tmp_path, shapes, folder, HOME=str(tmp_path / "cold-2"), **FULL_TIMING)
+    again = in_place_session(tmp_path, shapes, folder, HOME=str(tmp_path / "cold-2"), **FULL_TIMING)
     assert again.returncode == 0, again.output
     assert set(again.session["timed"]) == {STORE_MM}, "the store's keys are tuned here, the record's resumed"
     assert "resume: 8 key(s) taken from" in again.stderr
@@ -751,23 +751,23 @@ def edit(path: Path, old: str, new: str) -> None:
     path.write_text(text.replace(old, new))
 
 
-def cache_session(work: Path, shapes: Path, folder: Path, *opts: str, **env: str) -> Run:
-    """The record as a cache: one record session whose earlier record is its own (RECORD_DIR and
+def in_place_session(work: Path, shapes: Path, folder: Path, *opts: str, **env: str) -> Run:
+    """Resuming in place: one record session whose earlier record is its own (RECORD_DIR and
     RESUME_DIR one folder)."""
     return bench(work, shapes, *opts, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(folder),
                  WARMUP_HARNESS_RESUME_DIR=str(folder), **env)
 
 
-def test_a_re_run_of_the_cache_session_with_a_full_record_tunes_nothing_and_writes_nothing(tmp_path):
+def test_a_re_run_resuming_in_place_with_a_full_record_tunes_nothing_and_writes_nothing(tmp_path):
     shapes = shape_file(tmp_path, SHAPES)
     folder = tmp_path / "rec"
-    first = cache_session(tmp_path, shapes, folder)
+    first = in_place_session(tmp_path, shapes, folder)
     assert first.returncode == 0, first.output
     assert "does not exist yet: every key is tuned" in first.stderr and "recorded 12 key(s)" in first.stderr
     files = {name: (folder / name).stat() for name in ("mm.json", "mm.meta.json")}
 
     # FlagGems' store cold (another home): the record alone answers every key.
-    again = cache_session(tmp_path, shapes, folder, HOME=str(tmp_path / "cold-home"))
+    again = in_place_session(tmp_path, shapes, folder, HOME=str(tmp_path / "cold-home"))
     assert again.returncode == 0, again.output
     assert again.session["timed"] == {}, "a key was tuned"
     assert launched(again.session) == launched(first.session)
@@ -785,21 +785,21 @@ def test_a_re_run_of_the_cache_session_with_a_full_record_tunes_nothing_and_writ
     assert "of tuning" not in again.stderr and "every autotuner decision goes to" not in again.stderr
 
     # FlagGems' own store warm too (its keys answered there first): they are the record's already.
-    warm = cache_session(tmp_path, shapes, folder)
+    warm = in_place_session(tmp_path, shapes, folder)
     assert warm.returncode == 0 and warm.session["timed"] == {}, warm.output
     now = (folder / "mm.json").stat()
     assert (now.st_ino, now.st_mtime_ns) == (files["mm.json"].st_ino, files["mm.json"].st_mtime_ns)
 
 
-def test_a_cache_session_that_resumes_some_keys_and_tunes_the_rest_says_how_many_of_each(tmp_path):
+def test_a_session_resuming_in_place_that_resumes_some_keys_and_tunes_the_rest_says_how_many_of_each(tmp_path):
     """Issue 42: the closing line counts what was resumed apart from what was tuned, and gives the
     tuning seconds of the keys tuned here only."""
     folder = tmp_path / "rec"
-    first = cache_session(tmp_path, shape_file(tmp_path, SHAPES[:2], "two.yaml"), folder)
+    first = in_place_session(tmp_path, shape_file(tmp_path, SHAPES[:2], "two.yaml"), folder)
     assert first.returncode == 0, first.output
     assert "op mm: recorded 6 key(s) of 3 kernel(s)" in first.stderr and "resumed" not in first.stderr
     # FlagGems' store cold (another home): the two new shapes' keys are tuned, the record's resumed.
-    again = cache_session(tmp_path, shape_file(tmp_path, SHAPES), folder, HOME=str(tmp_path / "cold-home"))
+    again = in_place_session(tmp_path, shape_file(tmp_path, SHAPES), folder, HOME=str(tmp_path / "cold-home"))
     assert again.returncode == 0, again.output
     assert set(again.session["timed"]) == {PLAIN_MM, STORE_MM, ADD}, again.session["timed"]
     record = folder / "mm.json"
@@ -813,10 +813,10 @@ def test_a_cache_session_that_resumes_some_keys_and_tunes_the_rest_says_how_many
     assert sum(map(len, json.loads(record.read_text()).values())) == 12
 
 
-def test_a_cache_session_that_tunes_nothing_takes_no_lock_and_starts_no_pool(tmp_path):
+def test_a_session_resuming_in_place_that_tunes_nothing_takes_no_lock_and_starts_no_pool(tmp_path):
     shapes = shape_file(tmp_path, SHAPES)
     folder = tmp_path / "rec"
-    assert cache_session(tmp_path, shapes, folder).returncode == 0
+    assert in_place_session(tmp_path, shapes, folder).returncode == 0
     # Spawned compile workers import the preload module when they start: it leaves a mark.
     modules = tmp_path / "modules"
     modules.mkdir()
@@ -827,7 +827,7 @@ def test_a_cache_session_that_tunes_nothing_takes_no_lock_and_starts_no_pool(tmp
         for name in (".mm.lock", ".mm.sessions"):  # a session that took either would wait here
             held.append(open(folder / name, "a"))
             fcntl.flock(held[-1], fcntl.LOCK_EX | fcntl.LOCK_NB)
-        again = cache_session(tmp_path, shapes, folder, WARMUP_HARNESS_COMPILE_START="spawn",
+        again = in_place_session(tmp_path, shapes, folder, WARMUP_HARNESS_COMPILE_START="spawn",
                               WARMUP_HARNESS_COMPILE_PRELOAD="pool_mark",
                               PYTHONPATH=f"{SOURCE}{os.pathsep}{modules}")
     finally:
@@ -845,7 +845,7 @@ def test_a_changed_kernel_is_tuned_again_while_the_other_kernels_of_the_op_repla
     script = fixture_copy(tmp_path)
     shapes = shape_file(tmp_path, SHAPES)
     folder = tmp_path / "rec"
-    first = cache_session(tmp_path, shapes, folder, script=script)
+    first = in_place_session(tmp_path, shapes, folder, script=script)
     assert first.returncode == 0, first.output
     before = json.loads((folder / "mm.meta.json").read_text())["kernels"]
     assert set(before) == {PLAIN_MM, STORE_MM, ADD} and all(len(v) == 32 for v in before.values())
@@ -860,7 +860,8 @@ def test_a_changed_kernel_is_tuned_again_while_the_other_kernels_of_the_op_repla
     line = f"kernel {ADD} changed since {record} was recorded (source or configs differ): its 4 key(s) are"
     assert replay.stderr.count(line) == 1 and f"{line} swept live" in replay.stderr, replay.stderr
 
-    again = cache_session(tmp_path, shapes, folder, script=script, HOME=str(tmp_path / "cold-home"))  # the record alone
+    # the record alone
+    again = in_place_session(tmp_path, shapes, folder, script=script, HOME=str(tmp_path / "cold-home"))
     assert again.returncode == 0, again.output
     assert set(again.session["timed"]) == {ADD}, "only the changed kernel is tuned"
     assert again.stderr.count(f"kernel {ADD} changed") == 1 and f"{line} tuned again" in again.stderr
@@ -870,7 +871,7 @@ def test_a_changed_kernel_is_tuned_again_while_the_other_kernels_of_the_op_repla
         {k: before[k] for k in (PLAIN_MM, STORE_MM)}
     assert sum(map(len, json.loads(record.read_text()).values())) == 12
 
-    third = cache_session(tmp_path, shapes, folder, script=script)
+    third = in_place_session(tmp_path, shapes, folder, script=script)
     assert third.returncode == 0 and third.session["timed"] == {}, third.output
     assert "changed since" not in third.stderr
 
@@ -884,10 +885,10 @@ def test_a_changed_pruner_re_tunes_its_kernel_alone(tmp_path):
     script = fixture_copy(tmp_path)
     shapes = shape_file(tmp_path, SHAPES)
     folder = tmp_path / "rec"
-    first = cache_session(tmp_path, shapes, folder, script=script)
+    first = in_place_session(tmp_path, shapes, folder, script=script)
     assert first.returncode == 0, first.output
     edit(script.parent / "kernels_plain.py", PRUNE, PRUNE.replace("max(128, nargs[\"n\"])", "128"))
-    again = cache_session(tmp_path, shapes, folder, script=script, HOME=str(tmp_path / "cold-home"), **FULL_TIMING)
+    again = in_place_session(tmp_path, shapes, folder, script=script, HOME=str(tmp_path / "cold-home"), **FULL_TIMING)
     assert again.returncode == 0, again.output
     assert set(again.session["timed"]) == {ADD} and again.session["timed"][ADD] == 4 * 2, again.output
     assert f"kernel {ADD} changed since" in again.stderr
@@ -929,18 +930,18 @@ def test_moving_a_kernel_down_re_tunes_nothing_and_editing_one_re_tunes_it_alone
     script = fixture_copy(tmp_path)
     shapes = shape_file(tmp_path, SHAPES)
     folder = tmp_path / "rec"
-    first = cache_session(tmp_path, shapes, folder, script=script)
+    first = in_place_session(tmp_path, shapes, folder, script=script)
     assert first.returncode == 0, first.output
     before = fingerprints_after(tmp_path, script, folder)
     kernels = script.parent / "kernels_plain.py"
     edit(kernels, "MM_CONFIGS = [", "# a comment that moves every kernel below it down a line\nMM_CONFIGS = [")
-    moved = cache_session(tmp_path, shapes, folder, script=script, HOME=str(tmp_path / "cold-home"))
+    moved = in_place_session(tmp_path, shapes, folder, script=script, HOME=str(tmp_path / "cold-home"))
     assert moved.returncode == 0, moved.output
     assert moved.session["timed"] == {}, "moving a kernel re-tuned it"
     assert fingerprints_after(tmp_path, script, folder) == before and "changed since" not in moved.stderr
 
     edit(kernels, "    pid = tl.program_id(0)\n", "    pid = tl.program_id(0)\n    pid = pid + 0\n")
-    edited = cache_session(tmp_path, shapes, folder, script=script, HOME=str(tmp_path / "cold-home-2"))
+    edited = in_place_session(tmp_path, shapes, folder, script=script, HOME=str(tmp_path / "cold-home-2"))
     assert edited.returncode == 0, edited.output
     assert set(edited.session["timed"]) == {PLAIN_MM}, "only the edited kernel is tuned again"
     after = fingerprints_after(tmp_path, script, folder)
@@ -1033,7 +1034,7 @@ def test_the_example_benchmark_compiles_and_its_shapes_shard(tmp_path):
     assert len(yaml.safe_load((tmp_path / "s" / "w0" / "shapes.yaml").read_text())["rowsum"]["shapes"]) == 3
 
 
-def test_a_cache_session_that_passes_names_its_runs_signature_in_the_sidecar_and_no_other_does(tmp_path):
+def test_a_session_resuming_in_place_that_passes_names_its_runs_signature_in_the_sidecar_and_no_other_does(tmp_path):
     """WARMUP_HARNESS_SIGNATURE (warmup-plan's, in a replay or record run) goes to the sidecar's
     `complete_for` only when the record is this session's cache and every test passed: the next
     run of the same command then knows the record holds every key it needs."""
@@ -1041,15 +1042,15 @@ def test_a_cache_session_that_passes_names_its_runs_signature_in_the_sidecar_and
     folder = tmp_path / "rec"
     plain = bench(tmp_path, shapes, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(folder), WARMUP_HARNESS_SIGNATURE="s1")
     assert plain.returncode == 0, plain.output
-    assert "complete_for" not in json.loads((folder / "mm.meta.json").read_text()), "not a cache session"
-    nothing = cache_session(tmp_path, shapes, folder, "-m", "nosuchmarker", WARMUP_HARNESS_SIGNATURE="s1")
+    assert "complete_for" not in json.loads((folder / "mm.meta.json").read_text()), "not resuming in place"
+    nothing = in_place_session(tmp_path, shapes, folder, "-m", "nosuchmarker", WARMUP_HARNESS_SIGNATURE="s1")
     assert nothing.returncode == 5, nothing.output
     assert "complete_for" not in json.loads((folder / "mm.meta.json").read_text()), "no test ran"
-    passed = cache_session(tmp_path, shapes, folder, WARMUP_HARNESS_SIGNATURE="s1")
+    passed = in_place_session(tmp_path, shapes, folder, WARMUP_HARNESS_SIGNATURE="s1")
     assert passed.returncode == 0 and passed.session["timed"] == {}, passed.output
     assert json.loads((folder / "mm.meta.json").read_text())["complete_for"] == "s1"
     before = (folder / "mm.meta.json").stat()
-    again = cache_session(tmp_path, shapes, folder, WARMUP_HARNESS_SIGNATURE="s1")
+    again = in_place_session(tmp_path, shapes, folder, WARMUP_HARNESS_SIGNATURE="s1")
     assert again.returncode == 0, again.output
     now = (folder / "mm.meta.json").stat()
     assert (now.st_ino, now.st_mtime_ns) == (before.st_ino, before.st_mtime_ns), "a full re-run rewrote it"
@@ -1075,7 +1076,7 @@ def test_a_one_device_record_run_that_passes_is_replayed_by_the_next_run_on_two(
     assert recorded.session["worker"] is None and sum(recorded.session["timed"].values()) > 0
     replayed = warmup("--gpus", "2", "--devices", "0,1")
     assert replayed.returncode == 0, replayed.output
-    assert "answers op mm for" in replayed.stderr and "replaying it" in replayed.stderr, replayed.output
+    assert "answers op mm for" in replayed.stderr and "reusing it" in replayed.stderr, replayed.output
     assert replayed.session["worker"] is None and replayed.session["timed"] == {}, "a child ran or a key was tuned"
 
 
@@ -1099,13 +1100,13 @@ def test_a_record_folder_whose_record_is_no_record_file_still_runs_the_benchmark
     one = warmup("--gpus", "1")
     assert one.returncode == 0 and " passed" in one.stdout and "failed" not in one.stdout, one.output
     assert "empty file" in one.stderr and "a folder of its own" not in one.stderr, one.output
-    # The record is a cache (issue 42): the empty file is set aside beside itself, the op recorded anew.
+    # Resuming in place (issue 42): the empty file is set aside beside itself, the op recorded anew.
     [aside] = records.glob("mm.json.unreadable-*")
     assert aside.read_bytes() == b"", "set aside as it was"
     assert len(json.loads((records / "mm.json").read_text())) == 3, "recorded anew"
     (records / "mm.json").write_bytes(b"")
     two = warmup("--gpus", "2", "--devices", "0,1")
-    assert two.returncode == 0 and "is not replayed" in two.stderr, two.output
+    assert two.returncode == 0 and "is not reused" in two.stderr, two.output
     assert len(json.loads((records / "mm.json").read_text())) == 3, "a whole record published over it"
 
 
@@ -1250,7 +1251,7 @@ def test_a_53_shaped_tuner_is_raced_recorded_then_replayed_resumed_and_claimed_b
     shapes, cold = shape_file(tmp_path, SHAPES), str(tmp_path / "cold-home")
     replay = bench(tmp_path, shapes, **bypassing(tmp_path, "force_policy"), HOME=cold,
                    FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR=str(work / "rec"))
-    resumed = cache_session(tmp_path, shapes, copy_records(work / "rec", tmp_path / "cache"), **LIB53, HOME=cold)
+    resumed = in_place_session(tmp_path, shapes, copy_records(work / "rec", tmp_path / "cache"), **LIB53, HOME=cold)
     claimed = bench(tmp_path, shapes, **LIB53, HOME=cold, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "b"),
                     WARMUP_HARNESS_CLAIM_DIR=str(work / "claims"))
     for name, later in (("replay", replay), ("resume", resumed), ("by-key", claimed)):

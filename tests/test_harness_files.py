@@ -186,7 +186,7 @@ def test_an_earlier_record_or_sidecar_that_is_a_fifo_or_a_device_resumes_nothing
     assert "every key is tuned" in run.stderr and sum(run.session["timed"].values()) > 0
 
 
-def test_the_record_as_a_cache_with_a_fifo_sidecar_tunes_every_key_and_replaces_it(recorded, tmp_path):
+def test_resuming_in_place_with_a_fifo_sidecar_tunes_every_key_and_replaces_it(recorded, tmp_path):
     # The reproduction: a good record, a FIFO sidecar, RECORD_DIR = RESUME_DIR.
     folder = copy_records(recorded[0], tmp_path / "rec")
     (folder / "mm.meta.json").unlink()
@@ -299,9 +299,9 @@ def test_a_write_that_fails_while_recording_is_a_warning_and_the_tests_run_on(re
     assert json.dumps([96, 32, 16, *F16]) in now["kernels_plain:mm_kernel_general"]
 
 
-def test_the_keys_a_fold_that_failed_left_in_the_journal_are_pinned_by_the_next_cache_session(recorded, tmp_path):
+def test_the_keys_a_fold_that_failed_left_in_the_journal_are_pinned_when_resuming_in_place(recorded, tmp_path):
     # A full disk (RLIMIT_FSIZE, as above): the keys go to the journal, no fold can put them in the
-    # record. The next session of the record as a cache, with room, must pin them, not tune them.
+    # record. The next session resuming in place, with room, must pin them, not tune them.
     folder = copy_records(recorded[0], tmp_path / "rec")
     limit = len((folder / "mm.json").read_bytes()) + 64
     shapes = shape_file(tmp_path, [[96, 32, 16], [80, 48, 16]])  # keys the record lacks

@@ -3,7 +3,7 @@
 
 Real pytest sessions of the Triton fixture (tests/triton_fixture/hot_path.py: Triton's own
 Autotuner, a LibTuner-like subclass, one shaped as FlagGems 5.3's), one per variant: plain,
-replay, resumed (the record as a cache) and a key tuned earlier in the record session. The timing
+replay, resumed (resuming in place) and a key tuned earlier in the record session. The timing
 of the same sessions is tests/bench/bench_hot_path.py's (BENCHMARKS.md, "The hot path").
 """
 
@@ -53,7 +53,7 @@ def session(work: Path, launches: int, plugin: bool = True, **extra: str) -> dic
 @pytest.fixture(scope="module")
 def sessions(tmp_path_factory):
     """Each variant's session: the record (its keys tuned at their first launch), its replay, its
-    re-run as a cache, and plain."""
+    re-run resuming in place, and plain."""
     work = tmp_path_factory.mktemp("hot")
     record = work / "record"
     runs = {"tuned earlier": session(work, LAUNCHES, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(record))}

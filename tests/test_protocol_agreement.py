@@ -206,7 +206,7 @@ def test_what_warmup_plan_exports_for_a_record_run_the_harness_reads_as_the_opti
     said = " ".join(lines)
     if fresh:
         assert harness_env.RESUME_DIR not in exported and said == "", said
-    else:  # the record as a cache: it resumes from the folder it records in
+    else:  # resuming in place: it resumes from the folder it records in
         assert f"{records.record_path(folder, 'mm')} does not exist yet" in said, said
         assert once_recorder.same_folder(Path(exported[harness_env.RESUME_DIR]), Path(exported[harness_env.RECORD_DIR]))
 

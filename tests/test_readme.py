@@ -52,7 +52,8 @@ def test_the_bench_mk_commands_put_the_tools_on_path_and_name_its_targets():
     assert lines[0] == "export PATH=$PWD/target/release:$PWD/scripts:$PATH", lines  # make demo builds there
     targets = [re.search(r"make -f examples/bench\.mk (\S+)", ln).group(1) for ln in lines[1:]]
     assert targets == ["bench", "bench", "measure"], lines
-    # Running them is test_warmup.py's test_the_readme_cpu_example_sweeps_without_an_error_and_its_rerun_replays.
+    # Running them is test_warmup.py's
+    # test_the_readme_cpu_example_sweeps_without_an_error_and_its_rerun_reuses_the_record.
     makefile = (ROOT / "examples" / "bench.mk").read_text()
     for target in targets:
         assert re.search(rf"^{target}:", makefile, re.MULTILINE), target

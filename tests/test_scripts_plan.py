@@ -68,7 +68,7 @@ def test_warmup_reads_only_names_warmup_plan_assigns_for_each_decision(tmp_path)
         "help": ([], ["--help"]),
         "plain": (["decision", "reason", "command"], bench()),
         "record": (["decision", "reason", "command"], ["--gpus", "1", *bench("-p", "warmup_harness")]),
-        "replay": (["decision", "reason", "command"],
+        "reuse": (["decision", "reason", "command"],
                    ["--gpus", "2", "--devices", "0,1", *bench("-p", "warmup_harness")]),
         "sweep": (None, ["--gpus", "2", "--devices", "0,1", *bench()]),
     }
@@ -79,7 +79,7 @@ def test_warmup_reads_only_names_warmup_plan_assigns_for_each_decision(tmp_path)
                         WARMUP_PROBE_ROOT=str(driver_probe(tmp_path / decision)))
         if decision == "record":
             env["FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR"] = str(tmp_path / "new")
-        if decision == "replay":  # the sidecar names this run complete (its complete_for)
+        if decision == "reuse":  # the sidecar names this run complete (its complete_for)
             planned = subprocess.run([tool("plan"), "--format", "json", "--for", "warmup", *args], cwd=tmp_path,
                                      env=env, capture_output=True, text=True, timeout=HANG, check=True)
             sidecar(records, triton=triton, device=H200, complete_for=json.loads(planned.stdout)["signature"])

@@ -398,10 +398,10 @@ def test_the_readme_makefile_warms_up_then_measures_replaying(work, target):
     assert (records / "mm.json").is_file()
 
 
-def test_the_readme_cpu_example_sweeps_without_an_error_and_its_rerun_replays(work):
+def test_the_readme_cpu_example_sweeps_without_an_error_and_its_rerun_reuses_the_record(work):
     """Issue 42: the README's CPU example, bench.mk's default benchmark (real Triton autotuners on
     a stubbed device, the clone's harness), run twice as the README gives it: the first run sweeps
-    and measures with no ERROR line, the second replays the record, sweeping nothing."""
+    and measures with no ERROR line, the second reuses the record, sweeping nothing."""
     env = clean_env(PATH=f"{BIN_DIR}:{ROOT / 'scripts'}:{os.environ['PATH']}", FLAGGEMS_VENDOR="nvidia",
                     TMPDIR=str(work), HOME=str(work / "home"), WARMUP_HARNESS_DEVICE_LOCK_DIR=str(work / "locks"))
     block = README_TEXT.split("### A Makefile", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
@@ -414,7 +414,7 @@ def test_the_readme_cpu_example_sweeps_without_an_error_and_its_rerun_replays(wo
         assert run.returncode == 0 and "ERROR" not in run.stdout + run.stderr, run.stdout + run.stderr
     first, again = (run.stderr for run in runs)
     assert "sweep done in" in first and "op mm: replayed" in first, first
-    assert "answers op mm for" in again and "replaying it" in again and "sweep done" not in again, again
+    assert "answers op mm for" in again and "reusing it" in again and "sweep done" not in again, again
     assert "warmup-spawn" not in again and "tuned 0" in again and "of tuning" not in again, again
 
 
@@ -763,7 +763,7 @@ def complete_record(work: Path, records: Path, command: list[str], record=None, 
     sidecar(records, triton=triton_version(), device=H200, complete_for=signature)
 
 
-def test_a_rerun_with_a_full_record_starts_no_child_and_replays_it_once(work):
+def test_a_rerun_with_a_full_record_starts_no_child_and_reuses_it_once(work):
     from test_history import driver_probe
 
     records = work / "records"
@@ -773,12 +773,12 @@ def test_a_rerun_with_a_full_record_starts_no_child_and_replays_it_once(work):
     run = warmup(work, "--gpus", "2", "--devices", "0,1", command=harness_command(), **env)
     assert run.returncode == 0, run.stderr
     [line] = run.lines()
-    assert f"the record in {records} answers" in line and "replaying it" in line, line
+    assert f"the record in {records} answers" in line and "reusing it" in line, line
     [session] = run.sessions
     assert session["env"]["FLAGGEMS_PERF_WARMUP_WORKER"] is None, "no child ran"
     assert session["env"]["FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR"] == str(records)
     assert scratch_folders(work) == []
-    # Without the harness in COMMAND's Python the record is no cache: the sweep runs, as before.
+    # Without the harness in COMMAND's Python the record is not reused: the sweep runs, as before.
     (work / "without").mkdir()
     env.pop("PYTHONPATH")
     swept = warmup(work / "without", "--gpus", "2", "--devices", "0,1", **env)
@@ -788,7 +788,7 @@ def test_a_rerun_with_a_full_record_starts_no_child_and_replays_it_once(work):
 def test_a_changed_test_file_conftest_or_default_shape_file_makes_the_record_no_longer_complete(work):
     """Issue 41: the signature covers what decides the keys, by content: the test file COMMAND
     names, the conftests above it and, with no --shape_file, the core_shapes.yaml beside it (what
-    FlagGems' benchmark reads by default). A change to any is no replay; the same bytes again are."""
+    FlagGems' benchmark reads by default). A change to any is no reuse; the same bytes again are."""
     from test_history import driver_probe
 
     bench = work / "repo" / "benchmark"
@@ -803,14 +803,14 @@ def test_a_changed_test_file_conftest_or_default_shape_file_makes_the_record_no_
            "PYTHONPATH": str(fake_harness(work))}
     command = [sys.executable, "-m", "pytest", "-p", "warmup_harness", str(bench / "test_mm_perf.py"), "-m", "mm"]
     complete_record(work, records, command, **env)
-    assert plan(work, "--gpus", "2", command=command, **env)["decision"] == "replay"
+    assert plan(work, "--gpus", "2", command=command, **env)["decision"] == "reuse"
     (work / "repo" / "notes.txt").write_text("nothing pytest reads")
     for path, text in files.items():
         path.write_text(text + "# changed\n")
         decided = plan(work, "--gpus", "2", command=command, **env)
-        assert decided["decision"] != "replay" and "no complete run" in decided["reason"], (path, decided)
+        assert decided["decision"] != "reuse" and "no complete run" in decided["reason"], (path, decided)
         path.write_text(text)  # touched back to the same bytes: complete again
-        assert plan(work, "--gpus", "2", command=command, **env)["decision"] == "replay", path
+        assert plan(work, "--gpus", "2", command=command, **env)["decision"] == "reuse", path
 
 
 def test_flaggems_53s_test_file_of_one_op_names_the_op_and_its_default_shape_file_is_not_named(work):
@@ -1024,7 +1024,7 @@ def test_deciding_starts_no_interpreter(work):
     (b'{"mm_main": {}}\x00', "mm.json:1:"),
     (b'{"mm_main": [1]}', 'kernel "mm_main" holds an array'),
 ], ids=["empty", "truncated", "a-list", "a-nul", "a-list-bucket"])
-def test_a_record_that_is_no_record_never_decides_replay_and_command_runs(work, bytes_, says):
+def test_a_record_that_is_no_record_never_decides_reuse_and_command_runs(work, bytes_, says):
     from test_history import driver_probe
 
     records = work / "records"
@@ -1034,28 +1034,28 @@ def test_a_record_that_is_no_record_never_decides_replay_and_command_runs(work, 
     (records / "mm.json").write_bytes(bytes_)
     decided = plan(work, "--gpus", "2", "--devices", "0,1", command=harness_command(), **env)
     assert decided["decision"] == "sweep", decided
-    assert f"the record in {records} is not replayed ({records / 'mm.json'}" in decided["reason"], decided
+    assert f"the record in {records} is not reused ({records / 'mm.json'}" in decided["reason"], decided
     assert says in decided["reason"], decided
     # One device: the one process records there, its harness setting the file aside (test_harness.py,
-    # test_the_record_as_a_cache_sets_aside_a_record_it_cannot_read_and_records_anew).
+    # test_resuming_in_place_sets_aside_a_record_it_cannot_read_and_records_anew).
     one = plan(work, "--gpus", "1", command=harness_command(), **env)
     assert one["decision"] == "record" and one["record_dir"] == str(records), one
     assert "one device, one process" in one["reason"] and says in one["reason"], one
-    assert "the harness sets it aside (the record is a cache)" in one["reason"], one
+    assert "the harness sets it aside (it resumes in place)" in one["reason"], one
 
 
-def test_a_record_folder_whose_name_is_not_utf8_is_replayed_recorded_and_published_there(work):
+def test_a_record_folder_whose_name_is_not_utf8_is_reused_recorded_and_published_there(work):
     from test_history import driver_probe
 
     records = Path(os.fsdecode(os.fsencode(work) + b"/rec-\xff"))
     env = {"FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR": str(records),
            "WARMUP_PROBE_ROOT": str(driver_probe(work)), "PYTHONPATH": str(fake_harness(work))}
     complete_record(work, records, harness_command(), **env)
-    replayed = warmup(work, "--gpus", "2", "--devices", "0,1", command=harness_command(), **env)
-    assert replayed.returncode == 0, replayed.stderr
-    [line] = replayed.lines()
-    assert "answers" in line and "replaying it" in line, line
-    [session] = replayed.sessions
+    reused = warmup(work, "--gpus", "2", "--devices", "0,1", command=harness_command(), **env)
+    assert reused.returncode == 0, reused.stderr
+    [line] = reused.lines()
+    assert "answers" in line and "reusing it" in line, line
+    [session] = reused.sessions
     assert session["env"]["FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR"] == str(records), "no child ran; the folder kept"
     # One device: the one process records into that folder, not into a temporary one.
     fresh = Path(os.fsdecode(os.fsencode(work) + b"/new-\xfe"))
@@ -1080,13 +1080,16 @@ def test_a_record_folder_whose_name_is_not_utf8_is_replayed_recorded_and_publish
 
 def test_an_unusable_tmpdir_is_a_fallback_that_runs_the_command_unchanged(work):
     """Whatever the warmup needs a temporary folder for (the sweep's scratch and its tools'
-    output), a TMPDIR it cannot use says so and runs COMMAND; the one process uses none."""
+    output), a TMPDIR it cannot use says so and runs COMMAND once, recording into the record
+    folder and resuming from it where the harness runs; the one process uses none."""
     run = warmup(work, "--gpus", "2", "--devices", "0,1", command=harness_command(),
                  TMPDIR=str(work / "nonexistent"), PYTHONPATH=str(fake_harness(work)))
     assert run.returncode == 0, run.stderr
     [session] = run.sessions
     assert session["env"]["FLAGGEMS_PERF_WARMUP_WORKER"] is None, "COMMAND ran once, no child"
-    assert "nonexistent" in run.lines()[-1] and run.lines()[-1].endswith("skipping"), run.stderr
+    line = run.lines()[-1]
+    assert "nonexistent" in line and "skipping; one process instead, recording into " in line, run.stderr
+    assert session["env"]["WARMUP_HARNESS_RESUME_DIR"] == session["env"]["FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR"]
     (work / "one").mkdir()
     one = warmup(work / "one", "--gpus", "1", command=harness_command(), TMPDIR=str(work / "nonexistent"),
                  PYTHONPATH=str(fake_harness(work)))

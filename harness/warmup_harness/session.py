@@ -187,7 +187,7 @@ class Session:
     def opening_lines(self) -> list[str]:
         path = records.record_path(self.mode.directory, self.mode.op)
         resumes = self.policy.resumes() if self.writer is not None else None
-        if resumes is not None:  # a re-run of the record as a cache, a sweep child resuming
+        if resumes is not None:  # a re-run resuming in place, a sweep child resuming
             what = (f"record mode, op {self.mode.op}: {resumes[1]} key(s) resumed from {resumes[0]} where met, any "
                     f"other key tuned and recorded in {path}")
         elif self.writer is not None:
@@ -213,8 +213,8 @@ class Session:
                 self.writer.vouch(signature)
 
     def _resumes_its_own_record(self) -> bool:
-        """Whether this record session resumes from its own record folder (docs/CONTRACT.md, "The
-        record as a cache"): not a sweep child, no claims, not fresh; its record there or not yet."""
+        """Whether this record session resumes from its own record folder (docs/CONTRACT.md,
+        "Resuming in place"): not a sweep child, no claims, not fresh; its record there or not yet."""
         from .autotune import once_recorder
 
         def setting(name: str) -> str | None:

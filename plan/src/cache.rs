@@ -43,10 +43,10 @@ pub fn resolve(
     }
 }
 
-/// Acts on the decision for the record cache: a run that uses the cache's folder (replay, record
+/// Acts on the decision for the record cache: a run that uses the cache's folder (reuse, record
 /// or sweep) makes it and marks `op` used there (`warmup-cache remove --older-than` reads the
 /// stamp); a plain run makes nothing. `Err`: why a folder that cannot be made after all (taken
-/// since it was found, a full disk) is a cache that cannot be used.
+/// since it was found, a full disk) is a record cache that cannot be used.
 pub fn make(folder: &RecordFolder, op: &str, decision: &Decision) -> Result<(), String> {
     let RecordFolder::Cache(dir) = folder else {
         return Ok(());

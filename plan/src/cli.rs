@@ -10,12 +10,13 @@ use clap::ValueEnum;
 use clap::{ArgAction, Parser};
 use std::ffi::OsString;
 
-const ABOUT: &str = "Decide how warmup or warmup-slurm runs COMMAND: plain, replaying the \
+const ABOUT: &str = "Decide how warmup or warmup-slurm runs COMMAND: plain, reusing the \
 record, one process recording, or a sweep with its shard plan";
 
-const AFTER: &str = "The driver's options follow warmup-plan's own, unchanged; `--help` after `--for DRIVER`
-is the driver's help. Output (docs/CONTRACT.md, \"warmup-plan\"): decision=plain|replay|record|sweep,
-reason='...', `export NAME=VALUE` lines for replay and record, and for a sweep the devices, the
+const AFTER: &str =
+    "The driver's options follow warmup-plan's own, unchanged; `--help` after `--for DRIVER`
+is the driver's help. Output (docs/CONTRACT.md, \"warmup-plan\"): decision=plain|reuse|record|sweep,
+reason='...', `export NAME=VALUE` lines for reuse and record, and for a sweep the devices, the
 record folder, the op and warmup-shard's and warmup-spawn's argv as arrays.
 
 EXAMPLES:

@@ -1,5 +1,5 @@
 //! The one decision of a scripts/warmup run, from what was discovered ([`Facts`]): run COMMAND
-//! plain, replay the record, record in one process, or sweep. Pure: no file is read here, so
+//! plain, reuse the record, record in one process, or sweep. Pure: no file is read here, so
 //! every rule is a unit test. The skip rules are the plugin's, in its order; where the harness is
 //! in COMMAND's Python (and this is no child and no replay run), a record that answers the op
 //! and a run on one device come first, an unset GPU count means every visible device, a run
@@ -26,7 +26,7 @@ pub enum Record {
     /// No record, or one made elsewhere: why.
     Misses(String),
     /// `<op>.json` is no record file (empty, cut off, not `{kernel: {key: config}}`): why. One
-    /// process's harness sets it aside ("The record as a cache"); a sweep publishes a whole
+    /// process's harness sets it aside ("Resuming in place"); a sweep publishes a whole
     /// record over it.
     Damaged(String),
 }
@@ -107,8 +107,10 @@ pub struct Facts {
 pub enum Decision {
     /// Unchanged, after saying why.
     Plain { reason: String },
-    /// Once, replaying the record in `dir` (and tuning live, then adding, a key it lacks).
-    Replay { reason: String, dir: PathBuf },
+    /// Once, reusing the record in `dir`, which answers the op: the harness records into `dir`
+    /// resuming from it ("Resuming in place"), so a key it holds is pinned and one it lacks is
+    /// tuned live, then added. Not the harness's replay mode (`REPLAY_DIR`).
+    Reuse { reason: String, dir: PathBuf },
     /// Once, recording (compile-ahead on) into `dir`; `None`: the harness records nothing (the
     /// folder's `<op>.json` is no record file it can add to).
     Record {
@@ -130,7 +132,7 @@ impl Decision {
     pub fn name(&self) -> &'static str {
         match self {
             Decision::Plain { .. } => "plain",
-            Decision::Replay { .. } => "replay",
+            Decision::Reuse { .. } => "reuse",
             Decision::Record { .. } => "record",
             Decision::Sweep { .. } => "sweep",
         }
@@ -139,7 +141,7 @@ impl Decision {
     pub fn reason(&self) -> &str {
         match self {
             Decision::Plain { reason }
-            | Decision::Replay { reason, .. }
+            | Decision::Reuse { reason, .. }
             | Decision::Record { reason, .. }
             | Decision::Sweep { reason, .. } => reason,
         }
@@ -211,7 +213,7 @@ fn sweep_rules(f: &Facts, harness: bool) -> Rule<Decision> {
         reason: format!(
             "{reason}; sweeping on {}{}",
             devices.join(","),
-            not_replayed(f)
+            not_reused(f)
         ),
         by_history: f.record_folder.dir().is_some() && !by_key,
         by_key,
@@ -343,13 +345,13 @@ fn distinct(devices: &Result<Vec<String>, String>) -> usize {
     devices.as_ref().map_or(0, |list| unique(list).len())
 }
 
-/// Replay or one process recording, where the harness runs in COMMAND (issue 24): `None` when
+/// Reuse or one process recording, where the harness runs in COMMAND (issue 24): `None` when
 /// neither applies and the plugin's rules decide.
 fn harness_decision(f: &Facts) -> Option<Decision> {
     if let (Some(dir), Record::Answers, false) = (f.record_folder.dir(), &f.record, f.fresh) {
-        return Some(Decision::Replay {
+        return Some(Decision::Reuse {
             reason: format!(
-                "the record in {} answers op {} for this Triton and device model: COMMAND runs once, replaying it; a key it lacks is tuned live and added (--fresh tunes every key again)",
+                "the record in {} answers op {} for this Triton and device model: COMMAND runs once, reusing it; a key it lacks is tuned live and added (--fresh tunes every key again)",
                 dir.display(),
                 f.op
             ),
@@ -374,7 +376,7 @@ fn one_process(f: &Facts, lead: String) -> Option<Decision> {
         return Some(Decision::Record {
             reason: format!(
                 "{lead}: COMMAND runs once with the harness recording into {}; {why}: the harness \
-                 sets it aside (the record is a cache)",
+                 sets it aside (it resumes in place)",
                 dir.display()
             ),
             dir: Some(dir.to_owned()),
@@ -384,7 +386,7 @@ fn one_process(f: &Facts, lead: String) -> Option<Decision> {
         reason: format!(
             "{lead}: COMMAND runs once with the harness recording (compile-ahead on) into {}, for the next run{}",
             dir.display(),
-            not_replayed(f)
+            not_reused(f)
         ),
         dir: Some(dir.to_owned()),
     })
@@ -407,12 +409,12 @@ fn one_device(f: &Facts) -> Option<String> {
     }
 }
 
-/// Where the harness would have replayed the record folder but its record does not answer this
+/// Where the harness would have reused the record folder but its record does not answer this
 /// run: why, and that the run resumes from the keys it holds.
-fn not_replayed(f: &Facts) -> String {
+fn not_reused(f: &Facts) -> String {
     match (f.record_folder.dir(), f.record.why(), &f.harness, f.fresh) {
         (Some(dir), Some(why), Ok(()), false) => format!(
-            "; the record in {} is not replayed ({why}): its keys are resumed from, the rest tuned",
+            "; the record in {} is not reused ({why}): its keys are resumed from, the rest tuned",
             dir.display()
         ),
         _ => String::new(),
@@ -532,7 +534,7 @@ mod tests {
         let mut f = sweeping();
         f.replay_dir_set = true;
         assert!(reason(&f).contains("already pinned"));
-        // A replay run is no harness run either: the record folder is not replayed over it.
+        // A replay run is no harness run either: the record folder is not reused over it.
         assert!(reason(&answering(with_harness(f.clone()))).contains("already pinned"));
         let mut f = sweeping();
         f.devices = Err("no devices found".into());
@@ -568,14 +570,14 @@ mod tests {
     }
 
     #[test]
-    fn a_record_that_answers_is_replayed_once_where_the_harness_is() {
+    fn a_record_that_answers_is_reused_once_where_the_harness_is() {
         let f = answering(with_harness(sweeping()));
         assert!(decide(&f)
             .reason()
             .starts_with("the record in /r answers op mm for this Triton"));
         assert_eq!(
             decide(&f),
-            Decision::Replay {
+            Decision::Reuse {
                 reason: decide(&f).reason().to_owned(),
                 dir: "/r".into()
             }
@@ -585,7 +587,7 @@ mod tests {
         alone.gpus = Gpus::Unset;
         alone.shape_file = None;
         alone.devices = Err("none".into());
-        assert_eq!(decide(&alone).name(), "replay");
+        assert_eq!(decide(&alone).name(), "reuse");
         // --fresh tunes again; no harness: the record is only resumed by the sweep's children.
         let mut fresh = f.clone();
         fresh.fresh = true;
@@ -647,7 +649,7 @@ mod tests {
         );
         assert!(
             d.reason().contains(
-                "the record in /r is not replayed (/r/mm.meta.json names no complete run): its keys are resumed from"
+                "the record in /r is not reused (/r/mm.meta.json names no complete run): its keys are resumed from"
             ),
             "{d:?}"
         );
@@ -658,10 +660,10 @@ mod tests {
             "record",
             "one device: the one process, as with no record"
         );
-        assert!(d.reason().contains("is not replayed"), "{d:?}");
+        assert!(d.reason().contains("is not reused"), "{d:?}");
         f.fresh = true;
         assert!(
-            !decide(&f).reason().contains("is not replayed"),
+            !decide(&f).reason().contains("is not reused"),
             "--fresh resumes nothing"
         );
         // A record file that is no record: the harness sets it aside and records there.
@@ -708,7 +710,7 @@ mod tests {
             "the history in /r predicts 30.00 s with the warmup against 31.00 s plain, less than \
              10% saved (--always sweeps anyway): one process instead: COMMAND runs once with the \
              harness recording (compile-ahead on) into /r, for the next run; the record in /r is \
-             not replayed (/r/mm.meta.json names no complete run): its keys are resumed from, \
+             not reused (/r/mm.meta.json names no complete run): its keys are resumed from, \
              the rest tuned"
         );
         // Every other skip of rule 3 the harness can meet, each into the same folder.

@@ -47,7 +47,7 @@ overlap the sweep; the harness holds it before its first test until the configs 
 
 Where the harness is in COMMAND's Python, a record folder (FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR, else
 the record cache, which every later run reads) that already holds the op's record for this Triton
-and GPU model is replayed by one run of COMMAND (no sweep), and one device is one process
+and GPU model is reused by one run of COMMAND (no sweep, nothing it holds tuned again), and one device is one process
 recording there. Whenever the warmup does not apply or cannot help, it says why on stderr and
 runs COMMAND unchanged.";
 
@@ -118,7 +118,7 @@ pub struct Warmup {
     #[arg(long, conflicts_with_all = ["entry", "strategy", "costs", "cost_model", "overhead"])]
     pub by_key: bool,
     /// Tune every key again; by default a key the record folder's record holds (same Triton,
-    /// same device model) is replayed or not tuned again
+    /// same device model) is not tuned again
     #[arg(long)]
     pub fresh: bool,
     /// Race each swept key's configs, the harness's default: time each briefly, then in full only

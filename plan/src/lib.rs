@@ -1,7 +1,7 @@
 //! `warmup-plan`: the one planning step of scripts/warmup and scripts/warmup-slurm. It parses
 //! its own options and the driver's (`cli`, `flags`, clap: a typo is a usage error, exit 2),
 //! discovers once what the run is made of (`discover`), and returns one typed decision with its
-//! reason (`decision`): COMMAND plain, replaying the record, one process recording, or a sweep
+//! reason (`decision`): COMMAND plain, reusing the record, one process recording, or a sweep
 //! with its plan. Deciding makes nothing; the step that acts on the decision makes the record
 //! cache's folder the run uses (`discover::Discovery::act`). The drivers `eval` what it prints (`--format
 //! sh`) and only compose the steps it names (docs/CONTRACT.md, "warmup-plan").

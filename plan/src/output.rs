@@ -181,7 +181,7 @@ pub fn warmup(args: &Warmup, found: &Discovery, decision: &Decision) -> Output {
     }
     match decision {
         Decision::Plain { .. } => {}
-        Decision::Replay { dir, .. } | Decision::Record { dir: Some(dir), .. } => {
+        Decision::Reuse { dir, .. } | Decision::Record { dir: Some(dir), .. } => {
             for (name, value) in one_process(args, found, dir) {
                 out.export(name, &value);
             }
@@ -212,7 +212,7 @@ pub fn warmup(args: &Warmup, found: &Discovery, decision: &Decision) -> Output {
 /// COMMAND run once by the harness over the record folder DIR: recording into it, resuming from
 /// it (`WARMUP_HARNESS_FRESH=1` instead with `--fresh`) and naming the run's signature; where this
 /// user cannot write it, replaying it (what it holds is pinned) and writing nothing, blank being
-/// unset over the caller's variable. `replay` and `record` run so, and a sweep's fallback does.
+/// unset over the caller's variable. `reuse` and `record` run so, and a sweep's fallback does.
 fn one_process(args: &Warmup, found: &Discovery, dir: &Path) -> Vec<(&'static str, OsString)> {
     if found.read_only.is_some() {
         let mut env = vec![(names::RECORD_DIR, OsString::new())];

@@ -37,8 +37,8 @@ pub const PROGRESS: &str = "WARMUP_HARNESS_PROGRESS";
 pub const RESUME_DIR: &str = "WARMUP_HARNESS_RESUME_DIR";
 /// `1`: a record session tunes every key again, whatever an earlier record holds.
 pub const FRESH: &str = "WARMUP_HARNESS_FRESH";
-/// The signature of this run (`protocol::signature`), set by warmup-plan in a replay or
-/// record run: a record session using its record folder as a cache that ends with every test
+/// The signature of this run (`protocol::signature`), set by warmup-plan in a reuse or
+/// record run: a record session resuming in place (from its own record folder) that ends with every test
 /// passed writes it into the sidecar's `complete_for`.
 pub const SIGNATURE: &str = "WARMUP_HARNESS_SIGNATURE";
 /// A record session races a swept key's configs, timing in full only those a short timing cannot

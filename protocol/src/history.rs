@@ -22,7 +22,7 @@ pub const SIDECAR_FORMAT: &str = "warmup-harness-meta";
 pub const SIDECAR_VERSION: u64 = 2;
 pub const SIDECAR_READS: [u64; 2] = [1, 2];
 /// The sidecar's field naming the signature ([`crate::signature`]) of the last run that finished with
-/// nothing missing from the record: the evidence a replay decision needs that the record holds
+/// nothing missing from the record: the evidence a reuse decision needs that the record holds
 /// every key that run needs (docs/CONTRACT.md, "The record/replay harness").
 pub const COMPLETE_FOR: &str = "complete_for";
 

@@ -6,7 +6,7 @@ times in one pytest session per variant (tests/triton_fixture/hot_path.py):
 
 * plain: no harness;
 * replay: FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR names a record that holds the keys (pinned);
-* resumed: the record as a cache: RECORD_DIR and WARMUP_HARNESS_RESUME_DIR one folder that holds them;
+* resumed: resuming in place: RECORD_DIR and WARMUP_HARNESS_RESUME_DIR one folder that holds them;
 * tuned earlier: a record session that tunes the key at its first launch.
 
 The variants alternate within each round; a table of the best of --rounds microseconds a launch

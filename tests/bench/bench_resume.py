@@ -2,8 +2,8 @@
 
 One pytest session of the Triton fixture benchmark (tests/triton_fixture, 1 shape) in record mode,
 with the harness from harness/: no resume; `WARMUP_HARNESS_RESUME_DIR` naming another folder that
-holds a 3000-key record (a sweep child: the keys are carried into its record); and the record as a
-cache (RECORD_DIR and RESUME_DIR one folder that holds the 3000 keys). Wall seconds of the whole
+holds a 3000-key record (a sweep child: the keys are carried into its record); and resuming in
+place (RECORD_DIR and RESUME_DIR one folder that holds the 3000 keys). Wall seconds of the whole
 session, best and median of --rounds.
 
 Run:  .venv/bin/python tests/bench/bench_resume.py [--rounds 3] [--harness harness]
@@ -67,7 +67,7 @@ def main() -> None:
     parser.add_argument("--harness", type=Path, default=ROOT / "harness")
     args = parser.parse_args()
     rows = {"no resume": [], f"resume from another folder ({KEYS} keys carried)": [],
-            f"the record as a cache ({KEYS} keys held, RESUME_DIR = RECORD_DIR)": []}
+            f"resuming in place ({KEYS} keys held, RESUME_DIR = RECORD_DIR)": []}
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         for n in range(args.rounds):

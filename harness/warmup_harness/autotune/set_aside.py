@@ -1,4 +1,4 @@
-"""The record as a cache (docs/CONTRACT.md): a record session that resumes from its own folder
+"""Resuming in place (docs/CONTRACT.md): a record session that resumes from its own folder
 finds there an `<op>.json` it cannot read (another tool's, a damaged one). That file answers no
 key, so instead of refusing the run, a regular file is set aside beside itself, renamed, never deleted, and
 the session records the op anew. Anywhere else (a replay, a record folder nothing resumes from)
@@ -42,4 +42,5 @@ def unreadable_record(directory: Path, op: str, resume_dir: str | None, say: Cal
         return  # another run set it aside first
     except OSError as exc:
         raise records.RecordError(f"{why}; it cannot be set aside ({exc.strerror or exc}): move it away") from None
-    say(f"WARNING {why}; the record is a cache: set aside as {aside.name} beside it, and op {op} is recorded anew")
+    say(f"WARNING {why}; this session resumes in place: set aside as {aside.name} beside it, "
+        f"and op {op} is recorded anew")
