@@ -19,11 +19,12 @@ from pathlib import Path
 
 import pytest
 
-from support import BIN_DIR, HANG
+from support import BIN_DIR, HANG, clean_env
 from test_harness import (SCRIPT, SHAPES, Run, bench_command, bench_env, copy_records, key_probe, recorded,
                           shape_file)
-from test_warmup import finish, wait_for
-from test_warmup import warmup as fixture_warmup
+from test_warmup import EXAMPLE, finish, wait_for
+from test_warmup import Run as FixtureRun
+from test_warmup import bench_command as fixture_command
 
 __all__ = ["recorded"]  # the module-scoped record the gate tests replay
 
@@ -478,16 +479,26 @@ def test_a_command_that_would_not_load_the_harness_is_measured_after_the_sweep(t
         command = ["env", *bench_command(shapes)]
     run = sweep(tmp_path, command, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "records"))
     assert run.returncode == 0, run.output
-    assert "the measurement starts after the sweep: COMMAND is not a pytest command" in run.stderr, run.stderr
+    # warmup-plan sees it and passes --measure-after: no `-p warmup_harness` added, no early start.
+    assert "the measurement starts after the sweep: warmup_harness does not run in COMMAND" in run.stderr, run.stderr
     [collected] = events.index("collected", "measure")
     assert collected > max(events.index("finished", "child")), events.all()
 
 
 def test_a_measurement_whose_pytest_cannot_load_the_harness_runs_again_after_the_sweep(tmp_path):
     """The fixture harness of tests/harness records and replays by itself; the harness package is
-    not on its path, so the early measurement's `-p warmup_harness` fails before collecting."""
-    run = fixture_warmup(tmp_path, "--gpus", "2", "--devices", "0,1",
-                         FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "records"))
+    not on its path, so the early measurement's `-p warmup_harness` fails before collecting.
+    warmup-plan would see that and pass --measure-after: warmup-spawn is run here without it."""
+    scratch, records = tmp_path / "s", tmp_path / "records"
+    subprocess.run([str(BIN_DIR / "warmup-shard"), "--op", "mm", "--shards", "2", "--out", str(scratch),
+                    str(EXAMPLE)], env=clean_env(), capture_output=True, text=True, timeout=HANG, check=True)
+    trace = tmp_path / "trace.jsonl"
+    env = clean_env(WARMUP_BIN_DIR=str(BIN_DIR), WARMUP_FIXTURE_TRACE=str(trace), WARMUP_FIXTURE_SWEEP_SECONDS="0.01",
+                    FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(records), FLAGGEMS_PERF_CURRENT_OP="mm", TMPDIR=str(tmp_path))
+    proc = subprocess.run([str(BIN_DIR / "warmup-spawn"), "--plan", str(scratch), "--measure", "--devices", "0,1",
+                           "--backend", "cuda", "--", *fixture_command(EXAMPLE)],
+                          env=env, cwd=tmp_path, capture_output=True, text=True, timeout=HANG)
+    run = FixtureRun(proc, trace)
     assert run.returncode == 0, run.stderr
     assert 'Error importing plugin "warmup_harness"' in run.stderr, run.stderr
     [again] = [ln for ln in run.lines() if "running COMMAND again" in ln]

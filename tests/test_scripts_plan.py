@@ -144,3 +144,23 @@ def test_a_marker_names_the_op_exactly_when_python_takes_it_for_an_identifier_an
         op = subprocess.run(["bash", "-c", 'eval "$1"; printf %s "$op"', "op", text], capture_output=True,
                             text=True, check=True).stdout
         assert op == expected, (mark, text)
+
+
+def test_warmup_and_warmup_slurm_name_the_same_op_for_the_same_command(tmp_path):
+    """One rule (protocol::op::derive) for both drivers: the same COMMAND gets one record."""
+    shapes = tmp_path / "s.yaml"
+    shapes.write_text("mm:\n  shapes:\n    - [1, 2]\n    - [3, 4]\n")
+    drivers = {"warmup": ["--gpus", "2"],
+               "warmup-slurm": ["--scratch", str(tmp_path / "scratch"), "--shards", "2"]}
+    for given, marker, expected in [({}, ["-m", "mm"], "mm"), ({}, ["-m", "mm or bmm"], "default"),
+                                    ({"FLAGGEMS_PERF_CURRENT_OP": "addmm"}, ["-m", "mm"], "addmm")]:
+        env = with_stand_in_sbatch(tmp_path, clean_env(**given))
+        command = [sys.executable, "-m", "pytest", "bench.py", *marker, "--shape_file", str(shapes)]
+        ops = {}
+        for driver, args in drivers.items():
+            text = subprocess.run([tool("plan"), "--format", "sh", "--for", driver, *args, "--", *command],
+                                  capture_output=True, text=True, cwd=tmp_path, env=env, timeout=HANG)
+            assert text.returncode == 0, (driver, text.stderr)
+            ops[driver] = subprocess.run(["bash", "-c", 'eval "$1"; printf %s "$op"', "op", text.stdout],
+                                         capture_output=True, text=True, check=True).stdout
+        assert ops == {"warmup": expected, "warmup-slurm": expected}, (marker, given)

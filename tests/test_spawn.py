@@ -446,3 +446,35 @@ def test_warmup_spawn_and_the_scripts_look_in_warmup_bin_dir_before_their_own_fo
                             capture_output=True, text=True, timeout=HANG)
     assert script.returncode == 0 and "fake plan" in script.stderr, script.stderr
     assert said.read_text().split() == ["warmup-merge", "warmup-plan"]
+
+
+def test_measure_and_finish_run_their_tools_alike_into_the_record_folder_one_rule_reads(tmp_path):
+    """One way to run a tool and one record-folder rule (protocol::env::record_folder): a blank
+    --record-dir is none under --measure as under --finish (the variable unread), so both publish
+    into SCRATCH/merged, and both give warmup-merge and warmup-publish the same arguments."""
+    bin_dir, said = tmp_path / "bin", tmp_path / "said"
+    bin_dir.mkdir()
+    for name in ("warmup-merge", "warmup-publish"):
+        script = bin_dir / name
+        script.write_text(f"#!/bin/sh\necho \"{name} $*\" >> '{said}'\nexec '{tool(name[7:])}' \"$@\"\n")
+        script.chmod(0o755)
+    scratch = tmp_path / "s"
+    write_plan(scratch, SHARDS[:1])
+    record = ('[ -z "$FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR" ] || { mkdir -p "$FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR" && '
+              'echo \'{"k": {"key": {"BLOCK": 1}}}\' > "$FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR/mm.json"; }')
+    env = clean_env(WARMUP_BIN_DIR=str(bin_dir), FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "elsewhere"))
+    measured = subprocess.run([tool("spawn"), "--plan", str(scratch), "--measure", "--record-dir", " ",
+                               "--devices", "0", "--backend", "cuda", "--", "sh", "-c", record],
+                              env=env, cwd=tmp_path, capture_output=True, text=True, timeout=HANG)
+    assert measured.returncode == 0, measured.stderr
+    by_measure = said.read_text().splitlines()
+    said.unlink()
+    finished = subprocess.run([tool("spawn"), "--plan", str(scratch), "--finish", "--record-dir", " "],
+                              env=env, cwd=tmp_path, capture_output=True, text=True, timeout=HANG)
+    assert finished.returncode == 0, finished.stderr
+    assert said.read_text().splitlines() == by_measure
+    merged = scratch / "merged"
+    assert by_measure == [f"warmup-merge --op mm --in-scratch {scratch} --summary -",
+                          f"warmup-publish --op mm --format json --record-dir {merged} -- {scratch}"]
+    assert (merged / "mm.json").is_file() and not (tmp_path / "elsewhere").exists()
+    assert not (tmp_path / " ").exists()

@@ -99,12 +99,17 @@ pub fn stale_kernels(sources: &[Source]) -> (Vec<Vec<String>>, Vec<String>) {
     let read: Vec<Vec<(String, String, bool)>> = sources
         .iter()
         .map(|source| {
-            let (Some(_), Some(stem)) = (source.shard, source.path.file_stem()) else {
+            let (Some(_), Some(op), Some(dir)) = (
+                source.shard,
+                source
+                    .path
+                    .file_name()
+                    .and_then(protocol::op::of_record_file),
+                source.path.parent(),
+            ) else {
                 return Vec::new();
             };
-            let meta = source
-                .path
-                .with_file_name(format!("{}.meta.json", stem.to_string_lossy()));
+            let meta = protocol::history::meta_path(dir, op);
             let Some(Value::Object(doc)) = toolkit::file::read(&meta)
                 .ok()
                 .and_then(|b| serde_json::from_slice::<Value>(&b).ok())

@@ -180,7 +180,7 @@ fn shard_lines(sources: &[input::Source]) -> Vec<ShardLine> {
         });
         lines.push(ShardLine {
             index: shard,
-            outcome: outcome.word().to_owned(),
+            outcome,
             log: log.clone(),
         });
     }

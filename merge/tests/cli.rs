@@ -315,7 +315,7 @@ fn the_summary_reads_back_by_the_type_warmup_spawn_reads_it_with() {
     let shards: Vec<(usize, &str)> = read
         .shards
         .iter()
-        .map(|s| (s.index, s.outcome.as_str()))
+        .map(|s| (s.index, s.outcome.word()))
         .collect();
     assert_eq!(shards, [(0, "not_started"), (1, "ok"), (2, "not_started")]);
 }

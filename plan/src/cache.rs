@@ -3,11 +3,12 @@
 //! device model (`protocol::cache_dir`), which every later run reads, so that a re-run is
 //! answered without the user naming anything. Deciding makes nothing: discovery only finds the
 //! folder and whether it can be made and written ([`resolve`]); the step that acts on the
-//! decision makes it ([`apply`]). A cache that cannot be used is no reason to stop: the run goes
-//! on without a record folder, and the decision's line says why.
+//! decision makes it ([`make`], through `discover::Discovery::act`). A cache that cannot be used
+//! is no reason to stop: the run goes on without a record folder, and the decision's line says
+//! why.
 
-use crate::decision::{self, Decision, RecordFolder};
-use crate::discover::{Discovery, World};
+use crate::decision::{Decision, RecordFolder};
+use protocol::backend::Environment;
 use protocol::cache_dir;
 use protocol::probe::Platform;
 use std::ffi::OsString;
@@ -18,7 +19,7 @@ use std::path::PathBuf;
 pub fn resolve(
     named: Option<PathBuf>,
     worker: bool,
-    world: &World,
+    env: &Environment,
     platform: &Platform,
 ) -> RecordFolder {
     if worker {
@@ -27,13 +28,13 @@ pub fn resolve(
     if let Some(dir) = named {
         return RecordFolder::Named(dir);
     }
-    let var = |name: &str| world.env.get_os(name).map(OsString::from);
+    let var = |name: &str| env.get_os(name).map(OsString::from);
     let found = cache_dir::root(var).and_then(|root| {
         cache_dir::locate(
             &root,
             platform.triton.as_deref(),
             platform.device.as_deref(),
-            &world.env.root("/"),
+            &env.root("/"),
         )
     });
     match found {
@@ -43,36 +44,28 @@ pub fn resolve(
 }
 
 /// Acts on the decision for the record cache: a run that uses the cache's folder (reuse, record
-/// or sweep) makes it and marks the op used there (`warmup-cache remove --older-than` reads the
-/// stamp); a plain run makes nothing. A folder that cannot be made after all (taken since it was
-/// found, a full disk) is a record cache that cannot be used: the run is decided again without
-/// it, as discovery would have found it.
-pub fn apply(found: Discovery, decision: Decision) -> (Discovery, Decision) {
-    let RecordFolder::Cache(dir) = &found.facts.record_folder else {
-        return (found, decision);
+/// or sweep) makes it and marks `op` used there (`warmup-cache remove --older-than` reads the
+/// stamp); a plain run makes nothing. `Err`: why a folder that cannot be made after all (taken
+/// since it was found, a full disk) is a record cache that cannot be used.
+pub fn make(folder: &RecordFolder, op: &str, decision: &Decision) -> Result<(), String> {
+    let RecordFolder::Cache(dir) = folder else {
+        return Ok(());
     };
     if let Decision::Plain { .. } = decision {
-        return (found, decision);
+        return Ok(());
     }
-    match cache_dir::make(dir) {
-        Ok(()) => {
-            if let Some(line) = cache_dir::touch(dir, &found.op) {
-                eprintln!("[{}] warning: {line}", crate::Driver::Warmup.name());
-            }
-            (found, decision)
-        }
-        Err(why) => {
-            let found = found.without_cache(why);
-            let decision = decision::decide(&found.facts);
-            (found, decision)
-        }
+    cache_dir::make(dir)?;
+    if let Some(line) = cache_dir::touch(dir, op) {
+        eprintln!("[{}] warning: {line}", crate::flags::Driver::Warmup.name());
     }
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use protocol::backend::Environment;
+    use crate::decision;
+    use crate::discover::World;
 
     fn world(vars: &[(&str, &str)]) -> World {
         World {
@@ -104,10 +97,10 @@ mod tests {
         let home = tempfile::tempdir().expect("tempdir");
         let w = world(&[("HOME", home.path().to_str().expect("utf-8"))]);
         assert_eq!(
-            resolve(Some("/named".into()), false, &w, &UNKNOWN),
+            resolve(Some("/named".into()), false, &w.env, &UNKNOWN),
             RecordFolder::Named("/named".into())
         );
-        assert_eq!(resolve(None, true, &w, &UNKNOWN), RecordFolder::NotUsed);
+        assert_eq!(resolve(None, true, &w.env, &UNKNOWN), RecordFolder::NotUsed);
         assert!(empty(home.path()), "nothing made");
     }
 
@@ -115,17 +108,17 @@ mod tests {
     fn the_cache_folder_is_found_per_platform_without_being_made() {
         let home = tempfile::tempdir().expect("tempdir");
         let w = world(&[("XDG_CACHE_HOME", home.path().to_str().expect("utf-8"))]);
-        let RecordFolder::Cache(dir) = resolve(None, false, &w, &h200()) else {
+        let RecordFolder::Cache(dir) = resolve(None, false, &w.env, &h200()) else {
             panic!("no cache folder");
         };
         assert!(dir.starts_with(home.path().join("parallel-warmup/records")));
         assert!(empty(home.path()), "deciding makes nothing");
         assert_ne!(
-            resolve(None, false, &w, &UNKNOWN),
+            resolve(None, false, &w.env, &UNKNOWN),
             RecordFolder::Cache(dir),
             "another platform, another folder"
         );
-        let none = resolve(None, false, &world(&[]), &h200());
+        let none = resolve(None, false, &world(&[]).env, &h200());
         assert!(
             matches!(none, RecordFolder::CacheUnavailable(_)),
             "{none:?}"
@@ -150,7 +143,7 @@ mod tests {
                 env: Environment::fake(&vars, machine.path()),
                 ..world(&[])
             };
-            resolve(None, false, &w, platform)
+            resolve(None, false, &w.env, platform)
         };
         let unknown = Platform {
             triton: Some("3.6.0".into()),
@@ -211,7 +204,7 @@ mod tests {
         let RecordFolder::Cache(dir) = found.facts.record_folder.clone() else {
             panic!("{:?}", found.facts.record_folder);
         };
-        let (found, acted) = apply(found, decision.clone());
+        let (found, acted) = found.act(decision.clone());
         assert_eq!(acted, decision);
         assert!(dir.is_dir() && cache_dir::used_path(&dir, &found.op).is_file());
     }
@@ -224,7 +217,7 @@ mod tests {
         let found = crate::discover::discover(&args, &w).expect("discovered");
         let decision = decision::decide(&found.facts);
         assert_eq!(decision.name(), "plain", "{decision:?}");
-        apply(found, decision);
+        found.act(decision);
         assert!(!work.path().join("cache").exists());
     }
 
@@ -240,7 +233,7 @@ mod tests {
         );
         // Taken since it was found: the cache's place is now a file.
         std::fs::write(work.path().join("cache"), "").expect("a file in the way");
-        let (found, decision) = apply(found, decision);
+        let (found, decision) = found.act(decision);
         let RecordFolder::CacheUnavailable(why) = &found.facts.record_folder else {
             panic!("{:?}", found.facts.record_folder);
         };

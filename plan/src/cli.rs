@@ -3,36 +3,12 @@
 //! (`flags`), so that `--help` after `--for DRIVER` is the driver's and a driver's user cannot
 //! reach warmup-plan's own options.
 
+use crate::flags::{Driver, TOOL};
 use crate::output::{Format, Output};
 use crate::refusal::Refusal;
-use crate::{flags, TOOL};
-use clap::{ArgAction, CommandFactory, Parser, ValueEnum};
+use clap::ValueEnum;
+use clap::{ArgAction, Parser};
 use std::ffi::OsString;
-
-/// Which driver's options follow.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Driver {
-    Warmup,
-    #[value(name = "warmup-slurm")]
-    Slurm,
-}
-
-impl Driver {
-    pub fn name(self) -> &'static str {
-        match self {
-            Driver::Warmup => "warmup",
-            Driver::Slurm => "warmup-slurm",
-        }
-    }
-
-    /// The driver's command line, for its help, man page and completions.
-    pub fn command(self) -> clap::Command {
-        match self {
-            Driver::Warmup => flags::Warmup::command(),
-            Driver::Slurm => flags::Slurm::command(),
-        }
-    }
-}
 
 const ABOUT: &str = "Decide how warmup or warmup-slurm runs COMMAND: plain, reusing the \
 record, one process recording, or a sweep with its shard plan";

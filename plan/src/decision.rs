@@ -61,7 +61,7 @@ pub enum RecordFolder {
     /// `FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR` names it.
     Named(PathBuf),
     /// None is named: the record cache's folder for this Triton and device model, which can be
-    /// made and written; it is made once a run that uses it is decided (`crate::cache::apply`).
+    /// made and written; it is made once a run that uses it is decided (`crate::discover::Discovery::act`).
     Cache(PathBuf),
     /// None is named and the record cache cannot be used: why.
     CacheUnavailable(String),

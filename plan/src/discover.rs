@@ -4,7 +4,7 @@
 //! record answers the op, and the history's prediction. The reads are protocol's (`backend`,
 //! `command`, `python`, `probe`, `history`, `predict`): each rule exists once in the house.
 
-use crate::decision::{Facts, Gpus, Prediction, Record, RecordFolder};
+use crate::decision::{Decision, Facts, Gpus, Prediction, Record, RecordFolder};
 use crate::flags::Warmup;
 use anyhow::{bail, Result};
 use protocol::backend::{self, Environment};
@@ -35,7 +35,7 @@ impl World {
         }
     }
 
-    fn var(&self, name: &str) -> Option<&str> {
+    pub fn var(&self, name: &str) -> Option<&str> {
         self.env.get(name)
     }
 
@@ -66,6 +66,19 @@ pub struct Discovery {
 }
 
 impl Discovery {
+    /// Acts on `decision` for the record cache (`cache::make`); where its folder cannot be made
+    /// after all, the run is decided again without it, as discovery would have found it.
+    pub fn act(self, decision: Decision) -> (Discovery, Decision) {
+        match crate::cache::make(&self.facts.record_folder, &self.op, &decision) {
+            Ok(()) => (self, decision),
+            Err(why) => {
+                let found = self.without_cache(why);
+                let decision = crate::decision::decide(&found.facts);
+                (found, decision)
+            }
+        }
+    }
+
     /// The same run where the record cache cannot be used (`why`): no record folder to read
     /// a record or a history from, as discovery finds it then.
     pub fn without_cache(mut self, why: String) -> Discovery {
@@ -74,13 +87,6 @@ impl Discovery {
         (self.facts.record, self.facts.prediction) = unread();
         self
     }
-}
-
-/// The op, as every tool reads `FLAGGEMS_PERF_CURRENT_OP`.
-pub fn op(world: &World) -> String {
-    protocol::op::OpArg::new(world.var(names::CURRENT_OP))
-        .name()
-        .to_owned()
 }
 
 /// The record folder `FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR` names (trimmed, blank is none), made
@@ -111,7 +117,7 @@ pub fn record_dir(raw: Option<&std::ffi::OsStr>, cwd: &Path) -> Result<Option<Pa
 }
 
 /// Discovers everything the decision reads. It reads and makes nothing in the record cache
-/// (`crate::cache::apply` makes its folder once the run is decided).
+/// ([`Discovery::act`] makes its folder once the run is decided).
 pub fn discover(args: &Warmup, world: &World) -> Result<Discovery> {
     let worker = world.set(names::WARMUP_WORKER);
     let named = if worker {
@@ -141,7 +147,7 @@ pub fn discover(args: &Warmup, world: &World) -> Result<Discovery> {
     };
     let derived = protocol::op::derive(world.var(names::CURRENT_OP), &args.command);
     let op = derived.name.clone();
-    let record_folder = crate::cache::resolve(named, worker, world, &platform);
+    let record_folder = crate::cache::resolve(named, worker, &world.env, &platform);
     let versions = packages
         .as_ref()
         .map(|p| (p.triton.as_deref(), p.flag_gems.as_deref()));

@@ -4,8 +4,37 @@
 //! Nothing here reads a file or the environment but what clap itself reads.
 
 use clap::builder::PossibleValuesParser;
+use clap::{CommandFactory, ValueEnum};
 use std::ffi::OsString;
 use std::path::PathBuf;
+
+/// warmup-plan's name, which its own lines start with.
+pub const TOOL: &str = "warmup-plan";
+
+/// Which driver's options follow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Driver {
+    Warmup,
+    #[value(name = "warmup-slurm")]
+    Slurm,
+}
+
+impl Driver {
+    pub fn name(self) -> &'static str {
+        match self {
+            Driver::Warmup => "warmup",
+            Driver::Slurm => "warmup-slurm",
+        }
+    }
+
+    /// The driver's command line, for its help, man page and completions.
+    pub fn command(self) -> clap::Command {
+        match self {
+            Driver::Warmup => Warmup::command(),
+            Driver::Slurm => Slurm::command(),
+        }
+    }
+}
 
 const WARMUP_ABOUT: &str = "\
 Sweeps the autotune configs of COMMAND on many GPUs at once, then runs COMMAND once, replaying them.
@@ -150,7 +179,8 @@ pub struct Slurm {
     /// How many shards, hence array tasks (at least 2, at most the op's shape count)
     #[arg(long, value_name = "N", allow_negative_numbers = true)]
     pub shards: Option<String>,
-    /// The op [default: $FLAGGEMS_PERF_CURRENT_OP, else "default"]
+    /// The op [default: $FLAGGEMS_PERF_CURRENT_OP, else as warmup names it from COMMAND (-m
+    /// NAME, the test file's stem), else "default"; --rerun and --finish: the submitted plan's]
     #[arg(long, value_name = "OP")]
     pub op: Option<String>,
     #[command(flatten)]

@@ -3,7 +3,7 @@
 //! is still queued or running, since its tasks would run on the plan and outputs the step
 //! replaces.
 
-use crate::slurm::Refused;
+use crate::refusal::Refused;
 use protocol::layout::Scratch;
 use std::process::{Command, Stdio};
 
@@ -73,7 +73,7 @@ fn queued() -> Option<Vec<String>> {
 }
 
 fn warn(line: &str) {
-    eprintln!("[{}] warning: {line}", crate::Driver::Slurm.name());
+    eprintln!("[{}] warning: {line}", crate::flags::Driver::Slurm.name());
 }
 
 #[cfg(test)]

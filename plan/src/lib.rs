@@ -3,7 +3,7 @@
 //! discovers once what the run is made of (`discover`), and returns one typed decision with its
 //! reason (`decision`): COMMAND plain, reusing the record, one process recording, or a sweep
 //! with its plan. Deciding makes nothing; the step that acts on the decision makes the record
-//! cache's folder the run uses (`cache::apply`). The drivers `eval` what it prints (`--format
+//! cache's folder the run uses (`discover::Discovery::act`). The drivers `eval` what it prints (`--format
 //! sh`) and only compose the steps it names (docs/CONTRACT.md, "warmup-plan").
 //!
 //! Its own options come first: `warmup-plan [--format sh|json] [--for warmup|warmup-slurm]
@@ -24,14 +24,14 @@ mod slurm;
 
 use anyhow::{Context, Result};
 use clap::{CommandFactory, Parser};
-use cli::{Driver, Own, Parsed};
+use cli::{Own, Parsed};
 use discover::World;
+use flags::Driver;
+pub use flags::TOOL;
 use output::{Format, Output};
 use refusal::Refusal;
 use std::ffi::OsString;
 use std::io::Write;
-
-pub const TOOL: &str = "warmup-plan";
 
 /// What warmup-plan prints on stdout.
 #[derive(Debug)]
@@ -115,20 +115,20 @@ fn runnable(prog: &str, command: &[OsString], world: &World) -> Result<(), Refus
 }
 
 /// A plan that could not be made, said as `prog`'s: a usage error with the hint, unless it is no
-/// usage error (`slurm::Refused`: Slurm missing, a scratch in use or not submitted to).
+/// usage error (`refusal::Refused`: Slurm missing, a scratch in use or not submitted to).
 fn refused(prog: &str, err: &anyhow::Error) -> Refusal {
-    if err.is::<slurm::Refused>() {
+    if err.is::<refusal::Refused>() {
         Refusal::said(prog, &format!("{err:#}"))
     } else {
         Refusal::usage_text(prog, &format!("{err:#}"))
     }
 }
 
-/// scripts/warmup's plan: the decision, acted on (`cache::apply`), and what the steps it names
+/// scripts/warmup's plan: the decision, acted on ([`discover::Discovery::act`]), and what the steps it names
 /// need.
 pub fn plan(args: &flags::Warmup, world: &World) -> Result<Output> {
     let found = discover::discover(args, world)?;
     let decision = decision::decide(&found.facts);
-    let (found, decision) = cache::apply(found, decision);
+    let (found, decision) = found.act(decision);
     Ok(output::warmup(args, &found, &decision))
 }

@@ -314,7 +314,7 @@ fn sweep(
             "scratch",
             args.scratch.as_deref().map(path).unwrap_or_default(),
         )
-        .set("keep", if args.keep { "1" } else { "0" })
+        .set("discard", if discards_scratch(args) { "1" } else { "0" })
         .set("by_key", if by_key { "1" } else { "0" })
         .set("fresh", if args.fresh { "1" } else { "0" })
         .list("shard_argv", shard)
@@ -334,22 +334,30 @@ fn sweep(
     }
 }
 
+/// The scratch's discard rule, the one scripts/warmup and warmup-spawn follow (`discard`,
+/// `--discard-scratch`): the script makes the scratch (no `--scratch`) and `--keep` is not given.
+fn discards_scratch(args: &Warmup) -> bool {
+    args.scratch.is_none() && !args.keep
+}
+
 /// warmup-spawn's options for the sweep and the measurement: the ones given, then `--measure`,
 /// `--discard-scratch` where the script makes the scratch (no `--scratch`) and `--keep` is not
-/// given, the record folder, the children's fresh/resume choice (`--fresh`, `--resume-dir`),
-/// which warmup-spawn turns into their environment by `protocol::env::resume_env`, and
+/// given, the record folder once (`--record-dir`: warmup-spawn publishes into it and its children
+/// resume from it; `--resume-dir` where it cannot be written, only resumed from), `--fresh`
+/// (warmup-spawn turns them into the children's environment by `protocol::env::resume_env`), and
 /// `--measure-after` where the harness does not run in COMMAND.
 fn measure_argv(args: &Warmup, found: &Discovery) -> Vec<OsString> {
     let mut argv = args.spawn.argv();
     argv.push("--measure".into());
-    if args.scratch.is_none() && !args.keep {
+    if discards_scratch(args) {
         argv.push("--discard-scratch".into());
     }
     if let Some(dir) = found.facts.record_folder.dir() {
-        if found.read_only.is_none() {
-            argv.extend(["--record-dir".into(), path(dir)]);
-        }
-        argv.extend(["--resume-dir".into(), path(dir)]);
+        let flag = match found.read_only {
+            None => "--record-dir",
+            Some(_) => "--resume-dir",
+        };
+        argv.extend([flag.into(), path(dir)]);
     }
     if args.fresh {
         argv.push("--fresh".into());

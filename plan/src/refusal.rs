@@ -83,3 +83,16 @@ impl Refusal {
         }
     }
 }
+
+/// A refusal that is no usage error (Slurm missing, a scratch in use or not submitted to): said
+/// without the usage hint.
+#[derive(Debug)]
+pub struct Refused(pub String);
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Refused {}

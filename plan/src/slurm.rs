@@ -10,6 +10,7 @@ use crate::batch::Batch;
 use crate::discover::{self, World};
 use crate::flags::Slurm;
 use crate::output::Output;
+use crate::refusal::Refused;
 use anyhow::{bail, Result};
 use protocol::choice::Choice;
 use protocol::layout::Scratch;
@@ -23,19 +24,6 @@ use std::path::{Path, PathBuf};
 /// finishing job runs it. Unset, it is `warmup-slurm` beside the tools (as installed).
 pub const SCRIPT: &str = "WARMUP_SLURM_SCRIPT";
 
-/// A refusal that is no usage error (Slurm missing, a scratch in use or not submitted to): said
-/// without the usage hint.
-#[derive(Debug)]
-pub struct Refused(pub String);
-
-impl std::fmt::Display for Refused {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for Refused {}
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mode {
     Submit,
@@ -48,15 +36,12 @@ pub fn plan(args: &Slurm, world: &World) -> Result<Output> {
         bail!("--scratch DIR is required: a folder on a filesystem every node sees");
     };
     let scratch = Scratch::new(absolute(scratch, &world.cwd));
-    let op = match &args.op {
-        Some(op) => protocol::op::OpArg::new(Some(op)).name().to_owned(),
-        None => discover::op(world),
-    };
     let mode = match (&args.rerun, args.finish) {
         (Some(_), _) => Mode::Rerun,
         (None, true) => Mode::Finish,
         (None, false) => Mode::Submit,
     };
+    let op = op(args, world, &scratch, mode);
     let given = args.record_dir.as_deref().map(Path::as_os_str);
     let raw = given.or_else(|| world.env.get_os(protocol::env::RECORD_DIR));
     let record_dir = discover::record_dir(raw, &world.cwd)?;
@@ -97,6 +82,22 @@ pub fn plan(args: &Slurm, world: &World) -> Result<Output> {
         .flatten();
     crate::jobs::refuse_if_queued(&scratch, own)?;
     Ok(out)
+}
+
+/// The op of the run, the rule scripts/warmup's is (`protocol::op::derive`): `--op`, else
+/// `FLAGGEMS_PERF_CURRENT_OP`, else what COMMAND names; `--rerun` and `--finish`, which have no
+/// COMMAND, take the submitted plan's op where neither is given.
+fn op(args: &Slurm, world: &World, scratch: &Scratch, mode: Mode) -> String {
+    let given = args
+        .op
+        .as_deref()
+        .or_else(|| world.var(protocol::env::CURRENT_OP));
+    if mode != Mode::Submit && protocol::op::OpArg::new(given).given().is_none() {
+        if let Ok((plan, _)) = ShardPlan::load(&scratch.shard_plan()) {
+            return plan.op;
+        }
+    }
+    protocol::op::derive(given, &args.command).name
 }
 
 /// The job id Slurm gives a batch job.

@@ -64,6 +64,24 @@ pub fn record_dir_of(value: Option<&std::ffi::OsStr>) -> Option<std::path::PathB
     }
 }
 
+/// The record folder of a run that publishes, the one rule of warmup-spawn and warmup-publish:
+/// `--record-dir` as given when given (blank: none, and the variable is not read), else
+/// [`RECORD_DIR`] as [`record_dir_of`] reads it; absolute, links not resolved. `None`: the
+/// caller's fallback (warmup-spawn's `SCRATCH/merged`, warmup-publish's `--fallback-dir`).
+pub fn record_folder(
+    flag: Option<&std::ffi::OsStr>,
+    var: Option<&std::ffi::OsStr>,
+) -> Option<std::path::PathBuf> {
+    let dir = match flag {
+        Some(flag) => {
+            let blank = flag.as_encoded_bytes().iter().all(u8::is_ascii_whitespace);
+            (!blank).then(|| std::path::PathBuf::from(flag))
+        }
+        None => record_dir_of(var),
+    }?;
+    Some(std::path::absolute(&dir).unwrap_or(dir))
+}
+
 /// The fresh/resume rule for a record session of the op (docs/CONTRACT.md, "Resume"): `--fresh`
 /// gives it [`FRESH`]`=1`, every key tuned again; else it resumes from `record_dir`
 /// ([`RESUME_DIR`]); neither without one. warmup-plan applies it to a one-device record run,
@@ -91,6 +109,24 @@ mod tests {
         assert_eq!(dir(" \t\n"), None);
         assert_eq!(dir("/a\nb"), Some("/a\nb".into()));
         assert_eq!(record_dir_of(None), None);
+    }
+
+    #[test]
+    fn the_record_folder_is_the_flag_as_given_else_the_variable_and_a_blank_flag_is_none() {
+        let (flag, var) = (Some(OsStr::new("/f ")), Some(OsStr::new(" /v ")));
+        assert_eq!(
+            record_folder(flag, var),
+            Some("/f ".into()),
+            "a flag is taken as given"
+        );
+        assert_eq!(record_folder(None, var), Some("/v".into()));
+        assert_eq!(record_folder(Some(OsStr::new(" ")), var), None);
+        assert_eq!(record_folder(None, Some(OsStr::new(""))), None);
+        let cwd = std::env::current_dir().expect("cwd");
+        assert_eq!(
+            record_folder(Some(OsStr::new("r")), None),
+            Some(cwd.join("r"))
+        );
     }
 
     #[test]

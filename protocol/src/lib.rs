@@ -24,7 +24,8 @@
 //! - [`records`]: the `{kernel: {key: config}}` shape check and counts that warmup-merge and
 //!   warmup-publish both report;
 //! - [`summary`]: the run-summary lines scripts read, and [`replay`]: warmup-publish's JSON;
-//! - [`cache_dir`]: the record cache, where records go when no record folder is named.
+//! - [`cache_dir`]: the record cache, where records go when no record folder is named, and
+//!   [`session`]: whether a record session is live in a record folder.
 //!
 //! Python's `json`, which the record files are written with, is the `pyjson` crate's.
 
@@ -43,6 +44,7 @@ pub mod probe;
 pub mod python;
 pub mod records;
 pub mod replay;
+pub mod session;
 pub mod shard_plan;
 pub mod signature;
 pub mod status;

@@ -127,6 +127,11 @@ impl Outcome {
         Ok(Outcome::of(ShardStatus::read(path)?.as_ref()))
     }
 
+    /// The outcome a run summary's word names; `None` for any other word.
+    pub fn of_word(word: &str) -> Option<Outcome> {
+        Outcome::ALL.into_iter().find(|o| o.word() == word)
+    }
+
     /// The word for it in a run summary (docs/CONTRACT.md, "Run summaries").
     pub fn word(self) -> &'static str {
         match self {

@@ -144,8 +144,8 @@ pub mod key {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ShardLine {
     pub index: usize,
-    /// An [`crate::status::Outcome::word`].
-    pub outcome: String,
+    /// Written as its [`crate::status::Outcome::word`].
+    pub outcome: crate::status::Outcome,
     pub log: PathBuf,
 }
 
@@ -210,7 +210,7 @@ impl Read {
 fn shard_line(rest: &[u8]) -> Option<ShardLine> {
     let mut fields = rest.splitn(3, |b| *b == b' ');
     let index = std::str::from_utf8(fields.next()?).ok()?.parse().ok()?;
-    let outcome = std::str::from_utf8(fields.next()?).ok()?.to_owned();
+    let outcome = crate::status::Outcome::of_word(std::str::from_utf8(fields.next()?).ok()?)?;
     let log = PathBuf::from(OsStr::from_bytes(fields.next()?));
     Some(ShardLine {
         index,
@@ -255,7 +255,11 @@ impl MergeSummary {
             }
         }
         for shard in &self.shards {
-            summary.path(key::SHARD, &[&shard.index, &shard.outcome], &shard.log)?;
+            summary.path(
+                key::SHARD,
+                &[&shard.index, &shard.outcome.word()],
+                &shard.log,
+            )?;
         }
         Ok(())
     }
@@ -304,7 +308,7 @@ mod tests {
             read.shards,
             [ShardLine {
                 index: 0,
-                outcome: "ok".into(),
+                outcome: crate::status::Outcome::Ok,
                 log: "/tmp/w0/worker.log".into()
             }]
         );
@@ -352,7 +356,7 @@ mod tests {
             conflicts_file: Some(PathBuf::from(OsStr::from_bytes(b"/s/\xff c.json"))),
             shards: vec![ShardLine {
                 index: 2,
-                outcome: "not_started".into(),
+                outcome: crate::status::Outcome::NotStarted,
                 log: "/s/w 2/worker.log".into(),
             }],
         };

@@ -5,45 +5,11 @@
 //! in order; a line that is not one is skipped, and the last piece, without its newline,
 //! was cut short.
 //!
-//! Whether its session is still alive is asked of `DIR/.<op>.sessions`: every live record
-//! session holds `flock(LOCK_SH)` on it for its whole life, so an exclusive lock that cannot be
-//! taken means one is live, and its journal is its own to fold.
+//! Whether its session is still alive is `protocol::session`'s to say.
 
-use anyhow::{Context, Result};
-use nix::fcntl::{Flock, FlockArg};
 use protocol::records::Records;
-use std::fs::File;
-use std::path::Path;
-use toolkit::lock::Taken;
 
 pub use protocol::history::sessions_path;
-
-/// What a publish may do with a journal it found.
-#[derive(Debug)]
-pub enum Owner {
-    /// No record session is live: the journal is the publish's to fold and remove, while it
-    /// holds this lock (so none starts meanwhile).
-    Dead(Flock<File>),
-    /// A record session holds `DIR/.<op>.sessions`: the journal is left to it.
-    Live,
-}
-
-/// Asks `DIR/.<op>.sessions` (created if missing) whether a record session is live.
-pub fn owner(dir: &Path, op: &str) -> Result<Owner> {
-    let path = sessions_path(dir, op);
-    let file = toolkit::lock::open_said(&path, || {
-        format!(
-            "opening {}, which tells whether a record session is live",
-            path.display()
-        )
-    })?;
-    match toolkit::lock::try_lock(file, FlockArg::LockExclusiveNonblock)
-        .with_context(|| format!("locking {}", path.display()))?
-    {
-        Taken::Held(held) => Ok(Owner::Dead(held)),
-        Taken::Busy(_) => Ok(Owner::Live),
-    }
-}
 
 /// One journaled decision: the record's texts for kernel, key and config (as [`Records`] holds
 /// them), and the kernel, key and seconds as the sidecar's `tune_seconds` holds them (None where
@@ -145,26 +111,5 @@ mod tests {
             read[1].seconds.as_ref().map(|s| &s.2),
             Some(&serde_json::Value::Null)
         );
-    }
-
-    #[test]
-    fn a_journal_is_the_publishs_only_when_no_session_holds_the_sessions_file() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let held = match owner(dir.path(), "mm").expect("owner") {
-            Owner::Dead(held) => held,
-            Owner::Live => panic!("no session runs"),
-        };
-        drop(held);
-        let file = File::open(sessions_path(dir.path(), "mm")).expect("created");
-        let session = Flock::lock(file, FlockArg::LockSharedNonblock).expect("a session");
-        assert!(matches!(
-            owner(dir.path(), "mm").expect("owner"),
-            Owner::Live
-        ));
-        drop(session);
-        assert!(matches!(
-            owner(dir.path(), "mm").expect("owner"),
-            Owner::Dead(_)
-        ));
     }
 }

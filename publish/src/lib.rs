@@ -54,7 +54,8 @@ pub struct Args {
     #[command(flatten)]
     pub op: OpArg,
 
-    /// Folder to publish into [default: $FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR when not blank]
+    /// Folder to publish into; blank is none [default: $FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR when not
+    /// blank]
     #[arg(long, value_name = "DIR")]
     pub record_dir: Option<PathBuf>,
 
@@ -518,8 +519,8 @@ impl Journal {
         if path.symlink_metadata().is_err() {
             return Ok(none(path));
         }
-        match journal::owner(dir, op)? {
-            journal::Owner::Live => {
+        match protocol::session::sessions(dir, op)? {
+            protocol::session::Sessions::Live => {
                 eprintln!(
                     "{TOOL}: left {}: a record session is live in {} (it holds {}) and folds its \
                      keys into the published record itself",
@@ -529,7 +530,7 @@ impl Journal {
                 );
                 Ok(none(path))
             }
-            journal::Owner::Dead(held) => {
+            protocol::session::Sessions::Idle(held) => {
                 let data = toolkit::file::read(&path).with_context(|| {
                     format!(
                         "reading {}, the unfolded keys of a killed record session; remove it \
@@ -624,18 +625,11 @@ fn absolute_record_dir(args: &Args) -> Result<PathBuf> {
         .with_context(|| format!("{}: cannot make the path absolute", dir.display()))
 }
 
-/// The harness's record variable, as the plugin read it (`protocol::env::record_dir_of`).
-fn env_record_dir() -> Option<PathBuf> {
-    protocol::env::record_dir_of(std::env::var_os(RECORD_DIR).as_deref())
-}
-
-/// `--record-dir`, else the harness's record variable (trimmed, as the plugin read it), else
-/// `--fallback-dir`.
+/// The record folder, as warmup-spawn reads it (`protocol::env::record_folder`: `--record-dir`,
+/// blank is none, else the harness's record variable), else `--fallback-dir`.
 fn record_dir(args: &Args) -> Result<PathBuf> {
-    if let Some(dir) = &args.record_dir {
-        return Ok(dir.clone());
-    }
-    if let Some(dir) = env_record_dir() {
+    let flag = args.record_dir.as_deref().map(std::path::Path::as_os_str);
+    if let Some(dir) = protocol::env::record_folder(flag, std::env::var_os(RECORD_DIR).as_deref()) {
         return Ok(dir);
     }
     match &args.fallback_dir {

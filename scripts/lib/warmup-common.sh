@@ -26,6 +26,12 @@ die_not_found() {
     exit 127
 }
 
+# What warmup-shard's exit 3 means to either script: the op's shapes do not make 2 shards
+# (warmup-shard said how many above). Reads `op` and `shape_file`, warmup-plan's.
+too_few_shapes() {
+    printf 'fewer than 2 shapes for op %s in %s: sharding would not pay off' "$op" "$shape_file"
+}
+
 # Prints the folder of the warmup-* tools: WARMUP_BIN_DIR, beside the script (installed), the
 # repository's target/release or target/debug, else PATH. Fails when there are none. The order
 # the tools find each other in (toolkit/src/tools.rs): the one set by hand first, then where

@@ -19,7 +19,7 @@ pub fn run(op: &str, shards: u64, out: &std::path::Path) -> Result<Status> {
     if shards < 2 {
         eprintln!(
             "{}: --by-key --shards {shards}: fewer than 2 children would share the sweep, nothing to do",
-            crate::TOOL
+            crate::flags::TOOL
         );
         return Ok(Status::NothingToDo);
     }
@@ -36,7 +36,7 @@ pub fn run(op: &str, shards: u64, out: &std::path::Path) -> Result<Status> {
     commit::replace_shard_plan(&scratch, &[], &plan)?.report(out);
     eprintln!(
         "{}: op {op}: {k} by-key shards in {}: each child runs the whole command and claims the keys it meets first",
-        crate::TOOL,
+        crate::flags::TOOL,
         out.display()
     );
     let mut stdout = std::io::stdout().lock();

@@ -8,7 +8,7 @@
 //! logs and statuses. Only once the plan is in place is the staging folder, with what was moved
 //! aside, deleted.
 
-use crate::TOOL;
+use crate::flags::TOOL;
 use anyhow::{bail, Context, Result};
 use protocol::layout::Scratch;
 use protocol::shard_plan::ShardPlan;
@@ -97,7 +97,10 @@ impl Transaction {
                 Undo::RemoveDir(dir) => (fs::remove_dir(dir), format!("remove {}", dir.display())),
             };
             if let Err(e) = result {
-                eprintln!("{}: could not {what} after the failure: {e}", crate::TOOL);
+                eprintln!(
+                    "{}: could not {what} after the failure: {e}",
+                    crate::flags::TOOL
+                );
             }
         }
     }
@@ -141,7 +144,7 @@ pub fn replace_shard_plan(
     let created_root = !root.exists();
     fs::create_dir_all(root)
         .with_context(|| format!("creating scratch folder {}", root.display()))?;
-    let _lock = scratch.lock(crate::TOOL)?;
+    let _lock = scratch.lock(crate::flags::TOOL)?;
     let result = stage(scratch, shards, plan).and_then(|mut tx| {
         let outcome = put_in_place(&mut tx, scratch, plan.shards.len(), shards.len());
         match outcome {
@@ -150,7 +153,7 @@ pub fn replace_shard_plan(
                 if let Err(e) = tx.staging.close() {
                     eprintln!(
                         "{}: could not delete the earlier run's files set aside in {}: {e}",
-                        crate::TOOL,
+                        crate::flags::TOOL,
                         root.display()
                     );
                 }

@@ -3,9 +3,10 @@
 //! shards cut and the plan that names them, decided in memory) -> written (the shard files and
 //! `plan.json` put in place, or, for `--dry-run`, only their paths printed).
 
+use crate::flags::{Args, TOOL};
 use crate::split::{split, Piece, Split};
 use crate::strategy::{Balance, Model, Strategy};
-use crate::{commit, listing, Args, TOOL};
+use crate::{commit, listing};
 use anyhow::{Context, Result};
 use protocol::costs::CostFile;
 use protocol::layout::{shapes_in_scratch, Scratch};

@@ -20,7 +20,7 @@
 //! Inside a shape the merge is written as a merge, so every child's PyYAML reads it as it reads
 //! the source.
 
-use crate::TOOL;
+use crate::flags::TOOL;
 use anyhow::{bail, Result};
 use pyyaml::{tag, Doc, Emitter, NodeId, Words};
 

@@ -8,52 +8,13 @@
 //! holds once nothing is shared between shapes of one process (see warmup-costs' `measure` for what a
 //! shared compile does to measured costs).
 
+use crate::flags::TOOL;
+pub use crate::flags::{Model, Strategy};
 use crate::robust;
 use crate::shape;
-use crate::TOOL;
 use protocol::costs::CostFile;
 use pyyaml::{NodeId, Schema};
 use std::cmp::Ordering;
-
-/// How shapes are assigned to shards.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Strategy {
-    /// Shape j to shard j mod k, as the plugin did
-    RoundRobin,
-    /// Largest expected cost first, onto the shard with the least expected cost so far
-    Lpt,
-}
-
-impl Strategy {
-    pub fn name(self) -> &'static str {
-        match self {
-            Strategy::RoundRobin => "round-robin",
-            Strategy::Lpt => "lpt",
-        }
-    }
-}
-
-/// What a shape is expected to cost when no cost file says.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Model {
-    /// Every shape costs 1
-    Uniform,
-    /// The product of the numbers in the shape, relative to the op's mean, plus --overhead
-    Product,
-    /// Cost grows with the shape's product by an unknown power: the split whose worst case over
-    /// the powers 0 to 1.5 is best
-    Robust,
-}
-
-impl Model {
-    pub fn name(self) -> &'static str {
-        match self {
-            Model::Uniform => "uniform",
-            Model::Product => "product",
-            Model::Robust => "robust",
-        }
-    }
-}
 
 /// What the strategy knows of one shape.
 #[derive(Debug, Clone, PartialEq)]

@@ -172,14 +172,28 @@ impl ChildSetup {
     }
 
     /// The same, and the child inherits `fd` (close-on-exec in the spawner) under its number.
-    pub fn inheriting(mut self, fd: RawFd) -> ChildSetup {
+    fn inheriting(mut self, fd: RawFd) -> ChildSetup {
         self.inherits = Some(fd);
         self
     }
 
+    /// Starts `cmd` as a job of the run, [`inheriting`](Self::inheriting) `fd` where given: the
+    /// one way warmup-spawn starts a process (the sweep's children, the tools, the measurement),
+    /// besides the `exec` of a plain COMMAND. Its pid: the leader of its own process group.
+    pub fn start(self, cmd: &mut Command, fd: Option<RawFd>) -> std::io::Result<Pid> {
+        let setup = match fd {
+            Some(fd) => self.inheriting(fd),
+            None => self,
+        };
+        setup.apply(cmd);
+        let child = cmd.spawn()?;
+        // `cmd` keeps what it was given (a pipe's write end) until the caller drops it.
+        Ok(Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX)))
+    }
+
     /// Puts the child in its own process group and arranges, between fork and exec, for it to
     /// die with the spawner and to get the caller's signal mask and SIGCHLD disposition back.
-    pub fn apply(self, cmd: &mut Command) {
+    fn apply(self, cmd: &mut Command) {
         cmd.process_group(0);
         let setup = self;
         // SAFETY: the closure runs in the forked child before exec and calls only

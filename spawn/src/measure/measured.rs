@@ -2,11 +2,11 @@
 //! there ([`start_early`]); told the verdict, or run after publishing where it cannot, or ran no
 //! test ([`hand_over`]); seen to its end.
 
+use super::gate::{Gate, Word};
+use super::measurement::{Measurement, Start, Told};
+use super::report::Measured;
 use super::rest::Rest;
-use super::verdict::Verdict;
-use super::{path_text, say, SWEEP_ONLY};
-use crate::gate::{Gate, Word};
-use crate::measurement::{Measurement, Start, Told};
+use super::say::say;
 use crate::signal::Signals;
 use anyhow::{Context, Result};
 use protocol::env;
@@ -14,13 +14,11 @@ use protocol::status::EnvChanges;
 use std::ffi::OsString;
 use std::path::Path;
 
-/// How the measurement went, for the run summary and the exit status.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Measured {
-    pub told: Option<Told>,
-    pub start: Option<Start>,
-    /// Its exit status; `None`: it did not run, or did not end.
-    pub status: Option<u8>,
+/// The environment variables that reach the sweep's children only, never the measurement.
+pub const SWEEP_ONLY: [&str; 3] = [protocol::lock::LOCK_FD, env::RESUME_DIR, env::FRESH];
+
+fn path_text(p: &Path) -> String {
+    p.to_string_lossy().into_owned()
 }
 
 /// The measurement started alongside the sweep, behind its gate, told that the configs will be
@@ -65,10 +63,14 @@ pub fn start_early(
     }
 }
 
-/// The hand-over: the gate opened (or closed), or COMMAND run after the sweep; waits for the
-/// measurement's end.
-pub fn hand_over(rest: &mut Rest<'_>, verdict: &Verdict, command: &[OsString]) -> Result<Measured> {
-    let word = verdict.judged.word;
+/// The hand-over: the gate told `word` (closed: `None`), or COMMAND run after the sweep, replaying
+/// `published` where it is told to; waits for the measurement's end.
+pub fn hand_over(
+    rest: &mut Rest<'_>,
+    word: Option<Word>,
+    published: Option<&Path>,
+    command: &[OsString],
+) -> Result<Measured> {
     let mut measured = Measured::default();
     let mut start = Start::Late;
     if rest.measurement.is_some() {
@@ -77,7 +79,7 @@ pub fn hand_over(rest: &mut Rest<'_>, verdict: &Verdict, command: &[OsString]) -
         }
         start = Start::Again;
     }
-    let changes = match (word.unwrap_or(Word::Replay), &verdict.published.dir) {
+    let changes = match (word.unwrap_or(Word::Replay), published) {
         (Word::Replay, Some(dir)) => EnvChanges {
             set: vec![(env::REPLAY_DIR.to_owned(), path_text(dir))],
             unset: unset([env::RECORD_DIR, env::GATE].as_slice()),
@@ -92,7 +94,7 @@ pub fn hand_over(rest: &mut Rest<'_>, verdict: &Verdict, command: &[OsString]) -
     match Measurement::start(command, &changes, None, start, setup) {
         Ok(m) => rest.measurement = Some(m),
         Err(e) => {
-            eprintln!("{}: {e:#}", crate::TOOL);
+            eprintln!("{}: {e:#}", crate::flags::TOOL);
             measured.status = Some(127);
             return Ok(measured);
         }
@@ -101,6 +103,19 @@ pub fn hand_over(rest: &mut Rest<'_>, verdict: &Verdict, command: &[OsString]) -
     rest.wait(None)?;
     measured.status = rest.measurement.as_ref().and_then(|m| m.state().status());
     Ok(measured)
+}
+
+/// What a stopped run's measurement, stopped with everything else, came to once waited for.
+pub fn after_stop(rest: &mut Rest<'_>) -> Result<Measured> {
+    rest.wait(None)?;
+    Ok(rest
+        .measurement
+        .as_ref()
+        .map_or_else(Measured::default, |m| Measured {
+            told: Some(m.state().told()),
+            start: Some(m.start),
+            status: m.state().status(),
+        }))
 }
 
 /// Tells the early measurement `word` (or closes its gate) and waits for it: `Some` once it ran

@@ -4,10 +4,11 @@
 //! `warmup-costs`, the sweep's costs kept with the records for the next run's split. A stopped
 //! sweep publishes too, with a record folder, for the next run to resume from.
 
-use super::report::Report;
+use super::judgment::Merged;
+use super::merged;
+use super::place::Place;
 use super::rest::{Rest, ToolEnd};
-use super::{say, Place};
-use crate::judgment::Merged;
+use super::say::say;
 use protocol::replay::ReplayEnv;
 use protocol::shard_plan::ShardPlan;
 use std::ffi::OsStr;
@@ -52,7 +53,7 @@ impl Published {
         }
         let args = [
             OsStr::new("--op"),
-            OsStr::new(&plan.op),
+            OsStr::new(place.op),
             OsStr::new("--record-dir"),
             dir.as_os_str(),
             OsStr::new("--"),
@@ -66,37 +67,19 @@ impl Published {
             )),
         }
     }
-
-    /// What the run summary says of merging and publishing.
-    pub fn report(&self, place: &Place<'_>) -> Report {
-        Report {
-            scratch: Some(place.scratch.root().to_path_buf()),
-            merge: self.merged.summary().cloned(),
-            published: self.dir.clone(),
-            ..Report::default()
-        }
-    }
 }
 
 /// A stopped sweep's records, merged and published into the record folder for the next run to
 /// resume from; nothing without a record folder.
 pub fn after_stop(rest: &mut Rest<'_>, place: &Place<'_>) -> Published {
     let mut published = Published {
-        merged: Merged::Failed,
+        merged: Merged::Failed(None),
         dir: None,
     };
     let Some(dir) = &place.record_dir else {
         return published;
     };
-    let scratch = place.scratch.root().as_os_str();
-    let merged = matches!(
-        rest.tool(
-            "warmup-merge",
-            &[OsStr::new("--in-scratch"), scratch],
-            place.lock.as_ref()
-        ),
-        ToolEnd::Done(_)
-    );
+    let merged = matches!(merged::merge(rest, place), Merged::Configs(_));
     if merged && matches!(publish(rest, dir, place, None), ToolEnd::Done(_)) {
         say(&format!(
             "the sweep was stopped: what its children recorded is published in {}; the next run resumes from it (--fresh: tunes every key again)",
@@ -132,9 +115,16 @@ fn into_scratch(rest: &mut Rest<'_>, place: &Place<'_>, complete: Option<&str>) 
     ReplayEnv::replay_dir(&out)
 }
 
-/// `warmup-publish --format json --record-dir DIR [--signature SIG] -- SCRATCH`.
-fn publish(rest: &mut Rest<'_>, dir: &Path, place: &Place<'_>, complete: Option<&str>) -> ToolEnd {
+/// `warmup-publish --op OP --format json --record-dir DIR [--signature SIG] -- SCRATCH`.
+pub fn publish(
+    rest: &mut Rest<'_>,
+    dir: &Path,
+    place: &Place<'_>,
+    complete: Option<&str>,
+) -> ToolEnd {
     let mut args = vec![
+        OsStr::new("--op"),
+        OsStr::new(place.op),
         OsStr::new("--format"),
         OsStr::new("json"),
         OsStr::new("--record-dir"),

@@ -1,15 +1,15 @@
 //! The first phase: the sweep, supervised with the measurement alongside. A sweep that cannot
 //! run is a line and no statuses: the measurement still runs, tuning live.
 
-use super::say;
-use crate::measurement::Measurement;
-use crate::prepare::PreparedRun;
-use crate::progress::Progress;
+use super::say::say;
+use crate::measure::measurement::Measurement;
 use crate::signal::{Shutdown, Signals};
-use crate::status;
-use crate::supervisor::Limits;
+use crate::sweep::prepare::PreparedRun;
+use crate::sweep::progress::Progress;
+use crate::sweep::status;
+use crate::sweep::supervisor::Limits;
+use crate::sweep::watchdog::Watchdog;
 use crate::sweep::{sweep, Watch};
-use crate::watchdog::Watchdog;
 use anyhow::Result;
 use protocol::status::{Outcome, ShardStatus};
 use protocol::summary::Summary;

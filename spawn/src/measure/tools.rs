@@ -5,7 +5,7 @@
 //! caller's.
 
 use crate::signal::ChildSetup;
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use nix::sys::memfd::{memfd_create, MFdFlags};
 use nix::unistd::Pid;
 use std::ffi::OsStr;
@@ -53,24 +53,18 @@ pub fn start(
         out.try_clone()
             .context("duplicating a tool's output buffer")?,
     );
-    match lock {
+    let fd = match lock {
         Some(lock) => {
             cmd.env(protocol::lock::LOCK_FD, lock.as_raw_fd().to_string());
-            setup.inheriting(lock.as_raw_fd()).apply(&mut cmd);
+            Some(lock.as_raw_fd())
         }
         None => {
             cmd.env_remove(protocol::lock::LOCK_FD);
-            setup.apply(&mut cmd);
+            None
         }
-    }
-    let child = cmd
-        .spawn()
-        .with_context(|| format!("running {}", program.display()))?;
-    let Ok(pid) = i32::try_from(child.id()) else {
-        bail!("{}: a pid out of range", program.display());
     };
-    Ok(Started {
-        pid: Pid::from_raw(pid),
-        out,
-    })
+    let pid = setup
+        .start(&mut cmd, fd)
+        .with_context(|| format!("running {}", program.display()))?;
+    Ok(Started { pid, out })
 }

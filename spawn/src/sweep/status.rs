@@ -5,7 +5,7 @@
 //! interrupted first) has no status file: the spawner removes stale ones before it starts, so a
 //! missing file always means "not run".
 
-use crate::job::{lossy, Job};
+use crate::sweep::job::{lossy, Job};
 use anyhow::Result;
 use protocol::status::{EnvChanges, Outcome, ShardStatus};
 use protocol::summary::{key, Summary};

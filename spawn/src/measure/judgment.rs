@@ -4,8 +4,9 @@
 //! what words ([`unfinished`]) and what was merged ([`finished`]). Free of system calls, so that
 //! it is tested alone.
 
-use crate::gate::Word;
+use crate::measure::gate::Word;
 use protocol::layout::Scratch;
+use protocol::status::Outcome;
 use protocol::summary::MergeSummary;
 use std::path::{Path, PathBuf};
 
@@ -20,12 +21,14 @@ pub fn unfinished(merged: &MergeSummary, scratch: &Scratch) -> Vec<(usize, Strin
     (0..merged.inputs)
         .filter_map(|i| {
             let outcome = merged.shards.iter().find(|s| s.index == i);
-            let words = match outcome.map_or("not_started", |s| s.outcome.as_str()) {
-                "ok" => return None,
-                "failed" => "failed".to_owned(),
-                "timed_out" => "timed out (warmup-spawn --timeout)".to_owned(),
-                "stopped" => "was stopped by a signal (scancel, or its --time ran out)".to_owned(),
-                _ => format!(
+            let words = match outcome.map_or(Outcome::NotStarted, |s| s.outcome) {
+                Outcome::Ok => return None,
+                Outcome::Failed => "failed".to_owned(),
+                Outcome::TimedOut => "timed out (warmup-spawn --timeout)".to_owned(),
+                Outcome::Stopped => {
+                    "was stopped by a signal (scancel, or its --time ran out)".to_owned()
+                }
+                Outcome::NotStarted => format!(
                     "did not start or was refused (no status; see {}/shard-*_{i}.out)",
                     scratch.slurm().display()
                 ),
@@ -71,8 +74,8 @@ pub enum Merged {
     Configs(MergeSummary),
     /// Exit 3: no configs recovered; its summary, where it could be read.
     Nothing(Option<MergeSummary>),
-    /// Any other failure.
-    Failed,
+    /// Any other failure: its exit status, where it exited.
+    Failed(Option<i32>),
 }
 
 impl Merged {
@@ -80,12 +83,12 @@ impl Merged {
     pub fn summary(&self) -> Option<&MergeSummary> {
         match self {
             Merged::Configs(s) | Merged::Nothing(Some(s)) => Some(s),
-            Merged::Nothing(None) | Merged::Failed => None,
+            Merged::Nothing(None) | Merged::Failed(_) => None,
         }
     }
 }
 
-/// What the run learned by the time the gate is due, for [`verdict`].
+/// What the run learned by the time the gate is due, for [`rule`].
 #[derive(Debug, Clone)]
 pub struct Findings<'a> {
     pub op: &'a str,
@@ -106,7 +109,7 @@ pub struct Findings<'a> {
 
 /// What to write into the gate, and the lines that say why.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Verdict {
+pub struct Ruling {
     /// `None`: the configs went elsewhere than promised: the gate is closed and COMMAND runs
     /// again after the sweep, with the replay environment.
     pub word: Option<Word>,
@@ -115,9 +118,9 @@ pub struct Verdict {
 
 /// The decision: `replay` once published, `live` when nothing was recovered or merging or
 /// publishing failed, nothing (closed) when the configs are not where the measurement looks.
-pub fn verdict(f: &Findings<'_>) -> Verdict {
+pub fn rule(f: &Findings<'_>) -> Ruling {
     let scratch = f.scratch.display();
-    let live = |line: String| Verdict {
+    let live = |line: String| Ruling {
         word: Some(Word::Live),
         lines: vec![line],
     };
@@ -140,7 +143,7 @@ pub fn verdict(f: &Findings<'_>) -> Verdict {
                 f.wall_seconds
             ))
         }
-        Merged::Failed => {
+        Merged::Failed(_) => {
             return live(format!(
                 "merging the shards' records failed (see above); falling back to the normal \
                  serial autotune (scratch kept in {scratch})"
@@ -195,7 +198,7 @@ pub fn verdict(f: &Findings<'_>) -> Verdict {
         }
         _ => Some(Word::Replay),
     };
-    Verdict { word, lines }
+    Ruling { word, lines }
 }
 
 #[cfg(test)]
@@ -236,7 +239,7 @@ mod tests {
 
     #[test]
     fn published_where_promised_is_replay_with_the_sweep_done_line() {
-        let v = verdict(&findings(configs(0), Some("/rec")));
+        let v = rule(&findings(configs(0), Some("/rec")));
         assert_eq!(v.word, Some(Word::Replay));
         assert_eq!(v.lines.len(), 1, "{:?}", v.lines);
         assert!(
@@ -253,7 +256,7 @@ mod tests {
 
     #[test]
     fn nothing_recovered_is_live_and_blames_a_missing_harness_when_shards_ran_to_the_end() {
-        let v = verdict(&findings(nothing(0), None));
+        let v = rule(&findings(nothing(0), None));
         assert_eq!(v.word, Some(Word::Live));
         assert!(
             v.lines[0].starts_with("no configs recovered: 2 shard(s) ran to the end"),
@@ -262,7 +265,7 @@ mod tests {
         );
         let mut f = findings(nothing(0), None);
         f.ok = 0;
-        let v = verdict(&f);
+        let v = rule(&f);
         assert_eq!(v.word, Some(Word::Live));
         assert!(
             v.lines[0].starts_with("no configs recovered in 1.50s"),
@@ -273,10 +276,10 @@ mod tests {
 
     #[test]
     fn a_failed_merge_or_publish_is_live() {
-        let v = verdict(&findings(Merged::Failed, None));
+        let v = rule(&findings(Merged::Failed(None), None));
         assert_eq!(v.word, Some(Word::Live));
         assert!(v.lines[0].starts_with("merging the shards' records failed"));
-        let v = verdict(&findings(configs(0), None));
+        let v = rule(&findings(configs(0), None));
         assert_eq!(v.word, Some(Word::Live));
         assert!(v.lines[0].starts_with("publishing the merged configs failed"));
     }
@@ -285,7 +288,7 @@ mod tests {
     fn failed_shards_and_conflicts_are_warnings_and_still_replay() {
         let mut f = findings(configs(3), Some("/rec"));
         f.failed = vec![(1, "/s/w1/worker.log".into())];
-        let v = verdict(&f);
+        let v = rule(&f);
         assert_eq!(v.word, Some(Word::Replay));
         assert!(
             v.lines[1].contains("shard 1 (log: /s/w1/worker.log)"),
@@ -306,7 +309,7 @@ mod tests {
 
     #[test]
     fn configs_published_elsewhere_than_promised_close_the_gate() {
-        let v = verdict(&findings(configs(0), Some("/elsewhere")));
+        let v = rule(&findings(configs(0), Some("/elsewhere")));
         assert_eq!(v.word, None);
         assert!(v
             .lines
@@ -315,24 +318,24 @@ mod tests {
             .contains("not to /rec where the measurement looks"));
         let mut late = findings(configs(0), Some("/elsewhere"));
         late.publish_dir = None; // no measurement waits: nothing was promised
-        assert_eq!(verdict(&late).word, Some(Word::Replay));
+        assert_eq!(rule(&late).word, Some(Word::Replay));
     }
 
     #[test]
     fn unfinished_shards_are_named_by_how_they_ended_and_a_missing_one_did_not_start() {
         use protocol::summary::ShardLine;
-        let line = |index, outcome: &str| ShardLine {
+        let line = |index, outcome: Outcome| ShardLine {
             index,
-            outcome: outcome.into(),
+            outcome,
             log: format!("/s/w{index}/worker.log").into(),
         };
         let merged = MergeSummary {
             inputs: 5,
             shards: vec![
-                line(0, "ok"),
-                line(1, "failed"),
-                line(2, "timed_out"),
-                line(3, "stopped"),
+                line(0, Outcome::Ok),
+                line(1, Outcome::Failed),
+                line(2, Outcome::TimedOut),
+                line(3, Outcome::Stopped),
             ],
             ..MergeSummary::default()
         };
@@ -365,7 +368,7 @@ mod tests {
             lines[0],
             "merged 1 kernels / 9 keys from the records of 3 of 4 shards (2 finished) -> /rec/mm.json"
         );
-        let swept = verdict(&findings(configs(2), Some("/rec")));
+        let swept = rule(&findings(configs(2), Some("/rec")));
         assert!(swept.lines[1].starts_with(&lines[1]), "{lines:?} {swept:?}");
         assert!(lines[2].starts_with("measure with: FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR=/rec "));
     }

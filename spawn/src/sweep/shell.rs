@@ -24,7 +24,7 @@ pub fn env_line(env: &EnvChanges, argv: &[String]) -> String {
 }
 
 /// `--dry-run`: prints each shard's device and its `env` line; runs nothing.
-pub fn dry_run(prepared: &crate::prepare::PreparedRun) -> anyhow::Result<toolkit::Status> {
+pub fn dry_run(prepared: &crate::sweep::prepare::PreparedRun) -> anyhow::Result<toolkit::Status> {
     use anyhow::Context;
     use std::io::Write;
     let devices = &prepared.devices;
@@ -33,7 +33,7 @@ pub fn dry_run(prepared: &crate::prepare::PreparedRun) -> anyhow::Result<toolkit
         let device = &devices[i % devices.len()];
         writeln!(out, "# shard {} on device {device}", job.shard)
             .and_then(|()| {
-                let argv = crate::job::lossy(&job.argv);
+                let argv = crate::sweep::job::lossy(&job.argv);
                 writeln!(out, "{}", env_line(&job.env_on(device), &argv))
             })
             .context("writing to stdout")?;

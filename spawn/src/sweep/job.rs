@@ -2,7 +2,7 @@
 //! pointing at the shard, or as it is in by-key mode), its environment changes (recording into its own folder, marked as the
 //! shard's) and its files. Built once per shard; `--dry-run` prints what the run starts.
 
-use crate::process::Marker;
+use crate::sweep::process::Marker;
 use protocol::backend::Backend;
 use protocol::command::{shape_flags, Arg, SHAPE_FLAG};
 use protocol::env;
@@ -72,7 +72,7 @@ impl Job {
             // The log is a pipe: without this Python buffers it and a killed child's last words are lost.
             ("PYTHONUNBUFFERED".to_owned(), "1".to_owned()),
             // Inherited by all it starts, so that its processes are found wherever they go.
-            (crate::process::MARKER.to_owned(), marker.to_string()),
+            (crate::sweep::process::MARKER.to_owned(), marker.to_string()),
             (
                 env::SPAWN_CHILDREN.to_owned(),
                 settings.children.to_string(),

@@ -1,16 +1,37 @@
 //! The sweep: every job of a prepared run supervised to its end on its devices, within the
 //! run's limits. `warmup-spawn --plan` is this alone ([`alone`]); `--measure` runs it with the
-//! measurement alongside ([`sweep`]), then goes on (`flow`).
+//! measurement alongside ([`sweep`]), then goes on (`crate::measure`).
+//!
+//! `prepare` says what a run is, read and checked before anything is written: the plan, the
+//! scratch, one `job` per shard, the devices; `select` which shards run (`--only`,
+//! `--index-from-env`) and what such a run holds on the scratch; `by_key` a by-key plan's claims.
+//! `supervisor` is the loop over `child` (one child's life); `process` groups, markers and
+//! orphans; `watchdog` what stops the children if warmup-spawn is killed; `log` a child's output;
+//! `status` a child's status.json and the run summary (their type and outcome rule are
+//! `protocol::status`'s); `progress` what a person sees; `shell` the `--dry-run` lines.
 
-use crate::measurement::Measurement;
-use crate::prepare::{self, PreparedRun};
-use crate::progress::Progress;
+pub mod by_key;
+pub mod child;
+pub mod job;
+pub mod log;
+pub mod prepare;
+pub mod process;
+pub mod progress;
+pub mod select;
+pub mod shell;
+pub mod status;
+pub mod supervisor;
+pub mod watchdog;
+
+use crate::measure::measurement::Measurement;
 use crate::signal::{Shutdown, Signals};
-use crate::supervisor::{self, Limits, RunEnd};
-use crate::watchdog::Watchdog;
+use crate::sweep::progress::Progress;
+use crate::sweep::watchdog::Watchdog;
 use anyhow::Result;
+use prepare::PreparedRun;
 use std::path::Path;
 use std::time::Instant;
+use supervisor::{Limits, RunEnd};
 use toolkit::Status;
 
 /// What watches a sweep: the run's signals and stops, the watchdog, what a person sees.

@@ -7,15 +7,15 @@
 //! Children are spawned from the main thread only: PR_SET_PDEATHSIG fires when the parent
 //! *thread* exits, so a child spawned from a short-lived thread would be killed with it.
 
-use crate::child::{Child, Stop};
-use crate::job::Job;
-use crate::log::Log;
-use crate::measurement::Measurement;
-use crate::process::{self, POLL};
-use crate::progress::Progress;
+use crate::measure::measurement::Measurement;
 use crate::signal::{Shutdown, ShutdownRequest, Signals};
-use crate::status::rfc3339;
-use crate::watchdog::Watchdog;
+use crate::sweep::child::{Child, Stop};
+use crate::sweep::job::Job;
+use crate::sweep::log::Log;
+use crate::sweep::process::{self, POLL};
+use crate::sweep::progress::Progress;
+use crate::sweep::status::rfc3339;
+use crate::sweep::watchdog::Watchdog;
 use anyhow::{Context, Result};
 use nix::errno::Errno;
 use nix::poll::{PollFd, PollFlags, PollTimeout};
@@ -293,7 +293,7 @@ fn start(
 ) -> Result<Child, Box<ShardStatus>> {
     let started = Instant::now();
     let env = job.env_on(device);
-    let mut status = crate::status::starting(job, device, env, rfc3339(SystemTime::now()));
+    let mut status = crate::sweep::status::starting(job, device, env, rfc3339(SystemTime::now()));
     // Its folder is empty: `run` cleared what an earlier run left in it.
     let opened = std::fs::create_dir_all(&job.record_dir)
         .with_context(|| format!("creating {}", job.record_dir.display()))
@@ -343,13 +343,13 @@ fn spawn(
     for (k, v) in &status.env.set {
         cmd.env(k, v);
     }
-    signals.child_setup().apply(&mut cmd);
-    let child = cmd
-        .spawn()
+    let pid = signals
+        .child_setup()
+        .start(&mut cmd, None)
         .map_err(|e| format!("running {}: {e}", job.argv[0].to_string_lossy()))?;
     // `cmd` goes here with our copies of the pipe's write end: the log sees end of file when
     // the child's processes are done with it, not when we are.
-    Ok(Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX)))
+    Ok(pid)
 }
 
 /// Blocks until a signal or output arrives, or the next deadline (or redraw) is due.

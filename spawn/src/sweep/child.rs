@@ -3,8 +3,8 @@
 //! again only when [`Child::gone`]: the leader reaped, its process group empty, and no process
 //! carrying its shard's marker left (one that called `setsid` included).
 
-use crate::log::Log;
-use crate::process::{self, Exit};
+use crate::sweep::log::Log;
+use crate::sweep::process::{self, Exit};
 use nix::sys::signal::Signal;
 use nix::unistd::Pid;
 use protocol::status::ShardStatus;

@@ -3,7 +3,7 @@
 //! run prints it, a run starts it; the same refusals (exit 2) come before either, so that a run
 //! refused leaves nothing behind.
 
-use crate::{by_key, job, process, select, status};
+use crate::sweep::{by_key, job, process, select, status};
 use anyhow::{bail, Context, Result};
 use protocol::backend;
 use protocol::layout::Scratch;
@@ -121,7 +121,7 @@ pub fn prepare(req: &Request<'_>, env: &backend::Environment) -> Result<Option<P
     if jobs.is_empty() {
         eprintln!(
             "{}: {}: the plan has no shards; nothing to run",
-            crate::TOOL,
+            crate::flags::TOOL,
             plan_path.display()
         );
         if !req.measure {

@@ -12,7 +12,7 @@
 //! PR_SET_PDEATHSIG alone reaches only the direct children: their own children, and what left
 //! their group, would live on.
 
-use crate::process::{self, POLL};
+use crate::sweep::process::{self, POLL};
 use anyhow::{Context, Result};
 use nix::sys::signal::Signal;
 use nix::unistd::{ForkResult, Pid};
@@ -91,7 +91,7 @@ impl Watchdog {
                 self.pipe = None;
                 eprintln!(
                     "{}: the watchdog (pid {}) is gone; if warmup-spawn is killed now, its children's own children may live on",
-                    crate::TOOL,
+                    crate::flags::TOOL,
                     self.pid
                 );
             }
@@ -134,7 +134,7 @@ fn watch(pipe: File, run: &str) -> i32 {
     if !groups.is_empty() || !killed.is_empty() {
         eprintln!(
             "{}: watchdog: warmup-spawn died without stopping its children; killed {} process group(s) and {} other process(es) of theirs",
-            crate::TOOL,
+            crate::flags::TOOL,
             groups.len(),
             killed.len()
         );

@@ -1,11 +1,11 @@
 //! Everything after the sweep waits here: for a tool (warmup-merge, warmup-publish,
 //! warmup-costs, run as `tools` says), or for the measurement, reading the stop signals meanwhile.
 
-use super::say;
-use crate::measurement::Measurement;
-use crate::process::{self, Exit, POLL};
+use super::measurement::Measurement;
+use super::say::say;
+use super::tools;
 use crate::signal::{Shutdown, ShutdownRequest, Signals};
-use crate::tools;
+use crate::sweep::process::{self, Exit, POLL};
 use anyhow::{Context, Result};
 use nix::errno::Errno;
 use nix::poll::{PollFd, PollFlags, PollTimeout};
@@ -122,7 +122,7 @@ impl<'a> Rest<'a> {
         let started = match started {
             Ok(started) => started,
             Err(e) => {
-                eprintln!("{}: {e:#}", crate::TOOL);
+                eprintln!("{}: {e:#}", crate::flags::TOOL);
                 return ToolEnd::Failed(None);
             }
         };
@@ -131,7 +131,7 @@ impl<'a> Rest<'a> {
             Ok(Some(Exit::Code(code))) => ToolEnd::Failed(Some((code, started.output()))),
             Ok(_) => ToolEnd::Failed(None),
             Err(e) => {
-                eprintln!("{}: {e:#}", crate::TOOL);
+                eprintln!("{}: {e:#}", crate::flags::TOOL);
                 ToolEnd::Failed(None)
             }
         }

@@ -7,9 +7,9 @@
 //! gate's opening and the clock do, as [`Action`]s; [`Measurement`] carries them out on the
 //! process and the gate.
 
-use crate::gate::{Gate, Word};
-use crate::process::{self, Exit};
+use crate::measure::gate::{Gate, Word};
 use crate::signal::{ChildSetup, ShutdownRequest};
+use crate::sweep::process::{self, Exit};
 use anyhow::{Context, Result};
 use nix::sys::signal::Signal;
 use nix::unistd::Pid;
@@ -233,20 +233,19 @@ impl Measurement {
             cmd.env(k, v);
         }
         let setup = setup.outliving();
-        match &gate {
+        let fd = match &gate {
             Some(gate) => {
                 cmd.env(protocol::env::GATE, gate.env_value());
-                setup.inheriting(gate.child_fd()).apply(&mut cmd);
+                Some(gate.child_fd())
             }
             None => {
                 cmd.env_remove(protocol::env::GATE);
-                setup.apply(&mut cmd);
+                None
             }
-        }
-        let child = cmd
-            .spawn()
+        };
+        let pid = setup
+            .start(&mut cmd, fd)
             .with_context(|| format!("running {}", argv[0].to_string_lossy()))?;
-        let pid = Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
         Ok(Measurement {
             pid,
             start,

@@ -5,7 +5,7 @@
 //! per shard, while a whole-scratch run and a second run of the same shard are refused.
 //! docs/CONTRACT.md ("Running some shards", "The scratch lock") is the promise.
 
-use crate::job::Job;
+use crate::sweep::job::Job;
 use anyhow::{bail, Context, Result};
 use nix::fcntl::{Flock, FlockArg};
 pub use protocol::choice::Choice;
@@ -32,7 +32,7 @@ pub fn place(choice: &Choice, jobs: &mut [Job], devices_flag: bool, devices: &[S
             "{}: {}: this task sees {} devices; its shard runs on the first ({first}). Ask the \
              scheduler for one device per task (sbatch --gres=gpu:1) so that tasks settings a \
              node do not share a device",
-            crate::TOOL,
+            crate::flags::TOOL,
             choice.asked,
             devices.len()
         );
@@ -57,7 +57,7 @@ impl ScratchHold {
     pub fn take(scratch: &Scratch, some: Option<&[usize]>) -> Result<ScratchHold> {
         let Some(some) = some else {
             return Ok(ScratchHold {
-                _whole: Some(scratch.lock(crate::TOOL)?),
+                _whole: Some(scratch.lock(crate::flags::TOOL)?),
                 _shards: Vec::new(),
             });
         };
@@ -149,8 +149,8 @@ mod tests {
             Some("/s/w0/shapes.yaml".into()),
             &["pytest".into()],
             &protocol::backend::BACKENDS[0],
-            crate::process::Marker::new("r", 0),
-            crate::job::RunSettings {
+            crate::sweep::process::Marker::new("r", 0),
+            crate::sweep::job::RunSettings {
                 children: 1,
                 cache_per_child: false,
                 claims: None,

@@ -10,7 +10,7 @@
 //! each line, a few bytes. The ETA is the history's: a plan whose costs are seconds
 //! (`cost_source` `file`) expects each shard's, and the line says what is left of it.
 
-use crate::job::Job;
+use crate::sweep::job::Job;
 use protocol::status::{Outcome, ShardStatus};
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -275,7 +275,7 @@ impl Progress {
 
     fn line(&mut self, text: &str) {
         self.clear();
-        let _ = writeln!(std::io::stderr().lock(), "{}: {text}", crate::TOOL);
+        let _ = writeln!(std::io::stderr().lock(), "{}: {text}", crate::flags::TOOL);
         if self.live {
             self.draw();
         }
@@ -407,7 +407,7 @@ mod tests {
         assert_eq!(INTERVAL, Duration::from_secs(10));
         let said = format!("every {} s ({INTERVAL_VAR}", INTERVAL.as_secs());
         assert!(
-            crate::EXAMPLES
+            crate::flags::EXAMPLES
                 .replace("\n", " ")
                 .split_whitespace()
                 .collect::<Vec<_>>()
