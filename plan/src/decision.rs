@@ -111,12 +111,8 @@ pub enum Decision {
     /// resuming from it ("Resuming in place"), so a key it holds is pinned and one it lacks is
     /// tuned live, then added. Not the harness's replay mode (`REPLAY_DIR`).
     Reuse { reason: String, dir: PathBuf },
-    /// Once, recording (compile-ahead on) into `dir`; `None`: the harness records nothing (the
-    /// folder's `<op>.json` is no record file it can add to).
-    Record {
-        reason: String,
-        dir: Option<PathBuf>,
-    },
+    /// Once, recording (compile-ahead on) into `dir` and resuming from it.
+    Record { reason: String, dir: PathBuf },
     /// The sweep on `devices` (the first `shards` of them), then the measurement.
     Sweep {
         reason: String,
@@ -379,7 +375,7 @@ fn one_process(f: &Facts, lead: String) -> Option<Decision> {
                  sets it aside (it resumes in place)",
                 dir.display()
             ),
-            dir: Some(dir.to_owned()),
+            dir: dir.to_owned(),
         });
     }
     Some(Decision::Record {
@@ -388,7 +384,7 @@ fn one_process(f: &Facts, lead: String) -> Option<Decision> {
             dir.display(),
             not_reused(f)
         ),
-        dir: Some(dir.to_owned()),
+        dir: dir.to_owned(),
     })
 }
 
@@ -608,7 +604,7 @@ mod tests {
             d,
             Decision::Record {
                 reason: d.reason().to_owned(),
-                dir: Some("/r".into())
+                dir: "/r".into()
             }
         );
         assert!(
@@ -669,11 +665,7 @@ mod tests {
         // A record file that is no record: the harness sets it aside and records there.
         f.fresh = false;
         f.record = Record::Damaged("/r/mm.json: empty file: it is no record".into());
-        let Decision::Record {
-            dir: Some(_),
-            reason,
-        } = decide(&f)
-        else {
+        let Decision::Record { reason, .. } = decide(&f) else {
             panic!("{:?}", decide(&f));
         };
         assert!(
@@ -738,7 +730,7 @@ mod tests {
             skip(&mut g);
             let d = decide(&g);
             assert!(
-                matches!(&d, Decision::Record { dir: Some(dir), .. } if dir == Path::new("/c")),
+                matches!(&d, Decision::Record { dir, .. } if dir == Path::new("/c")),
                 "{says}: {d:?}"
             );
             assert!(
@@ -758,7 +750,7 @@ mod tests {
         }
         // A record file that is no record: one process that records there, as on one device.
         f.record = Record::Damaged("/r/mm.json: empty file: it is no record".into());
-        assert!(matches!(decide(&f), Decision::Record { dir: Some(_), .. }));
+        assert!(matches!(decide(&f), Decision::Record { .. }));
         // A replay folder pins the configs, and a count that is no number is the plugin's skip.
         let mut g = f.clone();
         g.replay_dir_set = true;

@@ -181,16 +181,8 @@ pub fn warmup(args: &Warmup, found: &Discovery, decision: &Decision) -> Output {
     }
     match decision {
         Decision::Plain { .. } => {}
-        Decision::Reuse { dir, .. } | Decision::Record { dir: Some(dir), .. } => {
+        Decision::Reuse { dir, .. } | Decision::Record { dir, .. } => {
             for (name, value) in one_process(args, found, dir) {
-                out.export(name, &value);
-            }
-        }
-        Decision::Record { dir: None, .. } => {
-            out.export(names::RECORD_DIR, "")
-                .export(names::SIGNATURE, &found.signature);
-            if let Some((name, value)) = protocol::env::resume_env(args.fresh, Some(OsStr::new("")))
-            {
                 out.export(name, &value);
             }
         }
