@@ -65,11 +65,7 @@ pub fn slug(triton: Option<&str>, device: Option<&str>, probe_root: &Path) -> St
             (format!("unknown-{machine}"), bytes)
         }
     };
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in t.bytes().chain([0]).chain(hashed) {
-        hash ^= u64::from(byte);
-        hash = hash.wrapping_mul(0x0100_0000_01b3);
-    }
+    let hash = crate::probe::fnv1a64(t.bytes().chain([0]).chain(hashed));
     format!("{}_{}_{:012x}", safe(t), shown, hash >> 16)
 }
 

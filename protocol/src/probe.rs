@@ -212,15 +212,19 @@ pub fn machine(root: &Path) -> String {
     .unwrap_or_default();
     let mut cards: Vec<String> = pci_gpus(root).into_iter().filter_map(|(_, n)| n).collect();
     cards.sort();
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in id
-        .bytes()
-        .chain(cards.iter().flat_map(|c| [0].into_iter().chain(c.bytes())))
-    {
-        hash ^= u64::from(byte);
-        hash = hash.wrapping_mul(0x0100_0000_01b3);
-    }
+    let hash = fnv1a64(
+        id.bytes()
+            .chain(cards.iter().flat_map(|c| [0].into_iter().chain(c.bytes()))),
+    );
     format!("{:012x}", hash >> 16)
+}
+
+/// The 64-bit FNV-1a hash of `bytes`: the machine's id here, and the record cache's folder names
+/// (cache_dir.rs), whose 48 high bits name them.
+pub(crate) fn fnv1a64(bytes: impl IntoIterator<Item = u8>) -> u64 {
+    bytes.into_iter().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 /// The model of the listed devices from the driver's per-GPU `information` files in `gpus`.

@@ -18,6 +18,19 @@ pub struct EnvChanges {
     pub unset: Vec<String>,
 }
 
+impl EnvChanges {
+    /// Applies the changes to the environment `cmd` will start with: the removals, then `set` in
+    /// its order.
+    pub fn apply(&self, cmd: &mut std::process::Command) {
+        for var in &self.unset {
+            cmd.env_remove(var);
+        }
+        for (k, v) in &self.set {
+            cmd.env(k, v);
+        }
+    }
+}
+
 /// `set` as a JSON object in its own order (a map type would sort or lose it).
 mod ordered_map {
     use serde::de::{MapAccess, Visitor};

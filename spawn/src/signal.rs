@@ -177,13 +177,28 @@ impl ChildSetup {
         self
     }
 
-    /// Starts `cmd` as a job of the run, [`inheriting`](Self::inheriting) `fd` where given: the
-    /// one way warmup-spawn starts a process (the sweep's children, the tools, the measurement),
-    /// besides the `exec` of a plain COMMAND. Its pid: the leader of its own process group.
-    pub fn start(self, cmd: &mut Command, fd: Option<RawFd>) -> std::io::Result<Pid> {
-        let setup = match fd {
-            Some(fd) => self.inheriting(fd),
-            None => self,
+    /// Starts `cmd` as a job of the run, lending it a descriptor where given: `lent` is the value
+    /// of `var` that names it and the descriptor, which the child
+    /// [inherits](Self::inheriting) under its number; without one `var` is removed, so that the
+    /// child never reads one the spawner was lent. With `var` `None` nothing is lent. The one way
+    /// warmup-spawn starts a process (the sweep's children, the tools, the measurement), besides
+    /// the `exec` of a plain COMMAND. Its pid: the leader of its own process group.
+    pub fn start(
+        self,
+        cmd: &mut Command,
+        var: Option<&str>,
+        lent: Option<(String, RawFd)>,
+    ) -> std::io::Result<Pid> {
+        let setup = match (var, lent) {
+            (Some(var), Some((value, fd))) => {
+                cmd.env(var, value);
+                self.inheriting(fd)
+            }
+            (Some(var), None) => {
+                cmd.env_remove(var);
+                self
+            }
+            (None, _) => self,
         };
         setup.apply(cmd);
         let child = cmd.spawn()?;

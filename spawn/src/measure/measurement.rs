@@ -226,25 +226,13 @@ impl Measurement {
     ) -> Result<Measurement> {
         let mut cmd = Command::new(&argv[0]);
         cmd.args(&argv[1..]);
-        for var in &env.unset {
-            cmd.env_remove(var);
-        }
-        for (k, v) in &env.set {
-            cmd.env(k, v);
-        }
-        let setup = setup.outliving();
-        let fd = match &gate {
-            Some(gate) => {
-                cmd.env(protocol::env::GATE, gate.env_value());
-                Some(gate.child_fd())
-            }
-            None => {
-                cmd.env_remove(protocol::env::GATE);
-                None
-            }
-        };
+        env.apply(&mut cmd);
+        let lent = gate
+            .as_ref()
+            .map(|gate| (gate.env_value(), gate.child_fd()));
         let pid = setup
-            .start(&mut cmd, fd)
+            .outliving()
+            .start(&mut cmd, Some(protocol::env::GATE), lent)
             .with_context(|| format!("running {}", argv[0].to_string_lossy()))?;
         Ok(Measurement {
             pid,

@@ -53,18 +53,9 @@ pub fn start(
         out.try_clone()
             .context("duplicating a tool's output buffer")?,
     );
-    let fd = match lock {
-        Some(lock) => {
-            cmd.env(protocol::lock::LOCK_FD, lock.as_raw_fd().to_string());
-            Some(lock.as_raw_fd())
-        }
-        None => {
-            cmd.env_remove(protocol::lock::LOCK_FD);
-            None
-        }
-    };
+    let lent = lock.map(|lock| (lock.as_raw_fd().to_string(), lock.as_raw_fd()));
     let pid = setup
-        .start(&mut cmd, fd)
+        .start(&mut cmd, Some(protocol::lock::LOCK_FD), lent)
         .with_context(|| format!("running {}", program.display()))?;
     Ok(Started { pid, out })
 }

@@ -337,15 +337,10 @@ fn spawn(
         .stdin(Stdio::null())
         .stdout(output)
         .stderr(err_output);
-    for var in &status.env.unset {
-        cmd.env_remove(var);
-    }
-    for (k, v) in &status.env.set {
-        cmd.env(k, v);
-    }
+    status.env.apply(&mut cmd);
     let pid = signals
         .child_setup()
-        .start(&mut cmd, None)
+        .start(&mut cmd, None, None)
         .map_err(|e| format!("running {}: {e}", job.argv[0].to_string_lossy()))?;
     // `cmd` goes here with our copies of the pipe's write end: the log sees end of file when
     // the child's processes are done with it, not when we are.
