@@ -178,6 +178,19 @@ def test_the_device_scripts_refuse_a_folder_that_is_no_flaggems_checkout(tmp_pat
     assert "holds neither benchmark/test_mm.py (FlagGems 5.3 and later) nor benchmark/test_blas_perf.py" in done.stderr
 
 
+def test_bench_e2e_refuses_a_case_whose_test_file_the_checkout_lacks_before_any_run(tmp_path):
+    """A 5.3-shaped checkout with test_mm.py but no test_addmm.py: the addmm case is refused up
+    front, not run as a pytest of no test file (every benchmark FlagGems has)."""
+    (tmp_path / "benchmark").mkdir()
+    (tmp_path / "benchmark" / "test_mm.py").write_text("")
+    done = subprocess.run(["bash", str(ROOT / "tests" / "gpu" / "bench_e2e.sh"), "--flaggems", str(tmp_path),
+                           "--cases", "mm,addmm"], env=clean_env(OUT=str(tmp_path / "out")),
+                          capture_output=True, text=True, timeout=HANG)
+    assert done.returncode == 2, done.stderr
+    assert "holds neither benchmark/test_addmm.py" in done.stderr
+    assert not (tmp_path / "out").exists(), "nothing ran"
+
+
 def audit_line(key: str, **cost) -> str:
     """A WARMUP_HARNESS_RACE_AUDIT line (docs/CONTRACT.md, "Racing") of two configs."""
     configs = [{"index": 0, "short_ms": 0.5, "full_ms": 0.5, "retimed": True},

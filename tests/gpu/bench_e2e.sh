@@ -93,7 +93,10 @@ done
 # shellcheck source=tests/gpu/lib.sh
 . "$root/tests/gpu/lib.sh"
 [ -n "$flaggems" ] || { echo "bench_e2e: --flaggems DIR is required" >&2; exit 2; }
-flaggems_test "$flaggems" mm >/dev/null || exit 2
+# Every FlagGems case's test file, before anything runs: case_argv's $(...) would hide a failure.
+for case in ${cases//,/ }; do
+    [ "$case" = triton ] || flaggems_test "$flaggems" "$case" >/dev/null || exit 2
+done
 flaggems=$(cd "$flaggems" && pwd)
 case ,$variants, in
     *,plain,*) ;;

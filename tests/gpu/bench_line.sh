@@ -86,7 +86,8 @@ for rep in $(seq 1 "$repeat"); do
     for case in "${case_list[@]}"; do
         dtype=float16
         [ "$case" != addmm ] || dtype=bfloat16
-        mapfile -t test < <(flaggems_test "$flaggems" "$case")
+        args=$(flaggems_test "$flaggems" "$case") || exit 2  # a process substitution would hide its status
+        mapfile -t test <<<"$args"
         line=(pytest "${test[@]}" --dtypes "$dtype" --level core --record log -s)
         for mode in "${mode_list[@]}"; do
             if [ $((SECONDS - start)) -gt "$budget" ]; then say "budget spent: $case $mode (repetition $rep) not run"; continue; fi

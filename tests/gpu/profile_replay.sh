@@ -60,7 +60,8 @@ run() {
         "${session:-?}" "$rc" | tee -a "$times"
 }
 
-mapfile -t test < <(flaggems_test "$flaggems" addmm)
+args=$(flaggems_test "$flaggems" addmm) || exit 2  # a process substitution would hide its status
+mapfile -t test <<<"$args"
 bench=(-m pytest -q -s "${test[@]}" --dtypes bfloat16
        --shape_file "$base/shapes/addmm.yaml" --level core --warmup 100 --iter 100 --record log)
 plain=(env "$python" "${bench[@]}")
