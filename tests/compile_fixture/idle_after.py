@@ -6,8 +6,11 @@ configs on a new key (compiled ahead in the session's pool: the record session's
 forked for it); that key is the last. Then it is launched for `IDLE_SECONDS` (default 1) and the
 CPU time (user and system clock ticks, /proc) of each thread of this process other than this one,
 and of each child process, is read before and after. One JSON object to `IDLE_OUT`: `threads` and
-`children` (name or pid -> ticks used while the decided key was launched), and `launches`.
+`children` (name or pid -> ticks used while the decided key was launched, null for one that
+ended meanwhile), and `launches`.
 """
+
+from __future__ import annotations
 
 import json
 import os
@@ -41,13 +44,13 @@ def _others() -> dict[str, Path]:
     return found
 
 
-def _used(stats: dict[str, Path]) -> dict[str, int]:
-    used = {}
+def _used(stats: dict[str, Path]) -> dict[str, int | None]:
+    used: dict[str, int | None] = {}
     for who, stat in stats.items():
         try:
             used[who] = _ticks(stat)
-        except OSError:  # ended meanwhile: it uses nothing now
-            used[who] = 0
+        except OSError:  # ended meanwhile: its clock is gone, and it uses nothing now
+            used[who] = None
     return used
 
 
@@ -58,11 +61,12 @@ def test_idle_after_the_last_key():
     before = _used(stats)
     launches = 0
     end = time.monotonic() + float(os.environ.get("IDLE_SECONDS", "1"))
-    while time.monotonic() < end:
+    while not launches or time.monotonic() < end:  # once at least, however late this process runs
         scale_kernel[(1,)](x, y, 1024)
         launches += 1
     after = _used(stats)
-    used = {who: after[who] - before[who] for who in stats}
+    # One that ended during the launches is null: what it used before it ended cannot be read.
+    used = {who: None if None in (before[who], after[who]) else after[who] - before[who] for who in stats}
     out = {"threads": {who: n for who, n in used.items() if who.startswith("thread ")},
            "children": {who: n for who, n in used.items() if who.startswith("child ")}, "launches": launches}
     Path(os.environ["IDLE_OUT"]).write_text(json.dumps(out))
