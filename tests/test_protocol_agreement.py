@@ -230,7 +230,7 @@ bar = progress.from_env(os.environ)
 bar.timing(7)
 for _ in range(3):
     bar.tuned()
-time.sleep(1.5)  # past a few of warmup-spawn's progress intervals
+time.sleep(5)  # past many of warmup-spawn's 0.2 s progress intervals, on a busy machine too
 """
 
 
