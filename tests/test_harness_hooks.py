@@ -654,7 +654,7 @@ def test_race_a_tuner_timed_as_the_driver_times_is_timed_briefly_without_do_benc
 def test_race_audit_times_the_dropped_in_full_too_and_writes_every_configs_timings(tmp_path):
     """WARMUP_HARNESS_RACE_AUDIT: each raced key adds a JSON line with every config's short and full
     timing; the dropped config is timed in full for the audit, and the pick is the race's all the same."""
-    from warmup_harness.autotune import race
+    from warmup_harness.autotune import race, verdict
 
     audit = tmp_path / "audit.jsonl"
     tuner, timer = race_tuner({64: list(QUIET), 128: [3.0], 256: [1.01]}, {64: 1.0, 128: 0.5, 256: 1.02})
@@ -667,7 +667,7 @@ def test_race_audit_times_the_dropped_in_full_too_and_writes_every_configs_timin
     rows = {row["index"]: row for row in entry["configs"]}
     assert {i: (r["short_ms"], r["full_ms"], r["retimed"]) for i, r in rows.items()} == {
         0: (1.0, 1.0, True), 1: (3.0, 0.5, False), 2: (1.01, 1.02, True)}
-    assert entry["limit_ms"] == pytest.approx(1.0 * (1 + race.NOISE_MARGIN * 0.03))
+    assert entry["limit_ms"] == pytest.approx(1.0 * (1 + verdict.NOISE_MARGIN * 0.03))
 
 
 def test_race_an_audit_file_that_cannot_be_written_is_said_once_and_racing_goes_on(tmp_path):

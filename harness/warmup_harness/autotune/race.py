@@ -49,10 +49,10 @@ from typing import Any, Callable
 
 from . import verdict
 from .brief import OUTRUN, Cost, score, short_bench
+from .bypass import RACE, end_race
 from .fingerprints import config_order
 from .race_history import DEFAULT_NEAR as NEAR, History
 from .race_plan import Plan, doubt, missed
-from .verdict import NOISE_MARGIN, NOISE_SAMPLES  # noqa: F401 (the race's settings, by their old names)
 
 Timer = Callable[[Any, Any], Any]  # (config, do_bench or None) -> the tuner's _bench answer
 
@@ -74,7 +74,8 @@ class Race:
         if len(held) == len(ranked):  # the history holds back every config left: race them all
             held = []
         self.held = held  # raced only where the first leave doubt (race_plan.py), else neither compiled nor timed
-        self.first = [c for c in ranked if id(c) not in {id(h) for h in held}]  # raced first, best first
+        held_ids = {id(h) for h in held}
+        self.first = [c for c in ranked if id(c) not in held_ids]  # raced first, best first
         self.near: list[int] = []  # indexes of the configs within `near` of the best short timing, fastest first
         self.winner: int | None = None  # the index of the fastest full timing
         self._order = order  # configs -> the same configs, as their compiles finish
@@ -91,7 +92,6 @@ class Race:
         self.short: dict[int, float] = {}  # id(config) -> its first short timing, ms
         self.full: dict[int, float] = {}  # id(config) -> its full timing, ms (the dropped too, audited)
         self.kept: list = []  # the configs re-timed in full, in the tuner's order: all the tuner gets
-        self.contenders: set[int] = set()  # ... their ids
 
     def run(self, timer: Timer, short: Any, warm: bool = False, audit: bool = False,
             compile_more: Callable[[list], Any] = lambda configs: None) -> bool:
@@ -154,7 +154,6 @@ class Race:
             self.full[id(config)] = score(answer)
         self.full_s = time.perf_counter() - start
         self.raced, self.retimed, self.kept = len(raced), len(contenders), contenders
-        self.contenders = {id(c) for c in contenders}
         self.winner = self._index_of.get(verdict.best({id(c): self.full[id(c)] for c in contenders}))
         if self.winner is not None and self.winner not in self.near:
             self.near.append(self.winner)
@@ -172,7 +171,7 @@ class Race:
         if best is None:  # no config timed at all: nothing to drop on
             return raced
         by_id = {id(c): c for c in raced}
-        samples = [self.short[best]] + [again(by_id[best]) for _ in range(NOISE_SAMPLES - 1)]
+        samples = [self.short[best]] + [again(by_id[best]) for _ in range(verdict.NOISE_SAMPLES - 1)]
         measured = verdict.noise(samples)
         if measured is None:
             return raced
@@ -204,8 +203,9 @@ class Race:
     def audit(self) -> dict:
         """The key's line in the audit file (`WARMUP_HARNESS_RACE_AUDIT`): every raced config's short
         and full timing, whether the race re-timed it, and what the race and a full sweep pick."""
+        kept = {id(c) for c in self.kept}
         rows = [{"index": self._index_of.get(id(c)), "short_ms": _number(self.short.get(id(c))),
-                 "full_ms": _number(self.full.get(id(c))), "retimed": id(c) in self.contenders}
+                 "full_ms": _number(self.full.get(id(c))), "retimed": id(c) in kept}
                 for c in self.configs if id(c) in self.short]
         return {"kernel": self.kernel, "key": self.key, "spread": self.spread, "limit_ms": self.limit,
                 "short_s": round(self.short_s, 4), "full_s": round(self.full_s, 4),
@@ -254,7 +254,7 @@ class Racer:
         cannot be timed briefly. Returns the configs worth compiling, best first by the kernel's
         history: all but those it holds back (race_history.py), which are compiled and timed only
         where the others leave doubt."""
-        tuner.__dict__.pop("_warmup_harness_race", None)
+        end_race(tuner)
         if (key is None or len(configs) < 2 or type(tuner) in self._unraceable
                 or tuner.__dict__.get("_warmup_harness_unraced")):
             return configs
@@ -262,7 +262,7 @@ class Racer:
         plan = (self._history.plan(kernel, key, fingerprint, len(index_of)) if self._history is not None
                 else Plan(list(range(len(index_of))), near=self._near))
         race = Race(kernel, key, configs, lambda cs, t=tuner: self._order(t, cs), index_of, plan)
-        tuner.__dict__["_warmup_harness_race"] = race
+        tuner.__dict__[RACE] = race
         return race.first
 
     def decide(self, tuner: Any, configs: list, timer: Timer | None,
@@ -271,7 +271,7 @@ class Racer:
         race's kept ones, or all of `configs` where the tuner cannot be raced (`timer` None: its run
         sets no `nargs`, so the race cannot launch). `compile_more` compiles the held configs
         where the race comes to them."""
-        race = tuner.__dict__.get("_warmup_harness_race")
+        race = tuner.__dict__.get(RACE)
         if race is None:
             return configs
         short = short_bench(tuner, self._devices) if timer is not None else None
@@ -279,7 +279,7 @@ class Racer:
         if short is None or not race.run(timer, short, warm, self._audit is not None, compile_more):
             self._give_up(tuner, race.kernel, "no nargs" if timer is None else "own bench" if short else "no budget")
             if not race.answers:
-                tuner.__dict__.pop("_warmup_harness_race", None)
+                end_race(tuner)
             if race.held:  # the tuner times every config: the held ones are compiled as they are timed
                 compile_more(race.held)
             return configs
@@ -289,12 +289,12 @@ class Racer:
     def bench(self, tuner: Any, config: Any, timer: Timer) -> Any:
         """The tuner's `_bench` answer for `config`: its full timing from its key's race, else timed
         as it always is."""
-        race = tuner.__dict__.get("_warmup_harness_race")
+        race = tuner.__dict__.get(RACE)
         answer = race.answers.pop(id(config), None) if race is not None else None
         if answer is None:
             return timer(config, None)
         if not race.answers:
-            tuner.__dict__.pop("_warmup_harness_race", None)
+            end_race(tuner)
         return answer
 
     def _give_up(self, tuner: Any, kernel: str, why: str) -> None:
