@@ -46,7 +46,7 @@ WARMUP_WORKER = "FLAGGEMS_PERF_WARMUP_WORKER"
 # Yes: tune every key, resuming nothing (autotune/resume.py); such a session tunes in a private store.
 FRESH = "WARMUP_HARNESS_FRESH"
 # This run's signature (warmup-plan's): a session resuming from its own record folder that passes
-# names it in the sidecar's `complete_for`, so that the next run of it replays the record.
+# names it in the sidecar's `complete_for`, so that warmup-plan reuses the record for the next run of it.
 SIGNATURE = "WARMUP_HARNESS_SIGNATURE"
 # Record mode: an earlier record whose keys are not tuned again (autotune/resume.py).
 RESUME_DIR = "WARMUP_HARNESS_RESUME_DIR"

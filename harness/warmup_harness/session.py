@@ -107,7 +107,7 @@ class Session:
     @classmethod
     def _start_record(cls, config: Any, mode: env.Mode, compiler: precompile.Precompiler,
                       racing: RaceSettings) -> Session:
-        from .autotune import once_recorder, policies, progress, resume, set_aside, tuners
+        from .autotune import once_recorder, policies, progress, set_aside, tuners
 
         try:
             mode.directory.mkdir(parents=True, exist_ok=True)
@@ -115,7 +115,7 @@ class Session:
             raise records.RecordError(f"{env.RECORD_DIR}={mode.directory}: cannot make the folder "
                                       f"({exc.strerror or exc})") from None
         records.check_writable(mode.directory, env.RECORD_DIR)
-        set_aside.unreadable_record(mode.directory, mode.op, env.setting(config, resume.RESUME_DIR),
+        set_aside.unreadable_record(mode.directory, mode.op, env.setting(config, env.RESUME_DIR),
                                     lambda line: say(config, [line]))
         writer = RecordWriter(mode.directory, mode.op, device_name)
         writer.open()  # refuses now, not after the first sweep, a file this run cannot add to (no lock yet)
@@ -130,7 +130,8 @@ class Session:
         clock = CompileClock()
         racer = None
         if racing.on:  # only a record session races: a replay's live sweep times every config
-            from .autotune.race import History, Racer
+            from .autotune.race import Racer
+            from .autotune.race_history import History
 
             sidecar = records.meta_path(mode.directory, mode.op)
             meta, _ = records.load_meta(sidecar)  # as the session found it

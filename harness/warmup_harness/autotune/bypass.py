@@ -1,4 +1,5 @@
-"""FlagGems 5.3's ways around the decision table: noticed, said once per kernel and way, never recorded.
+"""FlagGems 5.3's ways around the decision table: noticed and said once per kernel and way; what
+none of the tuner's configs is, is never pinned.
 
 The hooks (tuners.py) see a decision as a lookup in the tuner's store and a write to it. FlagGems
 5.3's LibTuner (flag_gems/utils/libentry.py) picks a config without them three ways:

@@ -19,8 +19,9 @@ Each raced key keeps the indexes of the tuner's configs whose short timing came 
 
 N and NEAR per kernel: the variables (`WARMUP_HARNESS_RACE_HISTORY`, 0 turns history off, and
 `WARMUP_HARNESS_RACE_NEAR`) where set, else the sidecar's `race_settings`, else DEFAULT_KEYS and
-DEFAULT_NEAR (issue 31's measurement: a history of 3 keys, near at 20%, lost no pick). Only keys
-recorded for the kernel as it is now (its fingerprint) count. Standard library only.
+DEFAULT_NEAR (issue 31's measurement: a history of 3 keys, near at 20%, lost no pick). N is read
+only where holding back is on (the variable set, or HOLD_BY_DEFAULT); the sidecar keeps it either
+way. Only keys recorded for the kernel as it is now (its fingerprint) count. Standard library only.
 """
 
 from __future__ import annotations
