@@ -39,10 +39,9 @@ STORE_READ = {"kernels_store.py:ConfigStore.__contains__", "kernels_store.py:Con
 def session(work: Path, launches: int, plugin: bool = True, **extra: str) -> dict[str, dict]:
     out = work / "out.jsonl"
     out.unlink(missing_ok=True)
-    env = {k: v for k, v in clean_env().items() if not k.startswith("WARMUP_HARNESS_")}
-    env.update(PYTHONPATH=str(ROOT / "harness"), HOME=str(work / "home"), FLAGGEMS_PERF_CURRENT_OP="mm",
-               FLAGGEMS_DB_URL="sqlite:///:memory:", HOT_PATH_OUT=str(out), HOT_PATH_LAUNCHES=str(launches),
-               HOT_PATH_COUNT="1", **extra)
+    env = clean_env(PYTHONPATH=str(ROOT / "harness"), HOME=str(work / "home"), FLAGGEMS_PERF_CURRENT_OP="mm",
+                    FLAGGEMS_DB_URL="sqlite:///:memory:", HOT_PATH_OUT=str(out), HOT_PATH_LAUNCHES=str(launches),
+                    HOT_PATH_COUNT="1", **extra)
     load = ["-p", "warmup_harness"] if plugin else ["-p", "no:warmup_harness"]
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *load, str(SCRIPT)],
                           env=env, cwd=work, capture_output=True, text=True, timeout=HANG)
@@ -91,11 +90,11 @@ def test_the_compile_pool_and_the_harness_threads_use_no_cpu_once_the_last_key_i
     # A record session whose key is compiled ahead in forked workers (Triton's real compiler, for
     # an H200, on this machine: tests/compile_fixture). What it leaves is idle while the key is launched.
     out = tmp_path / "idle.json"
-    env = {k: v for k, v in clean_env().items() if not k.startswith("WARMUP_HARNESS_")}
-    env.update(PYTHONPATH=str(ROOT / "harness"), HOME=str(tmp_path / "home"), TRITON_CACHE_DIR=str(tmp_path / "cache"),
-               FLAGGEMS_PERF_CURRENT_OP="scale", CUDA_VISIBLE_DEVICES="0", IDLE_OUT=str(out),
-               WARMUP_HARNESS_DEVICE_LOCK_DIR=str(tmp_path / "locks"), WARMUP_HARNESS_PRECOMPILE="processes",
-               WARMUP_HARNESS_COMPILE_WORKERS="2", FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "record"))
+    env = clean_env(PYTHONPATH=str(ROOT / "harness"), HOME=str(tmp_path / "home"),
+                    TRITON_CACHE_DIR=str(tmp_path / "cache"), FLAGGEMS_PERF_CURRENT_OP="scale",
+                    CUDA_VISIBLE_DEVICES="0", IDLE_OUT=str(out), WARMUP_HARNESS_DEVICE_LOCK_DIR=str(tmp_path / "locks"),
+                    WARMUP_HARNESS_PRECOMPILE="processes", WARMUP_HARNESS_COMPILE_WORKERS="2",
+                    FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "record"))
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "warmup_harness",
                            str(IDLE_SCRIPT)], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=HANG)
     assert proc.returncode == 0, proc.stdout + proc.stderr

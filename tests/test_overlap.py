@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from support import BIN_DIR, HANG, clean_env
+from support import BIN_DIR, HANG, clean_env, run_tool
 from test_harness import (SCRIPT, SHAPES, Run, bench_command, bench_env, copy_records, key_probe, recorded,
                           shape_file)
 from test_warmup import EXAMPLE, finish, wait_for
@@ -490,8 +490,7 @@ def test_a_measurement_whose_pytest_cannot_load_the_harness_runs_again_after_the
     not on its path, so the early measurement's `-p warmup_harness` fails before collecting.
     warmup-plan would see that and pass --measure-after: warmup-spawn is run here without it."""
     scratch, records = tmp_path / "s", tmp_path / "records"
-    subprocess.run([str(BIN_DIR / "warmup-shard"), "--op", "mm", "--shards", "2", "--out", str(scratch),
-                    str(EXAMPLE)], env=clean_env(), capture_output=True, text=True, timeout=HANG, check=True)
+    run_tool("shard", "--op", "mm", "--shards", "2", "--out", scratch, EXAMPLE, check=True)
     trace = tmp_path / "trace.jsonl"
     env = clean_env(WARMUP_BIN_DIR=str(BIN_DIR), WARMUP_FIXTURE_TRACE=str(trace), WARMUP_FIXTURE_SWEEP_SECONDS="0.01",
                     FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(records), FLAGGEMS_PERF_CURRENT_OP="mm", TMPDIR=str(tmp_path))
