@@ -368,22 +368,20 @@ fn harness_decision(f: &Facts) -> Option<Decision> {
 /// holds; `lead` says why. `None` where there is no record folder.
 fn one_process(f: &Facts, lead: String) -> Option<Decision> {
     let dir = f.record_folder.dir()?;
-    if let Record::Damaged(why) = &f.record {
-        return Some(Decision::Record {
-            reason: format!(
-                "{lead}: COMMAND runs once with the harness recording into {}; {why}: the harness \
-                 sets it aside (it resumes in place)",
-                dir.display()
-            ),
-            dir: dir.to_owned(),
-        });
-    }
-    Some(Decision::Record {
-        reason: format!(
+    let reason = match &f.record {
+        Record::Damaged(why) => format!(
+            "{lead}: COMMAND runs once with the harness recording into {}; {why}: the harness \
+             sets it aside (it resumes in place)",
+            dir.display()
+        ),
+        _ => format!(
             "{lead}: COMMAND runs once with the harness recording (compile-ahead on) into {}, for the next run{}",
             dir.display(),
             not_reused(f)
         ),
+    };
+    Some(Decision::Record {
+        reason,
         dir: dir.to_owned(),
     })
 }
