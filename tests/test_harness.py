@@ -22,6 +22,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -1291,6 +1292,55 @@ def test_flagtunes_cost_model_is_said_once_and_its_picks_recorded_as_made(tmp_pa
     picks = {json.dumps(config_launched_as(r), sort_keys=True) for r in records.values()}
     made = {json.dumps(ln["config"], sort_keys=True) for ln in run.session["launches"] if ln["kernel"] == STORE53_MM}
     assert len(records) == 4 and picks == made, (picks, made)
+
+
+def decision_table(conn: sqlite3.Connection) -> str:
+    """The 5.3-shaped tuner's decision table in its store (one kernel, one protocol here)."""
+    tables = [name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+              if name.startswith("mm_kernel_general_") and name != TIMING_ROWS]
+    assert len(tables) == 1, tables
+    return tables[0]
+
+
+def decision_rows(db: Path) -> dict[str, dict]:
+    """The decision table: the key as the store writes it -> its config row."""
+    with closing(sqlite3.connect(db)) as conn:
+        rows = conn.execute(f'SELECT key, config FROM "{decision_table(conn)}"')
+        return {key: json.loads(config) for key, config in rows}
+
+
+def test_a_replay_reads_and_fills_a_53_tuners_store_as_plain_does_and_keeps_a_row_it_holds(recorded53, tmp_path):
+    """A launch of a replayed key reads the tuner's store as plain's launch does (BENCHMARKS.md, "The
+    hot path"), so the pin goes into the store first, its config only, as the tuner writes a key it
+    decides: plain, run next from the same home, tunes none of them. A row the store holds with
+    another config is the store's: kept, and the pin launched all the same."""
+    work, _ = recorded53
+    shapes, record = shape_file(tmp_path, SHAPES), work / "rec"
+    pins = {repr(tuple(json.loads(key))): config
+            for key, config in json.loads((record / "mm.json").read_text())[STORE53_MM].items()}
+    replay = bench(tmp_path, shapes, **LIB53, FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR=str(record))
+    assert replay.returncode == 0 and "replayed 12, swept 0 live" in replay.stderr, replay.output
+    assert STORE53_MM not in replay.session["timed"]
+    db = tmp_path / "home" / ".fixture_gems" / "tuned53.db"
+    rows = decision_rows(db)
+    assert rows == {key: {"kwargs": pin["kwargs"], "num_warps": pin["num_warps"], "num_stages": pin["num_stages"]}
+                    for key, pin in pins.items()}
+    with closing(sqlite3.connect(db)) as conn:
+        timings = conn.execute("SELECT name FROM sqlite_master WHERE name = ?", (TIMING_ROWS,)).fetchall()
+        assert timings == [] or conn.execute(f'SELECT * FROM "{TIMING_ROWS}"').fetchall() == [], "a made-up timing"
+
+    plain = bench(tmp_path, shapes, plugin=False, **LIB53)
+    assert plain.returncode == 0 and STORE53_MM not in plain.session["timed"], plain.output
+    assert launched(plain.session) == launched(replay.session)
+
+    key, row = sorted(rows.items())[0]
+    other = {**row, "kwargs": {m: 64 if v != 64 else 128 for m, v in row["kwargs"].items()}}
+    with closing(sqlite3.connect(db)) as conn, conn:
+        conn.execute(f'UPDATE "{decision_table(conn)}" SET config = ? WHERE key = ?', (json.dumps(other), key))
+    again = bench(tmp_path, shapes, **LIB53, FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR=str(record))
+    assert again.returncode == 0, again.output
+    assert launched(again.session) == launched(replay.session), "the store's row, not the pin, was launched"
+    assert decision_rows(db)[key] == other, "a row the store held was overwritten"
 
 
 def test_racing_leaves_no_made_up_timing_in_a_53_tuners_store(recorded53):

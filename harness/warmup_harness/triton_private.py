@@ -21,7 +21,7 @@ What is used, and what Triton does with it:
   `nargs` (the launch's positional arguments by name), read where they are used, and `fn` or
   `base_fn` (the kernel under the tuner, `.fn` again under a `Heuristics` layer: kernel_function,
   jit_function), whose `run(..., warmup=True)` compiles without launching (run_jit); of a
-  `Config`: its attributes (`vars(config)`: `kwargs`, `num_warps`, ..., `pre_hook`:
+  `Config`: its attributes (those `vars(Config({}))` names: `kwargs`, `num_warps`, ..., `pre_hook`:
   config_attributes, for configs.config_record); Triton 3.8 decides a key whose pruning leaves one config without
   `_bench` (versions.py says what else differs across the range);
 * `knobs.runtime.jit_cache_hook`: `JITFunction._do_compile` calls it before compiling, with `fn`
@@ -79,9 +79,11 @@ fingerprint (autotune/fingerprints.py).
 
 from __future__ import annotations
 
+import functools
 import inspect
 from typing import Any
 
+from triton import Config
 from triton.runtime.driver import driver
 
 from .triton_bench import (BenchDevice, bench_device, device_benchmarker, do_bench_as,  # noqa: F401
@@ -109,8 +111,20 @@ def kernel_function(tuner: Any) -> Any:
 
 def config_attributes(config: Any) -> dict:
     """A `triton.Config`'s attributes as this Triton version defines them (`kwargs`, `num_warps`,
-    ..., `pre_hook`)."""
-    return dict(vars(config))
+    ..., `pre_hook`), read one by one: the names are those a new `Config` has. Not `vars(config)`:
+    on Python 3.11 and 3.12 reading an object's `__dict__` moves its attributes out of the object
+    into a dict for good, and every later read of one is slower; the tuner reads its configs'
+    attributes at each launch (FlagGems' LibTuner.run matches the config its store rebuilt back to
+    its own by `all_kwargs()`, config by config), so a launch through the harness would cost more
+    than plain's. An object of another class (a subclass's) is read through `vars`."""
+    if type(config) is not Config:
+        return dict(vars(config))
+    return {name: getattr(config, name) for name in _config_names() if hasattr(config, name)}
+
+
+@functools.cache
+def _config_names() -> tuple[str, ...]:
+    return tuple(vars(Config({})))
 
 
 def run_jit(tuner: Any, *args: Any, **kwargs: Any) -> Any:

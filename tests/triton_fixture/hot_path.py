@@ -13,12 +13,14 @@ from the record, or found in the store), a few times more, then `HOT_PATH_LAUNCH
   machine preempts some chunks; `us_loop` is the whole loop's mean); or, with `HOT_PATH_COUNT=1`,
   instead of timing, `calls`: the Python function calls made during the loop, by function
   (`file:qualified name`, sys.setprofile), and `harness_calls`: those of warmup_harness's modules;
+* `configs_in_dicts`: how many of the tuner's configs have their attributes in a dict (below);
 * `threads`: the names of the process's threads other than this one, and `children`: the pids of
   its child processes, once the last key is decided (after the loop). Triton's own key, which the
   harness hashes in a thread from the start (early_key.py), is waited for first: a plain run
   hashes it at its first compile, which the stubbed device never does.
 """
 
+import gc
 import json
 import os
 import sys
@@ -74,6 +76,14 @@ class Calls:
                 self.harness += 1
 
 
+def attributes_in_a_dict(config) -> bool:
+    """Whether a config's attributes were moved out of the object into a dict, which reading its
+    `__dict__` does for good on Python 3.11 and 3.12, making every later read of one slower (the
+    tuner's map-back reads them at each launch). Seen without reading `__dict__`: the dict is then
+    among the objects the config refers to."""
+    return any(type(ref) is dict and "num_warps" in ref for ref in gc.get_referents(config))
+
+
 @pytest.mark.parametrize("name", _chosen())
 def test_launches(name):
     kernel = TUNERS[name]
@@ -103,6 +113,7 @@ def test_launches(name):
         line.update(us=min(chunks), us_loop=sum(chunks) / len(chunks))
     del LAUNCHES[:]
     line["config"] = {key: value for key, value in kernel.best_config.all_kwargs().items() if value is not None}
+    line["configs_in_dicts"] = sum(map(attributes_in_a_dict, kernel.configs))
     early_key = sys.modules.get("warmup_harness.early_key")
     if early_key is not None:
         early_key.wait()
