@@ -183,6 +183,14 @@ class OnceRecorder(Recorder):
         found = self.earlier.lookup(state.kernel, text)
         return config_text(found[0]) if found is not None else None
 
+    def _answered_by_store(self, tuner: Any, state: TunerState, text: str, config: Any) -> None:
+        # A store holding what the earlier record holds for the key (a replay or a resume wrote it
+        # there, as the tuner writes a decision: tuner_cache._Stored) answers a resumed key.
+        if self._has(tuner, state, text) == config_text(config_record(config)):
+            self.resumed.add((state.kernel, text))
+        else:
+            super()._answered_by_store(tuner, state, text, config)
+
     def _resume(self, tuner: Any, state: TunerState, key: Any, text: str) -> bool:
         if not self._begin_resume() or self._kernel_changed(tuner, state):
             return False

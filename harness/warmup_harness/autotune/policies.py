@@ -60,6 +60,10 @@ class Recorder(Policy):
         if started is not None and self.progress is not None:
             self.progress.tuned()
 
+    def _answered_by_store(self, tuner: Any, state: TunerState, text: str, config: Any) -> None:
+        """Counts a key the tuner's store answered as the store's."""
+        self.stored.add((state.kernel, text))
+
     def getitem(self, tuner, state, key, raw):
         # A decision the tuner found in its store (FlagGems' own, or one the user chose with
         # FLAGGEMS_DB_URL) is recorded too, so that the record holds every config the run used,
@@ -72,7 +76,7 @@ class Recorder(Policy):
         except TypeError:
             pass
         text = key_text(key)
-        self.stored.add((state.kernel, text))
+        self._answered_by_store(tuner, state, text, config)
         if (state.kernel, text) not in self._recorded:
             self._record(tuner, state, text, config, None, store=True)
         remember(state.recorded, key)
