@@ -26,6 +26,9 @@ from test_harness import (ADD, BENCH, PLAIN_MM, SCRIPT, SHAPES, STORE_MM, Run, b
 
 F16 = ["float16"] * 3
 TUNED = re.compile(r"\[warmup-harness\] by-key: (\S+) (\[.*\]): (claimed|claim taken over)")
+# FIXTURE_HANG_TIMING=256x512x128 hangs the first timing of that shape: of the plain kernel's key or
+# the store one's, whichever a child times first as the claims interleave.
+HUNG_KEYS = {(kernel, json.dumps([256, 512, 128, *F16])) for kernel in (PLAIN_MM, STORE_MM)}
 
 
 def all_keys(shapes) -> set[tuple[str, str]]:
@@ -181,9 +184,11 @@ def test_a_claim_left_by_a_child_killed_mid_tune_is_taken_over_by_the_re_run_of_
     failed = [int(ln.split()[1]) for ln in out.splitlines() if ln.startswith("shard ") and " failed " in ln]
     assert len(failed) == 1, out
     killed, survivor = failed[0], 1 - failed[0]
-    key = (PLAIN_MM, json.dumps([256, 512, 128, *F16]))
     first = logs(scratch)
-    assert tunings(first[killed])[key] == 1 and tunings(first[survivor])[key] == 0
+    held = [(kernel, key) for kernel, key, _ in TUNED.findall(first[killed]) if (kernel, key) in HUNG_KEYS]  # one
+    assert len(held) == 1, first[killed]
+    key = held[0]
+    assert tunings(first[survivor])[key] == 0
     assert key not in pairs(records(scratch, survivor)), "launched untimed: not recorded"
     untimed = re.search(r"(\d+) launched untimed on the first config", first[survivor])
     assert untimed and int(untimed.group(1)) >= 1, first[survivor]
@@ -453,12 +458,9 @@ def test_a_stopped_sweep_is_published_and_the_next_run_tunes_only_what_it_missed
     # It ended at its closed gate (a session with no test, exit 2), or was killed before.
     measured = [s for s in stopped.sessions if s["worker"] is None]
     assert all(s["exitstatus"] == 2 and not s["launches"] for s in measured), "the measurement ran a test"
-    # The hung key is the first of the two kernels launched at 256x512x128 that a child times:
-    # the plain one or the store one, as the children's compiles and claims happen to interleave.
-    hung_keys = {(kernel, json.dumps([256, 512, 128, *F16])) for kernel in (PLAIN_MM, STORE_MM)}
     published = pairs(json.loads((tmp_path / "records" / "mm.json").read_text()))
     missing = all_keys(SHAPES) - published
-    assert published <= all_keys(SHAPES) and len(missing) == 1 and missing <= hung_keys, missing
+    assert published <= all_keys(SHAPES) and len(missing) == 1 and missing <= HUNG_KEYS, missing
     key = missing.pop()
     hung.unlink()
     run = finished(warmup(tmp_path, bench_command(shapes), "--by-key"), tmp_path)
@@ -540,10 +542,7 @@ def test_a_stopped_fresh_sweep_over_a_3000_key_record_keeps_every_key_of_it(tmp_
     assert "what its children recorded is published in" in stopped.stderr
     published = json.loads((records_dir / "mm.json").read_text())
     assert published["earlier:kernel"] == earlier["earlier:kernel"], "the earlier record's keys are lost"
-    # The hung key is the first of the two kernels launched at 256x512x128 that a child times (as in
-    # test_a_stopped_sweep_is_published_...): the plain one or the store one.
-    hung_keys = {(kernel, json.dumps([256, 512, 128, *F16])) for kernel in (PLAIN_MM, STORE_MM)}
     missing = (pairs(earlier) | all_keys(SHAPES)) - pairs(published)
     assert pairs(published) <= pairs(earlier) | all_keys(SHAPES), pairs(published) - pairs(earlier)
-    assert len(missing) == 1 and missing <= hung_keys, missing
+    assert len(missing) == 1 and missing <= HUNG_KEYS, missing
     assert "3000 key(s) kept from the record there" in stopped.stderr, stopped.stderr
