@@ -185,7 +185,7 @@ def test_a_claim_left_by_a_child_killed_mid_tune_is_taken_over_by_the_re_run_of_
     assert len(failed) == 1, out
     killed, survivor = failed[0], 1 - failed[0]
     first = logs(scratch)
-    held = [(kernel, key) for kernel, key, _ in TUNED.findall(first[killed]) if (kernel, key) in HUNG_KEYS]  # one
+    held = [(kernel, key) for kernel, key, _ in TUNED.findall(first[killed]) if (kernel, key) in HUNG_KEYS]
     assert len(held) == 1, first[killed]
     key = held[0]
     assert tunings(first[survivor])[key] == 0
