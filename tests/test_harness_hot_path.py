@@ -27,7 +27,7 @@ TUNERS = ("triton", "libtuner", "libtuner53")
 # What the harness adds to a launch of a settled key whose tuner keeps its decisions in a store that
 # is not a dict (the LibTuner-like fixtures' SQLite tables): its view's two lookups, each of which
 # reads the store as the tuner does without the harness.
-STORED_VIEW = {"tuner_cache.py:_Stored.__contains__": LAUNCHES, "tuner_cache.py:_Stored.__getitem__": LAUNCHES}
+STORED_VIEW = {"tuner_cache.py:_Stored.__contains__": LAUNCHES, "tuner_cache.py:_item": LAUNCHES}
 
 
 def session(work: Path, launches: int, plugin: bool = True, **extra: str) -> dict[str, dict]:

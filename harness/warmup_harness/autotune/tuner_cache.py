@@ -133,6 +133,7 @@ class _Miss:
 
 
 MISS = _Miss()
+_IN_STORE = object()  # a key _Stored settled whose store holds its config: read there at each lookup
 
 
 class TunerCache(dict):
@@ -262,6 +263,20 @@ class TunerCache(dict):
         return getattr(self.raw, name)
 
 
+def _item(view: TunerCache, key: Any) -> Any:
+    """`view[key]` where it is Python (_Unsettled, _Stored): a settled key's config, or the store's
+    where it holds it (_Stored); else the policy's answer, a KeyError where it has none."""
+    try:
+        config = dict.__getitem__(view, key)  # __missing__ asks the policy
+    except TypeError:  # no dict can hold it: the policy alone, every time
+        config = view._ask(key)
+    if config is _IN_STORE:
+        return view.raw[key]
+    if config is MISS:
+        raise KeyError(key)
+    return config
+
+
 class _Unsettled(TunerCache):
     """A view before any key settled: Python lookups that take a key no dict can hold."""
 
@@ -273,14 +288,7 @@ class _Unsettled(TunerCache):
         except TypeError:  # no dict can hold it: the policy alone, every time
             return self._ask(key) is not MISS
 
-    def __getitem__(self, key: Any) -> Any:
-        try:
-            config = dict.__getitem__(self, key)
-        except TypeError:
-            config = self._ask(key)
-        if config is MISS:
-            raise KeyError(key)
-        return config
+    __getitem__ = _item
 
 
 class _Settled(TunerCache):
@@ -293,9 +301,6 @@ class _Settled(TunerCache):
     __contains__ = dict.__getitem__
 
 
-_IN_STORE = object()  # a settled key whose store holds its config: read there at each lookup
-
-
 class _Stored(TunerCache):
     """A view over a store that is not a dict (FlagGems' `ConfigCache`, SQL tables). Without the
     hooks the tuner reads its store at each launch of a decided key, and a benchmark's latency
@@ -303,7 +308,7 @@ class _Stored(TunerCache):
     store holds its config (decided here and written by the tuner, or answered by the store) is
     read from the store at each lookup, and a key settled by a replay or a resumed record that the
     store lacks is written there first, its config only, as the tuner writes a key it decides.
-    What the harness adds is this class's two lookups. A key the store holds with another config
+    What the harness adds is the view's two lookups. A key the store holds with another config
     (a pin overriding it), or a store that cannot be read or written, is answered from the view."""
 
     __slots__ = ()
@@ -329,13 +334,4 @@ class _Stored(TunerCache):
             return self._ask(key) is not MISS
         return key in self.raw if config is _IN_STORE else bool(config)
 
-    def __getitem__(self, key: Any) -> Any:
-        try:
-            config = dict.__getitem__(self, key)
-        except TypeError:
-            config = self._ask(key)
-        if config is _IN_STORE:
-            return self.raw[key]
-        if config is MISS:
-            raise KeyError(key)
-        return config
+    __getitem__ = _item
