@@ -140,6 +140,32 @@ def test_the_e2e_report_compares_racings_picks_with_every_config_timed_in_full(t
     assert "triton cold (repetition 1), full against plain:" in table, table
 
 
+def flaggems_log(path, latencies: dict[str, float]) -> str:
+    """A log as FlagGems' benchmark prints its table: the gems latency is a SUCCESS row's third word."""
+    rows = "".join(f"SUCCESS  0.1000  {ms:.4f}  1.0  1.0  [{shape}]\n" for shape, ms in latencies.items())
+    path.write_text(f"Operator: mm  Performance Test (dtype=torch.float16, mode=kernel, level=core)\n{rows}")
+    return str(path)
+
+
+def test_the_e2e_report_sets_small_shapes_latency_beside_plains_own_spread_over_the_re_runs(tmp_path):
+    """Issue 42: under 0.25 ms a launch's host time is in the latency, so each variant's median over
+    the re-runs (rerun1, rerun2, ... pooled) is judged against plain's own min-max over them."""
+    plain = [{"1, 2": 0.040, "3, 4": 0.110, "big": 0.500}, {"1, 2": 0.044, "3, 4": 0.112, "big": 0.510},
+             {"1, 2": 0.041, "3, 4": 0.111, "big": 0.505}]
+    ours = [{"1, 2": 0.042, "3, 4": 0.130, "big": 0.500}] * 3
+    lines = []
+    for i, (mine, base) in enumerate(zip(ours, plain), 1):
+        for variant, latencies in (("plain", base), ("ours", mine)):
+            log = flaggems_log(tmp_path / f"{variant}{i}.log", latencies)
+            lines.append(subprocess.run([*E2E_REPORT, "--run", f"{variant}_mm_rerun{i}_r1", "mm", variant, f"rerun{i}",
+                                         "1", "0", "0", "10", log], capture_output=True, text=True, check=True).stdout)
+    table = e2e_table(tmp_path, lines)
+    assert "| mm | rerun | ours | torch.float16 [1, 2] | 0.0410 (0.0400-0.0440), 3 | 0.0420, 3 | yes |" in table, table
+    assert "| mm | rerun | ours | torch.float16 [3, 4] | 0.1110 (0.1100-0.1120), 3 | 0.1300, 3 | no |" in table, table
+    assert "[big]" not in table.split("shape under 0.25 ms", 1)[1].split("\n\n", 1)[0], "a shape over 0.25 ms"
+    assert "mm rerun, ours: 1 of 2 shapes under 0.25 ms within plain's spread" in table, table
+
+
 @pytest.mark.parametrize(("modes", "said"), [
     ("cold,rerun,rerun", "--modes names 'rerun' twice, and each run is named by its mode: number the re-runs"),
     ("cold,again", "unknown mode 'again' (cold, rerun, rerun1, rerun2, ..., mem)"),

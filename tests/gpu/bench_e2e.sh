@@ -19,6 +19,8 @@
 # Variants (--variants, default plain,ours), each from a home of its own:
 #
 #   plain   FlagGems' benchmark alone (its store on)
+#   nohook  plain with `-p no:warmup_harness`: the installed harness not even loaded (e2e.md's
+#           small-shape table sets each beside plain's own spread)
 #   ours    scripts/warmup --gpus N, as landed: a swept key's configs raced, each timed as it
 #           compiles
 #   full    scripts/warmup --gpus N --no-race: every config timed in full, as ours was before
@@ -45,7 +47,7 @@
 # run's log and, for the triton case, tests/gpu's result file).
 #
 # usage: tests/gpu/bench_e2e.sh --flaggems DIR [--cases mm,addmm] [--modes cold,rerun,mem]
-#            [--variants plain,ours,history,full,serial,audit] [--gpus N] [--repeat N] [--extra 'ARGS'] [--budget SECS]
+#            [--variants plain,nohook,ours,history,full,serial,audit] [--gpus N] [--repeat N] [--extra 'ARGS'] [--budget SECS]
 #            [--phases] [--alternate]
 #
 # --phases clocks where each run's time goes (phase_clock.py, loaded into every variant's pytest,
@@ -118,8 +120,8 @@ for mode in ${modes//,/ }; do
 done
 for variant in ${variants//,/ }; do
     case $variant in
-        plain | ours | history | full | serial | audit) ;;
-        *) echo "bench_e2e: unknown variant '$variant' (plain, ours, history, full, serial, audit)" >&2; exit 2 ;;
+        plain | nohook | ours | history | full | serial | audit) ;;
+        *) echo "bench_e2e: unknown variant '$variant' (plain, nohook, ours, history, full, serial, audit)" >&2; exit 2 ;;
     esac
 done
 
@@ -225,9 +227,11 @@ for case in "${case_list[@]}"; do
                 audit) knobs=(WARMUP_HARNESS_RACE_AUDIT="$OUT/logs/audit_${case}_${mode}_r$rep.jsonl"
                               WARMUP_HARNESS_RACE_HISTORY=0) ;;
             esac
-            if [ "$variant" = plain ]; then
-                run "plain_${case}_${mode}_r$rep" "$case" plain "$mode" "$rep" "$home" -- \
-                    env FLAGGEMS_PERF_CURRENT_OP="$op" "${store[@]}" "${argv[@]}"
+            if [ "$variant" = plain ] || [ "$variant" = nohook ]; then
+                hooks=()
+                [ "$variant" = plain ] || hooks=(-p no:warmup_harness)
+                run "${variant}_${case}_${mode}_r$rep" "$case" "$variant" "$mode" "$rep" "$home" -- \
+                    env FLAGGEMS_PERF_CURRENT_OP="$op" "${store[@]}" "${argv[@]}" "${hooks[@]}"
             else
                 run "${variant}_${case}_${mode}_r$rep" "$case" "$variant" "$mode" "$rep" "$home" -- \
                     env FLAGGEMS_PERF_CURRENT_OP="$op" FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR="$home/rec" \

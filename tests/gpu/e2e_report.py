@@ -11,6 +11,9 @@ plain (below that a launch's host time dominates), with every shape's ratio list
 case adds the GPU's time alone (tests/gpu's CUDA-graph timing) over every shape, since a host-bound
 launch does not blur it.
 
+Shapes under 0.25 ms get a table of their own: each variant's median latency over its runs of a
+mode (repetitions and re-runs pooled) against plain's own run-to-run spread over the same runs.
+
 Where a run has a PHASES file (phase_clock.py's, bench_e2e.sh --phases), its seconds per phase go
 into a last table: before Python starts (scripts/warmup, warmup-plan), the interpreter's start and
 imports up to pytest's initial conftests, the conftests (FlagGems' import), configure (the harness's
@@ -180,7 +183,49 @@ def main(path: str) -> None:
         print(f"\n{title}:")
         for row in rows:
             print(f"- {row}")
+    small_shapes(runs)
     phase_table(runs)
+
+
+def family(mode: str) -> str:
+    """The runs a shape's latencies are pooled over: each re-run (rerun, rerun1, ...) is one more
+    sample of the same thing, as each repetition of a mode is."""
+    return "rerun" if mode.startswith("rerun") else mode
+
+
+def small_shapes(runs: dict[tuple[str, str, int, str], dict]) -> None:
+    """Shapes under 0.25 ms in plain, where a launch's host time is in the latency: each variant's
+    median over its runs of a mode family (repetitions, re-runs) against plain's own run-to-run
+    spread over the same runs (min to max), where plain ran at least twice. Within: the variant's
+    median lies in plain's spread."""
+    pooled: dict[tuple[str, str, str], dict[str, list[float]]] = {}
+    for (case, mode, _, variant), run in runs.items():
+        for shape, ms in run["latency_ms"].items():
+            pooled.setdefault((case, family(mode), variant), {}).setdefault(shape, []).append(ms)
+    rows, verdicts = [], {}
+    for (case, runs_of, variant), shapes in pooled.items():
+        plain = pooled.get((case, runs_of, "plain"), {})
+        if variant == "plain":
+            continue
+        for shape, mine in shapes.items():
+            base = plain.get(shape, [])
+            if len(base) < 2 or statistics.median(base) >= LARGE_MS:
+                continue
+            median = statistics.median(mine)
+            within = min(base) <= median <= max(base)
+            counts = verdicts.setdefault((case, runs_of, variant), [0, 0])
+            counts[0] += within
+            counts[1] += 1
+            rows.append(f"| {case} | {runs_of} | {variant} | {shape} | {_spread(base, '.4f')}, {len(base)} | "
+                        f"{median:.4f}, {len(mine)} | {'yes' if within else 'no'} |")
+    if not rows:
+        return
+    print("\n| case | runs | variant | shape under 0.25 ms | plain ms: median (min-max), runs | variant ms: median, "
+          "runs | within plain's spread |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    print("\n".join(rows))
+    for (case, runs_of, variant), (within, total) in verdicts.items():
+        print(f"\n{case} {runs_of}, {variant}: {within} of {total} shapes under 0.25 ms within plain's spread")
 
 
 def phase_table(runs: dict[tuple[str, str, int, str], dict]) -> None:
