@@ -337,7 +337,7 @@ fn discards_scratch(args: &Warmup) -> bool {
 /// given, the record folder once (`--record-dir`: warmup-spawn publishes into it and its children
 /// resume from it; `--resume-dir` where it cannot be written, only resumed from), `--fresh`
 /// (warmup-spawn turns them into the children's environment by `protocol::env::resume_env`), and
-/// `--measure-after` where the harness does not run in COMMAND.
+/// `--measure-after` where it cannot tell that the harness runs in COMMAND.
 fn measure_argv(args: &Warmup, found: &Discovery) -> Vec<OsString> {
     let mut argv = args.spawn.argv();
     argv.push("--measure".into());

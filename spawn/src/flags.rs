@@ -262,7 +262,7 @@ pub struct Args {
     pub signature: Option<String>,
 
     /// With --measure: start COMMAND after publishing, never alongside the sweep (warmup-plan
-    /// passes it where warmup_harness does not run in COMMAND, so no `-p warmup_harness` is added)
+    /// passes it where it cannot tell that warmup_harness runs in COMMAND: no `-p warmup_harness` is added)
     #[arg(long, requires = "measure")]
     pub measure_after: bool,
 

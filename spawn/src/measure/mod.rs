@@ -83,7 +83,7 @@ pub fn run(opts: &Options<'_>, prepared: &PreparedRun, parent: Pid) -> Result<St
     let signals = Signals::install(parent)?;
     let mut shutdown = Shutdown::default();
     let mut measurement = if opts.measure_after {
-        say("the measurement starts after the sweep: warmup_harness does not run in COMMAND");
+        say("the measurement starts after the sweep (--measure-after): COMMAND runs as given, no -p warmup_harness added");
         None
     } else {
         measured::start_early(opts.command, &place.publish_dir, &signals)
