@@ -16,7 +16,7 @@ use entries::Entry;
 use listing::shown;
 use protocol::cache_dir;
 use std::collections::HashSet;
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
@@ -139,27 +139,35 @@ fn scan(root: &Path) -> Result<Vec<Entry>> {
 }
 
 fn remove_entries(root: &Path, args: &RemoveArgs) -> Result<Status> {
-    let all = scan(root)?;
-    let chosen: Vec<&Entry> = if let Some(op) = &args.op {
-        all.iter().filter(|e| &e.op == op).collect()
+    // Each entry with the folder it leads to: a folder reached by two names (a link to a team
+    // folder beside it) is one folder.
+    let all: Vec<(Entry, PathBuf)> = scan(root)?
+        .into_iter()
+        .map(|e| {
+            let real = std::fs::canonicalize(&e.folder).unwrap_or_else(|_| e.folder.clone());
+            (e, real)
+        })
+        .collect();
+    let chosen: Vec<&(Entry, PathBuf)> = if let Some(op) = &args.op {
+        all.iter().filter(|(e, _)| &e.op == op).collect()
     } else if let Some(days) = args.older_than {
         let limit = SystemTime::now()
             .checked_sub(Duration::from_secs_f64((days * 86_400.0).min(1e15)))
             .unwrap_or(SystemTime::UNIX_EPOCH);
         all.iter()
-            .filter(|e| e.last_use.is_none_or(|t| t < limit))
+            .filter(|(e, _)| e.last_use.is_none_or(|t| t < limit))
             .collect()
     } else {
         let mine = this_machine(root, &args.platform)?;
-        all.iter().filter(|e| !mine.holds(&e.folder)).collect()
+        all.iter()
+            .filter(|(e, real)| !mine.holds(&e.folder, real))
+            .collect()
     };
     let mut out = std::io::stdout().lock();
     let mut status = Status::Done;
-    // A folder reached by two names (a link to a team folder beside it) is one folder.
-    let mut done: HashSet<(PathBuf, OsString)> = HashSet::new();
-    for entry in &chosen {
-        let real = std::fs::canonicalize(&entry.folder).unwrap_or_else(|_| entry.folder.clone());
-        if !done.insert((real, entry.op.clone())) {
+    let mut done: HashSet<(&Path, &OsStr)> = HashSet::new();
+    for (entry, real) in chosen.iter().copied() {
+        if !done.insert((real, &entry.op)) {
             continue;
         }
         let line = format!("{} {}", shown(&entry.op), shown(&entry.folder));
@@ -206,12 +214,10 @@ struct Mine {
 }
 
 impl Mine {
-    fn holds(&self, folder: &Path) -> bool {
+    /// Whether `folder`, which leads to `real`, is this machine's.
+    fn holds(&self, folder: &Path, real: &Path) -> bool {
         folder.file_name().is_some_and(|n| n == self.name.as_str())
-            || self
-                .real
-                .as_ref()
-                .is_some_and(|real| std::fs::canonicalize(folder).is_ok_and(|f| &f == real))
+            || self.real.as_deref() == Some(real)
     }
 }
 
