@@ -10,19 +10,19 @@ of the same sessions is tests/bench/bench_hot_path.py's (BENCHMARKS.md, "The hot
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
+from bench.bench_hot_path import VARIANTS as ALL_VARIANTS
+from bench.bench_hot_path import harness_env, session
 from support import HANG, ROOT, clean_env
 
-SCRIPT = ROOT / "tests" / "triton_fixture" / "hot_path.py"
+HARNESS = ROOT / "harness"
 IDLE_SCRIPT = ROOT / "tests" / "compile_fixture" / "idle_after.py"
 LAUNCHES = 300
-VARIANTS = ("replay", "resumed", "tuned earlier")
+VARIANTS = ALL_VARIANTS[1:]  # replay, resumed, tuned earlier: plain is their measure
 TUNERS = ("triton", "libtuner", "libtuner53")
 # What the harness adds to a launch of a settled key whose tuner keeps its decisions in a store that
 # is not a dict (the LibTuner-like fixtures' SQLite tables): its view's two lookups, each of which
@@ -30,32 +30,18 @@ TUNERS = ("triton", "libtuner", "libtuner53")
 STORED_VIEW = {"tuner_cache.py:_Stored.__contains__": LAUNCHES, "tuner_cache.py:_item": LAUNCHES}
 
 
-def session(work: Path, launches: int, plugin: bool = True, **extra: str) -> dict[str, dict]:
-    out = work / "out.jsonl"
-    out.unlink(missing_ok=True)
-    env = clean_env(PYTHONPATH=str(ROOT / "harness"), HOME=str(work / "home"), FLAGGEMS_PERF_CURRENT_OP="mm",
-                    FLAGGEMS_DB_URL="sqlite:///:memory:", HOT_PATH_OUT=str(out), HOT_PATH_LAUNCHES=str(launches),
-                    HOT_PATH_COUNT="1", **extra)
-    load = ["-p", "warmup_harness"] if plugin else ["-p", "no:warmup_harness"]
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *load, str(SCRIPT)],
-                          env=env, cwd=work, capture_output=True, text=True, timeout=HANG)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    return {line["tuner"]: line for line in map(json.loads, out.read_text().splitlines())}
-
-
 @pytest.fixture(scope="module")
 def sessions(tmp_path_factory):
-    """Each variant's session: the record (its keys tuned at their first launch), its replay, its
-    re-run resuming in place, and plain."""
+    """Each variant's session, the Python calls of its launches counted: a record session makes the
+    record; replay answers from it, resumed resumes in place from a copy of it, tuned earlier tunes
+    in a record session of its own (tests/bench/bench_hot_path.py's variants); and plain."""
     work = tmp_path_factory.mktemp("hot")
     record = work / "record"
-    runs = {"tuned earlier": session(work, LAUNCHES, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(record))}
-    cache = work / "cache"
-    shutil.copytree(record, cache)
-    runs["replay"] = session(work, LAUNCHES, FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR=str(record))
-    runs["resumed"] = session(work, LAUNCHES, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(cache),
-                              WARMUP_HARNESS_RESUME_DIR=str(cache))
-    runs["plain"] = session(work, LAUNCHES, plugin=False)
+    base = clean_env(HOT_PATH_COUNT="1")
+    session(work, HARNESS, 1, {"FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR": str(record)}, True, base, HANG)
+    runs = {variant: session(work, HARNESS, LAUNCHES, harness_env(work, variant, record), True, base, HANG)
+            for variant in VARIANTS}
+    runs["plain"] = session(work, HARNESS, LAUNCHES, {}, False, base, HANG)
     return runs
 
 

@@ -480,7 +480,8 @@ def test_a_command_that_would_not_load_the_harness_is_measured_after_the_sweep(t
     run = sweep(tmp_path, command, FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR=str(tmp_path / "records"))
     assert run.returncode == 0, run.output
     # warmup-plan sees it and passes --measure-after: no `-p warmup_harness` added, no early start.
-    assert "the measurement starts after the sweep (--measure-after): COMMAND runs as given, no -p warmup_harness added" in run.stderr, run.stderr
+    said = "the measurement starts after the sweep (--measure-after): COMMAND runs as given, no -p warmup_harness added"
+    assert said in run.stderr, run.stderr
     [collected] = events.index("collected", "measure")
     assert collected > max(events.index("finished", "child")), events.all()
 

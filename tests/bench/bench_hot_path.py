@@ -40,18 +40,24 @@ TUNERS = {"triton": "Triton's Autotuner", "libtuner": "LibTuner-like (5.0)", "li
 VARIANTS = ("plain", "replay", "resumed", "tuned earlier")
 
 
-def session(work: Path, harness: Path, launches: int, env_extra: dict[str, str], plugin: bool) -> dict[str, dict]:
+def session(work: Path, harness: Path, launches: int, env_extra: dict[str, str], plugin: bool,
+            base: dict[str, str] | None = None, timeout: float | None = None) -> dict[str, dict]:
+    """One pytest session of tests/triton_fixture/hot_path.py in `work`: its JSON line per tuner.
+    `base`: the environment to start from (default: this process's, less the protocol's and the
+    fixture's variables). Raises RuntimeError, with its output, where it fails."""
     out = work / "out.jsonl"
     out.unlink(missing_ok=True)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("FLAGGEMS_", "WARMUP_", "TRITON_", "FIXTURE_"))}
-    env.update(PYTHONPATH=str(harness), HOME=str(work / "home"), FLAGGEMS_PERF_CURRENT_OP="mm",
-               FLAGGEMS_DB_URL="sqlite:///:memory:", HOT_PATH_OUT=str(out), HOT_PATH_LAUNCHES=str(launches),
-               **env_extra)
+    if base is None:
+        scrub = ("FLAGGEMS_", "WARMUP_", "TRITON_", "FIXTURE_")
+        base = {k: v for k, v in os.environ.items() if not k.startswith(scrub)}
+    env = {**base, "PYTHONPATH": str(harness), "HOME": str(work / "home"), "FLAGGEMS_PERF_CURRENT_OP": "mm",
+           "FLAGGEMS_DB_URL": "sqlite:///:memory:", "HOT_PATH_OUT": str(out), "HOT_PATH_LAUNCHES": str(launches),
+           **env_extra}
     load = ["-p", "warmup_harness"] if plugin else ["-p", "no:warmup_harness"]
     argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *load, str(SCRIPT)]
-    proc = subprocess.run(argv, env=env, cwd=work, capture_output=True, text=True)
+    proc = subprocess.run(argv, env=env, cwd=work, capture_output=True, text=True, timeout=timeout)
     if proc.returncode != 0:
-        sys.exit(f"the session failed:\n{proc.stdout}{proc.stderr}")
+        raise RuntimeError(f"the session failed:\n{proc.stdout}{proc.stderr}")
     return {line["tuner"]: line for line in map(json.loads, out.read_text().splitlines())}
 
 
@@ -117,4 +123,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except RuntimeError as e:
+        sys.exit(str(e))
