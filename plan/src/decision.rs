@@ -150,19 +150,47 @@ fn plain(reason: impl Into<String>) -> Decision {
     }
 }
 
-/// A rule's answer: `Err` is the decision made there (COMMAND plain), which no later rule changes.
-type Rule<T> = Result<T, Decision>;
+/// A skip: COMMAND runs plain, for `cause`, worded `CAUSE, skipping` or `CAUSE; skipping` as the
+/// plugin words each; where the harness runs, the cause of one that would not re-tune is said as
+/// one process's instead (`rules`).
+struct Skip {
+    cause: String,
+    sep: char,
+}
+
+impl Skip {
+    fn comma(cause: impl Into<String>) -> Self {
+        Skip {
+            cause: cause.into(),
+            sep: ',',
+        }
+    }
+
+    fn semicolon(cause: impl Into<String>) -> Self {
+        Skip {
+            cause: cause.into(),
+            sep: ';',
+        }
+    }
+
+    fn decision(self) -> Decision {
+        plain(format!("{}{} skipping", self.cause, self.sep))
+    }
+}
+
+/// A rule's answer: `Err` is the skip made there, which no later rule changes.
+type Rule<T> = Result<T, Skip>;
 
 /// The decision, rule by rule.
 pub fn decide(f: &Facts) -> Decision {
     rules(f).unwrap_or_else(std::convert::identity)
 }
 
-fn rules(f: &Facts) -> Rule<Decision> {
+fn rules(f: &Facts) -> Result<Decision, Decision> {
     if f.worker {
-        return Err(plain(
-            "FLAGGEMS_PERF_WARMUP_WORKER is set: this is a warmup child, skipping",
-        ));
+        return Err(
+            Skip::comma("FLAGGEMS_PERF_WARMUP_WORKER is set: this is a warmup child").decision(),
+        );
     }
     if let Some(n) = &f.flaggems_parallel {
         return Err(plain(format!(
@@ -172,11 +200,11 @@ fn rules(f: &Facts) -> Rule<Decision> {
         )));
     }
     if let Gpus::Invalid(text) = &f.gpus {
-        return Err(not_whole(text));
+        return Err(not_whole(text).decision());
     }
     let harness = f.harness.is_ok() && !f.replay_dir_set;
     if !harness {
-        return sweep_rules(f, false);
+        return sweep_rules(f, false).map_err(Skip::decision);
     }
     if let Some(decision) = harness_decision(f) {
         return Ok(decision);
@@ -184,11 +212,8 @@ fn rules(f: &Facts) -> Rule<Decision> {
     // Where the harness runs, a skip never re-tunes what the record folder holds: one process
     // records, resuming from it, as on one device.
     sweep_rules(f, true).or_else(|skip| {
-        let why = skip.reason();
-        let why = why
-            .strip_suffix("skipping")
-            .map_or(why, |w| w.trim_end_matches([';', ',', ' ']));
-        one_process(f, format!("{why}: one process instead")).ok_or(skip)
+        one_process(f, format!("{}: one process instead", skip.cause))
+            .ok_or_else(|| skip.decision())
     })
 }
 
@@ -201,7 +226,7 @@ fn sweep_rules(f: &Facts, harness: bool) -> Rule<Decision> {
         shape_file_given(f.shape_file.as_ref())?;
     }
     if f.replay_dir_set {
-        return Err(plain("FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR is set; configs are already pinned, nothing to sweep, skipping"));
+        return Err(Skip::comma("FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR is set; configs are already pinned, nothing to sweep"));
     }
     let devices = sweep_devices(&f.devices, by_key, gpus)?;
     let reason = worth_it(f, by_key)?;
@@ -222,13 +247,13 @@ fn sweep_rules(f: &Facts, harness: bool) -> Rule<Decision> {
 fn gpu_count(f: &Facts, harness: bool) -> Rule<u64> {
     match &f.gpus {
         Gpus::Unset if harness => Ok(u64::MAX),
-        Gpus::Unset => Err(plain(format!(
+        Gpus::Unset => Err(Skip::semicolon(format!(
             "no GPU count (--gpus or PARALLEL_WARMUP_GPUS), and every visible GPU is the count only \
-             where the harness runs in COMMAND ({}); skipping",
+             where the harness runs in COMMAND ({})",
             f.harness.as_ref().err().map_or("a replay is pinned", String::as_str)
         ))),
-        Gpus::Count(n) if *n < 2 => Err(plain(format!(
-            "GPU count {n} is below 2; nothing to parallelize, skipping"
+        Gpus::Count(n) if *n < 2 => Err(Skip::comma(format!(
+            "GPU count {n} is below 2; nothing to parallelize"
         ))),
         Gpus::Count(n) => Ok(*n),
         Gpus::Invalid(text) => Err(not_whole(text)),
@@ -236,20 +261,18 @@ fn gpu_count(f: &Facts, harness: bool) -> Rule<u64> {
 }
 
 /// `PARALLEL_WARMUP_GPUS` holds no whole number: a skip, as in the plugin, whatever else holds.
-fn not_whole(text: &str) -> Decision {
-    plain(format!(
-        "GPU count '{text}' is not a whole number; skipping"
-    ))
+fn not_whole(text: &str) -> Skip {
+    Skip::semicolon(format!("GPU count '{text}' is not a whole number"))
 }
 
 /// Shape mode splits the shape file COMMAND names: there must be one, and it must be a file.
 fn shape_file_given(shape_file: Option<&(PathBuf, bool)>) -> Rule<()> {
     match shape_file {
-        None => Err(plain(
-            "no --shape_file; parallel warmup needs an explicit shape set, skipping",
+        None => Err(Skip::comma(
+            "no --shape_file; parallel warmup needs an explicit shape set",
         )),
-        Some((file, false)) => Err(plain(format!(
-            "--shape_file {}: no such file; skipping",
+        Some((file, false)) => Err(Skip::semicolon(format!(
+            "--shape_file {}: no such file",
             file.display()
         ))),
         Some(_) => Ok(()),
@@ -264,11 +287,11 @@ fn sweep_devices(
 ) -> Rule<Vec<String>> {
     let listed = match devices {
         Ok(list) => list,
-        Err(why) => return Err(plain(format!("cannot list the devices ({why}); skipping"))),
+        Err(why) => return Err(Skip::semicolon(format!("cannot list the devices ({why})"))),
     };
     if listed.len() < 2 {
-        return Err(plain(format!(
-            "only {} visible GPU(s); nothing to parallelize, skipping",
+        return Err(Skip::comma(format!(
+            "only {} visible GPU(s); nothing to parallelize",
             listed.len()
         )));
     }
@@ -280,8 +303,8 @@ fn sweep_devices(
         listed.clone()
     };
     if children.len() < 2 {
-        return Err(plain(format!(
-            "{}; by key each device runs one child, nothing to parallelize, skipping",
+        return Err(Skip::comma(format!(
+            "{}; by key each device runs one child, nothing to parallelize",
             listed_again(listed)
         )));
     }
@@ -307,8 +330,8 @@ fn worth_it(f: &Facts, by_key: bool) -> Rule<String> {
             warmup,
             plain: alone,
             worth: false,
-        } => Err(plain(format!(
-            "the history in {} predicts {warmup:.2} s with the warmup against {alone:.2} s plain, less than 10% saved (--always sweeps anyway); skipping",
+        } => Err(Skip::semicolon(format!(
+            "the history in {} predicts {warmup:.2} s with the warmup against {alone:.2} s plain, less than 10% saved (--always sweeps anyway)",
             dir()
         ))),
         Prediction::Figures { warmup, plain, .. } => Ok(format!(
