@@ -11,9 +11,10 @@
 //! them), so it always describes the same run as the sidecar published with it.
 
 use crate::costs::CostFile;
+use crate::layout::op_file;
 use crate::probe::Platform;
 use serde_json::Value;
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
 /// The harness's sidecar format, the version warmup-publish writes (2 added `foreign`: where the
@@ -28,35 +29,25 @@ pub const COMPLETE_FOR: &str = "complete_for";
 
 /// `DIR/<op>.costs.json`: the op's costs, as the last sweep measured them.
 pub fn costs_path(dir: &Path, op: impl AsRef<OsStr>) -> PathBuf {
-    let mut name = op.as_ref().to_os_string();
-    name.push(".costs.json");
-    dir.join(name)
+    op_file(dir, "", op.as_ref(), ".costs.json")
 }
 
 /// `DIR/<op>.meta.json`: the sidecar of the record `DIR/<op>.json`.
 pub fn meta_path(dir: &Path, op: impl AsRef<OsStr>) -> PathBuf {
-    let mut name = op.as_ref().to_os_string();
-    name.push(".meta.json");
-    dir.join(name)
+    op_file(dir, "", op.as_ref(), ".meta.json")
 }
 
 /// `DIR/.<op>.journal`: the keys a record session decided and has not folded into `<op>.json`
 /// yet (docs/CONTRACT.md, record mode). The replay pins them too, so a journal left beside a
 /// record that something else replaced would override it.
 pub fn journal_path(dir: &Path, op: impl AsRef<OsStr>) -> PathBuf {
-    let mut name = OsString::from(".");
-    name.push(op);
-    name.push(".journal");
-    dir.join(name)
+    op_file(dir, ".", op.as_ref(), ".journal")
 }
 
 /// `DIR/.<op>.sessions`: the file every live record session of the op holds a shared lock on
 /// (the harness's writer.py), so that warmup-publish and warmup-cache can tell one is live.
 pub fn sessions_path(dir: &Path, op: impl AsRef<OsStr>) -> PathBuf {
-    let mut name = OsString::from(".");
-    name.push(op);
-    name.push(".sessions");
-    dir.join(name)
+    op_file(dir, ".", op.as_ref(), ".sessions")
 }
 
 /// `DIR/<op>`, the name whose update lock (`DIR/.<op>.lock`, `toolkit::lock::update_lock`) every

@@ -11,6 +11,7 @@
 //! half of one; a second run finds the kernels compiled, while every config is still timed (the
 //! harness keeps Triton's autotune-result cache off).
 
+use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 
 /// `SCRATCH/plan.json`, relative to the scratch folder.
@@ -37,9 +38,16 @@ const SHAPES: &str = "shapes.yaml";
 
 /// `DIR/<op>.json`: the op's record file in a record folder (a shard's `w<i>/rec`, or the one
 /// published into), the name every tool and the harness give it.
-pub fn record_file(dir: &Path, op: impl AsRef<std::ffi::OsStr>) -> PathBuf {
-    let mut name = op.as_ref().to_os_string();
-    name.push(".json");
+pub fn record_file(dir: &Path, op: impl AsRef<OsStr>) -> PathBuf {
+    op_file(dir, "", op.as_ref(), ".json")
+}
+
+/// `DIR/<prefix><op><suffix>`: one of the op's files in a record folder (crate::history names
+/// the others).
+pub(crate) fn op_file(dir: &Path, prefix: &str, op: &OsStr, suffix: &str) -> PathBuf {
+    let mut name = OsString::from(prefix);
+    name.push(op);
+    name.push(suffix);
     dir.join(name)
 }
 
