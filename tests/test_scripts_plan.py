@@ -120,6 +120,25 @@ def test_warmup_slurm_reads_only_names_warmup_plan_assigns_for_each_mode(tmp_pat
     assert names <= every, f"scripts/warmup-slurm declares {sorted(names - every)}, which no mode assigns"
 
 
+@pytest.mark.parametrize("given", ["option", "variable"])
+def test_warmup_slurm_refuses_a_record_folder_that_is_a_file_naming_what_gave_it(tmp_path, given):
+    """--record-dir over the variable, as warmup-spawn takes them (protocol::env::record_folder),
+    and the refusal names the one that gave it."""
+    (tmp_path / "afile").write_text("")
+    env = with_stand_in_sbatch(tmp_path, clean_env())
+    option = ["--record-dir", "afile"] if given == "option" else []
+    if given == "variable":
+        env["FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR"] = "afile"
+    else:
+        env["FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR"] = str(tmp_path)  # read only where no option is given
+    done = subprocess.run([tool("plan"), "--for", "warmup-slurm", "--scratch", str(tmp_path / "s"), *option, "--",
+                           *bench()], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=HANG)
+    source = "--record-dir" if given == "option" else "FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR"
+    assert done.returncode == 2, done.stderr
+    assert f"warmup-slurm: {source}={tmp_path / 'afile'}: {tmp_path / 'afile'} is not a folder but a file: " \
+           "point it at the folder the op's record is published into" in done.stderr, done.stderr
+
+
 @pytest.mark.parametrize("script", ["warmup", "warmup-slurm"])
 def test_the_declared_names_are_found(script):
     assert {"shard_argv", "scratch"} <= declared(script)

@@ -90,30 +90,33 @@ impl Discovery {
 }
 
 /// The record folder `FLAGGEMS_PERF_AUTOTUNE_RECORD_DIR` names (trimmed, blank is none), made
-/// absolute; refused when it holds a path that is not a folder.
+/// absolute and checked ([`checked_record_dir`]).
 pub fn record_dir(raw: Option<&std::ffi::OsStr>, cwd: &Path) -> Result<Option<PathBuf>> {
     let Some(dir) = names::record_dir_of(raw) else {
         return Ok(None);
     };
-    let dir = toolkit::file::absolute_in(&dir, cwd);
+    checked_record_dir(toolkit::file::absolute_in(&dir, cwd), names::RECORD_DIR).map(Some)
+}
+
+/// `dir`, which `source` (a variable or an option) names: refused when it is not a folder, or is
+/// none and cannot be made. One that is there is read even where it cannot be written
+/// (`Discovery::read_only`).
+pub fn checked_record_dir(dir: PathBuf, source: &str) -> Result<PathBuf> {
     if let Err(why) = toolkit::file::check_folder(&dir) {
         bail!(
-            "{}={}: {why}: point it at the folder the op's record is published into",
-            names::RECORD_DIR,
+            "{source}={}: {why}: point it at the folder the op's record is published into",
             dir.display()
         );
     }
-    // One that is there is read even where it cannot be written (`Discovery::read_only`).
     if !dir.is_dir() {
         if let Err(why) = toolkit::file::writable(&dir) {
             bail!(
-                "{}={}: {why}: point it at a folder this user can write",
-                names::RECORD_DIR,
+                "{source}={}: {why}: point it at a folder this user can write",
                 dir.display()
             );
         }
     }
-    Ok(Some(dir))
+    Ok(dir)
 }
 
 /// Discovers everything the decision reads. It reads and makes nothing in the record cache

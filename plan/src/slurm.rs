@@ -42,9 +42,12 @@ pub fn plan(args: &Slurm, world: &World) -> Result<Output> {
         (None, false) => Mode::Submit,
     };
     let op = op(args, world, &scratch, mode);
-    let given = args.record_dir.as_deref().map(Path::as_os_str);
-    let raw = given.or_else(|| world.env.get_os(protocol::env::RECORD_DIR));
-    let record_dir = discover::record_dir(raw, &world.cwd)?;
+    let record_dir = protocol::env::record_folder_given(
+        args.record_dir.as_deref().map(Path::as_os_str),
+        world.env.get_os(protocol::env::RECORD_DIR),
+    )
+    .map(|(dir, source)| discover::checked_record_dir(absolute(&dir, &world.cwd), source))
+    .transpose()?;
     let mut out = Output::default();
     out.set(
         "mode",

@@ -64,22 +64,31 @@ pub fn record_dir_of(value: Option<&std::ffi::OsStr>) -> Option<std::path::PathB
     }
 }
 
-/// The record folder of a run that publishes, the one rule of warmup-spawn and warmup-publish:
-/// `--record-dir` as given when given (blank: none, and the variable is not read), else
-/// [`RECORD_DIR`] as [`record_dir_of`] reads it; absolute, links not resolved. `None`: the
-/// caller's fallback (warmup-spawn's `SCRATCH/merged`, warmup-publish's `--fallback-dir`).
+/// The record folder of a run that publishes, the one rule of warmup-spawn, warmup-publish and
+/// warmup-slurm: [`record_folder_given`], made absolute, links not resolved. `None`: the caller's
+/// fallback (warmup-spawn's `SCRATCH/merged`, warmup-publish's `--fallback-dir`).
 pub fn record_folder(
     flag: Option<&std::ffi::OsStr>,
     var: Option<&std::ffi::OsStr>,
 ) -> Option<std::path::PathBuf> {
-    let dir = match flag {
+    let (dir, _) = record_folder_given(flag, var)?;
+    Some(std::path::absolute(&dir).unwrap_or(dir))
+}
+
+/// `--record-dir` as given when given (blank: none, and the variable is not read), else
+/// [`RECORD_DIR`] as [`record_dir_of`] reads it; with the name of the one that gave it, for
+/// messages.
+pub fn record_folder_given(
+    flag: Option<&std::ffi::OsStr>,
+    var: Option<&std::ffi::OsStr>,
+) -> Option<(std::path::PathBuf, &'static str)> {
+    match flag {
         Some(flag) => {
             let blank = flag.as_encoded_bytes().iter().all(u8::is_ascii_whitespace);
-            (!blank).then(|| std::path::PathBuf::from(flag))
+            (!blank).then(|| (std::path::PathBuf::from(flag), "--record-dir"))
         }
-        None => record_dir_of(var),
-    }?;
-    Some(std::path::absolute(&dir).unwrap_or(dir))
+        None => record_dir_of(var).map(|dir| (dir, RECORD_DIR)),
+    }
 }
 
 /// The fresh/resume rule for a record session of the op (docs/CONTRACT.md, "Resume"): `--fresh`
