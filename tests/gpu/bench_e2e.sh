@@ -95,7 +95,7 @@ done
 # shellcheck source=tests/gpu/lib.sh
 . "$root/tests/gpu/lib.sh"
 [ -n "$flaggems" ] || { echo "bench_e2e: --flaggems DIR is required" >&2; exit 2; }
-# Every FlagGems case's test file, before anything runs: case_argv's $(...) would hide a failure.
+# Every FlagGems case's test file, before anything runs.
 for case in ${cases//,/ }; do
     [ "$case" = triton ] || flaggems_test "$flaggems" "$case" >/dev/null || exit 2
 done
@@ -167,13 +167,16 @@ run() {
 }
 
 bench_dtype() { case $1 in mm) echo float16 ;; addmm) echo bfloat16 ;; esac; }
-# The case's pytest line.
+# The case's pytest arguments, into the array case_args.
 case_argv() {
     if [ "$1" = triton ]; then
-        echo "-m pytest -q -s test_triton_bench.py --shape_file $shapes/triton.yaml"
+        case_args=(-m pytest -q -s test_triton_bench.py --shape_file "$shapes/triton.yaml")
     else
-        echo "-m pytest -q -s $(flaggems_test "$flaggems" "$1" | tr '\n' ' ')--dtypes $(bench_dtype "$1") --shape_file $shapes/$1.yaml" \
-            "--level core --warmup 100 --iter 100 --record log"
+        local tests
+        tests=$(flaggems_test "$flaggems" "$1") || exit 2
+        mapfile -t case_args <<<"$tests"
+        case_args=(-m pytest -q -s "${case_args[@]}" --dtypes "$(bench_dtype "$1")" --shape_file "$shapes/$1.yaml"
+                   --level core --warmup 100 --iter 100 --record log)
     fi
 }
 # The op FlagGems' benchmark and tests/gpu's conftest read.
@@ -204,8 +207,9 @@ fi
 turn=0  # --alternate: the runs of modes so far, whose parity orders the variants
 for rep in $(seq 1 "$repeat"); do
 for case in "${case_list[@]}"; do
-    # shellcheck disable=SC2206,SC2207,SC2086  # word lists on purpose
-    argv=("$python" $(case_argv "$case") "${clock[@]}" $extra)
+    case_argv "$case"
+    # shellcheck disable=SC2206  # --extra's words, split on purpose
+    argv=("$python" "${case_args[@]}" "${clock[@]}" $extra)
     op=$(case_op "$case")
     for mode in "${mode_list[@]}"; do
         if [ $((SECONDS - start)) -gt "$budget" ]; then say "budget spent: $case $mode (repetition $rep) not run"; continue; fi
