@@ -281,6 +281,28 @@ def test_replay_pins_the_keys_a_killed_record_session_left_in_its_journal(record
     assert (folder / ".mm.journal").exists(), "a replay writes nothing"
 
 
+def test_replay_reads_a_journal_line_for_a_changed_kernel_as_the_next_fold_would(recorded, tmp_path):
+    """The record's keys of a kernel were tuned for it as it was (the sidecar's fingerprint); a killed
+    session journaled one key for it as it is now. The fold would drop the older keys and keep the
+    journaled one (journal.apply), so the replay pins that one and sweeps the others live."""
+    folder = copy_records(recorded[0], tmp_path / "rec")
+    records = json.loads((folder / "mm.json").read_text())
+    meta = json.loads((folder / "mm.meta.json").read_text())
+    key = json.dumps([*SHAPES[0], *["float16"] * 3])
+    config = records[PLAIN_MM].pop(key)
+    (folder / "mm.json").write_text(json.dumps(records))
+    line = {"kernel": PLAIN_MM, "key": key, "config": config, "seconds": 1.0,
+            "fingerprint": meta["kernels"][PLAIN_MM], "device": meta["device"], "triton": meta["triton"]}
+    (folder / ".mm.journal").write_text(json.dumps(line) + "\n")
+    meta["kernels"][PLAIN_MM] = "0" * len(meta["kernels"][PLAIN_MM])  # the kernel as it was
+    (folder / "mm.meta.json").write_text(json.dumps(meta))
+    run = bench(tmp_path, shape_file(tmp_path, SHAPES), FLAGGEMS_PERF_AUTOTUNE_REPLAY_DIR=str(folder))
+    assert run.returncode == 0, run.output
+    assert "replayed 9, swept 3 live" in run.stderr, run.stderr
+    assert set(run.session["timed"]) == {PLAIN_MM}, "only the changed kernel's older keys are tuned"
+    assert launched(run.session)[PLAIN_MM, tuple(SHAPES[0])] == config_launched_as(config)
+
+
 def test_a_sigterm_folds_the_keys_decided_into_the_record_and_still_ends_the_process(tmp_path):
     folder = tmp_path / "rec"
     folder.mkdir()

@@ -166,8 +166,9 @@ class Session:
         # Where each key was made: the sidecar's, a journaled key's own line; no sidecar (a record
         # published from a file) or one that cannot be read, nothing to check.
         provenance = records.Provenance(meta) if meta is not None else None
+        kernels = records.fingerprints(meta)  # a journal line's fingerprint, where newer, over the sidecar's
         try:
-            journaled = unfolded(mode.directory, mode.op, recorded, provenance)
+            journaled = unfolded(mode.directory, mode.op, recorded, provenance, kernels)
         except records.RecordError as exc:
             journaled = 0
             notes.append(f"WARNING {exc}")
@@ -179,7 +180,7 @@ class Session:
         import triton
 
         policy = policies.Replayer(recorded, str(path), miss_policy is env.MissPolicy.FAIL, lambda: None,
-                                   records.fingerprints(meta), provenance,
+                                   kernels, provenance,
                                    lambda: (device_name(), triton.__version__))
         # Its compile pool starts at the first key swept live, if any.
         hooks = tuners.install(policy, compiler, say=lambda line: say(config, [line]))

@@ -10,29 +10,23 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
-from .journal import Entry
+from .journal import Entry, apply
 from .records import META_FORMAT, META_VERSION, UNKNOWN, Made, fingerprints, load_meta, sidecar_damage
 
 
 def merge(records: dict, meta: dict, made: dict, entries: list[Entry], carried: list[Entry], unchecked: set[str],
-          mine: Made, drop: Callable[[str, dict, dict, dict], None]) -> int:
-    """The journal's keys, in order, then the carried ones into `records`, the sidecar's
-    `tune_seconds`, `kernels` and `unchecked`, and `made` (where each key was made: a journal line's
-    own, else `mine`; a carried key its earlier record's); `drop(kernel, records, tune, made)` where
-    a journaled key's fingerprint differs from the record's. Returns how many carried keys went in."""
+          mine: Made, dropped: Callable[[str, int], None]) -> int:
+    """The journal's keys, in order (journal.apply: `dropped(kernel, how many)` where a journaled
+    key's fingerprint differs from the record's), then the carried ones into `records`, the
+    sidecar's `tune_seconds`, `kernels` and `unchecked`, and `made` (where each key was made: a
+    journal line's own, else `mine`; a carried key its earlier record's). Returns how many carried
+    keys went in."""
     added = 0
     tune = meta.setdefault("tune_seconds", {})
     kernels = fingerprints(meta)
     doubtful = {k for k in meta.get("unchecked", []) if isinstance(k, str)} | set(unchecked)
-    for kernel, key, config, seconds, fingerprint, where in entries:
-        if fingerprint is not None:
-            doubtful.discard(kernel)  # taken from the kernel that ran here
-            if kernel in kernels and kernels[kernel] != fingerprint:
-                drop(kernel, records, tune, made)
-            kernels[kernel] = fingerprint
-        records.setdefault(kernel, {})[key] = config
-        tune.setdefault(kernel, {})[key] = seconds
-        made[kernel, key] = where if where is not None else mine
+    doubtful -= {entry[0] for entry in entries if entry[4] is not None}  # taken from the kernel that ran here
+    apply(entries, records, made, mine, kernels, tune, dropped)
     for kernel, key, config, seconds, fingerprint, where in carried:
         here_print = kernels.get(kernel, fingerprint)
         if fingerprint is not None and here_print != fingerprint:

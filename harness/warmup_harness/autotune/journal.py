@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from . import safe_read
 from .records import Made, Provenance, RecordError
@@ -68,13 +68,35 @@ def journaled(directory: Path, op: str, then: str) -> list[Entry]:
                           f"are not {then}") from None
 
 
-def unfolded(directory: Path, op: str, records: dict, provenance: Provenance | None = None) -> int:
-    """Replay: adds to `records` the keys a record session journaled but did not fold (it was
-    killed), as the next record session would fold them, and to `provenance` where each was made
-    (a line that says nothing: where the sidecar's own keys were); returns how many. Reads only."""
-    entries = journaled(directory, op, "replayed")
-    for kernel, key, config, _, _, where in entries:
+def apply(entries: list[Entry], records: dict, made: dict, default: Made, kernels: dict, seconds: dict,
+          changed: Callable[[str, int], None] = lambda kernel, dropped: None) -> None:
+    """Puts journal entries into a record as a fold does (writer.py), the one rule of the fold,
+    resume and replay: in order, a key decided again replacing its config; `seconds` and `made`
+    (where each was made: its line's, else `default`) beside it. A line for another fingerprint of
+    its kernel than `kernels` names (the sidecar's, updated here) first drops the kernel's earlier
+    keys, which were tuned for the kernel as it was: `changed(kernel, how many)` then."""
+    for kernel, key, config, tuned, fingerprint, where in entries:
+        if fingerprint is not None:
+            if kernels.get(kernel, fingerprint) != fingerprint:
+                gone = records.pop(kernel, {})
+                for stale in gone:
+                    made.pop((kernel, stale), None)
+                seconds.pop(kernel, None)
+                changed(kernel, len(gone))
+            kernels[kernel] = fingerprint
         records.setdefault(kernel, {})[key] = config
-        if provenance is not None:
-            provenance.foreign[kernel, key] = where if where is not None else provenance.own
+        seconds.setdefault(kernel, {})[key] = tuned
+        made[kernel, key] = where if where is not None else default
+
+
+def unfolded(directory: Path, op: str, records: dict, provenance: Provenance | None, kernels: dict) -> int:
+    """Replay: adds to `records` the keys a record session journaled but did not fold (it was
+    killed), as the next record session would fold them (`apply`, `kernels` the sidecar's
+    fingerprints), and to `provenance` where each was made (a line that says nothing: where the
+    sidecar's own keys were); returns how many. Reads only."""
+    entries = journaled(directory, op, "replayed")
+    if provenance is None:  # no sidecar: nothing says where any key was made
+        apply(entries, records, {}, (None, None), kernels, {})
+    else:
+        apply(entries, records, provenance.foreign, provenance.own, kernels, {})
     return len(entries)

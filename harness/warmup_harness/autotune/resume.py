@@ -32,7 +32,7 @@ from .. import env
 from ..env import FRESH, RESUME_DIR
 from .records import (Made, Provenance, RecordError, describe, fingerprints, load_meta, load_records, made_here,
                       meta_path, record_path)
-from .journal import Entry, journaled
+from .journal import Entry, apply, journaled
 
 class Earlier:
     """The keys of an earlier record, each usable where it was made on this process's device and
@@ -55,18 +55,10 @@ class Earlier:
 
     def _add_journal(self, journal: list[Entry]) -> None:
         """The keys journaled beside the record and never folded (a full disk, a kill), as the next
-        fold puts them in (writer.RecordWriter._fold): in order, each where its line says it was made,
-        a line for another fingerprint of its kernel dropping the kernel's earlier keys."""
+        fold puts them in (journal.apply)."""
         self.seconds = {k: dict(v) for k, v in self.seconds.items() if isinstance(v, dict)} \
             if isinstance(self.seconds, dict) else {}
-        for kernel, key, config, seconds, fingerprint, where in journal:
-            if fingerprint is not None:
-                if self.kernels.get(kernel, fingerprint) != fingerprint:
-                    self.records.pop(kernel, None)
-                self.kernels[kernel] = fingerprint
-            self.records.setdefault(kernel, {})[key] = config
-            self.seconds.setdefault(kernel, {})[key] = seconds
-            self.provenance.foreign[kernel, key] = where if where is not None else self.provenance.own
+        apply(journal, self.records, self.provenance.foreign, self.provenance.own, self.kernels, self.seconds)
 
     def usable(self, device_name: Callable[[], str | None], notes: list[str]) -> bool:
         """Whether any key of the earlier record was made on this device model and Triton; asked at

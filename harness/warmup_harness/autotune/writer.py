@@ -324,14 +324,9 @@ class RecordWriter:
                         f"{describe(self._foreign_here)}: they stay, named so in {self.meta.name}, and are "
                         f"tuned again wherever the device or Triton differs" for made, count in self.foreign.items()]
 
-    def _drop_changed(self, kernel: str, records: dict, tune: dict, made: dict) -> None:
+    def _drop_changed(self, kernel: str, dropped: int) -> None:
         """A key of `kernel` decided for another fingerprint than the record's: the record's keys of
-        it were tuned for the kernel as it was, and answer nothing now."""
-        gone = records.pop(kernel, {})
-        dropped = len(gone)
-        for key in gone:
-            made.pop((kernel, key), None)
-        tune.pop(kernel, None)
+        it, tuned for the kernel as it was, answer nothing now (the fold dropped them: journal.apply)."""
         self._dropped = True  # the sidecar's complete_for vouches for keys no longer there
         if dropped and kernel not in self.explained:
             self.explained.add(kernel)
