@@ -89,12 +89,14 @@ def apply(entries: list[Entry], records: dict, made: dict, default: Made, kernel
         made[kernel, key] = where if where is not None else default
 
 
-def unfolded(directory: Path, op: str, records: dict, provenance: Provenance | None, kernels: dict) -> int:
+def unfolded(directory: Path, op: str, records: dict, provenance: Provenance | None = None,
+             kernels: dict | None = None) -> int:
     """Replay: adds to `records` the keys a record session journaled but did not fold (it was
     killed), as the next record session would fold them (`apply`, `kernels` the sidecar's
-    fingerprints), and to `provenance` where each was made (a line that says nothing: where the
-    sidecar's own keys were); returns how many. Reads only."""
+    fingerprints, updated), and to `provenance` where each was made (a line that says nothing:
+    where the sidecar's own keys were); returns how many. Reads only."""
     entries = journaled(directory, op, "replayed")
+    kernels = {} if kernels is None else kernels
     if provenance is None:  # no sidecar: nothing says where any key was made
         apply(entries, records, {}, (None, None), kernels, {})
     else:
