@@ -139,7 +139,7 @@ class Brief:
         samples = self._time(kernel_call, BRIEF_FIRST)
         if min(samples) <= self.cutoff_ms:
             wanted = _count(BRIEF_REP_MS, statistics.median(samples), BRIEF_MAX)
-            more = min(BRIEF_MAX, max(BRIEF_FIRST, wanted)) - BRIEF_FIRST
+            more = max(BRIEF_FIRST, wanted) - BRIEF_FIRST  # _count keeps `wanted` to BRIEF_MAX
             if more:
                 samples += self._time(kernel_call, more)
         return quantiles_of(samples, quantiles)

@@ -1,11 +1,10 @@
 """Racing's settings (docs/CONTRACT.md, "Racing" and the settings' table): whether a record session
 races a swept key's configs (race.py), the raced keys after which configs near the best on none
 are held back (race_history.py: None, unset, history orders the race and holds nothing back; 0,
-no history), how near the best short timing a config
-counts as near (None: the record's), and the audit file. Read
-through a getter of raw values, as precompile/settings.py's are (the session's is env.raw_setting:
-the variable, else the ini option); a value that cannot be used raises ProtocolError naming it.
-Standard library only.
+no history), how near the best short timing a config counts as near (None: the record's), and
+the audit file. Read through a getter of raw values, as precompile/settings.py's are (the
+session's is env.raw_setting: the variable, else the ini option); a value that cannot be used
+raises ProtocolError naming it. Standard library only.
 """
 
 from __future__ import annotations

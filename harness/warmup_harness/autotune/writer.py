@@ -281,7 +281,8 @@ class RecordWriter:
             before = Provenance(meta if known else None)
             made = {(kernel, key): before.made(kernel, key) for kernel, keys in records.items() for key in keys}
             meta.update(versions(), harness=harness_version())
-            self._compile_added = add_process_seconds(meta, self.extra_meta(), self._compile_added)
+            extra = self.extra_meta()  # the session's fields, once a fold
+            self._compile_added = add_process_seconds(meta, extra, self._compile_added)
             if self._device not in (None, _UNASKED) or "device" not in meta:
                 meta["device"] = None if self._device is _UNASKED else self._device
             here = (meta.get("device"), meta.get("triton"))
@@ -297,7 +298,7 @@ class RecordWriter:
                 meta.pop("foreign", None)
                 self.foreign = {}
             meta["version"] = META_VERSION
-            add_races(meta, self.extra_meta(), records)
+            add_races(meta, extra, records)
             atomic.write_bytes(self.path, (json.dumps(records) + "\n").encode("utf-8"))
             self.folds += 1
             # The record never waits on its sidecar: one that cannot be written is a note.
