@@ -177,21 +177,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_record_file_names_its_op_and_no_other_file_of_the_folder_does() {
-        use std::ffi::OsStr;
-        let op =
-            |name: &str| of_record_file(OsStr::new(name)).map(|o| o.to_string_lossy().into_owned());
-        let file = crate::layout::record_file(Path::new("/r"), "mm");
-        assert_eq!(
-            of_record_file(file.file_name().expect("name")),
-            Some(OsStr::new("mm"))
-        );
-        for other in ["mm.meta.json", "mm.costs.json", ".json", "mm.journal"] {
-            assert_eq!(op(other), None, "{other}");
-        }
-    }
-
-    #[test]
     fn a_blank_op_means_default() {
         assert_eq!(OpArg::new(None).name(), "default");
         assert_eq!(OpArg::new(Some("  \t")).name(), "default");
@@ -297,6 +282,12 @@ mod tests {
             of_record_file(OsStr::new(name))
         }
         assert_eq!(op("mm.json"), Some(OsStr::new("mm")));
+        let file = crate::layout::record_file(Path::new("/r"), "mm");
+        assert_eq!(
+            of_record_file(file.file_name().expect("name")),
+            Some(OsStr::new("mm")),
+            "the name layout gives it"
+        );
         assert_eq!(
             op(".mm.json"),
             Some(OsStr::new(".mm")),
@@ -310,6 +301,7 @@ mod tests {
             "..json",
             "...json",
             "mm",
+            "mm.journal",
             ".mm.journal",
         ] {
             assert_eq!(op(none), None, "{none}");
